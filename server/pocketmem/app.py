@@ -1,0 +1,171 @@
+"""PocketMem: settings -> store + embedder + clock, wired into the lifecycle and retrieval services.
+
+The one object the MCP server's lifespan and the CLI open. Opening is cheap (SQLite file,
+migrations, no model loading), so the MCP handshake is never held up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from .clock import Clock, SystemClock
+from .config import Settings
+from .embeddings import Embedder, make_embedder
+from .errors import EmbedderMismatch, NotFound
+from .lifecycle import Lifecycle, embedding_text
+from .models import EventKind
+from .results import MemoryView
+from .retrieval import Retrieval
+from .scoring import importance
+from .store import SQLiteStore, Store
+from .usercard import render_user_card
+
+log = logging.getLogger(__name__)
+
+REINDEX_BATCH = 256
+
+
+class PocketMem:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.store = store or SQLiteStore(settings.db_path)
+        self.embedder = embedder or make_embedder(settings)
+        self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock)
+        self.retrieval = Retrieval(settings, self.store, self.embedder, self.clock)
+        self._opened = 0
+        self._open_lock = asyncio.Lock()
+
+    # -- lifetime -------------------------------------------------------------------------------
+    async def open(self, *, check_embedder: bool = True) -> None:
+        """Open the store (refcounted: each MCP connection may open and close it)."""
+        async with self._open_lock:
+            if self._opened == 0:
+                await self.store.open()
+                try:
+                    if check_embedder:
+                        await self._check_embedder()
+                except BaseException:
+                    await self.store.close()
+                    raise
+            self._opened += 1
+
+    async def close(self) -> None:
+        async with self._open_lock:
+            self._opened = max(0, self._opened - 1)
+            if self._opened == 0:
+                await self.store.close()
+                await self.embedder.aclose()
+
+    async def __aenter__(self) -> PocketMem:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _check_embedder(self) -> None:
+        stored = await self.store.get_meta("embedder")
+        if stored is not None and stored != self.embedder.tag:
+            raise EmbedderMismatch(
+                f"this store's vectors were made by {stored}, but the configured embedder is {self.embedder.tag}; "
+                "vectors of two models never mix. Run `pocketmem reindex` to re-embed every memory with the "
+                "configured embedder, or set POCKETMEM_EMBEDDER / POCKETMEM_EMBED_MODEL back."
+            )
+        dims = self.embedder.dimensions
+        if stored is None and dims is not None:
+            await self.store.prepare_vectors(self.embedder.tag, dims)
+        # Otherwise the index exists already, or is created when the endpoint first tells the vector size.
+        self.lifecycle.vectors_ready = stored is not None or dims is not None
+
+    # -- views ----------------------------------------------------------------------------------
+    async def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
+        async with self.store.read() as reader:
+            memory = await reader.get_memory(user_id, memory_id)
+            if memory is None:
+                raise NotFound(f"no memory with id {memory_id!r}")
+            revisions = await reader.list_revisions(user_id, memory_id)
+        now = self.clock.now()
+        view = MemoryView.of(memory, importance(memory.scores, memory.last_active_at or memory.created_at, now)[2])
+        out = view.model_dump(mode="json")
+        out["revisions"] = [r.model_dump(mode="json", exclude={"user_id"}) for r in revisions]
+        return out
+
+    async def user_card(self, user_id: str) -> str:
+        return await render_user_card(self.store, user_id, self.settings, self.clock.now())
+
+    async def stats(self, user_id: str) -> dict[str, Any]:
+        async with self.store.read() as reader:
+            stats = await reader.stats(user_id)
+        active = stats.by_status.get("active", 0)
+        return {
+            "user": user_id,
+            "active": active,
+            "core": stats.core,
+            "superseded": stats.by_status.get("superseded", 0),
+            "trashed": stats.by_status.get("trashed", 0),
+            "pending": stats.pending,
+            "max_active": self.settings.max_active,
+            "by_category": stats.by_category,
+            "tombstones": stats.tombstones,
+            "revisions": stats.revisions,
+            "events": stats.events,
+            "oldest": _iso(stats.oldest),
+            "newest": _iso(stats.newest),
+            "embedder": self.embedder.tag,
+            "database": str(self.settings.db_path),
+        }
+
+    # -- maintenance ------------------------------------------------------------------------------
+    async def reindex(self) -> int:
+        """Re-embed every memory with the configured embedder and rebuild the vector index."""
+        count = 0
+        rebuilt = False
+        async for batch in self.store.iter_memories_for_reindex(REINDEX_BATCH):
+            vectors = await self.embedder.embed_many([embedding_text(content, kws) for _, _, content, kws in batch])
+            if not rebuilt:
+                await self.store.rebuild_vectors(self.embedder.tag, len(vectors[0]))
+                rebuilt = True
+            await self.store.write_vectors(
+                [(user, mid, vec) for (user, mid, _, _), vec in zip(batch, vectors, strict=True)], self.embedder.tag
+            )
+            count += len(batch)
+        if not rebuilt:
+            dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
+            await self.store.rebuild_vectors(self.embedder.tag, dims)
+        async with self.store.write() as tx:
+            await tx.add_event(self.settings.user, EventKind.reindexed, self.clock.now(),
+                               payload={"embedder": self.embedder.tag, "memories": count})
+        self.retrieval._baseline = None
+        self.lifecycle.vectors_ready = True
+        return count
+
+    async def doctor(self) -> dict[str, Any]:
+        report: dict[str, Any] = {"database": str(self.settings.db_path)}
+        report["store"] = await self.store.health()
+        try:
+            vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")
+            report["embedder"] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}
+        except Exception as exc:  # noqa: BLE001 - the report says what failed
+            report["embedder"] = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
+        report["embedder"]["store_embedder"] = await self.store.get_meta("embedder")
+        return report
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when is not None else None
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)

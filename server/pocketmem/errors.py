@@ -1,0 +1,53 @@
+"""Errors raised inside pocketmem.
+
+Each edge translates them once: the MCP tools into a tool error the model can act on,
+the CLI into a one-line message and a non-zero exit.
+
+    PocketmemError
+    ├── InvalidInput          bad argument: names the field, the rule and what to send instead
+    ├── NotFound              no such memory / pending item for this user
+    ├── Conflict              the request contradicts the memory's state (patching a non-core memory, …)
+    ├── ConfigError           a setting is missing or malformed (start-up)
+    ├── EmbedderMismatch      the store's vectors were made by another embedder; run `pocketmem reindex`
+    ├── ProviderUnavailable   an embedding / LLM endpoint cannot be reached or answered badly
+    └── StoreError            the database cannot be opened or is not a pocketmem store
+"""
+
+from __future__ import annotations
+
+
+class PocketmemError(Exception):
+    """Base class of every error pocketmem raises on purpose."""
+
+
+class InvalidInput(PocketmemError):
+    """An argument breaks a rule; the message names the field and the rule."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        self.field = field
+        self.rule = rule
+        super().__init__(f"{field}: {rule}")
+
+
+class NotFound(PocketmemError):
+    """The id names nothing this user can see."""
+
+
+class Conflict(PocketmemError):
+    """The request does not fit the current state of the memory."""
+
+
+class ConfigError(PocketmemError):
+    """A setting is missing or malformed."""
+
+
+class EmbedderMismatch(PocketmemError):
+    """The store was embedded by a different model than the one configured."""
+
+
+class ProviderUnavailable(PocketmemError):
+    """A remote embedding or LLM endpoint failed."""
+
+
+class StoreError(PocketmemError):
+    """The database cannot be used."""

@@ -1,0 +1,157 @@
+"""Typed records that cross module boundaries: what the store returns and what the tools answer."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Category(StrEnum):
+    preference = "preference"  # likes, dislikes, habits, style
+    fact = "fact"  # objective facts about the user, their work and projects
+    lesson = "lesson"  # what failed and what fixed it
+    goal = "goal"  # plans and longer-term aims
+    person = "person"  # people in the user's life
+    todo = "todo"  # something to do, optionally with due_at / remind_at
+    event = "event"  # something that happened or will happen at a time
+    episode = "episode"  # a conversation summary; expires after 14 days
+    context = "context"  # short-lived situational context
+
+
+class Status(StrEnum):
+    active = "active"
+    superseded = "superseded"
+    trashed = "trashed"
+
+
+class DeleteReason(StrEnum):
+    evicted = "evicted"
+    replaced = "replaced"
+    user_delete = "user_delete"
+    conflict_patch = "conflict_patch"
+    expired = "expired"
+    purged = "purged"
+
+
+class PendingStatus(StrEnum):
+    pending = "pending"
+    confirmed = "confirmed"
+    rejected = "rejected"
+    snoozed = "snoozed"
+
+
+class EventKind(StrEnum):
+    created = "created"
+    updated = "updated"  # a new memory superseded an older one
+    patched = "patched"
+    deleted = "deleted"
+    restored = "restored"
+    evicted = "evicted"
+    expired = "expired"
+    purged = "purged"
+    recalled = "recalled"
+    retrieval_fail = "retrieval_fail"
+    duplicate = "duplicate"
+    pending = "pending"
+    discarded = "discarded"
+    confirmed = "confirmed"
+    rejected = "rejected"
+    snoozed = "snoozed"
+    reindexed = "reindexed"
+
+
+class Scores(BaseModel):
+    """E/I/P/J, each in [0, 1] (design "Scoring")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    emotion: float
+    info: float
+    persistence: float
+    judge: float
+
+
+class Memory(BaseModel):
+    """One row of `memories`, as the service sees it."""
+
+    id: str
+    user_id: str
+    content: str
+    category: Category
+    keywords: list[str] = Field(default_factory=list)
+    scores: Scores
+    info_importance: float
+    time_coef: float
+    importance: float
+    confidence: float
+    source: str | None = None
+    source_ref: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime
+    valid_until: datetime | None = None
+    last_active_at: datetime | None = None
+    use_count: int = 0
+    status: Status
+    deleted_at: datetime | None = None
+    purge_at: datetime | None = None
+    delete_reason: DeleteReason | None = None
+    supersedes: str | None = None
+    expires_at: datetime | None = None
+    due_at: datetime | None = None
+    remind_at: datetime | None = None
+    completed_at: datetime | None = None
+    content_hash: str
+    embed_model: str
+
+    @property
+    def core(self) -> bool:
+        return self.scores.persistence >= 1.0
+
+
+class PendingItem(BaseModel):
+    id: str
+    user_id: str
+    candidate: dict[str, Any]
+    confidence: float
+    status: PendingStatus
+    cooldown_until: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+    memory_id: str | None = None
+
+
+class Tombstone(BaseModel):
+    tombstone_id: str
+    memory_id: str
+    user_id: str
+    deleted_at: datetime
+    purge_at: datetime | None
+    reason: DeleteReason
+    cloud_synced_at: datetime | None = None
+    payload_hash: str | None = None
+    restored_at: datetime | None = None
+
+
+class Revision(BaseModel):
+    id: str
+    memory_id: str
+    user_id: str
+    previous_content: str
+    new_content: str
+    mode: str
+    reason: str | None
+    created_at: datetime
+
+
+class Event(BaseModel):
+    id: int
+    user_id: str
+    kind: EventKind
+    memory_id: str | None
+    operation_id: str | None
+    payload: dict[str, Any]
+    created_at: datetime

@@ -1,0 +1,129 @@
+"""Ranking of recall candidates. Pure: numbers in, ordered hits out.
+
+For each candidate memory:
+
+    semantic  = (cosine - baseline) / (1 - baseline), clipped to [0, 1]
+                baseline: how similar unrelated texts look to this embedder (calibration.py)
+    keyword   = saturation * (0.5 + 0.5 * coverage)
+                rarity(t) = IDF(t) / IDF of a term found in one memory   (1 for a rare term, ~0 for a common one)
+                matched   = sum of rarity of the query terms the memory contains (its content and keywords),
+                            each weighted 1.0 (message, agent keywords) or 0.5 (context lines)
+                saturation = matched / (matched + KEYWORD_SATURATION); coverage = matched / sum of all query rarity
+    freshness = exp(-age_days / FRESHNESS_DAYS), age from valid_from
+    importance = the memory's current importance (scoring.py)
+
+    relevance = (w_sem * semantic + w_kw * keyword) / (w_sem + w_kw)      -> must reach the threshold
+    score     = w_sem * semantic + w_kw * keyword + w_fresh * freshness + w_imp * importance
+                (x OUTDATED_FACTOR for superseded memories, shown only with include_history)
+
+Relevance decides *whether* a memory is recalled (so a fresh, important but unrelated memory
+is not); the score decides the order (so among relevant ones the newer fact wins).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .models import Memory, Status
+from .scoring import importance
+
+KEYWORD_SATURATION = 0.5
+FRESHNESS_DAYS = 90.0
+OUTDATED_FACTOR = 0.7
+
+
+@dataclass(frozen=True)
+class Weights:
+    semantic: float
+    keyword: float
+    freshness: float
+    importance: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    memory: Memory
+    cosine: float | None
+    terms: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    memory: Memory
+    score: float
+    relevance: float
+    semantic: float
+    keyword: float
+    freshness: float
+    importance: float
+
+    @property
+    def outdated(self) -> bool:
+        return self.memory.status == Status.superseded
+
+
+def idf(document_count: int, total: int) -> float:
+    """BM25's inverse document frequency (never negative)."""
+    return math.log(1.0 + (total - document_count + 0.5) / (document_count + 0.5))
+
+
+def rarity(document_count: int, total: int) -> float:
+    """IDF scaled so a term found in exactly one memory weighs 1, whatever the store's size."""
+    return idf(document_count, total) / idf(1, max(total, 1))
+
+
+def semantic_score(cosine: float | None, baseline: float) -> float:
+    if cosine is None or math.isnan(cosine):
+        return 0.0
+    return min(1.0, max(0.0, (cosine - baseline) / (1.0 - baseline)))
+
+
+def keyword_score(query: Mapping[str, float], memory_terms: Iterable[str], rarities: Mapping[str, float]) -> float:
+    total = sum(weight * rarities.get(term, 0.0) for term, weight in query.items())
+    if total <= 0:
+        return 0.0
+    present = set(memory_terms)
+    matched = sum(weight * rarities.get(term, 0.0) for term, weight in query.items() if term in present)
+    if matched <= 0:
+        return 0.0
+    saturation = matched / (matched + KEYWORD_SATURATION)
+    coverage = matched / total
+    return saturation * (0.5 + 0.5 * coverage)
+
+
+def freshness(age_days: float) -> float:
+    return math.exp(-max(0.0, age_days) / FRESHNESS_DAYS)
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    query: Mapping[str, float],
+    rarities: Mapping[str, float],
+    *,
+    baseline: float,
+    weights: Weights,
+    threshold: float,
+    now: datetime,
+) -> list[Ranked]:
+    """Score every candidate, keep those whose relevance reaches `threshold`, best first."""
+    relevance_weight = weights.semantic + weights.keyword
+    out: list[Ranked] = []
+    for candidate in candidates:
+        memory = candidate.memory
+        sem = semantic_score(candidate.cosine, baseline)
+        kw = keyword_score(query, candidate.terms, rarities)
+        relevance = (weights.semantic * sem + weights.keyword * kw) / relevance_weight
+        if relevance < threshold:
+            continue
+        age = (now - memory.valid_from).total_seconds() / 86400.0
+        fresh = freshness(age)
+        imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
+        score = weights.semantic * sem + weights.keyword * kw + weights.freshness * fresh + weights.importance * imp
+        if memory.status == Status.superseded:
+            score *= OUTDATED_FACTOR
+        out.append(Ranked(memory, score, relevance, sem, kw, fresh, imp))
+    out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)
+    return out

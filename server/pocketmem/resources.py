@@ -1,0 +1,46 @@
+"""Resources: the user card, store statistics, and one memory by id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from .app import PocketMem
+
+USER_CARD_URI = "memory://user-card"
+STATS_URI = "memory://stats"
+MEMORY_URI_TEMPLATE = "memory://memories/{memory_id}"
+
+
+def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
+    @mcp.resource(
+        USER_CARD_URI,
+        name="user-card",
+        title="User card",
+        description="Who the user is: core memories and open todos, Markdown, at most 2 KB. Put it in every prompt.",
+        mime_type="text/markdown",
+    )
+    async def user_card() -> str:
+        return await app.user_card(current_user())
+
+    @mcp.resource(
+        STATS_URI,
+        name="stats",
+        title="Memory statistics",
+        description="Counts by status and category, the cap, the embedder and the database path.",
+        mime_type="application/json",
+    )
+    async def stats() -> dict[str, Any]:
+        return await app.stats(current_user())
+
+    @mcp.resource(
+        MEMORY_URI_TEMPLATE,
+        name="memory",
+        title="One memory",
+        description="A memory with all its fields and its revisions.",
+        mime_type="application/json",
+    )
+    async def memory(memory_id: str) -> dict[str, Any]:
+        return await app.get_memory(current_user(), memory_id)

@@ -1,0 +1,288 @@
+"""Recall: the few memories that matter for the current message, ready to inject.
+
+    query  = the message (weight 1.0) + up to 3 context lines (0.5) + agent keywords (1.0)
+    candidates = every core memory + top `candidate_limit` by importance
+               + nearest vectors + keyword (FTS5) hits over all searchable memories
+    rank (ranking.py) -> relevance threshold -> top_k -> use_count += 1, last_active_at = now
+    injection = formatting.injection_block in the query's language, within the character budget
+
+If the vector index fails, recall goes on with the keyword index; if that fails too, it answers
+with the user card alone. Each failure is logged as a `retrieval_fail` event; recall never errors
+because an index is sick.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .calibration import unrelated_baseline
+from .clock import Clock
+from .config import Settings
+from .embeddings import Embedder
+from .errors import InvalidInput, PocketmemError
+from .formatting import InjectionItem, age_label, calendar_days, injection_block
+from .models import Category, EventKind, Memory, Status
+from .ranking import Candidate, Ranked, Weights, rank, rarity
+from .results import PendingView, RecallHit, RecallResult, ScoreBreakdown
+from .store import Store, StoreReader
+from .usercard import render_user_card
+from .text import clean_text, fts_match_expression, guess_language, keyword_terms, query_terms
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 4000
+MAX_CONTEXT_LINES = 3
+MAX_QUERY_KEYWORDS = 12
+CONTEXT_WEIGHT = 0.5
+KEYWORDS_VECTOR_WEIGHT = 0.5
+VECTOR_NEIGHBOURS = 64
+KEYWORD_HITS = 64
+MAX_CORE_CANDIDATES = 500
+MAX_MATCH_TERMS = 64
+PENDING_SHOWN = 3
+
+
+@dataclass
+class RecallRequest:
+    query: str
+    context: Sequence[str] = ()
+    keywords: Sequence[str] = ()
+    top_k: int | None = None
+    categories: Sequence[Category] | None = None
+    include_history: bool = False
+    explain: bool = False
+
+
+@dataclass
+class _Query:
+    message: str
+    context: list[str]
+    keywords: list[str]
+    terms: dict[str, float] = field(default_factory=dict)
+
+
+class Retrieval:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, clock: Clock) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self._baseline: float | None = None
+        self.weights = Weights(
+            semantic=settings.weight_semantic,
+            keyword=settings.weight_keyword,
+            freshness=settings.weight_freshness,
+            importance=settings.weight_importance,
+        )
+
+    async def baseline(self) -> float:
+        """The embedder's unrelated-similarity level, computed once and kept in the store."""
+        if self._baseline is None:
+            key = f"calibration:{self.embedder.tag}"
+            cached = await self.store.get_meta(key)
+            if cached is not None:
+                self._baseline = float(cached)
+            else:
+                self._baseline = await unrelated_baseline(self.embedder)
+                await self.store.set_meta(key, repr(self._baseline))
+        return self._baseline
+
+    def _parse(self, req: RecallRequest) -> _Query:
+        message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
+        if len(req.context) > MAX_CONTEXT_LINES:
+            raise InvalidInput("context", f"at most {MAX_CONTEXT_LINES} recent lines, got {len(req.context)}")
+        context = [
+            line
+            for i, raw in enumerate(req.context)
+            if (line := clean_text(raw, f"context[{i}]", max_chars=MAX_QUERY_CHARS, allow_empty=True))
+        ]
+        if len(req.keywords) > MAX_QUERY_KEYWORDS:
+            raise InvalidInput("keywords", f"at most {MAX_QUERY_KEYWORDS} short terms, got {len(req.keywords)}")
+        keywords = [
+            kw
+            for i, raw in enumerate(req.keywords)
+            if (kw := clean_text(raw, f"keywords[{i}]", max_chars=40, allow_empty=True))
+        ]
+        terms: dict[str, float] = {}
+        for line in context:
+            for term in query_terms(line):
+                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT)
+        for term in [*query_terms(message), *keyword_terms(keywords)]:
+            terms[term] = 1.0
+        return _Query(message, context, keywords, terms)
+
+    async def _query_vector(self, q: _Query) -> list[float]:
+        texts = [q.message]
+        weights = [1.0]
+        if q.context:
+            texts.append("\n".join(q.context))
+            weights.append(CONTEXT_WEIGHT)
+        if q.keywords:
+            texts.append(" ".join(q.keywords))
+            weights.append(KEYWORDS_VECTOR_WEIGHT)
+        vectors = await self.embedder.embed_many(texts)
+        combined = [sum(w * v[i] for w, v in zip(weights, vectors, strict=True)) for i in range(len(vectors[0]))]
+        norm = sum(x * x for x in combined) ** 0.5 or 1.0
+        return [x / norm for x in combined]
+
+    async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
+        q = self._parse(req)
+        top_k = req.top_k or self.settings.top_k
+        if not 1 <= top_k <= 50:
+            raise InvalidInput("top_k", "must be between 1 and 50")
+        locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
+        statuses = (Status.active, Status.superseded) if req.include_history else (Status.active,)
+        now = self.clock.now()
+        failures: list[str] = []
+
+        vector: list[float] | None = None
+        try:
+            vector = await self._query_vector(q)
+            baseline = await self.baseline()
+        except PocketmemError as exc:
+            failures.append(f"embedder: {exc}")
+            baseline = 0.0
+
+        async with self.store.read() as reader:
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures)
+            pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
+        if req.categories:
+            allowed = set(req.categories)
+            candidates = [c for c in candidates if c.memory.category in allowed]
+        candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+
+        degraded = "; ".join(failures) or None
+        keyword_failed = any(f.startswith("keyword index") for f in failures)
+        vector_failed = vector is None or any(f.startswith("vector index") for f in failures)
+        if keyword_failed and vector_failed:
+            return await self._card_only(user_id, locale, pending, degraded, failures)
+
+        ranked = rank(
+            candidates,
+            q.terms,
+            idfs,
+            baseline=baseline,
+            weights=self.weights,
+            threshold=self.settings.relevance_threshold,
+            now=now,
+        )[:top_k]
+        hits = [self._hit(r, locale, req.explain) for r in ranked]
+        injection = injection_block(
+            [
+                InjectionItem(
+                    content=r.memory.content,
+                    days=calendar_days(r.memory.valid_from, now, self.settings.zone),
+                    outdated=r.outdated,
+                )
+                for r in ranked
+            ],
+            locale,
+            self.settings.injection_budget,
+        )
+        async with self.store.write() as tx:
+            if ranked:
+                await tx.touch(user_id, [r.memory.id for r in ranked], now)
+                await tx.add_event(
+                    user_id, EventKind.recalled, now, payload={"ids": [r.memory.id for r in ranked]}
+                )
+            for failure in failures:
+                await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+        return RecallResult(
+            memories=hits,
+            injection=injection,
+            pending_confirmations=[PendingView.of(p) for p in pending],
+            degraded=degraded,
+        )
+
+    async def _candidates(
+        self,
+        reader: StoreReader,
+        user_id: str,
+        q: _Query,
+        vector: list[float] | None,
+        statuses: tuple[Status, ...],
+        failures: list[str],
+    ) -> tuple[list[Candidate], dict[str, float]]:
+        ids: dict[str, None] = {}
+        memories: dict[str, Memory] = {}
+        for memory in await reader.core_memories(user_id, MAX_CORE_CANDIDATES):
+            memories[memory.id] = memory
+        for memory in await reader.top_by_importance(user_id, self.settings.candidate_limit, statuses):
+            memories[memory.id] = memory
+        ids.update(dict.fromkeys(memories))
+        if vector is not None:
+            try:
+                for memory_id, _ in await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses):
+                    ids.setdefault(memory_id, None)
+            except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
+                log.warning("vector search failed, using keywords only: %s", exc)
+                failures.append(f"vector index: {exc}")
+        match = fts_match_expression(list(q.terms)[:MAX_MATCH_TERMS])
+        idfs: dict[str, float] = {}
+        if match is not None:
+            try:
+                for memory_id, _ in await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses):
+                    ids.setdefault(memory_id, None)
+                counts, total = await reader.term_document_counts(list(q.terms))
+                idfs = {term: rarity(counts.get(term, 0), total) for term in q.terms}
+            except Exception as exc:  # noqa: BLE001
+                log.warning("keyword search failed: %s", exc)
+                failures.append(f"keyword index: {exc}")
+        missing = [i for i in ids if i not in memories]
+        for memory in await reader.get_memories(user_id, missing):
+            memories[memory.id] = memory
+        ordered = [memories[i] for i in ids if i in memories and memories[i].status in statuses]
+        sims: dict[str, float] = {}
+        if vector is not None:
+            try:
+                sims = await reader.similarities(user_id, [m.id for m in ordered], vector)
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"vector index: {exc}")
+        terms = {}
+        if idfs:
+            indexed = await reader.indexed_terms(user_id, [m.id for m in ordered])
+            terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        return [Candidate(m, sims.get(m.id), terms.get(m.id, frozenset())) for m in ordered], idfs
+
+    def _hit(self, r: Ranked, locale: str, explain: bool) -> RecallHit:
+        now = self.clock.now()
+        days = calendar_days(r.memory.valid_from, now, self.settings.zone)
+        return RecallHit(
+            id=r.memory.id,
+            content=r.memory.content,
+            category=r.memory.category,
+            created_at=r.memory.created_at,
+            age=age_label(days, locale),
+            age_days=days,
+            score=round(r.score, 4),
+            importance=round(r.importance, 4),
+            core=r.memory.core,
+            outdated=r.outdated,
+            due_at=r.memory.due_at,
+            breakdown=ScoreBreakdown(
+                semantic=round(r.semantic, 4),
+                keyword=round(r.keyword, 4),
+                freshness=round(r.freshness, 4),
+                importance=round(r.importance, 4),
+                relevance=round(r.relevance, 4),
+            )
+            if explain
+            else None,
+        )
+
+    async def _card_only(
+        self, user_id: str, locale: str, pending: list, degraded: str | None, failures: list[str]
+    ) -> RecallResult:
+        now = self.clock.now()
+        card = await render_user_card(self.store, user_id, self.settings, now)
+        async with self.store.write() as tx:
+            for failure in failures:
+                await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+        return RecallResult(
+            memories=[],
+            injection=card[: self.settings.injection_budget],
+            pending_confirmations=[PendingView.of(p) for p in pending],
+            degraded=(degraded or "") + " — answered with the user card only",
+        )

@@ -1,0 +1,66 @@
+"""build_server(settings) -> the MCP server, with the store opened in its lifespan."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver import MCPServer
+
+from . import __version__
+from .app import PocketMem
+from .clock import Clock
+from .config import Settings
+from .prompts import register_prompts
+from .resources import register_resources
+from .tools import register_tools
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+pocketmem is the user's long-term memory. Before answering a user message, call recall_memories with the
+message (and up to 3 recent lines as context, plus a few keywords you infer) and use the returned
+`injection` text naturally. When the user tells you something worth keeping (a preference, a fact about
+their life or work, a lesson, a plan, a person, a todo), call add_memory in the user's language. Correct
+outdated memories with add_memory(supersedes=...) or, for core memories, patch_core_memory. Ask the user
+about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring."""
+
+
+def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure factory
+    """The user of the current request: the bearer token's user over HTTP, POCKETMEM_USER otherwise."""
+
+    def current_user() -> str:
+        token = get_access_token()
+        if token is not None:
+            return token.subject or token.client_id
+        return settings.user
+
+    return current_user
+
+
+def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketMem | None = None) -> MCPServer:
+    app = app or PocketMem(settings, clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
+        await app.open()
+        try:
+            yield app
+        finally:
+            await app.close()
+
+    mcp = MCPServer(
+        "pocketmem",
+        title="pocketmem",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=settings.log_level,
+    )
+    current_user = current_user_resolver(settings)
+    register_tools(mcp, app, current_user)
+    register_resources(mcp, app, current_user)
+    register_prompts(mcp, app, current_user)
+    return mcp

@@ -1,0 +1,74 @@
+"""Which sqlite3 module to use, and how a connection is set up.
+
+Python's own `sqlite3` cannot load extensions on many builds (this one included: no
+`enable_load_extension`), and sqlite-vec is an extension. We prefer the standard library when it
+can load sqlite-vec and otherwise use `sqlean` (sqlean.py), a drop-in sqlite3 with extension
+loading and a current SQLite, available as wheels for Linux, macOS and Windows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sqlite3
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _can_load_vec(module: Any) -> bool:
+    try:
+        import sqlite_vec
+
+        conn = module.connect(":memory:")
+        try:
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute("select vec_version()").fetchone()
+            conn.execute("create virtual table t using fts5(x)")
+        finally:
+            conn.close()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "this module cannot do it"
+        return False
+
+
+@functools.cache
+def sqlite_module() -> tuple[ModuleType, bool]:
+    """(module, vectors_available): the stdlib when it can load sqlite-vec, else sqlean, else stdlib without vectors."""
+    if hasattr(sqlite3.Connection, "enable_load_extension") and _can_load_vec(sqlite3):
+        return sqlite3, True
+    try:
+        import sqlean
+
+        if _can_load_vec(sqlean):
+            return sqlean, True
+    except ImportError:
+        pass
+    log.warning("sqlite-vec cannot be loaded: recall runs on the keyword index only (pocketmem doctor explains)")
+    return sqlite3, False
+
+
+def connect(path: str, *, load_vectors: bool) -> Any:
+    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout."""
+    module, vectors_available = sqlite_module()
+    conn = module.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("pragma foreign_keys = on")
+    if path != ":memory:":
+        mode = conn.execute("pragma journal_mode = wal").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"could not switch {path} to WAL mode (got {mode})")
+    # FULL: every acknowledged commit is on disk before we answer, power loss included.
+    conn.execute("pragma synchronous = full")
+    if load_vectors and vectors_available:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    return conn

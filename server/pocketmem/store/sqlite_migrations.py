@@ -1,0 +1,192 @@
+"""Forward-only schema migrations of the SQLite store, recorded in the file itself.
+
+Each migration is a numbered function; old ones are never edited. `migrate` applies the missing
+ones in order, each inside one transaction together with its record, so a crash leaves the file
+at the previous version, never half-way. The vector index is not here: its size depends on the
+embedder and is created by the store (`prepare_vectors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import aiosqlite
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+
+
+async def m001_initial(db: aiosqlite.Connection) -> None:
+    await _run_script(
+        db,
+        """
+        create table store_meta (
+            key text primary key,
+            value text not null
+        );
+        create table users (
+            user_id text primary key,
+            display_name text,
+            identity_confirmed integer not null default 0,
+            persona text,
+            created_at text not null,
+            updated_at text not null
+        );
+        create table memories (
+            rowid integer primary key,
+            id text not null unique,
+            user_id text not null,
+            content text not null,
+            category text not null,
+            keywords text not null default '[]',
+            emotion real not null,
+            info real not null,
+            persistence real not null,
+            judge real not null,
+            info_importance real not null,
+            time_coef real not null,
+            importance real not null,
+            confidence real not null,
+            source text,
+            source_ref text,
+            created_at text not null,
+            updated_at text not null,
+            valid_from text not null,
+            valid_until text,
+            last_active_at text,
+            use_count integer not null default 0,
+            status text not null check (status in ('active', 'superseded', 'trashed')),
+            deleted_at text,
+            purge_at text,
+            delete_reason text,
+            supersedes text,
+            expires_at text,
+            due_at text,
+            remind_at text,
+            completed_at text,
+            content_hash text not null,
+            embed_model text not null,
+            embedding blob
+        );
+        create index memories_by_importance on memories (user_id, status, importance desc);
+        create index memories_by_hash on memories (user_id, content_hash);
+        create index memories_by_category on memories (user_id, category, status);
+        create index memories_by_created on memories (user_id, status, created_at);
+        create index memories_trash_purge on memories (purge_at) where status = 'trashed';
+        create index memories_by_supersedes on memories (supersedes) where supersedes is not null;
+
+        -- rowid = memories.rowid; terms are pre-split by pocketmem (Han characters and pairs, words)
+        create virtual table memories_fts using fts5 (terms, keywords, tokenize = 'unicode61 remove_diacritics 2');
+        create virtual table memories_fts_vocab using fts5vocab (memories_fts, row);
+
+        create table memory_tombstones (
+            tombstone_id text primary key,
+            memory_id text not null,
+            user_id text not null,
+            deleted_at text not null,
+            purge_at text,
+            reason text not null,
+            cloud_synced_at text,
+            payload_hash text,
+            restored_at text
+        );
+        create index tombstones_by_memory on memory_tombstones (user_id, memory_id);
+
+        create table memory_revisions (
+            id text primary key,
+            memory_id text not null,
+            user_id text not null,
+            previous_content text not null,
+            new_content text not null,
+            mode text not null,
+            reason text,
+            created_at text not null
+        );
+        create index revisions_by_memory on memory_revisions (user_id, memory_id, created_at);
+
+        create table memory_pending (
+            id text primary key,
+            user_id text not null,
+            candidate text not null,
+            content_hash text not null,
+            confidence real not null,
+            status text not null check (status in ('pending', 'confirmed', 'rejected', 'snoozed')),
+            cooldown_until text,
+            memory_id text,
+            created_at text not null,
+            updated_at text not null
+        );
+        create index pending_by_status on memory_pending (user_id, status, created_at);
+        create index pending_by_hash on memory_pending (user_id, content_hash);
+
+        create table memory_events (
+            id integer primary key,
+            user_id text not null,
+            kind text not null,
+            memory_id text,
+            operation_id text,
+            payload text not null default '{}',
+            created_at text not null
+        );
+        create index events_by_user on memory_events (user_id, id);
+        create index events_by_memory on memory_events (memory_id) where memory_id is not null;
+
+        create table memory_operations (
+            user_id text not null,
+            operation_id text not null,
+            request_hash text not null,
+            result text not null,
+            created_at text not null,
+            primary key (user_id, operation_id)
+        );
+        """
+    )
+
+
+async def _run_script(db: aiosqlite.Connection, script: str) -> None:
+    """Statement by statement: executescript() would COMMIT the migration's transaction early."""
+    for statement in script.split(";\n"):
+        if statement.strip():
+            await db.execute(statement)
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("m001_initial", m001_initial),
+]
+
+
+async def applied(db: aiosqlite.Connection) -> list[str]:
+    await db.execute(
+        "create table if not exists schema_migrations (name text primary key, applied_at text not null)"
+    )
+    rows = await db.execute_fetchall("select name from schema_migrations order by rowid")
+    return [row[0] for row in rows]
+
+
+async def migrate(db: aiosqlite.Connection) -> list[str]:
+    """Apply what is missing; return the names applied now."""
+    done = set(await applied(db))
+    newly: list[str] = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        await db.execute("begin immediate")
+        try:
+            # Another process may have migrated while we waited for the lock.
+            rows = await db.execute_fetchall("select 1 from schema_migrations where name = ?", (name,))
+            if not rows:
+                await fn(db)
+                await db.execute(
+                    "insert into schema_migrations (name, applied_at) values (?, ?)",
+                    (name, datetime.now(UTC).isoformat()),
+                )
+                newly.append(name)
+            await db.execute("commit")
+        except BaseException:
+            await db.execute("rollback")
+            raise
+    return newly
+
+
+def latest() -> str:
+    return MIGRATIONS[-1][0]
