@@ -53,6 +53,7 @@ class RecallRequest:
     categories: Sequence[Category] | None = None
     include_history: bool = False
     explain: bool = False
+    record: bool = True  # count hits as used; benchmarks turn it off to keep queries independent
 
 
 @dataclass
@@ -181,14 +182,14 @@ class Retrieval:
             locale,
             self.settings.injection_budget,
         )
-        async with self.store.write() as tx:
-            if ranked:
-                await tx.touch(user_id, [r.memory.id for r in ranked], now)
-                await tx.add_event(
-                    user_id, EventKind.recalled, now, payload={"ids": [r.memory.id for r in ranked]}
-                )
-            for failure in failures:
-                await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+        if req.record and (ranked or failures):
+            async with self.store.write() as tx:
+                if ranked:
+                    ids = [r.memory.id for r in ranked]
+                    await tx.touch(user_id, ids, now)
+                    await tx.add_event(user_id, EventKind.recalled, now, payload={"ids": ids})
+                for failure in failures:
+                    await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
         return RecallResult(
             memories=hits,
             injection=injection,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import math
 from collections.abc import Sequence
 
 from ..errors import ProviderUnavailable
@@ -45,7 +46,10 @@ class Embedder(ABC):
                 raise ProviderUnavailable(
                     f"embedder {self.tag} returned {len(answered)} vectors for {len(batch)} texts"
                 )
-            vectors.extend(_unit(v) for v in answered)
+            for vector in answered:
+                if not all(math.isfinite(x) for x in vector):
+                    raise ProviderUnavailable(f"embedder {self.tag} returned a vector with NaN or infinity")
+                vectors.append(_unit(vector))
         return vectors
 
     async def embed(self, text: str) -> list[float]:

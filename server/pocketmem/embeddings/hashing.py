@@ -1,8 +1,9 @@
 """The built-in offline embedder: signed feature hashing of Chinese characters, character pairs and words.
 
 It downloads nothing and is deterministic across machines and Python versions (BLAKE2b, not
-`hash()`). A text becomes a bag of features, each hashed to one of `dimensions` buckets with
-a sign, weighted and L2-normalised:
+`hash()`). A text becomes a bag of features, each hashed to BUCKETS of `dimensions` buckets with a
+sign each (spreading a feature over two buckets halves the damage of any one collision),
+weighted and L2-normalised:
 
     Han run "不喜欢香菜"   -> characters (weight 0.5) and neighbouring pairs (weight 1.0)
     Latin word "docker"    -> the word (1.0) and, for words of 4+ letters, its character trigrams (0.25 each)
@@ -22,7 +23,8 @@ from ..text import EN_STOP_TERMS, ZH_STOP_TERMS, runs, stem
 from .base import Embedder
 
 VERSION = "v1"
-DEFAULT_DIMENSIONS = 256
+DEFAULT_DIMENSIONS = 512
+BUCKETS = 2
 CJK_CHAR_WEIGHT = 0.5
 CJK_PAIR_WEIGHT = 1.0
 WORD_WEIGHT = 1.0
@@ -73,10 +75,12 @@ class HashEmbedder(Embedder):
 
     def vector(self, text: str) -> list[float]:
         vector = [0.0] * self._dimensions
+        share = BUCKETS**-0.5
         for feature, weight in features(text).items():
-            digest = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
-            bucket = digest % self._dimensions
-            vector[bucket] += weight if (digest >> 63) & 1 else -weight
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=4 * BUCKETS).digest()
+            for i in range(BUCKETS):
+                word = int.from_bytes(digest[4 * i : 4 * i + 4], "little")
+                vector[word % self._dimensions] += share * (weight if word >> 31 else -weight)
         return vector
 
     async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:

@@ -64,10 +64,16 @@ class OpenAICompatibleEmbedder(Embedder):
         if self._requested_dimensions is not None:
             extra["dimensions"] = self._requested_dimensions
         try:
-            response = await client.embeddings.create(model=self._model, input=list(texts), **extra)
+            # float, not the client's default base64: several OpenAI-compatible servers only speak float.
+            response = await client.embeddings.create(
+                model=self._model, input=list(texts), encoding_format="float", **extra
+            )
+            data = sorted(response.data, key=lambda item: item.index)
+            vectors = [[float(x) for x in item.embedding] for item in data]
+            indexes = [item.index for item in data]
         except openai.APITimeoutError:
             raise ProviderUnavailable(
-                f"embedding endpoint {self.endpoint} did not answer within {self._timeout:g}s "
+                f"embedding endpoint {self.endpoint} did not answer within {self._timeout:g}s, twice "
                 f"(POCKETMEM_EMBED_TIMEOUT)"
             ) from None
         except openai.APIConnectionError:
@@ -82,8 +88,17 @@ class OpenAICompatibleEmbedder(Embedder):
             ) from None
         except openai.OpenAIError as exc:
             raise ProviderUnavailable(f"embedding endpoint {self.endpoint} failed: {_short(str(exc))}") from None
-        data = sorted(response.data, key=lambda item: item.index)
-        vectors = [list(item.embedding) for item in data]
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # A 200 answer that is not an embeddings response (a proxy's HTML page, an error object, no data).
+            raise ProviderUnavailable(
+                f"embedding endpoint {self.endpoint} returned a malformed answer for model {self._model!r}: "
+                f"{_short(str(exc))}"
+            ) from None
+        if indexes != list(range(len(texts))):
+            raise ProviderUnavailable(
+                f"embedding endpoint {self.endpoint} returned {len(vectors)} vectors with indexes {indexes[:10]} "
+                f"for {len(texts)} texts"
+            )
         if vectors:
             size = len(vectors[0])
             if any(len(v) != size for v in vectors) or (self._dimensions not in (None, size)):

@@ -1,0 +1,240 @@
+"""Recall quality on the evaluation sets in bench/data (hit@1/3/5, MRR, conflict accuracy, negative precision).
+
+    python bench/quality.py                       # both sets, with and without keywords, built-in embedder
+    python bench/quality.py --write               # ... and update the table in docs/benchmarks.md
+    python bench/quality.py --set eval_a --show-misses
+    python bench/quality.py --embedder local --embed-model /path/or/name   # a neural embedder (pocketmem[local])
+
+Each set is loaded into a fresh store on a fixed clock (memories dated `days_ago` before it, supersedes
+links applied), then every query is recalled with top_k=5 without counting hits as used, so queries
+do not influence each other. Gold labels are in the data files; nothing here knows the answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "server"))
+
+from pocketmem.app import PocketMem  # noqa: E402
+from pocketmem.clock import FixedClock  # noqa: E402
+from pocketmem.config import Settings  # noqa: E402
+from pocketmem.lifecycle import AddRequest  # noqa: E402
+from pocketmem.models import Category  # noqa: E402
+from pocketmem.retrieval import RecallRequest  # noqa: E402
+
+DATA = ROOT / "bench" / "data"
+DOC = ROOT / "docs" / "benchmarks.md"
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+TYPES = ("paraphrase", "keyword", "temporal", "conflict", "multi", "context", "negative")
+K = 5
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    hit1: int = 0
+    hit3: int = 0
+    hit5: int = 0
+    rr: float = 0.0
+    conflict_ok: int = 0
+    negatives_empty: int = 0
+    misses: list[str] = field(default_factory=list)
+
+
+async def load(app: PocketMem, data: dict[str, Any], keywords: bool) -> dict[str, str]:
+    """Add the set's memories oldest first; returns key -> memory id."""
+    ids: dict[str, str] = {}
+    for memory in sorted(data["memories"], key=lambda m: -m["days_ago"]):
+        scores = {"persistence": memory["persistence"]} if "persistence" in memory else None
+        created = NOW - timedelta(days=memory["days_ago"])
+        result = await app.lifecycle.add(
+            "eval",
+            AddRequest(
+                content=memory["content"],
+                category=Category(memory["category"]),
+                keywords=memory.get("keywords", []) if keywords else [],
+                scores=scores,
+                created_at=created,
+                supersedes=ids.get(memory["supersedes"]) if memory.get("supersedes") else None,
+            ),
+        )
+        if result.memory_id is None:
+            raise RuntimeError(f"{memory['key']} was not stored: {result.status}")
+        ids[memory["key"]] = result.memory_id
+    return ids
+
+
+async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> dict[str, Tally]:
+    clock = FixedClock(NOW)
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    async with PocketMem(settings, clock=clock) as app:
+        ids = await load(app, data, keywords)
+        by_id = {v: k for k, v in ids.items()}
+        for query in data["queries"]:
+            result = await app.retrieval.recall(
+                "eval",
+                RecallRequest(
+                    query=query["query"],
+                    context=query.get("context", []),
+                    keywords=query.get("keywords", []) if keywords else [],
+                    top_k=K,
+                    record=False,
+                ),
+            )
+            got = [by_id[m.id] for m in result.memories]
+            gold = set(query["gold"])
+            tally = tallies[query["type"]]
+            tally.n += 1
+            if not gold:
+                if not got:
+                    tally.negatives_empty += 1
+                else:
+                    tally.misses.append(f"{query['id']} {query['query']!r} -> {got[:3]} (wanted nothing)")
+                continue
+            ranks = [i for i, key in enumerate(got) if key in gold]
+            first = ranks[0] + 1 if ranks else None
+            tally.hit1 += first == 1
+            tally.hit3 += first is not None and first <= 3
+            tally.hit5 += first is not None and first <= 5
+            tally.rr += 1.0 / first if first else 0.0
+            if query["type"] == "conflict":
+                stale = set(query.get("stale", []))
+                stale_ranks = [i for i, key in enumerate(got) if key in stale]
+                ok = first is not None and first <= 3 and (not stale_ranks or stale_ranks[0] > ranks[0])
+                tally.conflict_ok += ok
+            if first != 1:
+                tally.misses.append(f"{query['id']} {query['query']!r} gold={sorted(gold)} -> {got[:3]}")
+    return tallies
+
+
+def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    positive = Tally()
+    for name in TYPES:
+        t = tallies.get(name)
+        if t is None:
+            continue
+        if name == "negative":
+            rows[name] = {"n": t.n, "negative_precision": t.negatives_empty / t.n}
+            continue
+        rows[name] = {
+            "n": t.n,
+            "hit@1": t.hit1 / t.n,
+            "hit@3": t.hit3 / t.n,
+            "hit@5": t.hit5 / t.n,
+            "mrr": t.rr / t.n,
+        }
+        if name == "conflict":
+            rows[name]["conflict_accuracy"] = t.conflict_ok / t.n
+        positive.n += t.n
+        positive.hit1 += t.hit1
+        positive.hit3 += t.hit3
+        positive.hit5 += t.hit5
+        positive.rr += t.rr
+    rows["all non-negative"] = {
+        "n": positive.n,
+        "hit@1": positive.hit1 / positive.n,
+        "hit@3": positive.hit3 / positive.n,
+        "hit@5": positive.hit5 / positive.n,
+        "mrr": positive.rr / positive.n,
+    }
+    return rows
+
+
+def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any]) -> str:
+    lines = [
+        f"**{name}** (with agent keywords / without keywords)",
+        "",
+        "| type | n | hit@1 | hit@3 | hit@5 | MRR | conflict acc. | negative precision |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def cell(row: dict[str, Any], other: dict[str, Any], key: str) -> str:
+        return f"{row[key]:.2f} / {other[key]:.2f}" if key in row else ""
+
+    for type_ in [*TYPES, "all non-negative"]:
+        if type_ not in with_kw:
+            continue
+        a, b = with_kw[type_], without_kw[type_]
+        lines.append(
+            f"| {type_} | {a['n']} | {cell(a, b, 'hit@1')} | {cell(a, b, 'hit@3')} | {cell(a, b, 'hit@5')} | "
+            f"{cell(a, b, 'mrr')} | {cell(a, b, 'conflict_accuracy')} | {cell(a, b, 'negative_precision')} |"
+        )
+    return "\n".join(lines)
+
+
+def write_section(text: str, marker: str) -> None:
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    doc = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
+    block = f"{begin}\n{text}\n{end}"
+    if begin in doc:
+        doc = doc[: doc.index(begin)] + block + doc[doc.index(end) + len(end) :]
+    else:
+        doc = doc.rstrip() + "\n\n" + block + "\n"
+    DOC.write_text(doc, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", action="append", help="eval_a, eval_b (default: every file in bench/data)")
+    parser.add_argument("--embedder", default="hash")
+    parser.add_argument("--embed-model")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    args = parser.parse_args()
+    names = args.set or sorted(p.stem for p in DATA.glob("eval_*.json"))
+    sections = []
+    report: dict[str, Any] = {}
+    for name in names:
+        data = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+        results = {}
+        for keywords in (True, False):
+            with tempfile.TemporaryDirectory() as tmp:
+                settings = Settings(
+                    home=Path(tmp), tz="Asia/Shanghai", max_active=100_000, embedder=args.embedder,
+                    embed_model=args.embed_model,
+                )
+                started = time.perf_counter()
+                tallies = asyncio.run(evaluate(data, settings, keywords))
+                elapsed = time.perf_counter() - started
+            results[keywords] = summarise(tallies)
+            label = "keywords" if keywords else "no keywords"
+            overall = results[keywords]["all non-negative"]
+            neg = results[keywords].get("negative", {}).get("negative_precision", float("nan"))
+            conflict = results[keywords].get("conflict", {}).get("conflict_accuracy", float("nan"))
+            print(
+                f"{name} [{label}] hit@1 {overall['hit@1']:.3f} hit@3 {overall['hit@3']:.3f} "
+                f"hit@5 {overall['hit@5']:.3f} MRR {overall['mrr']:.3f} conflict {conflict:.3f} "
+                f"negative {neg:.3f}  ({elapsed:.1f}s)",
+                file=sys.stderr,
+            )
+            if args.show_misses:
+                for type_, tally in tallies.items():
+                    for miss in tally.misses:
+                        print(f"  [{type_}] {miss}", file=sys.stderr)
+        report[name] = {"keywords": results[True], "no_keywords": results[False]}
+        sections.append(table(f"{name} ({len(data['memories'])} memories, {len(data['queries'])} queries)",
+                              results[True], results[False]))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    if args.write:
+        embedder = args.embedder if not args.embed_model else f"{args.embedder} ({args.embed_model})"
+        header = f"Embedder: `{embedder}`. Generated by `python bench/quality.py --write`.\n"
+        write_section(header + "\n" + "\n\n".join(sections), f"quality-{args.embedder}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""The write path and a memory's life, through the service on a real SQLite file."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Category, DeleteReason, EventKind, Status
+
+from .conftest import make_settings
+
+pytestmark = pytest.mark.anyio
+USER = "global"
+
+
+async def add(app: PocketMem, content: str, **kw) -> object:
+    return await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+
+
+async def snapshot(app: PocketMem) -> dict:
+    """Everything a rejected call must leave untouched."""
+    async with app.store.read() as r:
+        active, _ = await r.list_memories(USER, _flt(Status.active))
+        trashed, _ = await r.list_memories(USER, _flt(Status.trashed))
+        superseded, _ = await r.list_memories(USER, _flt(Status.superseded))
+        pending, _ = await r.list_pending(USER, ("pending", "snoozed", "confirmed", "rejected"), 500)
+        events = await r.list_events(USER, 10_000)
+    return {
+        "active": sorted((m.id, m.content, m.use_count) for m in active),
+        "trashed": sorted(m.id for m in trashed),
+        "superseded": sorted(m.id for m in superseded),
+        "pending": sorted((p.id, p.status) for p in pending),
+        "events": len(events),
+    }
+
+
+def _flt(status):
+    from pocketmem.store import MemoryFilter
+
+    return MemoryFilter(statuses=(status,), limit=500)
+
+
+async def test_confidence_routing(app):
+    stored = await add(app, "用户不喜欢香菜", confidence=0.85)
+    pending = await add(app, "用户可能喜欢爵士乐", confidence=0.849)
+    low_pending = await add(app, "用户也许在学吉他", confidence=0.60)
+    discarded = await add(app, "用户好像会开飞机", confidence=0.599)
+    assert (stored.status, pending.status, low_pending.status, discarded.status) == (
+        "stored", "pending", "pending", "discarded",
+    )
+    assert stored.memory_id and pending.pending_id and discarded.memory_id is None
+    snap = await snapshot(app)
+    assert [c for _, c, _ in snap["active"]] == ["用户不喜欢香菜"]
+    assert len(snap["pending"]) == 2
+    async with app.store.read() as r:
+        kinds = [e.kind for e in await r.list_events(USER)]
+    assert EventKind.discarded in kinds and EventKind.pending in kinds
+
+
+async def test_exact_duplicate_returns_existing_and_reinforces(app, clock):
+    first = await add(app, "用户不喜欢香菜。", keywords=["香菜"])
+    clock.advance(days=2)
+    again = await add(app, "  用户不喜欢香菜 ", keywords=["coriander"])
+    assert again.status == "duplicate" and again.memory_id == first.memory_id
+    async with app.store.read() as r:
+        memory = await r.get_memory(USER, first.memory_id)
+        assert await r.count_active(USER) == 1
+    assert memory.use_count == 1 and memory.last_active_at == clock.now()
+    assert memory.keywords == ["香菜", "coriander"]
+
+
+async def test_operation_id_makes_retries_harmless(app):
+    a = await add(app, "用户的生日是3月5日", operation_id="op-1")
+    before = await snapshot(app)
+    b = await add(app, "用户的生日是3月5日", operation_id="op-1")
+    assert b == a
+    assert await snapshot(app) == before
+    with pytest.raises(InvalidInput, match="operation_id: 'op-1' was already used"):
+        await add(app, "另一件事", operation_id="op-1")
+    assert await snapshot(app) == before
+
+
+async def test_supersede_keeps_history(app, clock):
+    old = await add(app, "用户喜欢用 Vue 3", category=Category.preference)
+    clock.advance(days=30)
+    new = await add(app, "用户现在更喜欢用 React", category=Category.preference, supersedes=old.memory_id)
+    assert new.superseded == old.memory_id
+    async with app.store.read() as r:
+        o = await r.get_memory(USER, old.memory_id)
+        n = await r.get_memory(USER, new.memory_id)
+    assert o.status == Status.superseded and o.valid_until == n.valid_from == clock.now()
+    assert n.supersedes == old.memory_id
+    with pytest.raises(Conflict, match="only an active memory can be superseded"):
+        await add(app, "第三个版本", supersedes=old.memory_id)
+    with pytest.raises(NotFound, match="supersedes: no memory"):
+        await add(app, "第四个版本", supersedes="nope")
+
+
+async def test_core_memories_cannot_be_superseded_only_patched(app):
+    core = await add(app, "你很爱吃辣。", scores={"persistence": 1.0})
+    with pytest.raises(Conflict, match="patch_core_memory"):
+        await add(app, "你不吃辣了", supersedes=core.memory_id)
+
+
+async def test_eviction_over_the_cap_spares_core_memories(tmp_path, clock):
+    settings = make_settings(tmp_path, max_active=5)
+    async with PocketMem(settings, clock=clock) as app:
+        cores = [await add(app, f"核心事实{i}", scores={"persistence": 1.0, "info": 0.1}) for i in range(3)]
+        low = await add(app, "不太重要的闲聊", category=Category.context)
+        mid = await add(app, "用户在学日语", category=Category.goal)
+        result = await add(app, "用户的猫叫小白", category=Category.person)
+        assert [e.id for e in result.evicted] == [low.memory_id]
+        evicted_at = clock.now()
+        result2 = await add(app, "用户住在杭州", category=Category.fact)
+        assert [e.id for e in result2.evicted] == [mid.memory_id]
+        async with app.store.read() as r:
+            assert await r.count_active(USER) == 5
+            trashed = await r.get_memory(USER, low.memory_id)
+            tombstones = await r.list_tombstones(USER)
+        assert trashed.status == Status.trashed and trashed.delete_reason == DeleteReason.evicted
+        assert trashed.purge_at == evicted_at + timedelta(days=7)
+        assert {t.memory_id for t in tombstones} == {low.memory_id, mid.memory_id}
+        assert all(t.reason == DeleteReason.evicted for t in tombstones)
+        # Only core memories left besides the two newest: more cores are kept over the cap.
+        more = [await add(app, f"核心事实{i}", scores={"persistence": 1.0}) for i in range(3, 7)]
+        async with app.store.read() as r:
+            active = await r.count_active(USER)
+            core = await r.core_memories(USER, 100)
+        assert len(core) == 7 and active == 7
+        assert all(m.status == "stored" for m in more)
+        assert {c.memory_id for c in cores} <= {m.id for m in core}
+
+
+async def test_forget_then_restore(app, clock):
+    m = await add(app, "用户讨厌下雨天")
+    forgotten = await app.lifecycle.forget(USER, m.memory_id, reason="user asked")
+    assert forgotten.item.reason == DeleteReason.user_delete
+    assert forgotten.item.purge_at == clock.now() + timedelta(days=7)
+    trash = await app.lifecycle.list_trash(USER, 50, 0)
+    assert [i.id for i in trash.items] == [m.memory_id] and trash.total == 1
+    with pytest.raises(Conflict, match="already in the trash"):
+        await app.lifecycle.forget(USER, m.memory_id, None)
+    clock.advance(days=3)
+    restored = await app.lifecycle.restore(USER, m.memory_id)
+    assert restored.memory.status == Status.active and restored.memory.deleted_at is None
+    async with app.store.read() as r:
+        tomb = await r.list_tombstones(USER)
+    assert tomb[0].restored_at == clock.now()
+    with pytest.raises(Conflict, match="not in the trash"):
+        await app.lifecycle.restore(USER, m.memory_id)
+    with pytest.raises(NotFound):
+        await app.lifecycle.restore(USER, "missing")
+
+
+async def test_restoring_a_superseded_memory_keeps_it_history(app):
+    old = await add(app, "用户住在北京")
+    new = await add(app, "用户搬到了上海", supersedes=old.memory_id)
+    await app.lifecycle.forget(USER, old.memory_id, None)
+    restored = await app.lifecycle.restore(USER, old.memory_id)
+    assert restored.memory.status == Status.superseded
+    assert new.status == "stored"
+
+
+async def test_patch_append_and_replace_keep_revisions(app, clock):
+    core = await add(app, "你很爱吃辣。", scores={"persistence": 1.0})
+    patched = await app.lifecycle.patch_core(USER, core.memory_id, "最近胃炎，暂时不吃辣", "append", "user said")
+    assert patched.memory.content == "你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）"
+    assert patched.previous_content == "你很爱吃辣。"
+    clock.advance(days=40)
+    replaced = await app.lifecycle.patch_core(USER, core.memory_id, "你不能吃辣。", "replace", None)
+    assert replaced.memory.content == "你不能吃辣。"
+    async with app.store.read() as r:
+        revisions = await r.list_revisions(USER, core.memory_id)
+        events = await r.list_events(USER, kinds=[EventKind.patched])
+    assert [(v.previous_content, v.mode) for v in revisions] == [
+        ("你很爱吃辣。", "append"),
+        ("你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）", "replace"),
+    ]
+    assert len(events) == 2
+    english = await add(app, "Loves spicy food.", scores={"persistence": 1.0})
+    out = await app.lifecycle.patch_core(USER, english.memory_id, "gastritis, no spice for now", "append", None)
+    assert out.memory.content == "Loves spicy food. (2027-01-05: gastritis, no spice for now)"
+
+
+async def test_patch_refuses_non_core(app):
+    plain = await add(app, "用户在学日语")
+    before = await snapshot(app)
+    with pytest.raises(Conflict, match="not a core memory"):
+        await app.lifecycle.patch_core(USER, plain.memory_id, "改了", "append", None)
+    with pytest.raises(NotFound):
+        await app.lifecycle.patch_core(USER, "nope", "改了", "append", None)
+    assert await snapshot(app) == before
+
+
+async def test_pending_confirm_reject_snooze(app, clock):
+    a = await add(app, "用户可能喜欢爵士乐", confidence=0.7)
+    b = await add(app, "用户也许养了狗", confidence=0.7)
+    c = await add(app, "用户大概在减肥", confidence=0.7)
+    again = await add(app, "用户可能喜欢爵士乐", confidence=0.7)
+    assert again.pending_id == a.pending_id
+    confirmed = await app.lifecycle.confirm_pending(USER, a.pending_id, "confirm", None)
+    assert confirmed.memory_id
+    rejected = await app.lifecycle.confirm_pending(USER, b.pending_id, "reject", None)
+    assert rejected.status == "rejected"
+    snoozed = await app.lifecycle.confirm_pending(USER, c.pending_id, "snooze", 2)
+    assert snoozed.cooldown_until == clock.now() + timedelta(hours=2)
+    async with app.store.read() as r:
+        assert [p.id for p in await r.due_pending(USER, clock.now(), 10)] == []
+        assert [p.id for p in await r.due_pending(USER, clock.now() + timedelta(hours=3), 10)] == [c.pending_id]
+        memory = await r.get_memory(USER, confirmed.memory_id)
+    assert memory.content == "用户可能喜欢爵士乐" and memory.confidence == 1.0
+    with pytest.raises(Conflict, match="already confirmed"):
+        await app.lifecycle.confirm_pending(USER, a.pending_id, "confirm", None)
+    with pytest.raises(InvalidInput, match="snooze_hours"):
+        await app.lifecycle.confirm_pending(USER, c.pending_id, "snooze", 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"content": ""}, "content: must not be empty"),
+        ({"content": "x" * 2001}, "content: is 2001 characters"),
+        ({"content": "ok", "scores": {"info": 1.5}}, "scores.info: must be between 0 and 1"),
+        ({"content": "ok", "scores": {"mood": 0.5}}, "scores.mood: unknown score"),
+        ({"content": "ok", "confidence": -0.1}, "confidence: must be between 0 and 1"),
+        ({"content": "ok", "keywords": ["k"] * 13}, "keywords: at most 12"),
+        ({"content": "ok", "keywords": [""]}, r"keywords\[0\]: must not be empty"),
+    ],
+)
+async def test_bad_input_is_named_and_changes_nothing(app, kwargs, message):
+    await add(app, "已有的记忆")
+    before = await snapshot(app)
+    with pytest.raises(InvalidInput, match=message):
+        await app.lifecycle.add(USER, AddRequest(**kwargs))
+    assert await snapshot(app) == before
+
+
+async def test_episodes_expire_after_fourteen_days(app, clock):
+    ep = await add(app, "聊了下周二的面试准备", category=Category.episode)
+    async with app.store.read() as r:
+        memory = await r.get_memory(USER, ep.memory_id)
+    assert memory.expires_at == clock.now() + timedelta(days=14)
+
+
+async def test_users_are_isolated(app):
+    mine = await add(app, "我的秘密")
+    other = await app.lifecycle.add("alice", AddRequest(content="alice 的秘密"))
+    with pytest.raises(NotFound):
+        await app.lifecycle.forget("alice", mine.memory_id, None)
+    with pytest.raises(NotFound):
+        await app.lifecycle.forget(USER, other.memory_id, None)
+    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text=None, limit=50, offset=0)
+    assert [m.content for m in listed.items] == ["我的秘密"]
+
+
+async def test_store_made_by_another_embedder_is_refused(tmp_path, clock):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app:
+        await add(app, "用户不喜欢香菜")
+        await app.store.set_meta("embedder", "openai:text-embedding-3-small")
+    with pytest.raises(EmbedderMismatch, match="pocketmem reindex"):
+        await PocketMem(settings, clock=clock).open()
+    fixer = PocketMem(settings, clock=clock)
+    await fixer.open(check_embedder=False)
+    try:
+        assert await fixer.reindex() == 1
+    finally:
+        await fixer.close()
+    async with PocketMem(settings, clock=clock) as app:
+        result = await app.retrieval.recall(USER, _recall("香菜"))
+        assert [m.content for m in result.memories] == ["用户不喜欢香菜"]
+
+
+def _recall(query: str, **kw):
+    from pocketmem.retrieval import RecallRequest
+
+    return RecallRequest(query=query, **kw)
+
+
+async def test_data_survives_reopening(tmp_path, clock):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app:
+        m = await add(app, "用户的猫叫小白")
+    async with PocketMem(settings, clock=clock) as app:
+        async with app.store.read() as r:
+            assert (await r.get_memory(USER, m.memory_id)).content == "用户的猫叫小白"

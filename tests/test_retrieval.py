@@ -1,0 +1,173 @@
+"""Recall through the service on a real SQLite file: candidates, ranking, touch, injection, fall-backs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Category, EventKind
+from pocketmem.retrieval import RecallRequest
+from pocketmem.store.driver import connect
+
+from .conftest import make_settings
+
+pytestmark = pytest.mark.anyio
+USER = "global"
+
+STORE = [
+    ("用户不喜欢香菜，吃到会很反感。", Category.preference, ["香菜", "coriander", "忌口"]),
+    ("用户养了一只叫小白的猫，三岁了。", Category.person, ["猫", "宠物", "cat"]),
+    ("Docker 构建需要使用 proxy-env 代理，否则网络超时。", Category.lesson, ["docker", "代理", "proxy"]),
+    ("用户的项目用 Nuxt 4 和 SQLite。", Category.fact, ["nuxt", "前端", "数据库"]),
+    ("Prefers TypeScript strict mode and functional style.", Category.preference, ["typescript", "编程风格"]),
+]
+
+
+async def fill(app: PocketMem) -> dict[str, str]:
+    ids = {}
+    for content, category, keywords in STORE:
+        result = await app.lifecycle.add(USER, AddRequest(content=content, category=category, keywords=keywords))
+        ids[content] = result.memory_id
+    return ids
+
+
+async def recall(app: PocketMem, query: str, **kw):
+    return await app.retrieval.recall(USER, RecallRequest(query=query, **kw))
+
+
+async def test_two_character_chinese_keyword_finds_its_memory(app):
+    ids = await fill(app)
+    result = await recall(app, "香菜")
+    assert result.memories[0].id == ids[STORE[0][0]]
+    result = await recall(app, "小白")
+    assert result.memories[0].id == ids[STORE[1][0]]
+
+
+async def test_mixed_chinese_english_queries(app):
+    ids = await fill(app)
+    assert (await recall(app, "我要启动 docker compose")).memories[0].id == ids[STORE[2][0]]
+    assert (await recall(app, "Nuxt 4 怎么配置路由")).memories[0].id == ids[STORE[3][0]]
+
+
+async def test_unrelated_message_recalls_nothing(app):
+    await fill(app)
+    result = await recall(app, "今天天气不错")
+    assert result.memories == [] and result.injection == ""
+
+
+async def test_top_k_and_touching_hits(app, clock):
+    ids = await fill(app)
+    clock.advance(days=3)
+    result = await recall(app, "香菜 猫 docker nuxt typescript", top_k=2)
+    assert len(result.memories) == 2
+    async with app.store.read() as r:
+        touched = [await r.get_memory(USER, m.id) for m in result.memories]
+        untouched = [m for m in [await r.get_memory(USER, i) for i in ids.values()] if m.id not in {t.id for t in touched}]
+        events = await r.list_events(USER, kinds=[EventKind.recalled])
+    assert all(m.use_count == 1 and m.last_active_at == clock.now() for m in touched)
+    assert all(m.use_count == 0 and m.last_active_at is None for m in untouched)
+    assert events[0].payload["ids"] == [m.id for m in result.memories]
+
+
+async def test_injection_text_carries_the_age_and_follows_the_query_language(app, clock):
+    await app.lifecycle.add(USER, AddRequest(content="你不喜欢香菜，吃到会很反感。", keywords=["香菜", "coriander"]))
+    clock.advance(days=3)
+    zh = await recall(app, "香菜能吃吗")
+    assert zh.injection == "3天前的对话摘要“你不喜欢香菜，吃到会很反感。”"
+    assert zh.memories[0].age == "3天前" and zh.memories[0].age_days == 3
+    en = await recall(app, "can I eat coriander?")
+    assert en.injection == "3 days ago: “你不喜欢香菜，吃到会很反感。”"
+
+
+async def test_budget_trims_injection_but_not_the_list(tmp_path, clock):
+    settings = make_settings(tmp_path, injection_budget=60)
+    async with PocketMem(settings, clock=clock) as app:
+        for i in range(3):
+            await app.lifecycle.add(USER, AddRequest(content=f"关于香菜的第{i}条很长的记忆，" + "细节" * 20))
+        result = await recall(app, "香菜", top_k=3)
+    assert len(result.memories) == 3
+    assert len(result.injection) <= 60 and result.injection.endswith("…”")
+
+
+async def test_superseded_only_with_history_and_marked_outdated(app, clock):
+    old = await app.lifecycle.add(USER, AddRequest(content="用户喜欢用 Vue 3 写前端", keywords=["vue", "前端框架"]))
+    clock.advance(days=150)
+    new = await app.lifecycle.add(
+        USER, AddRequest(content="用户现在更喜欢用 React 写前端", keywords=["react", "前端框架"], supersedes=old.memory_id)
+    )
+    plain = await recall(app, "前端框架用哪个")
+    assert [m.id for m in plain.memories] == [new.memory_id]
+    history = await recall(app, "前端框架用哪个", include_history=True)
+    assert [m.id for m in history.memories] == [new.memory_id, old.memory_id]
+    assert history.memories[1].outdated
+    assert "5个月前的对话摘要（已过时）“用户喜欢用 Vue 3 写前端”" in history.injection
+
+
+async def test_context_lines_disambiguate_a_vague_message(app):
+    ids = await fill(app)
+    result = await recall(app, "那就按第一个方案办吧", context=["Docker 又构建失败了", "要不要配代理"])
+    assert result.memories and result.memories[0].id == ids[STORE[2][0]]
+
+
+async def test_categories_filter(app):
+    await fill(app)
+    result = await recall(app, "香菜 猫", categories=[Category.person])
+    assert [m.category for m in result.memories] == [Category.person]
+
+
+async def test_expired_memories_are_not_recalled(app, clock):
+    await app.lifecycle.add(USER, AddRequest(content="聊了下周二的面试准备", category=Category.episode, keywords=["面试"]))
+    assert (await recall(app, "面试")).memories
+    clock.advance(days=15)
+    assert (await recall(app, "面试")).memories == []
+
+
+async def test_vector_index_failure_falls_back_to_keywords(app, settings):
+    ids = await fill(app)
+    # Break the vector index behind the server's back, as a corrupt or missing table would.
+    raw = connect(str(settings.db_path), load_vectors=True)
+    raw.execute("drop table memory_vectors")
+    raw.close()
+    result = await recall(app, "香菜")
+    assert result.degraded and "vector index" in result.degraded
+    assert result.memories[0].id == ids[STORE[0][0]]
+    async with app.store.read() as r:
+        fails = await r.list_events(USER, kinds=[EventKind.retrieval_fail])
+    assert fails and "vector index" in fails[0].payload["error"]
+
+
+async def test_both_indexes_failing_answers_with_the_user_card(app, settings):
+    await app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
+    raw = connect(str(settings.db_path), load_vectors=True)
+    raw.execute("drop table memory_vectors")
+    raw.execute("drop table memories_fts_vocab")
+    raw.execute("drop table memories_fts")
+    raw.close()
+    result = await recall(app, "我叫什么")
+    assert result.memories == []
+    assert "用户叫林舟" in result.injection and "user card" in result.degraded
+
+
+async def test_pending_confirmations_ride_along(app, clock):
+    pending = await app.lifecycle.add(USER, AddRequest(content="用户可能喜欢爵士乐", confidence=0.7))
+    result = await recall(app, "随便聊聊")
+    assert [p.pending_id for p in result.pending_confirmations] == [pending.pending_id]
+    await app.lifecycle.confirm_pending(USER, pending.pending_id, "snooze", 1)
+    assert (await recall(app, "随便聊聊")).pending_confirmations == []
+    clock.advance(hours=2)
+    assert (await recall(app, "随便聊聊")).pending_confirmations[0].pending_id == pending.pending_id
+
+
+async def test_explain_adds_the_breakdown(app):
+    await fill(app)
+    hit = (await recall(app, "香菜", explain=True)).memories[0]
+    assert hit.breakdown is not None and hit.breakdown.keyword > 0 and hit.breakdown.relevance >= 0.3
+    assert (await recall(app, "香菜")).memories[0].breakdown is None
+
+
+async def test_other_users_memories_are_never_recalled(app):
+    await fill(app)
+    assert (await app.retrieval.recall("alice", RecallRequest(query="香菜"))).memories == []
