@@ -53,6 +53,14 @@ class Tally:
     misses: list[str] = field(default_factory=list)
 
 
+def bench_settings(home: Path, embedder: str = "hash", embed_model: str | None = None, **extra: Any) -> Settings:
+    """No cap and no episode expiry: every memory of a set is live, as the set describes the store."""
+    return Settings(
+        home=home, tz="Asia/Shanghai", max_active=100_000, episode_days=3650, embedder=embedder,
+        embed_model=embed_model, **extra,
+    )
+
+
 async def load(app: PocketMem, data: dict[str, Any], keywords: bool) -> dict[str, str]:
     """Add the set's memories oldest first; returns key -> memory id."""
     ids: dict[str, str] = {}
@@ -203,10 +211,7 @@ def main() -> None:
         results = {}
         for keywords in (True, False):
             with tempfile.TemporaryDirectory() as tmp:
-                settings = Settings(
-                    home=Path(tmp), tz="Asia/Shanghai", max_active=100_000, embedder=args.embedder,
-                    embed_model=args.embed_model,
-                )
+                settings = bench_settings(Path(tmp), args.embedder, args.embed_model)
                 started = time.perf_counter()
                 tallies = asyncio.run(evaluate(data, settings, keywords))
                 elapsed = time.perf_counter() - started

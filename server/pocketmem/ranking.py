@@ -4,7 +4,7 @@ For each candidate memory:
 
     semantic  = (cosine - baseline) / (1 - baseline), clipped to [0, 1]
                 baseline: how similar unrelated texts look to this embedder (calibration.py)
-    keyword   = saturation * (0.5 + 0.5 * coverage)
+    keyword   = saturation * (0.7 + 0.3 * coverage)
                 rarity(t) = IDF(t) / IDF of a term found in one memory   (1 for a rare term, ~0 for a common one)
                 matched   = sum of rarity of the query terms the memory contains (its content and keywords),
                             each weighted 1.0 (message, agent keywords) or 0.5 (context lines)
@@ -16,8 +16,16 @@ For each candidate memory:
     score     = w_sem * semantic + w_kw * keyword + w_fresh * freshness + w_imp * importance
                 (x OUTDATED_FACTOR for superseded memories, shown only with include_history)
 
+Questions about the past (timeexpr.py: 上次…什么时候, "what did we talk about last week"):
+episodes and events get TEMPORAL_BONUS, and those dated inside a named window (上周, 3天前) are
+relevant by their date alone.
+
 Relevance decides *whether* a memory is recalled (so a fresh, important but unrelated memory
 is not); the score decides the order (so among relevant ones the newer fact wins).
+
+Unlinked contradictions (the agent forgot `supersedes`): when two recalled memories say nearly the
+same thing (calibrated similarity >= SHADOW_SIMILARITY), the older one's score is multiplied by
+SHADOW_FACTOR (`shadow_older`), so the newer statement comes first.
 """
 
 from __future__ import annotations
@@ -27,11 +35,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .models import Memory, Status
+from .models import Category, Memory, Status
 from .scoring import importance
 
-KEYWORD_SATURATION = 0.5
-FRESHNESS_DAYS = 90.0
+KEYWORD_SATURATION = 1.0
+TEMPORAL_BONUS = 0.15
+WINDOW_BONUS = 0.15
+SHADOW_SIMILARITY = 0.45
+SHADOW_FACTOR = 0.8
+TIMED_CATEGORIES = frozenset({Category.episode, Category.event})
+COVERAGE_WEIGHT = 0.3
+FRESHNESS_DAYS = 30.0
 OUTDATED_FACTOR = 0.7
 
 
@@ -48,6 +62,7 @@ class Candidate:
     memory: Memory
     cosine: float | None
     terms: frozenset[str]
+    in_window: bool = False  # dated inside the window the query names (上周, 3天前)
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,8 @@ def semantic_score(cosine: float | None, baseline: float) -> float:
 
 
 def keyword_score(query: Mapping[str, float], memory_terms: Iterable[str], rarities: Mapping[str, float]) -> float:
+    """`rarities` holds only terms found in the store: a query bigram that spans two words (班路) matches
+    nothing anywhere and must not dilute coverage."""
     total = sum(weight * rarities.get(term, 0.0) for term, weight in query.items())
     if total <= 0:
         return 0.0
@@ -91,7 +108,7 @@ def keyword_score(query: Mapping[str, float], memory_terms: Iterable[str], rarit
         return 0.0
     saturation = matched / (matched + KEYWORD_SATURATION)
     coverage = matched / total
-    return saturation * (0.5 + 0.5 * coverage)
+    return saturation * ((1 - COVERAGE_WEIGHT) + COVERAGE_WEIGHT * coverage)
 
 
 def freshness(age_days: float) -> float:
@@ -107,6 +124,7 @@ def rank(
     weights: Weights,
     threshold: float,
     now: datetime,
+    temporal: bool = False,
 ) -> list[Ranked]:
     """Score every candidate, keep those whose relevance reaches `threshold`, best first."""
     relevance_weight = weights.semantic + weights.keyword
@@ -116,14 +134,36 @@ def rank(
         sem = semantic_score(candidate.cosine, baseline)
         kw = keyword_score(query, candidate.terms, rarities)
         relevance = (weights.semantic * sem + weights.keyword * kw) / relevance_weight
-        if relevance < threshold:
+        timed = temporal and memory.category in TIMED_CATEGORIES
+        dated_match = timed and candidate.in_window
+        if relevance < threshold and not dated_match:
             continue
         age = (now - memory.valid_from).total_seconds() / 86400.0
         fresh = freshness(age)
         imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
         score = weights.semantic * sem + weights.keyword * kw + weights.freshness * fresh + weights.importance * imp
+        if timed:
+            score += TEMPORAL_BONUS + (WINDOW_BONUS if dated_match else 0.0)
         if memory.status == Status.superseded:
             score *= OUTDATED_FACTOR
         out.append(Ranked(memory, score, relevance, sem, kw, fresh, imp))
+    out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)
+    return out
+
+
+def shadow_older(ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], baseline: float) -> list[Ranked]:
+    """Demote a memory when a newer recalled memory says nearly the same thing; re-sort."""
+    out = list(ranked)
+    for i, older in enumerate(out):
+        for newer in out:
+            if newer.memory.valid_from <= older.memory.valid_from or newer.memory.id == older.memory.id:
+                continue
+            cos = pair_similarity.get((older.memory.id, newer.memory.id), pair_similarity.get((newer.memory.id, older.memory.id)))
+            if cos is not None and semantic_score(cos, baseline) >= SHADOW_SIMILARITY:
+                out[i] = Ranked(
+                    older.memory, older.score * SHADOW_FACTOR, older.relevance, older.semantic, older.keyword,
+                    older.freshness, older.importance,
+                )
+                break
     out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)
     return out

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from .app import PocketMem
+from .errors import NotFound, PocketmemError
 
 USER_CARD_URI = "memory://user-card"
 STATS_URI = "memory://stats"
@@ -43,4 +45,9 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
         mime_type="application/json",
     )
     async def memory(memory_id: str) -> dict[str, Any]:
-        return await app.get_memory(current_user(), memory_id)
+        try:
+            return await app.get_memory(current_user(), memory_id)
+        except NotFound as exc:
+            raise ResourceNotFoundError(f"{exc}; list ids with the list_memories tool") from None
+        except PocketmemError as exc:
+            raise ResourceError(str(exc)) from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime, time, timedelta
 from dataclasses import dataclass, field
 
 from .calibration import unrelated_baseline
@@ -24,7 +25,8 @@ from .embeddings import Embedder
 from .errors import InvalidInput, PocketmemError
 from .formatting import InjectionItem, age_label, calendar_days, injection_block
 from .models import Category, EventKind, Memory, Status
-from .ranking import Candidate, Ranked, Weights, rank, rarity
+from . import timeexpr
+from .ranking import Candidate, Ranked, Weights, rank, rarity, shadow_older
 from .results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from .store import Store, StoreReader
 from .usercard import render_user_card
@@ -42,6 +44,8 @@ KEYWORD_HITS = 64
 MAX_CORE_CANDIDATES = 500
 MAX_MATCH_TERMS = 64
 PENDING_SHOWN = 3
+WINDOW_CANDIDATES = 50
+SHADOW_POOL = 12
 
 
 @dataclass
@@ -62,6 +66,7 @@ class _Query:
     context: list[str]
     keywords: list[str]
     terms: dict[str, float] = field(default_factory=dict)
+    time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
 class Retrieval:
@@ -112,7 +117,8 @@ class Retrieval:
                 terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT)
         for term in [*query_terms(message), *keyword_terms(keywords)]:
             terms[term] = 1.0
-        return _Query(message, context, keywords, terms)
+        today = self.clock.now().astimezone(self.settings.zone).date()
+        return _Query(message, context, keywords, terms, timeexpr.parse(message, today))
 
     async def _query_vector(self, q: _Query) -> list[float]:
         texts = [q.message]
@@ -168,7 +174,14 @@ class Retrieval:
             weights=self.weights,
             threshold=self.settings.relevance_threshold,
             now=now,
-        )[:top_k]
+            temporal=q.time.intent,
+        )
+        pool = ranked[:SHADOW_POOL]
+        if len(pool) > 1 and vector is not None:
+            async with self.store.read() as reader:
+                pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
+            ranked = shadow_older(pool, pairs, baseline)
+        ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
         injection = injection_block(
             [
@@ -212,6 +225,15 @@ class Retrieval:
             memories[memory.id] = memory
         for memory in await reader.top_by_importance(user_id, self.settings.candidate_limit, statuses):
             memories[memory.id] = memory
+        in_window: set[str] = set()
+        if q.time.intent and q.time.window is not None:
+            start, end = q.time.window
+            zone = self.settings.zone
+            lo = datetime.combine(start, time.min, zone)
+            hi = datetime.combine(end + timedelta(days=1), time.min, zone)
+            for memory in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES):
+                memories[memory.id] = memory
+                in_window.add(memory.id)
         ids.update(dict.fromkeys(memories))
         if vector is not None:
             try:
@@ -227,7 +249,7 @@ class Retrieval:
                 for memory_id, _ in await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses):
                     ids.setdefault(memory_id, None)
                 counts, total = await reader.term_document_counts(list(q.terms))
-                idfs = {term: rarity(counts.get(term, 0), total) for term in q.terms}
+                idfs = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
@@ -241,11 +263,13 @@ class Retrieval:
                 sims = await reader.similarities(user_id, [m.id for m in ordered], vector)
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"vector index: {exc}")
-        terms = {}
+        terms: dict[str, frozenset[str]] = {}
         if idfs:
             indexed = await reader.indexed_terms(user_id, [m.id for m in ordered])
             terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
-        return [Candidate(m, sims.get(m.id), terms.get(m.id, frozenset())) for m in ordered], idfs
+        return [
+            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in ordered
+        ], idfs
 
     def _hit(self, r: Ranked, locale: str, explain: bool) -> RecallHit:
         now = self.clock.now()

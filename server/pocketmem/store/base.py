@@ -90,6 +90,16 @@ class StoreReader(ABC):
         """(memory id, BM25 score, higher is better) for the k best keyword matches."""
 
     @abstractmethod
+    async def memories_between(
+        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
+    ) -> list[Memory]:
+        """Memories whose valid_from lies in [start, end), newest first."""
+
+    @abstractmethod
+    async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        """Cosine similarity between each pair of the given memories (key: (id_a, id_b), a < b)."""
+
+    @abstractmethod
     async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
         """Cosine similarity of each memory's vector to `vector`."""
 

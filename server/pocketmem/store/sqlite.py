@@ -324,6 +324,36 @@ class SQLiteTx(StoreWriter):
         # FTS5's bm25() is smaller for better matches; flip it so larger is better.
         return [(row[0], -float(row[1])) for row in rows]
 
+    async def memories_between(
+        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
+    ) -> list[Memory]:
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status in ({_placeholders(len(statuses))}) "
+            "and valid_from >= ? and valid_from < ? order by valid_from desc limit ?",
+            (user_id, *statuses, to_iso(start), to_iso(end), limit),
+        )
+        return [_memory(r) for r in rows]
+
+    async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        if len(memory_ids) < 2:
+            return {}
+        marks = _placeholders(len(memory_ids))
+        if self._vectors:
+            rows = await self._all(
+                "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from memories a join memories b "
+                f"on a.id < b.id where a.user_id = ? and b.user_id = ? and a.id in ({marks}) and b.id in ({marks}) "
+                "and a.embedding is not null and b.embedding is not null",
+                (user_id, user_id, *memory_ids, *memory_ids),
+            )
+            return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None}
+        rows = await self._all(
+            f"select id, embedding from memories where user_id = ? and id in ({marks}) and embedding is not null",
+            (user_id, *memory_ids),
+        )
+        vectors = {r[0]: unpack_vector(r[1]) for r in rows}
+        ids = sorted(vectors)
+        return {(a, b): _cosine(vectors[a], vectors[b]) for i, a in enumerate(ids) for b in ids[i + 1 :]}
+
     async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
         if not memory_ids:
             return {}

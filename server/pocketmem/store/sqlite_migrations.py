@@ -72,6 +72,7 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
         create index memories_by_hash on memories (user_id, content_hash);
         create index memories_by_category on memories (user_id, category, status);
         create index memories_by_created on memories (user_id, status, created_at);
+        create index memories_by_valid_from on memories (user_id, status, valid_from);
         create index memories_trash_purge on memories (purge_at) where status = 'trashed';
         create index memories_by_supersedes on memories (supersedes) where supersedes is not null;
 

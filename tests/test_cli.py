@@ -1,0 +1,66 @@
+"""The pocketmem command line, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), **env}
+    return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=full, capture_output=True, text=True, timeout=120)
+
+
+def test_help_lists_every_command(tmp_path):
+    out = run(tmp_path, "--help")
+    assert out.returncode == 0
+    for command in ("serve", "stats", "doctor", "reindex"):
+        assert command in out.stdout
+
+
+def test_stats_and_doctor_on_a_fresh_store(tmp_path):
+    stats = run(tmp_path, "stats")
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["active"] == 0
+    doctor = run(tmp_path, "doctor")
+    report = json.loads(doctor.stdout)
+    assert doctor.returncode == 0, report
+    assert report["ok"] and report["store"]["integrity"] == "ok" and report["store"]["vectors_available"]
+    assert report["embedder"]["ok"] and report["store"]["schema_current"]
+
+
+def test_doctor_and_serve_name_reindex_after_an_embedder_change(tmp_path):
+    assert run(tmp_path, "stats").returncode == 0  # creates the store with the hash embedder
+    env = {"POCKETMEM_EMBEDDER": "openai", "POCKETMEM_EMBED_MODEL": "text-embedding-3-small",
+           "POCKETMEM_EMBED_BASE_URL": "http://127.0.0.1:9/v1"}
+    stats = run(tmp_path, "stats", **env)
+    assert stats.returncode == 2 and "pocketmem reindex" in stats.stderr
+    doctor = run(tmp_path, "doctor", **env)
+    report = json.loads(doctor.stdout)
+    assert doctor.returncode == 1
+    assert any("reindex" in p for p in report["problems"])
+    assert any("cannot reach" in p for p in report["problems"])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expect"),
+    [
+        ("POCKETMEM_TOP_K", "0", "greater than or equal to 1"),
+        ("POCKETMEM_LOCALE", "fr", "'auto', 'zh' or 'en'"),
+        ("POCKETMEM_TZ", "Mars/Base", "unknown IANA time zone"),
+        ("POCKETMEM_EMBEDDER", "openai", "needs POCKETMEM_EMBED_MODEL"),
+        ("POCKETMEM_STORE_THRESHOLD", "high", "valid number"),
+    ],
+)
+def test_bad_settings_are_named(tmp_path, name, value, expect):
+    out = run(tmp_path, "stats", **{name: value})
+    assert out.returncode == 2
+    assert expect in out.stderr
+    assert out.stdout == ""

@@ -1,0 +1,62 @@
+import pytest
+
+from pocketmem.config import load_settings
+from pocketmem.errors import ConfigError
+
+
+def test_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    s = load_settings()
+    assert (s.user, s.max_active, s.candidate_limit, s.top_k, s.trash_days, s.locale, s.embedder) == (
+        "global", 800, 300, 3, 7, "auto", "hash",
+    )
+    assert s.db_path == tmp_path / "memory.db"
+    assert (s.store_threshold, s.pending_threshold, s.injection_budget) == (0.85, 0.60, 500)
+
+
+def test_environment_overrides(tmp_path, monkeypatch):
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    monkeypatch.setenv("POCKETMEM_MAX_ACTIVE", "5")
+    monkeypatch.setenv("POCKETMEM_DB", str(tmp_path / "x.db"))
+    monkeypatch.setenv("POCKETMEM_TZ", "Asia/Shanghai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
+    s = load_settings()
+    assert s.max_active == 5 and s.db_path == tmp_path / "x.db" and s.tz == "Asia/Shanghai"
+    assert s.embed_api_key is not None and s.embed_api_key.get_secret_value() == "sk-fallback"
+    monkeypatch.setenv("POCKETMEM_EMBED_API_KEY", "sk-own")
+    assert load_settings().embed_api_key.get_secret_value() == "sk-own"
+
+
+def test_toml_file_adds_keys_and_the_environment_wins(tmp_path, monkeypatch):
+    (tmp_path / "config.toml").write_text('top_k = 5\nlocale = "en"\n')
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    monkeypatch.setenv("POCKETMEM_LOCALE", "zh")
+    s = load_settings()
+    assert s.top_k == 5 and s.locale == "zh"
+
+
+def test_missing_explicit_config_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("POCKETMEM_CONFIG", str(tmp_path / "nope.toml"))
+    with pytest.raises(ConfigError, match="POCKETMEM_CONFIG: no such file"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fragment"),
+    [
+        ("POCKETMEM_MAX_ACTIVE", "0", "POCKETMEM_MAX_ACTIVE: Input should be greater than 0 (got '0')"),
+        ("POCKETMEM_USER", "bad user!", "POCKETMEM_USER"),
+        ("POCKETMEM_PENDING_THRESHOLD", "0.9", "pending_threshold must not be above store_threshold"),
+        ("POCKETMEM_EMBED_BASE_URL", "localhost:11434", "must be an http(s) URL"),
+        ("POCKETMEM_UNKNOWN_THING", "1", None),
+    ],
+)
+def test_bad_values_fail_loudly(tmp_path, monkeypatch, name, value, fragment):
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    monkeypatch.setenv(name, value)
+    if fragment is None:
+        load_settings()  # unknown variables in the environment are not ours to judge
+        return
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert fragment in str(info.value)

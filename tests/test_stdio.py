@@ -1,0 +1,48 @@
+"""`pocketmem serve` as a subprocess over stdio, the way Claude Desktop and other hosts start it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def server_params(home: Path, **env: str) -> StdioServerParameters:
+    # Hosts give the server a minimal environment; pass only what it needs.
+    base = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+    base.update(env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=base)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_memories_survive_a_server_restart(tmp_path, mode):
+    home = tmp_path / "home"
+    async with Client(server_params(home), mode=mode) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert "recall_memories" in tools and len(tools) == 8
+        added = await client.call_tool(
+            "add_memory", {"content": "用户不喜欢香菜，吃到会很反感。", "keywords": ["香菜", "coriander"]}
+        )
+        assert added.structured_content["status"] == "stored"
+    assert (home / "memory.db").exists()
+    async with Client(server_params(home), mode=mode) as client:
+        result = await client.call_tool("recall_memories", {"query": "晚饭能放香菜吗"})
+        assert result.structured_content["memories"][0]["id"] == added.structured_content["memory_id"]
+        assert result.structured_content["injection"].startswith("今天的对话摘要“用户不喜欢香菜")
+
+
+async def test_a_bad_setting_stops_the_server_with_a_clear_message(tmp_path):
+    import subprocess
+
+    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pocketmem", "serve"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 2
+    assert "POCKETMEM_MAX_ACTIVE" in proc.stderr and "greater than 0" in proc.stderr and "'-5'" in proc.stderr
+    assert proc.stdout == ""

@@ -1,0 +1,160 @@
+"""The contract surface through the SDK's own client, in process, on both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+CONTRACT_TOOLS = {
+    "recall_memories",
+    "add_memory",
+    "patch_core_memory",
+    "confirm_pending",
+    "list_trash",
+    "restore",
+    "forget_memory",
+    "list_memories",
+}
+READ_ONLY = {"recall_memories", "list_trash", "list_memories"}
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def error(client: Client, name: str, args: dict) -> str:
+    result = await client.call_tool(name, args)
+    assert result.is_error, result.structured_content
+    return result.content[0].text
+
+
+async def state(client: Client) -> dict:
+    """What rejected calls must not change: every list, and the stats."""
+    out = {}
+    for status in ("active", "superseded", "pending", "trashed"):
+        listed = await call(client, "list_memories", {"status": status, "limit": 500})
+        out[status] = sorted(json.dumps(i, sort_keys=True) for i in listed["items"])
+    stats = json.loads((await client.read_resource("memory://stats")).contents[0].text)
+    out["stats"] = {k: v for k, v in stats.items() if k != "events"}
+    return out
+
+
+async def test_the_tool_set_is_the_contract(client):
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == CONTRACT_TOOLS
+    for name, tool in tools.items():
+        assert tool.description and len(tool.description) > 40, name
+        assert tool.output_schema is not None, name
+        assert tool.annotations is not None and tool.annotations.read_only_hint == (name in READ_ONLY), name
+        for prop, schema in tool.input_schema["properties"].items():
+            assert "description" in schema or "$ref" in schema or prop in ("limit", "offset"), (name, prop)
+
+
+async def test_resources_and_prompts_are_the_contract(client):
+    assert {str(r.uri) for r in (await client.list_resources()).resources} == {"memory://user-card", "memory://stats"}
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["memory://memories/{memory_id}"]
+    assert {p.name for p in (await client.list_prompts()).prompts} == {"memory_context", "extract_memories"}
+
+
+async def test_a_day_with_the_memory_tools(client):
+    core = await call(client, "add_memory", {
+        "content": "你很爱吃辣。", "category": "preference", "scores": {"persistence": 1}, "keywords": ["辣", "spicy"],
+    })
+    assert core["status"] == "stored" and core["core"] is True
+    cat = await call(client, "add_memory", {"content": "用户养了一只叫小白的猫", "category": "person",
+                                              "keywords": ["猫", "宠物"]})
+    recalled = await call(client, "recall_memories", {"query": "小白今天不吃饭"})
+    assert recalled["memories"][0]["id"] == cat["memory_id"]
+    assert recalled["injection"] == "今天的对话摘要“用户养了一只叫小白的猫”"
+
+    patched = await call(client, "patch_core_memory", {"memory_id": core["memory_id"], "patch": "最近胃炎，暂时不吃辣"})
+    assert patched["memory"]["content"] == "你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）"
+    assert patched["revision_id"]
+
+    pending = await call(client, "add_memory", {"content": "用户可能喜欢爵士乐", "confidence": 0.7})
+    assert pending["status"] == "pending"
+    confirmed = await call(client, "confirm_pending", {"pending_id": pending["pending_id"], "action": "confirm"})
+    assert confirmed["status"] == "confirmed" and confirmed["memory_id"]
+
+    forgotten = await call(client, "forget_memory", {"memory_id": cat["memory_id"], "reason": "user asked"})
+    assert forgotten["item"]["reason"] == "user_delete"
+    trash = await call(client, "list_trash", {})
+    assert [i["id"] for i in trash["items"]] == [cat["memory_id"]]
+    restored = await call(client, "restore", {"memory_id": cat["memory_id"]})
+    assert restored["memory"]["status"] == "active"
+
+    listed = await call(client, "list_memories", {"category": "preference"})
+    assert listed["total"] == 1 and listed["items"][0]["id"] == core["memory_id"]
+    one = json.loads((await client.read_resource(f"memory://memories/{core['memory_id']}")).contents[0].text)
+    assert one["revisions"][0]["previous_content"] == "你很爱吃辣。"
+    card = (await client.read_resource("memory://user-card")).contents[0].text
+    assert "你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）" in card
+
+
+async def test_prompts_render(client):
+    await call(client, "add_memory", {"content": "用户不喜欢香菜", "keywords": ["香菜"], "scores": {"persistence": 1}})
+    block = await client.get_prompt("memory_context", {"message": "香菜能吃吗"})
+    text = block.messages[0].content.text
+    assert "今天的对话摘要“用户不喜欢香菜”" in text and "# User card" in text
+    rubric = (await client.get_prompt("extract_memories", {})).messages[0].content.text
+    assert "persistence" in rubric and "supersedes" in rubric and "keywords" in rubric
+    english = (await client.get_prompt("extract_memories", {"conversation": "I hate cilantro."})).messages[0]
+    assert "Conversation:" in english.content.text
+
+
+BAD_CALLS = [
+    ("add_memory", {"content": ""}, r"content"),
+    ("add_memory", {"content": "   "}, r"content: must not be empty"),
+    ("add_memory", {"content": "x" * 2001}, r"content: is 2001 characters"),
+    ("add_memory", {"content": "ok", "scores": {"info": 1.5}}, r"scores\.info"),
+    ("add_memory", {"content": "ok", "scores": {"emotion": "NaN"}}, r"scores\.emotion"),
+    ("add_memory", {"content": "ok", "confidence": 2}, r"confidence"),
+    ("add_memory", {"content": "ok", "category": "gossip"}, r"category"),
+    ("add_memory", {"content": "ok", "supersedes": "nope"}, r"supersedes: no memory"),
+    ("add_memory", {"content": "ok", "created_at": "yesterday-ish"}, r"created_at"),
+    ("recall_memories", {"query": ""}, r"query"),
+    ("recall_memories", {"query": "x", "top_k": 0}, r"top_k"),
+    ("recall_memories", {"query": "x", "top_k": 51}, r"top_k"),
+    ("recall_memories", {"query": "x", "context": ["a", "b", "c", "d"]}, r"context"),
+    ("list_memories", {"limit": -1}, r"limit"),
+    ("list_memories", {"offset": -5}, r"offset"),
+    ("list_memories", {"status": "deleted"}, r"status"),
+    ("list_trash", {"limit": 501}, r"limit"),
+    ("forget_memory", {"memory_id": "does-not-exist"}, r"no memory with id"),
+    ("restore", {"memory_id": "does-not-exist"}, r"nothing with id"),
+    ("patch_core_memory", {"memory_id": "does-not-exist", "patch": "x"}, r"no memory with id"),
+    ("patch_core_memory", {"memory_id": "x", "patch": "y", "mode": "merge"}, r"mode"),
+    ("confirm_pending", {"pending_id": "nope", "action": "confirm"}, r"no pending memory"),
+    ("confirm_pending", {"pending_id": "nope", "action": "maybe"}, r"action"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "pattern"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)])
+async def test_bad_input_is_a_clear_tool_error_and_changes_nothing(client, tool, args, pattern):
+    await call(client, "add_memory", {"content": "已有的记忆", "keywords": ["已有"]})
+    before = await state(client)
+    message = await error(client, tool, args)
+    assert re.search(pattern, message), message
+    assert await state(client) == before
+
+
+async def test_unknown_resource_is_an_error(client):
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError, match="no memory with id"):
+        await client.read_resource("memory://memories/nope")
+
+
+def test_mcp_json_example_names_the_console_script():
+    config = json.loads((Path(__file__).parents[1] / "mcp.json.example").read_text())
+    servers = config["mcpServers"]
+    assert all("pocketmem" in json.dumps(s) for s in servers.values())
