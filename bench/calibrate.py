@@ -71,8 +71,11 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
             vector = await r._query_vector(parsed)
             async with app.store.read() as reader:
                 candidates, rarities = await r._candidates(reader, "eval", parsed, vector, (Status.active,), [])
+            # Candidates with no signal at all can never pass a positive threshold: drop them once here.
             candidates = [
-                c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > NOW
+                c for c in candidates
+                if (c.memory.expires_at is None or c.memory.expires_at > NOW)
+                and (c.in_window or (c.cosine or 0.0) > baseline or c.terms.intersection(rarities))
             ]
             cases.append(
                 Case(q["id"], q["type"], set(q["gold"]), set(q.get("stale", [])), candidates, parsed.terms,
@@ -83,7 +86,7 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
 
 def replay(ex: Extracted, p: dict[str, float]) -> dict[str, float]:
     for name in ("KEYWORD_SATURATION", "COVERAGE_WEIGHT", "FRESHNESS_DAYS", "TEMPORAL_BONUS", "WINDOW_BONUS",
-                 "SHADOW_SIMILARITY", "SHADOW_FACTOR"):
+                 "SHADOW_SIMILARITY", "SHADOW_OVERLAP", "SHADOW_FACTOR"):
         setattr(ranking, name, p[name])
     weights = ranking.Weights(p["ws"], p["wk"], p["wf"], p["wi"])
     hit1 = hit3 = n = neg_ok = neg = conflict_ok = conflicts = 0
@@ -109,17 +112,18 @@ def replay(ex: Extracted, p: dict[str, float]) -> dict[str, float]:
 
 GRID = {
     "ws": [0.55],
-    "wk": [0.3, 0.45, 0.6],
-    "wf": [0.05, 0.1, 0.15],
-    "wi": [0.0, 0.05],
-    "FRESHNESS_DAYS": [30.0, 90.0],
-    "KEYWORD_SATURATION": [0.5, 1.0, 2.0],
-    "COVERAGE_WEIGHT": [0.3, 0.5, 0.7],
-    "TEMPORAL_BONUS": [0.1, 0.2],
+    "wk": [0.6, 0.8],
+    "wf": [0.15],
+    "wi": [0.0],
+    "FRESHNESS_DAYS": [30.0],
+    "KEYWORD_SATURATION": [0.5, 1.0, 2.0, 3.0],
+    "COVERAGE_WEIGHT": [0.2, 0.4, 0.6],
+    "TEMPORAL_BONUS": [0.2],
     "WINDOW_BONUS": [0.15],
-    "SHADOW_SIMILARITY": [0.3, 0.45, 0.6],
-    "SHADOW_FACTOR": [0.6, 0.8],
-    "thr": [0.16, 0.2, 0.24, 0.28, 0.32, 0.36, 0.4],
+    "SHADOW_SIMILARITY": [0.45],
+    "SHADOW_OVERLAP": [0.5],
+    "SHADOW_FACTOR": [0.8],
+    "thr": [0.16, 0.2, 0.24, 0.28, 0.32, 0.36, 0.4, 0.45],
 }
 
 

@@ -85,10 +85,11 @@ async def test_injection_text_carries_the_age_and_follows_the_query_language(app
 async def test_budget_trims_injection_but_not_the_list(tmp_path, clock):
     settings = make_settings(tmp_path, injection_budget=60)
     async with PocketMem(settings, clock=clock) as app:
-        for i in range(3):
-            await app.lifecycle.add(USER, AddRequest(content=f"关于香菜的第{i}条很长的记忆，" + "细节" * 20))
-        result = await recall(app, "香菜", top_k=3)
+        await fill(app)
+        result = await recall(app, "香菜 小白 docker", keywords=["忌口", "猫", "代理"], top_k=3)
     assert len(result.memories) == 3
+    full = sum(len(m.content) for m in result.memories)
+    assert full > 60
     assert len(result.injection) <= 60 and result.injection.endswith("…”")
 
 
@@ -114,7 +115,7 @@ async def test_context_lines_disambiguate_a_vague_message(app):
 
 async def test_categories_filter(app):
     await fill(app)
-    result = await recall(app, "香菜 猫", categories=[Category.person])
+    result = await recall(app, "小白和香菜", keywords=["猫", "宠物", "香菜"], categories=[Category.person])
     assert [m.category for m in result.memories] == [Category.person]
 
 

@@ -72,7 +72,7 @@ async def test_a_day_with_the_memory_tools(client):
     assert core["status"] == "stored" and core["core"] is True
     cat = await call(client, "add_memory", {"content": "用户养了一只叫小白的猫", "category": "person",
                                               "keywords": ["猫", "宠物"]})
-    recalled = await call(client, "recall_memories", {"query": "小白今天不吃饭"})
+    recalled = await call(client, "recall_memories", {"query": "小白今天不吃饭", "keywords": ["小白", "猫", "宠物"]})
     assert recalled["memories"][0]["id"] == cat["memory_id"]
     assert recalled["injection"] == "今天的对话摘要“用户养了一只叫小白的猫”"
 

@@ -54,11 +54,11 @@ class Settings(BaseSettings):
     locale: Literal["auto", "zh", "en"] = Field("auto", description="Language of the injection text; auto follows the query.")
     tz: str | None = Field(None, description="IANA time zone for calendar days (default: the machine's).")
     injection_budget: int = Field(500, ge=40, le=20_000, description="Character budget of the injection block.")
-    relevance_threshold: float = Field(0.25, ge=0, le=1, description="Minimum relevance for a memory to be recalled.")
+    relevance_threshold: float = Field(0.40, ge=0, le=1, description="Minimum relevance for a memory to be recalled.")
     weight_semantic: float = Field(0.55, ge=0, le=1)
-    weight_keyword: float = Field(0.60, ge=0, le=1)
-    weight_freshness: float = Field(0.10, ge=0, le=1)
-    weight_importance: float = Field(0.05, ge=0, le=1)
+    weight_keyword: float = Field(0.80, ge=0, le=1)
+    weight_freshness: float = Field(0.15, ge=0, le=1)
+    weight_importance: float = Field(0.0, ge=0, le=1)
 
     # -- embeddings ------------------------------------------------------------------------------
     embedder: Literal["hash", "openai", "local"] = Field("hash", description="hash (built in, offline), openai, or local.")

@@ -4,7 +4,7 @@ For each candidate memory:
 
     semantic  = (cosine - baseline) / (1 - baseline), clipped to [0, 1]
                 baseline: how similar unrelated texts look to this embedder (calibration.py)
-    keyword   = saturation * (0.7 + 0.3 * coverage)
+    keyword   = saturation * (0.8 + 0.2 * coverage)
                 rarity(t) = IDF(t) / IDF of a term found in one memory   (1 for a rare term, ~0 for a common one)
                 matched   = sum of rarity of the query terms the memory contains (its content and keywords),
                             each weighted 1.0 (message, agent keywords) or 0.5 (context lines)
@@ -12,7 +12,7 @@ For each candidate memory:
     freshness = exp(-age_days / FRESHNESS_DAYS), age from valid_from
     importance = the memory's current importance (scoring.py)
 
-    relevance = (w_sem * semantic + w_kw * keyword) / (w_sem + w_kw)      -> must reach the threshold
+    relevance = 1 - (1 - semantic) * (1 - keyword)      (noisy-or)         -> must reach the threshold
     score     = w_sem * semantic + w_kw * keyword + w_fresh * freshness + w_imp * importance
                 (x OUTDATED_FACTOR for superseded memories, shown only with include_history)
 
@@ -24,27 +24,29 @@ Relevance decides *whether* a memory is recalled (so a fresh, important but unre
 is not); the score decides the order (so among relevant ones the newer fact wins).
 
 Unlinked contradictions (the agent forgot `supersedes`): when two recalled memories say nearly the
-same thing (calibrated similarity >= SHADOW_SIMILARITY), the older one's score is multiplied by
-SHADOW_FACTOR (`shadow_older`), so the newer statement comes first.
+same thing (calibrated similarity >= SHADOW_SIMILARITY, or the same category with the same query
+terms matched, Jaccard >= SHADOW_OVERLAP), the older one's score is multiplied by SHADOW_FACTOR
+(`shadow_older`), so the newer statement comes first. Both stay recallable.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .models import Category, Memory, Status
 from .scoring import importance
 
-KEYWORD_SATURATION = 1.0
-TEMPORAL_BONUS = 0.15
+KEYWORD_SATURATION = 2.0
+TEMPORAL_BONUS = 0.2
 WINDOW_BONUS = 0.15
 SHADOW_SIMILARITY = 0.45
+SHADOW_OVERLAP = 0.5
 SHADOW_FACTOR = 0.8
 TIMED_CATEGORIES = frozenset({Category.episode, Category.event})
-COVERAGE_WEIGHT = 0.3
+COVERAGE_WEIGHT = 0.2
 FRESHNESS_DAYS = 30.0
 OUTDATED_FACTOR = 0.7
 
@@ -74,6 +76,7 @@ class Ranked:
     keyword: float
     freshness: float
     importance: float
+    matched: frozenset[str] = frozenset()  # query terms found in the memory
 
     @property
     def outdated(self) -> bool:
@@ -115,6 +118,11 @@ def freshness(age_days: float) -> float:
     return math.exp(-max(0.0, age_days) / FRESHNESS_DAYS)
 
 
+def relevance(sem: float, kw: float) -> float:
+    """Either kind of evidence can make a memory relevant; both together make it more so (noisy-or)."""
+    return 1.0 - (1.0 - sem) * (1.0 - kw)
+
+
 def rank(
     candidates: Sequence[Candidate],
     query: Mapping[str, float],
@@ -127,16 +135,15 @@ def rank(
     temporal: bool = False,
 ) -> list[Ranked]:
     """Score every candidate, keep those whose relevance reaches `threshold`, best first."""
-    relevance_weight = weights.semantic + weights.keyword
     out: list[Ranked] = []
     for candidate in candidates:
         memory = candidate.memory
         sem = semantic_score(candidate.cosine, baseline)
         kw = keyword_score(query, candidate.terms, rarities)
-        relevance = (weights.semantic * sem + weights.keyword * kw) / relevance_weight
+        rel = relevance(sem, kw)
         timed = temporal and memory.category in TIMED_CATEGORIES
         dated_match = timed and candidate.in_window
-        if relevance < threshold and not dated_match:
+        if rel < threshold and not dated_match:
             continue
         age = (now - memory.valid_from).total_seconds() / 86400.0
         fresh = freshness(age)
@@ -146,24 +153,33 @@ def rank(
             score += TEMPORAL_BONUS + (WINDOW_BONUS if dated_match else 0.0)
         if memory.status == Status.superseded:
             score *= OUTDATED_FACTOR
-        out.append(Ranked(memory, score, relevance, sem, kw, fresh, imp))
+        out.append(Ranked(memory, score, rel, sem, kw, fresh, imp, candidate.terms.intersection(query)))
     out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)
     return out
+
+
+def same_topic(a: Ranked, b: Ranked, pair_similarity: Mapping[tuple[str, str], float], baseline: float) -> bool:
+    """Do two recalled memories say nearly the same thing? Similar vectors, or (same category and) the
+    same query terms matched in both — e.g. 博客 in 用户的博客用 Hexo… and in its later replacement."""
+    ids = (a.memory.id, b.memory.id)
+    cos = pair_similarity.get(ids, pair_similarity.get(ids[::-1]))
+    if cos is not None and semantic_score(cos, baseline) >= SHADOW_SIMILARITY:
+        return True
+    if a.memory.category != b.memory.category or not a.matched or not b.matched:
+        return False
+    overlap = len(a.matched & b.matched) / len(a.matched | b.matched)
+    return overlap >= SHADOW_OVERLAP
 
 
 def shadow_older(ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], baseline: float) -> list[Ranked]:
     """Demote a memory when a newer recalled memory says nearly the same thing; re-sort."""
     out = list(ranked)
     for i, older in enumerate(out):
-        for newer in out:
-            if newer.memory.valid_from <= older.memory.valid_from or newer.memory.id == older.memory.id:
+        for newer in ranked:
+            if newer.memory.valid_from <= older.memory.valid_from:
                 continue
-            cos = pair_similarity.get((older.memory.id, newer.memory.id), pair_similarity.get((newer.memory.id, older.memory.id)))
-            if cos is not None and semantic_score(cos, baseline) >= SHADOW_SIMILARITY:
-                out[i] = Ranked(
-                    older.memory, older.score * SHADOW_FACTOR, older.relevance, older.semantic, older.keyword,
-                    older.freshness, older.importance,
-                )
+            if same_topic(older, newer, pair_similarity, baseline):
+                out[i] = replace(older, score=older.score * SHADOW_FACTOR)
                 break
     out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)
     return out
