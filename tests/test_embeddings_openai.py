@@ -276,3 +276,30 @@ async def test_fake_chat_answers_from_its_script(fake: FakeOpenAI) -> None:
     assert len(requests) == 4
     assert requests[0].json["messages"] == messages
     assert requests[0].headers["authorization"] == "Bearer sk-chat"
+
+
+@pytest.mark.anyio
+async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
+    """The whole write/read path on a remote embedder: the index is sized by the first answer."""
+    from pocketmem.app import PocketMem
+    from pocketmem.clock import FixedClock
+    from pocketmem.lifecycle import AddRequest
+    from pocketmem.retrieval import RecallRequest
+    from tests.conftest import START, make_settings
+
+    with FakeOpenAI(default_dimensions=24) as fake:
+        # The fake's vectors carry no meaning (semantic scores ~0), so only keyword evidence can pass.
+        settings = make_settings(
+            tmp_path, embedder="openai", embed_model=MODEL, embed_base_url=fake.base_url, relevance_threshold=0.3
+        )
+        async with PocketMem(settings, clock=FixedClock(START)) as app:
+            added = await app.lifecycle.add("global", AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
+            result = await app.retrieval.recall("global", RecallRequest(query="香菜", keywords=["香菜"]))
+            assert [m.id for m in result.memories] == [added.memory_id]
+            assert await app.store.get_meta("embedder") == f"openai:{MODEL}"
+            assert await app.store.get_meta("dimensions") == "24"
+        fake.fail_embeddings(500, times=100)
+        async with PocketMem(settings, clock=FixedClock(START)) as app:
+            degraded = await app.retrieval.recall("global", RecallRequest(query="香菜"))
+            assert degraded.degraded and "embedder" in degraded.degraded
+            assert [m.id for m in degraded.memories] == [added.memory_id]

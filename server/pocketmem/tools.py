@@ -6,6 +6,7 @@ No SQL here.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -84,6 +85,7 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
                 f"internal error ({type(exc).__name__}); nothing was changed by this call. Details are in the server log."
             ) from None
 
+    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # the tool description, without source indentation
     return wrapper
 
 
