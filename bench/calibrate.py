@@ -70,7 +70,9 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
             parsed = r._parse(req)
             vector = await r._query_vector(parsed)
             async with app.store.read() as reader:
-                candidates, rarities = await r._candidates(reader, "eval", parsed, vector, (Status.active,), [])
+                candidates, rarities = await r._candidates(
+                    reader, "eval", parsed, vector, (Status.active,), [], baseline
+                )
             # Candidates with no signal at all can never pass a positive threshold: drop them once here.
             candidates = [
                 c for c in candidates

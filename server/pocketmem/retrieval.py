@@ -153,7 +153,7 @@ class Retrieval:
             baseline = 0.0
 
         async with self.store.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures)
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, baseline)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
         if req.categories:
             allowed = set(req.categories)
@@ -162,7 +162,7 @@ class Retrieval:
 
         degraded = "; ".join(failures) or None
         keyword_failed = any(f.startswith("keyword index") for f in failures)
-        vector_failed = vector is None or any(f.startswith("vector index") for f in failures)
+        vector_failed = vector is None or any(f.startswith("vector") for f in failures)
         if keyword_failed and vector_failed:
             return await self._card_only(user_id, locale, pending, degraded, failures)
 
@@ -196,7 +196,7 @@ class Retrieval:
             self.settings.injection_budget,
         )
         if req.record and (ranked or failures):
-            async with self.store.write() as tx:
+            async with self.store.write(durable=False) as tx:
                 if ranked:
                     ids = [r.memory.id for r in ranked]
                     await tx.touch(user_id, ids, now)
@@ -218,58 +218,56 @@ class Retrieval:
         vector: list[float] | None,
         statuses: tuple[Status, ...],
         failures: list[str],
+        baseline: float = 0.0,
     ) -> tuple[list[Candidate], dict[str, float]]:
-        ids: dict[str, None] = {}
-        memories: dict[str, Memory] = {}
-        for memory in await reader.core_memories(user_id, MAX_CORE_CANDIDATES):
-            memories[memory.id] = memory
-        for memory in await reader.top_by_importance(user_id, self.settings.candidate_limit, statuses):
-            memories[memory.id] = memory
+        """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
+        sims: dict[str, float] = {}
+        if vector is not None:
+            try:
+                sims.update(await reader.top_similarities(user_id, vector, self.settings.candidate_limit, statuses))
+            except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
+                failures.append(f"vector scoring: {exc}")
+            try:
+                sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
+            except Exception as exc:  # noqa: BLE001
+                log.warning("vector search failed, using keywords only: %s", exc)
+                failures.append(f"vector index: {exc}")
         in_window: set[str] = set()
         if q.time.intent and q.time.window is not None:
             start, end = q.time.window
             zone = self.settings.zone
             lo = datetime.combine(start, time.min, zone)
             hi = datetime.combine(end + timedelta(days=1), time.min, zone)
-            for memory in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES):
-                memories[memory.id] = memory
-                in_window.add(memory.id)
-        ids.update(dict.fromkeys(memories))
-        if vector is not None:
-            try:
-                for memory_id, _ in await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses):
-                    ids.setdefault(memory_id, None)
-            except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
-                log.warning("vector search failed, using keywords only: %s", exc)
-                failures.append(f"vector index: {exc}")
+            in_window = {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
+        keyword_ids: list[str] = []
+        rarities: dict[str, float] = {}
         match = fts_match_expression(list(q.terms)[:MAX_MATCH_TERMS])
-        idfs: dict[str, float] = {}
         if match is not None:
             try:
-                for memory_id, _ in await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses):
-                    ids.setdefault(memory_id, None)
+                keyword_ids = [mid for mid, _ in await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses)]
                 counts, total = await reader.term_document_counts(list(q.terms))
-                idfs = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
+                rarities = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
-        missing = [i for i in ids if i not in memories]
-        for memory in await reader.get_memories(user_id, missing):
-            memories[memory.id] = memory
-        ordered = [memories[i] for i in ids if i in memories and memories[i].status in statuses]
-        sims: dict[str, float] = {}
-        if vector is not None:
+        # Only memories with some evidence can pass the relevance threshold: load just those.
+        shortlist = list(
+            dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos > baseline)])
+        )
+        unscored = [mid for mid in shortlist if mid not in sims]
+        if vector is not None and unscored:
             try:
-                sims = await reader.similarities(user_id, [m.id for m in ordered], vector)
+                sims.update(await reader.similarities(user_id, unscored, vector))
             except Exception as exc:  # noqa: BLE001
-                failures.append(f"vector index: {exc}")
+                failures.append(f"vector scoring: {exc}")
+        memories = [m for m in await reader.get_memories(user_id, shortlist) if m.status in statuses]
         terms: dict[str, frozenset[str]] = {}
-        if idfs:
-            indexed = await reader.indexed_terms(user_id, [m.id for m in ordered])
+        if rarities:
+            indexed = await reader.indexed_terms(user_id, [m.id for m in memories])
             terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
         return [
-            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in ordered
-        ], idfs
+            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
+        ], rarities
 
     def _hit(self, r: Ranked, locale: str, explain: bool) -> RecallHit:
         now = self.clock.now()
@@ -302,7 +300,7 @@ class Retrieval:
     ) -> RecallResult:
         now = self.clock.now()
         card = await render_user_card(self.store, user_id, self.settings, now)
-        async with self.store.write() as tx:
+        async with self.store.write(durable=False) as tx:
             for failure in failures:
                 await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
         return RecallResult(

@@ -90,6 +90,12 @@ class StoreReader(ABC):
         """(memory id, BM25 score, higher is better) for the k best keyword matches."""
 
     @abstractmethod
+    async def top_similarities(
+        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, float]]:
+        """(id, cosine to `vector`) for every active core memory and the `limit` most important memories."""
+
+    @abstractmethod
     async def memories_between(
         self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
     ) -> list[Memory]:
@@ -242,7 +248,9 @@ class Store(ABC):
     def read(self) -> AbstractAsyncContextManager[StoreReader]: ...
 
     @abstractmethod
-    def write(self) -> AbstractAsyncContextManager[StoreWriter]: ...
+    def write(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
+        a later durable commit makes it durable too."""
 
     @abstractmethod
     async def get_meta(self, key: str) -> str | None: ...

@@ -148,13 +148,14 @@ def _memory(row: Sequence[Any]) -> Memory:
         content_hash,
         embed_model,
     ) = row
-    return Memory(
+    # model_construct: rows come from our own schema, and recall builds dozens of these per call.
+    return Memory.model_construct(
         id=id_,
         user_id=user_id,
         content=content,
         category=Category(category),
         keywords=json.loads(keywords),
-        scores=Scores(emotion=emotion, info=info, persistence=persistence, judge=judge),
+        scores=Scores.model_construct(emotion=emotion, info=info, persistence=persistence, judge=judge),
         info_importance=info_importance,
         time_coef=time_coef,
         importance=importance,
@@ -353,6 +354,26 @@ class SQLiteTx(StoreWriter):
         vectors = {r[0]: unpack_vector(r[1]) for r in rows}
         ids = sorted(vectors)
         return {(a, b): _cosine(vectors[a], vectors[b]) for i, a in enumerate(ids) for b in ids[i + 1 :]}
+
+    async def top_similarities(
+        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, float]]:
+        marks = _placeholders(len(statuses))
+        sql = (
+            "select id, {sim} from memories where user_id = ? and status = 'active' and persistence >= 1 "
+            "union "
+            f"select * from (select id, {{sim}} from memories where user_id = ? and status in ({marks}) "
+            "order by importance desc limit ?)"
+        )
+        if self._vectors:
+            blob = pack_vector(vector)
+            rows = await self._all(
+                sql.format(sim="1 - vec_distance_cosine(embedding, ?)"),
+                (blob, user_id, blob, user_id, *statuses, limit),
+            )
+            return [(r[0], float(r[1])) for r in rows if r[1] is not None]
+        rows = await self._all(sql.format(sim="embedding"), (user_id, user_id, *statuses, limit))
+        return [(r[0], _cosine(unpack_vector(r[1]), vector)) for r in rows if r[1] is not None]
 
     async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
         if not memory_ids:
@@ -898,33 +919,47 @@ class SQLiteStore(Store):
                     await conn.execute("commit")
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[StoreWriter]:
+    async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
         conn = self._require(self._writer)
         async with self._write_lock:
-            for attempt in range(LOCK_RETRIES + 1):
-                try:
-                    await conn.execute("begin immediate")
-                    break
-                except Exception as exc:
-                    if not _is_locked(exc) or attempt == LOCK_RETRIES:
-                        raise StoreError(
-                            "the memory store is busy (another pocketmem process holds the write lock); try again"
-                        ) from exc
-                    await asyncio.sleep(0.05 * (attempt + 1))
+            if not durable:
+                # Bookkeeping (use counts, recall events) need not wait for fsync; the next durable
+                # commit syncs the WAL up to and including it.
+                await conn.execute("pragma synchronous = normal")
             try:
-                yield SQLiteTx(conn, self.vectors_available)
-            except BaseException:
-                with anyio.CancelScope(shield=True):
+                async with self._transaction(conn) as tx:
+                    yield tx
+            finally:
+                if not durable:
+                    with anyio.CancelScope(shield=True):
+                        await conn.execute("pragma synchronous = full")
+
+    @asynccontextmanager
+    async def _transaction(self, conn: aiosqlite.Connection) -> AsyncIterator[StoreWriter]:
+        for attempt in range(LOCK_RETRIES + 1):
+            try:
+                await conn.execute("begin immediate")
+                break
+            except Exception as exc:
+                if not _is_locked(exc) or attempt == LOCK_RETRIES:
+                    raise StoreError(
+                        "the memory store is busy (another pocketmem process holds the write lock); try again"
+                    ) from exc
+                await asyncio.sleep(0.05 * (attempt + 1))
+        try:
+            yield SQLiteTx(conn, self.vectors_available)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await conn.execute("rollback")
+            raise
+        else:
+            # Shielded: once the unit of work is done, a cancelled request must not leave it half-committed.
+            with anyio.CancelScope(shield=True):
+                try:
+                    await conn.execute("commit")
+                except Exception:
                     await conn.execute("rollback")
-                raise
-            else:
-                # Shielded: once the unit of work is done, a cancelled request must not leave it half-committed.
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await conn.execute("commit")
-                    except Exception:
-                        await conn.execute("rollback")
-                        raise
+                    raise
 
     async def get_meta(self, key: str) -> str | None:
         conn = self._require(self._writer)
