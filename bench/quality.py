@@ -26,6 +26,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import write_section  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.clock import FixedClock  # noqa: E402
@@ -35,7 +38,6 @@ from pocketmem.models import Category  # noqa: E402
 from pocketmem.retrieval import RecallRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-DOC = ROOT / "docs" / "benchmarks.md"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 TYPES = ("paraphrase", "keyword", "temporal", "conflict", "multi", "context", "negative")
 K = 5
@@ -181,17 +183,6 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any]) -> str
             f"{cell(a, b, 'mrr')} | {cell(a, b, 'conflict_accuracy')} | {cell(a, b, 'negative_precision')} |"
         )
     return "\n".join(lines)
-
-
-def write_section(text: str, marker: str) -> None:
-    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    doc = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    block = f"{begin}\n{text}\n{end}"
-    if begin in doc:
-        doc = doc[: doc.index(begin)] + block + doc[doc.index(end) + len(end) :]
-    else:
-        doc = doc.rstrip() + "\n\n" + block + "\n"
-    DOC.write_text(doc, encoding="utf-8")
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from pocketmem.app import PocketMem
+from pocketmem.embeddings import HashEmbedder
 from pocketmem.lifecycle import AddRequest
 from pocketmem.models import Category, EventKind
 from pocketmem.retrieval import RecallRequest
@@ -126,7 +127,28 @@ async def test_expired_memories_are_not_recalled(app, clock):
     assert (await recall(app, "面试")).memories == []
 
 
-async def test_vector_index_failure_falls_back_to_keywords(app, settings):
+class NeighbourSearchingEmbedder(HashEmbedder):
+    """The built-in vectors, but declared non-lexical so recall runs the nearest-neighbour scan as it does
+    for neural embedders."""
+
+    kind = "hash-knn"
+    lexical = False
+
+
+@pytest.fixture
+async def knn_app(settings, clock):
+    async with PocketMem(settings, clock=clock, embedder=NeighbourSearchingEmbedder()) as pm:
+        yield pm
+
+
+async def test_neighbour_search_finds_memories(knn_app):
+    ids = await fill(knn_app)
+    result = await recall(knn_app, "香菜")
+    assert result.degraded is None and result.memories[0].id == ids[STORE[0][0]]
+
+
+async def test_vector_index_failure_falls_back_to_keywords(knn_app, settings):
+    app = knn_app
     ids = await fill(app)
     # Break the vector index behind the server's back, as a corrupt or missing table would.
     raw = connect(str(settings.db_path), load_vectors=True)
@@ -140,7 +162,8 @@ async def test_vector_index_failure_falls_back_to_keywords(app, settings):
     assert fails and "vector index" in fails[0].payload["error"]
 
 
-async def test_both_indexes_failing_answers_with_the_user_card(app, settings):
+async def test_both_indexes_failing_answers_with_the_user_card(knn_app, settings):
+    app = knn_app
     await app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
     raw = connect(str(settings.db_path), load_vectors=True)
     raw.execute("drop table memory_vectors")

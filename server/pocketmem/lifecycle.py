@@ -181,6 +181,35 @@ class Lifecycle:
             await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
         return result
 
+    async def add_many(self, user_id: str, requests: Sequence[AddRequest]) -> list[AddResult]:
+        """Bulk write (imports, benchmarks): embeddings in batches, all requests in one transaction.
+
+        Each request is routed exactly as add() would route it; the cap is enforced after every item.
+        """
+        cleaned = [self._clean_request(r) for r in requests]
+        for i, req in enumerate(cleaned):
+            if req.confidence < self.settings.store_threshold:
+                raise InvalidInput(
+                    f"[{i}].confidence", f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}"
+                )
+        vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
+        if vectors and not self.vectors_ready:
+            await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
+            self.vectors_ready = True
+        now = self.clock.now()
+        results: list[AddResult] = []
+        async with self.store.write() as tx:
+            for req, vector in zip(cleaned, vectors, strict=True):
+                request_hash = self._request_hash(req)
+                replay = await self._replay(tx, user_id, req.operation_id, request_hash)
+                if replay is not None:
+                    results.append(replay)
+                    continue
+                result = await self._store(tx, user_id, req, vector, now)
+                await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
+                results.append(result)
+        return results
+
     async def _replay(self, reader: Any, user_id: str, operation_id: str | None, request_hash: str) -> AddResult | None:
         if operation_id is None:
             return None

@@ -42,7 +42,9 @@ KEYWORDS_VECTOR_WEIGHT = 0.5
 VECTOR_NEIGHBOURS = 64
 KEYWORD_HITS = 64
 MAX_CORE_CANDIDATES = 500
-MAX_MATCH_TERMS = 64
+MAX_MATCH_TERMS = 32
+COMMON_TERM_SHARE = 0.05
+COMMON_TERM_FLOOR = 200
 PENDING_SHOWN = 3
 WINDOW_CANDIDATES = 50
 SHADOW_POOL = 12
@@ -227,11 +229,12 @@ class Retrieval:
                 sims.update(await reader.top_similarities(user_id, vector, self.settings.candidate_limit, statuses))
             except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
                 failures.append(f"vector scoring: {exc}")
-            try:
-                sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
-            except Exception as exc:  # noqa: BLE001
-                log.warning("vector search failed, using keywords only: %s", exc)
-                failures.append(f"vector index: {exc}")
+            if not self.embedder.lexical:
+                try:
+                    sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("vector search failed, using keywords only: %s", exc)
+                    failures.append(f"vector index: {exc}")
         in_window: set[str] = set()
         if q.time.intent and q.time.window is not None:
             start, end = q.time.window
@@ -241,12 +244,18 @@ class Retrieval:
             in_window = {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
         keyword_ids: list[str] = []
         rarities: dict[str, float] = {}
-        match = fts_match_expression(list(q.terms)[:MAX_MATCH_TERMS])
-        if match is not None:
+        if q.terms:
             try:
-                keyword_ids = [mid for mid, _ in await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses)]
                 counts, total = await reader.term_document_counts(list(q.terms))
                 rarities = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
+                # Search by the informative terms only: a term in a large share of memories cannot make
+                # one relevant, and ranking its every match is what makes keyword search slow at scale.
+                limit = max(COMMON_TERM_FLOOR, total * COMMON_TERM_SHARE)
+                informative = sorted((t for t in rarities if counts[t] <= limit), key=lambda t: -rarities[t])
+                match = fts_match_expression(informative[:MAX_MATCH_TERMS])
+                if match is not None:
+                    hits = await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses)
+                    keyword_ids = [mid for mid, _ in hits]
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")

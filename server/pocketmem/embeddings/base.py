@@ -18,6 +18,9 @@ class Embedder(ABC):
 
     kind: str = "base"
     batch_size: int = 64
+    # A lexical embedder's similarity is shared wording, which the keyword index already enumerates;
+    # recall then skips the brute-force nearest-neighbour scan and scores keyword candidates instead.
+    lexical: bool = False
 
     @property
     @abstractmethod

@@ -61,6 +61,7 @@ def features(text: str) -> dict[str, float]:
 class HashEmbedder(Embedder):
     kind = "hash"
     batch_size = 1024
+    lexical = True
 
     def __init__(self, dimensions: int = DEFAULT_DIMENSIONS) -> None:
         self._dimensions = dimensions

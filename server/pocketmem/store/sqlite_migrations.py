@@ -69,7 +69,8 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
             embedding blob
         );
         create index memories_by_importance on memories (user_id, status, importance desc);
-        create index memories_by_hash on memories (user_id, content_hash);
+        create index memories_by_hash on memories (user_id, status, content_hash);
+        create index memories_core on memories (user_id, status, persistence);
         create index memories_by_category on memories (user_id, category, status);
         create index memories_by_created on memories (user_id, status, created_at);
         create index memories_by_valid_from on memories (user_id, status, valid_from);

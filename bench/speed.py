@@ -1,0 +1,202 @@
+"""Latency, start-up and memory of a real `pocketmem serve` subprocess, driven over stdio by the official MCP client.
+
+    python bench/speed.py                          # 800, 10,000 and 100,000 memories
+    python bench/speed.py --sizes 800 --queries 100
+    python bench/speed.py --write                  # ... and update docs/benchmarks.md
+
+For each size: a store is filled in process through the bulk write path (timed: the bulk add rate),
+then a server subprocess is started on it (timed: spawn to first answered request), and the client
+sends `recall_memories` and `add_memory` calls one at a time, timing each round trip. Peak RSS is
+the server process's VmHWM. Memories are synthetic but shaped like real ones: short Chinese or
+English sentences about food, pets, people, places, work and tools, with agent-style keywords.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "server"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import write_section  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from pocketmem.app import PocketMem  # noqa: E402
+from pocketmem.config import Settings  # noqa: E402
+from pocketmem.lifecycle import AddRequest  # noqa: E402
+from pocketmem.models import Category  # noqa: E402
+
+PEOPLE = ["小白", "许晴", "老陈", "王经理", "林悦", "阿杰", "豆豆", "妈妈", "爸爸", "Tom", "Alice", "张老师"]
+FOODS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶", "辣椒", "牛排", "饺子", "奶茶", "披萨"]
+PLACES = ["杭州", "上海", "北京", "东京", "成都", "西湖", "公司楼下", "健身房", "图书馆", "浦东", "Kyoto", "Berlin"]
+TOOLS = ["Docker", "Kubernetes", "Nuxt 4", "TypeScript", "Python", "Go", "PostgreSQL", "Redis", "Git", "Vim", "Rust", "SQLite"]
+HOBBIES = ["跑步", "吉他", "摄影", "游泳", "爬山", "看电影", "读书", "下棋", "钓鱼", "画画", "滑雪", "做饭"]
+FEELINGS = ["很喜欢", "不太喜欢", "最近迷上了", "有点怕", "一直想试试", "已经戒掉了"]
+TEMPLATES = [
+    ("用户{feel}{food}，上次在{place}吃了{n}次。", Category.preference, lambda v: [v["food"], "饮食", v["place"]]),
+    ("{person}下周{n}号要去{place}，用户答应帮忙订票。", Category.event, lambda v: [v["person"], v["place"], "出行"]),
+    ("用户用 {tool} 时踩过坑：第{n}次构建失败是因为缓存没清。", Category.lesson, lambda v: [v["tool"], "构建", "缓存"]),
+    ("用户每周{n}次去{place}{hobby}。", Category.fact, lambda v: [v["hobby"], v["place"], "习惯"]),
+    ("{person}喜欢{food}，生日是{n}月。", Category.person, lambda v: [v["person"], v["food"], "生日"]),
+    ("聊了{person}和{hobby}的事，用户打算第{n}周开始。", Category.episode, lambda v: [v["person"], v["hobby"]]),
+    ("The user prefers {tool} for side project #{n}.", Category.preference, lambda v: [v["tool"], "project"]),
+    ("User wants to visit {place} with {person}, budget {n}00 dollars.", Category.goal, lambda v: [v["place"], "travel"]),
+]
+QUERIES = [
+    ("{food}能吃吗", lambda v: [v["food"], "饮食"]),
+    ("{person}最近怎么样", lambda v: [v["person"]]),
+    ("{tool} 又报错了", lambda v: [v["tool"], "报错"]),
+    ("周末想去{place}{hobby}", lambda v: [v["place"], v["hobby"]]),
+    ("What do I think about {tool}?", lambda v: [v["tool"]]),
+    ("今天天气不错", lambda v: []),
+]
+
+
+def values(rnd: random.Random, n: int) -> dict[str, Any]:
+    return {
+        "person": rnd.choice(PEOPLE), "food": rnd.choice(FOODS), "place": rnd.choice(PLACES),
+        "tool": rnd.choice(TOOLS), "hobby": rnd.choice(HOBBIES), "feel": rnd.choice(FEELINGS), "n": n,
+    }
+
+
+def synthetic_memories(count: int, seed: int = 7) -> list[AddRequest]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(count):
+        template, category, keywords = TEMPLATES[i % len(TEMPLATES)]
+        v = values(rnd, i + 1)
+        out.append(AddRequest(content=template.format(**v), category=category, keywords=keywords(v), source="bench"))
+    return out
+
+
+def synthetic_queries(count: int, seed: int = 11) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(count):
+        template, keywords = rnd.choice(QUERIES)
+        v = values(rnd, 0)
+        out.append({"query": template.format(**v), "keywords": keywords(v)})
+    return out
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def peak_rss_mb(home: str) -> float | None:
+    """VmHWM of the server process, found by its POCKETMEM_HOME."""
+    needle = f"POCKETMEM_HOME={home}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            if needle not in environ.split(b"\0"):
+                continue
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except (FileNotFoundError, PermissionError, ProcessLookupError):
+            continue
+    return None
+
+
+async def fill(home: Path, size: int, cap: int) -> float:
+    settings = Settings(home=home, max_active=cap)
+    requests = synthetic_memories(size)
+    started = time.perf_counter()
+    async with PocketMem(settings) as app:
+        for start in range(0, size, 1000):
+            await app.lifecycle.add_many("global", requests[start : start + 1000])
+    return size / (time.perf_counter() - started)
+
+
+async def drive(home: Path, cap: int, queries: int, adds: int) -> dict[str, Any]:
+    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_MAX_ACTIVE": str(cap)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=env)
+    started = time.perf_counter()
+    async with Client(params, mode="legacy") as client:
+        await client.list_tools()
+        startup = time.perf_counter() - started
+        pool = synthetic_queries(queries + 20)
+        for q in pool[:20]:  # warm caches the way a running server is warm
+            await client.call_tool("recall_memories", q)
+        recall_ms = []
+        hits = 0
+        for q in pool[20:]:
+            t0 = time.perf_counter()
+            result = await client.call_tool("recall_memories", q)
+            recall_ms.append((time.perf_counter() - t0) * 1000)
+            assert not result.is_error, result.content
+            hits += bool(result.structured_content["memories"])
+        add_ms = []
+        for i, req in enumerate(synthetic_memories(adds, seed=99)):
+            args = {"content": f"{req.content}（新{i}）", "category": req.category.value, "keywords": req.keywords}
+            t0 = time.perf_counter()
+            result = await client.call_tool("add_memory", args)
+            add_ms.append((time.perf_counter() - t0) * 1000)
+            assert not result.is_error, result.content
+        rss = peak_rss_mb(str(home))
+    return {
+        "startup_s": startup,
+        "recall_p50": statistics.median(recall_ms),
+        "recall_p95": percentile(recall_ms, 0.95),
+        "add_p50": statistics.median(add_ms),
+        "add_p95": percentile(add_ms, 0.95),
+        "recall_nonempty": hits / len(recall_ms),
+        "rss_mb": rss,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="800,10000,100000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--adds", type=int, default=200)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory(dir=ROOT / "bench") as tmp:
+            home = Path(tmp)
+            cap = max(800, size + args.adds + 100)
+            rate = asyncio.run(fill(home, size, cap))
+            result = asyncio.run(drive(home, cap, args.queries, args.adds))
+            db_mb = sum(p.stat().st_size for p in home.glob("memory.db*")) / 1e6
+        result.update(size=size, bulk_rate=rate, db_mb=db_mb)
+        rows.append(result)
+        print(
+            f"{size:>7} memories: recall p50 {result['recall_p50']:.1f} ms p95 {result['recall_p95']:.1f} ms | "
+            f"add p50 {result['add_p50']:.1f} ms p95 {result['add_p95']:.1f} ms | start-up {result['startup_s']:.2f} s | "
+            f"RSS {result['rss_mb']:.0f} MB | bulk {rate:.0f}/s | db {db_mb:.0f} MB | "
+            f"recalls with hits {result['recall_nonempty']:.0%}",
+            file=sys.stderr,
+        )
+    if args.write:
+        lines = [
+            "Generated by `python bench/speed.py --write` (built-in `hash` embedder; one client over stdio, calls one at",
+            f"a time; {args.queries} recalls and {args.adds} adds per size; machine: {os.cpu_count()} cores).",
+            "",
+            "| memories | recall p50 | recall p95 | add p50 | add p95 | start-up | peak RSS | bulk add | database |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['size']:,} | {r['recall_p50']:.1f} ms | {r['recall_p95']:.1f} ms | {r['add_p50']:.1f} ms | "
+                f"{r['add_p95']:.1f} ms | {r['startup_s']:.2f} s | {r['rss_mb']:.0f} MB | {r['bulk_rate']:,.0f}/s | "
+                f"{r['db_mb']:.0f} MB |"
+            )
+        write_section("\n".join(lines), "speed")
+
+
+if __name__ == "__main__":
+    main()
