@@ -224,17 +224,19 @@ class Retrieval:
     ) -> tuple[list[Candidate], dict[str, float]]:
         """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
         sims: dict[str, float] = {}
-        if vector is not None:
+        # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
+        # shares an informative term with the query, and the keyword index below enumerates exactly those.
+        # The importance pass and the brute-force neighbour scan are for embedders that capture meaning.
+        if vector is not None and not self.embedder.lexical:
             try:
                 sims.update(await reader.top_similarities(user_id, vector, self.settings.candidate_limit, statuses))
             except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
                 failures.append(f"vector scoring: {exc}")
-            if not self.embedder.lexical:
-                try:
-                    sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
-                except Exception as exc:  # noqa: BLE001
-                    log.warning("vector search failed, using keywords only: %s", exc)
-                    failures.append(f"vector index: {exc}")
+            try:
+                sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
+            except Exception as exc:  # noqa: BLE001
+                log.warning("vector search failed, using keywords only: %s", exc)
+                failures.append(f"vector index: {exc}")
         in_window: set[str] = set()
         if q.time.intent and q.time.window is not None:
             start, end = q.time.window
@@ -259,9 +261,11 @@ class Retrieval:
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
-        # Only memories with some evidence can pass the relevance threshold: load just those.
+        # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
+        # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
+        enough = baseline + self.settings.relevance_threshold * (1.0 - baseline)
         shortlist = list(
-            dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos > baseline)])
+            dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
         )
         unscored = [mid for mid in shortlist if mid not in sims]
         if vector is not None and unscored:

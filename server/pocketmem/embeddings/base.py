@@ -19,7 +19,7 @@ class Embedder(ABC):
     kind: str = "base"
     batch_size: int = 64
     # A lexical embedder's similarity is shared wording, which the keyword index already enumerates;
-    # recall then skips the brute-force nearest-neighbour scan and scores keyword candidates instead.
+    # recall then takes its candidates from the keyword index and scores only those (retrieval.py).
     lexical: bool = False
 
     @property

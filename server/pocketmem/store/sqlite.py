@@ -340,11 +340,13 @@ class SQLiteTx(StoreWriter):
             return {}
         marks = _placeholders(len(memory_ids))
         if self._vectors:
+            # Materialise the few rows first; a plain self-join lets the planner scan the whole table.
             rows = await self._all(
-                "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from memories a join memories b "
-                f"on a.id < b.id where a.user_id = ? and b.user_id = ? and a.id in ({marks}) and b.id in ({marks}) "
-                "and a.embedding is not null and b.embedding is not null",
-                (user_id, user_id, *memory_ids, *memory_ids),
+                "with picked as materialized (select id, embedding from memories where user_id = ? "
+                f"and id in ({marks}) and embedding is not null) "
+                "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from picked a join picked b "
+                "on a.id < b.id",
+                (user_id, *memory_ids),
             )
             return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None}
         rows = await self._all(
