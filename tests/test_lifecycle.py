@@ -288,3 +288,20 @@ async def test_data_survives_reopening(tmp_path, clock):
     async with PocketMem(settings, clock=clock) as app:
         async with app.store.read() as r:
             assert (await r.get_memory(USER, m.memory_id)).content == "用户的猫叫小白"
+
+
+async def test_indexes_and_counters_agree_with_the_memories_table(tmp_path, clock):
+    settings = make_settings(tmp_path, max_active=4)
+    async with PocketMem(settings, clock=clock) as app:
+        ids = [(await add(app, f"记忆{i}", category=Category.context)).memory_id for i in range(6)]
+        new = await add(app, "新版本", supersedes=ids[-1])
+        await app.lifecycle.forget(USER, new.memory_id, None)
+        trash = await app.lifecycle.list_trash(USER, 50, 0)
+        await app.lifecycle.restore(USER, trash.items[-1].id)
+        await app.lifecycle.add("alice", AddRequest(content="alice 的记忆"))
+        health = await app.store.health()
+        async with app.store.read() as r:
+            assert await r.count_active(USER) == 4 and await r.count_active("alice") == 1
+    assert health["integrity"] == "ok"
+    assert (health["keyword_orphans"], health["vector_mismatches"], health["count_mismatches"]) == (0, 0, 0)
+    assert health["memories"] == health["keyword_rows"] == health["vector_rows"]

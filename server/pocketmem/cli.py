@@ -55,7 +55,7 @@ async def _doctor(settings: Settings) -> int:
             problems.append(f"integrity_check: {store['integrity']}")
         if not store["vectors_available"]:
             problems.append("sqlite-vec is not loaded: recall uses the keyword index only (pip install sqlean.py)")
-        if store["keyword_orphans"] or store["vector_mismatches"]:
+        if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
             problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
         if not store["schema_current"]:
             problems.append("the schema is not current")

@@ -98,6 +98,12 @@ class Lifecycle:
         self.embedder = embedder
         self.clock = clock
         self.vectors_ready = False
+        self._known_users: set[str] = set()
+
+    async def _ensure_user(self, tx: StoreWriter, user_id: str, now: datetime) -> None:
+        if user_id not in self._known_users:
+            await tx.ensure_user(user_id, now)
+            self._known_users.add(user_id)
 
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
@@ -260,7 +266,7 @@ class Lifecycle:
                     created_at=now,
                     updated_at=now,
                 )
-                await tx.ensure_user(user_id, now)
+                await self._ensure_user(tx, user_id, now)
                 await tx.insert_pending(item)
                 await tx.add_event(
                     user_id, EventKind.pending, now, operation_id=req.operation_id,
@@ -357,7 +363,7 @@ class Lifecycle:
             content_hash=digest,
             embed_model=self.embedder.tag,
         )
-        await tx.ensure_user(user_id, now)
+        await self._ensure_user(tx, user_id, now)
         await tx.insert_memory(memory, vector, indexed_text(memory.content, memory.keywords))
         await tx.add_event(
             user_id, EventKind.created, now, memory_id=memory.id, operation_id=req.operation_id,

@@ -248,9 +248,9 @@ class SQLiteTx(StoreWriter):
 
     async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
         row = await self._one(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and content_hash = ? "
-            f"and status in ({_placeholders(len(statuses))}) order by created_at desc limit 1",
-            (user_id, content_hash, *statuses),
+            f"select {_MEMORY_COLUMNS} from memories indexed by memories_by_hash where user_id = ? "
+            f"and status in ({_placeholders(len(statuses))}) and content_hash = ? limit 1",
+            (user_id, *statuses, content_hash),
         )
         return _memory(row) if row else None
 
@@ -263,8 +263,8 @@ class SQLiteTx(StoreWriter):
         return _memory(row) if row else None
 
     async def count_active(self, user_id: str) -> int:
-        row = await self._one("select count(*) from memories where user_id = ? and status = 'active'", (user_id,))
-        return int(row[0])
+        row = await self._one("select active from memory_counts where user_id = ?", (user_id,))
+        return int(row[0]) if row else 0
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
         where = [f"user_id = ?", f"status in ({_placeholders(len(flt.statuses))})"]
@@ -1072,6 +1072,12 @@ class SQLiteStore(Store):
                         "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
                     )
                 )[0][0]
+            count_mismatches = (
+                await conn.execute_fetchall(
+                    "select count(*) from (select user_id, count(*) as n from memories where status = 'active' "
+                    "group by user_id) c left join memory_counts k using (user_id) where coalesce(k.active, 0) != c.n"
+                )
+            )[0][0]
             migrations = [r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")]
         return {
             "integrity": integrity[0] if integrity == ["ok"] else "; ".join(integrity[:5]),
@@ -1080,6 +1086,7 @@ class SQLiteStore(Store):
             "keyword_orphans": fts_orphans,
             "vector_rows": vectors,
             "vector_mismatches": vector_mismatch,
+            "count_mismatches": count_mismatches,
             "vectors_available": self.vectors_available,
             "schema": migrations[-1] if migrations else None,
             "schema_current": bool(migrations) and migrations[-1] == sqlite_migrations.latest(),

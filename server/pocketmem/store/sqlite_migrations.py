@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+import sqlite3
+
 import aiosqlite
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -76,6 +78,27 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
         create index memories_by_valid_from on memories (user_id, status, valid_from);
         create index memories_trash_purge on memories (purge_at) where status = 'trashed';
         create index memories_by_supersedes on memories (supersedes) where supersedes is not null;
+
+        -- Active memories per user, kept by triggers: the cap is checked after every write, and
+        -- counting index entries would cost O(n) each time.
+        create table memory_counts (
+            user_id text primary key,
+            active integer not null default 0
+        );
+        create trigger memories_count_insert after insert on memories when new.status = 'active'
+        begin
+            insert into memory_counts (user_id, active) values (new.user_id, 1)
+            on conflict (user_id) do update set active = active + 1;
+        end;
+        create trigger memories_count_delete after delete on memories when old.status = 'active'
+        begin
+            update memory_counts set active = active - 1 where user_id = old.user_id;
+        end;
+        create trigger memories_count_status after update of status on memories when old.status != new.status
+        begin
+            update memory_counts set active = active + (new.status = 'active') - (old.status = 'active')
+            where user_id = new.user_id;
+        end;
 
         -- rowid = memories.rowid; terms are pre-split by pocketmem (Han characters and pairs, words)
         create virtual table memories_fts using fts5 (terms, keywords, tokenize = 'unicode61 remove_diacritics 2');
@@ -147,9 +170,15 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
 
 async def _run_script(db: aiosqlite.Connection, script: str) -> None:
     """Statement by statement: executescript() would COMMIT the migration's transaction early."""
-    for statement in script.split(";\n"):
-        if statement.strip():
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        # complete_statement understands trigger bodies (BEGIN ... END) and semicolons in strings.
+        if sqlite3.complete_statement(statement):
             await db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:80]}")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
