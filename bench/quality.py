@@ -80,8 +80,8 @@ async def load(app: PocketMem, data: dict[str, Any], keywords: bool) -> dict[str
                 supersedes=ids.get(memory["supersedes"]) if memory.get("supersedes") else None,
             ),
         )
-        if result.memory_id is None:
-            raise RuntimeError(f"{memory['key']} was not stored: {result.status}")
+        if result.status != "stored":
+            raise RuntimeError(f"{memory['key']} was not stored: {result.status} ({result.message})")
         ids[memory["key"]] = result.memory_id
     return ids
 

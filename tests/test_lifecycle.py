@@ -305,3 +305,26 @@ async def test_indexes_and_counters_agree_with_the_memories_table(tmp_path, cloc
     assert health["integrity"] == "ok"
     assert (health["keyword_orphans"], health["vector_mismatches"], health["count_mismatches"]) == (0, 0, 0)
     assert health["memories"] == health["keyword_rows"] == health["vector_rows"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ("用户不喜欢香菜。", "香菜，用户不喜欢", True),  # same words, other order and punctuation
+        ("用户不喜欢香菜，吃到会很反感。", "用户不喜欢香菜", True),  # says less than what is known
+        ("The user prefers TypeScript strict mode.", "User prefers TypeScript strict mode", True),
+        ("用户不喜欢香菜", "用户喜欢香菜", False),  # negation
+        ("用户每周跑步3次", "用户每周跑步5次", False),  # numbers
+        ("用户不喜欢香菜", "用户不喜欢香菜，吃到会很反感", False),  # adds a detail
+        ("用户喜欢猫，不喜欢狗", "用户不喜欢猫", False),  # same characters, other meaning
+        ("用户喜欢猫", "用户喜欢狗", False),
+        ("I do not like tea", "I like tea", False),
+    ],
+)
+async def test_near_duplicates(app, first, second, same):
+    a = await add(app, first)
+    b = await add(app, second)
+    if same:
+        assert (b.status, b.memory_id) == ("duplicate", a.memory_id)
+    else:
+        assert b.status == "stored" and b.memory_id != a.memory_id

@@ -12,6 +12,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from .calibration import Calibration
 from .clock import Clock, SystemClock
 from .config import Settings
 from .embeddings import Embedder, make_embedder
@@ -42,8 +43,9 @@ class PocketMem:
         self.clock = clock or SystemClock()
         self.store = store or SQLiteStore(settings.db_path)
         self.embedder = embedder or make_embedder(settings)
-        self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock)
-        self.retrieval = Retrieval(settings, self.store, self.embedder, self.clock)
+        self.calibration = Calibration(self.store, self.embedder)
+        self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
+        self.retrieval = Retrieval(settings, self.store, self.embedder, self.clock, self.calibration)
         self._opened = 0
         self._open_lock = asyncio.Lock()
 
@@ -147,7 +149,7 @@ class PocketMem:
         async with self.store.write() as tx:
             await tx.add_event(self.settings.user, EventKind.reindexed, self.clock.now(),
                                payload={"embedder": self.embedder.tag, "memories": count})
-        self.retrieval._baseline = None
+        self.calibration.reset()
         self.lifecycle.vectors_ready = True
         return count
 

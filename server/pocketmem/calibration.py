@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Sequence
 
 from .embeddings import Embedder
+from .store import Store
 
 BASELINE_PERCENTILE = 0.95
 
@@ -46,3 +47,31 @@ async def unrelated_baseline(embedder: Embedder, sentences: Sequence[str] = UNRE
     sims = sorted(sum(a * b for a, b in zip(u, v, strict=True)) for u, v in itertools.combinations(vectors, 2))
     index = min(len(sims) - 1, int(BASELINE_PERCENTILE * len(sims)))
     return max(0.0, min(0.95, sims[index]))
+
+
+class Calibration:
+    """The store's cached baseline for its embedder (computed once, kept in store_meta)."""
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._baseline: float | None = None
+
+    async def baseline(self) -> float:
+        if self._baseline is None:
+            key = f"calibration:{self.embedder.tag}"
+            cached = await self.store.get_meta(key)
+            if cached is not None:
+                self._baseline = float(cached)
+            else:
+                self._baseline = await unrelated_baseline(self.embedder)
+                await self.store.set_meta(key, repr(self._baseline))
+        return self._baseline
+
+    @property
+    def known(self) -> float | None:
+        """The baseline if already computed; never touches the store (safe inside a write transaction)."""
+        return self._baseline
+
+    def reset(self) -> None:
+        self._baseline = None

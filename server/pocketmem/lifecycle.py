@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .calibration import Calibration
 from .clock import Clock
 from .config import Settings
 from .embeddings import Embedder
@@ -43,13 +44,38 @@ from .results import (
 )
 from .scoring import fill_scores, importance, is_core
 from .store import IndexedText, MemoryFilter, Store, StoreWriter
-from .text import clean_text, content_hash, has_cjk, index_terms, keyword_terms
+from .ranking import semantic_score
+from .text import (
+    clean_text,
+    content_hash,
+    fts_match_expression,
+    has_cjk,
+    index_terms,
+    normalise,
+    numbers_and_negations,
+    query_terms,
+    signature,
+    strip_subject,
+)
 
 MAX_KEYWORDS = 12
 MAX_KEYWORD_CHARS = 40
 MAX_SOURCE_CHARS = 500
 MAX_OPERATION_ID_CHARS = 200
 MAX_SNOOZE_HOURS = 24 * 90
+# Near-duplicates. A new memory is the same as an active one when
+#   1. their content words are identical (text.signature: Han characters and Latin stems without filler;
+#      negations and numbers kept), whatever the order or punctuation, or
+#   2. the new text, subject words aside, is a verbatim part of the existing one (it says less) and both
+#      state the same numbers and negations, or
+#   3. with an embedder that captures meaning (not the built-in lexical one): calibrated similarity
+#      >= NEAR_DUPLICATE_SIMILARITY and the same numbers and negations.
+# Anything that adds a word, a negation or another number is stored. Merging paraphrases more eagerly
+# would risk losing a detail or flipping a meaning; recall's shadowing already orders such pairs.
+NEAR_DUPLICATE_SIMILARITY = 0.95
+NEAR_DUPLICATE_MIN_CHARS = 4
+NEAR_DUPLICATE_TERMS = 16
+NEAR_DUPLICATE_CANDIDATES = 10
 
 
 class AddRequest(BaseModel):
@@ -92,11 +118,14 @@ def payload_hash(memory: Memory) -> str:
 
 
 class Lifecycle:
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder, clock: Clock) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, clock: Clock, calibration: Calibration
+    ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.clock = clock
+        self.calibration = calibration
         self.vectors_ready = False
         self._known_users: set[str] = set()
 
@@ -107,6 +136,8 @@ class Lifecycle:
 
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
+        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs it.
+        await self.calibration.baseline()
         if not self.vectors_ready:
             # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
@@ -199,6 +230,7 @@ class Lifecycle:
                     f"[{i}].confidence", f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}"
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
+        await self.calibration.baseline()
         if vectors and not self.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
             self.vectors_ready = True
@@ -316,6 +348,8 @@ class Lifecycle:
     ) -> AddResult:
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
+        if existing is None and req.supersedes is None:
+            existing = await self._near_duplicate(tx, user_id, req.content, vector)
         if existing is not None:
             return await self._reinforce(tx, user_id, existing, req, now)
         old: Memory | None = None
@@ -391,6 +425,38 @@ class Lifecycle:
             evicted=evicted,
             message=message,
         )
+
+    async def _near_duplicate(
+        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float]
+    ) -> Memory | None:
+        """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
+        sig = signature(content)
+        match = fts_match_expression(query_terms(content)[:NEAR_DUPLICATE_TERMS])
+        if not sig or match is None:
+            return None
+        hits = [mid for mid, _ in await tx.keyword_hits(user_id, match, NEAR_DUPLICATE_CANDIDATES, (Status.active,))]
+        if not hits:
+            return None
+        core = normalise(strip_subject(content))
+        facts = numbers_and_negations(content)
+        similar = {} if self.embedder.lexical else await tx.similarities(user_id, hits, vector)
+        # Inside a write transaction: use the baseline only if already known (computing it writes to the store).
+        baseline = self.calibration.known
+        for memory in await tx.get_memories(user_id, hits):
+            other = signature(memory.content)
+            if other == sig:
+                return memory
+            if numbers_and_negations(memory.content) != facts:
+                continue
+            if len(core) >= NEAR_DUPLICATE_MIN_CHARS and core in normalise(strip_subject(memory.content)):
+                return memory
+            if (
+                baseline is not None
+                and memory.id in similar
+                and semantic_score(similar[memory.id], baseline) >= NEAR_DUPLICATE_SIMILARITY
+            ):
+                return memory
+        return None
 
     async def _enforce_cap(self, tx: StoreWriter, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
         over = await tx.count_active(user_id) - self.settings.max_active

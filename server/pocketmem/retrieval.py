@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime, time, timedelta
 from dataclasses import dataclass, field
 
-from .calibration import unrelated_baseline
+from .calibration import Calibration
 from .clock import Clock
 from .config import Settings
 from .embeddings import Embedder
@@ -72,12 +72,14 @@ class _Query:
 
 
 class Retrieval:
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder, clock: Clock) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, clock: Clock, calibration: Calibration
+    ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.clock = clock
-        self._baseline: float | None = None
+        self.calibration = calibration
         self.weights = Weights(
             semantic=settings.weight_semantic,
             keyword=settings.weight_keyword,
@@ -86,16 +88,8 @@ class Retrieval:
         )
 
     async def baseline(self) -> float:
-        """The embedder's unrelated-similarity level, computed once and kept in the store."""
-        if self._baseline is None:
-            key = f"calibration:{self.embedder.tag}"
-            cached = await self.store.get_meta(key)
-            if cached is not None:
-                self._baseline = float(cached)
-            else:
-                self._baseline = await unrelated_baseline(self.embedder)
-                await self.store.set_meta(key, repr(self._baseline))
-        return self._baseline
+        """The embedder's unrelated-similarity level (calibration.py)."""
+        return await self.calibration.baseline()
 
     def _parse(self, req: RecallRequest) -> _Query:
         message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)

@@ -138,3 +138,42 @@ def guess_language(text: str) -> str:
 
 def has_cjk(text: str) -> bool:
     return bool(_CJK_CHAR.search(text))
+
+
+def signature(text: str) -> frozenset[str]:
+    """The content words of a text: Han characters and Latin stems, filler and punctuation left out.
+
+    Two texts with the same signature say the same thing in other order or with other filler
+    (用户不喜欢香菜。/ 香菜，用户不喜欢); negation (不, 没, not), numbers and every content word are kept,
+    so 喜欢 / 不喜欢 and 3次 / 5次 never match.
+    """
+    out: set[str] = set()
+    for run, cjk in runs(strip_subject(text)):
+        if cjk:
+            out.update(ch for ch in run if ch not in ZH_STOP_TERMS)
+        else:
+            word = stem(run)
+            if word not in EN_STOP_TERMS or word in NEGATIONS:
+                out.add(word)
+    return frozenset(out)
+
+
+SUBJECT_WORDS = ("用户", "主人")
+NEGATIONS = frozenset({"not", "no", "never", "don", "doesn", "didn", "isn", "aren", "won", "can"})
+NEGATION_CHARS = frozenset("不没别未无非勿莫")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def strip_subject(text: str) -> str:
+    """Without the subject words memories often start with (用户…, 主人…): they carry no content."""
+    for subject in SUBJECT_WORDS:
+        text = text.replace(subject, "")
+    return text
+
+
+def numbers_and_negations(text: str) -> tuple[tuple[str, ...], int]:
+    """The numbers a text states and how many negations it has: two texts that differ here disagree."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    negations = sum(ch in NEGATION_CHARS for ch in folded)
+    negations += sum(1 for word in re.findall(r"[a-z']+", folded) if word in NEGATIONS or word.endswith("n't"))
+    return tuple(sorted(_NUMBER.findall(folded))), negations
