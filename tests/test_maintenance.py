@@ -16,6 +16,7 @@ from pocketmem.app import PocketMem
 from pocketmem.clock import FixedClock
 from pocketmem.lifecycle import AddRequest
 from pocketmem.models import Category, DeleteReason, EventKind, Status
+from pocketmem.retrieval import RecallRequest
 from pocketmem.server import build_server
 
 from .conftest import START, make_settings
@@ -229,3 +230,15 @@ def test_cli_maintain_now(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "pocketmem", "maintain", "--now", "next tuesday"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "not an ISO 8601 time" in bad.stderr
+
+
+async def test_a_restored_episode_does_not_expire_again(app, clock):
+    episode = await add(app, "聊了搬家的打算", category=Category.episode, keywords=["搬家"])
+    clock.advance(days=15)
+    assert (await app.maintenance.run()).users[0].expired == [episode]
+    restored = await app.lifecycle.restore(USER, episode)
+    assert restored.memory.status == Status.active and restored.memory.expires_at is None
+    clock.advance(days=1)
+    assert (await app.maintenance.run()).users[0].expired == []
+    hits = await app.retrieval.recall(USER, RecallRequest(query="搬家的事", keywords=["搬家"]))
+    assert [m.id for m in hits.memories] == [episode]

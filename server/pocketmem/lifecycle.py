@@ -568,6 +568,9 @@ class Lifecycle:
             status = Status.superseded if successor is not None else Status.active
             await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=memory.valid_until)
             await tx.mark_tombstones_restored(user_id, memory_id, now)
+            if memory.delete_reason == DeleteReason.expired:
+                # Brought back on purpose: it must not expire again at the next maintenance run.
+                await tx.update_memory(user_id, memory_id, expires_at=None)
             await tx.add_event(user_id, EventKind.restored, now, memory_id=memory_id, payload={"status": status.value})
             evicted = await self.enforce_cap(tx, user_id, now, keep=[memory_id]) if status == Status.active else []
             restored = await tx.get_memory(user_id, memory_id)
