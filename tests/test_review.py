@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
-
 import pytest
 from mcp import Client
 

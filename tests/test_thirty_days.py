@@ -95,7 +95,7 @@ async def walk(app: PocketMem, client: Client, clock, card_updates: list[str]) -
         async with app.store.read() as r:
             active = await r.scan_memories(USER, (Status.active,), None, 1000)
         for m in active:
-            info, coef, imp = formula(m.scores, m.last_active_at or m.created_at, clock.now())
+            _, coef, imp = formula(m.scores, m.last_active_at or m.created_at, clock.now())
             assert (m.time_coef, m.importance) == (pytest.approx(coef), pytest.approx(imp)), (day, m.content)
             if m.core:
                 assert m.time_coef == 1.0 and m.importance == pytest.approx(m.info_importance)

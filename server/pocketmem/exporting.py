@@ -104,7 +104,9 @@ class Exporter:
         self.lifecycle = lifecycle
 
     # -- export ---------------------------------------------------------------------------------
-    async def export(self, out: TextIO, users: Sequence[str] | None = None, events: bool = False) -> TypeCounts:
+    async def export(
+        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False
+    ) -> TypeCounts:
         """Write the JSONL export of `users` (default: every user) to `out`."""
         counts = TypeCounts()
         async with self.store.read() as reader:
@@ -139,7 +141,9 @@ class Exporter:
             for memory in batch:
                 body = memory.model_dump(mode="json")
                 usage = usages.get(memory.id)
-                body["usage"] = usage.model_dump(mode="json", exclude={"user_id", "memory_id"}) if usage else None
+                body["usage"] = (
+                    usage.model_dump(mode="json", exclude={"user_id", "memory_id"}) if usage else None
+                )
                 rows.append(("memory", body))
             if len(batch) < SCAN_BATCH:
                 break
@@ -195,7 +199,9 @@ class Exporter:
         touched: dict[str, TypeCounts] = {}
         order = {kind: i for i, kind in enumerate(ROW_TYPES)}
         records.sort(key=lambda r: order[_kind(r)])  # users first, so their rows are kept as exported
-        copies: dict[str, int] = {}  # identical events (same instant, same everything) may legitimately repeat
+        copies: dict[
+            str, int
+        ] = {}  # identical events (same instant, same everything) may legitimately repeat
         async with self.store.write() as tx:
             for record in records:
                 nth = 0
@@ -237,8 +243,13 @@ class Exporter:
 
 
 def _kind(record: Any) -> str:
-    for cls, kind in ((_MemoryRow, "memory"), (Tombstone, "tombstone"), (Revision, "revision"),
-                      (PendingItem, "pending"), (Event, "event")):
+    for cls, kind in (
+        (_MemoryRow, "memory"),
+        (Tombstone, "tombstone"),
+        (Revision, "revision"),
+        (PendingItem, "pending"),
+        (Event, "event"),
+    ):
         if isinstance(record, cls):
             return kind
     return "user"
@@ -276,10 +287,15 @@ def parse(lines: Iterable[str]) -> list[Any]:
         kind = row.pop("type")
         if not header_seen:
             if kind != "header" or row.get("format") != FORMAT:
-                raise InvalidInput(where, f"the first line must be the {FORMAT} header; is this a pocketmem export?")
+                raise InvalidInput(
+                    where, f"the first line must be the {FORMAT} header; is this a pocketmem export?"
+                )
             if not isinstance(row.get("version"), int) or row["version"] > VERSION:
-                raise InvalidInput(where, f"export format version {row.get('version')!r} is newer than {VERSION}; "
-                                          "upgrade pocketmem")
+                raise InvalidInput(
+                    where,
+                    f"export format version {row.get('version')!r} is newer than {VERSION}; "
+                    "upgrade pocketmem",
+                )
             header_seen = True
             continue
         try:
@@ -297,7 +313,11 @@ def _record(kind: str, row: dict[str, Any], where: str) -> Any:
     if kind == "memory":
         usage = row.pop("usage", None)
         memory = Memory.model_validate(row)
-        usage_row = Usage.model_validate({**usage, "user_id": memory.user_id, "memory_id": memory.id}) if usage else None
+        usage_row = (
+            Usage.model_validate({**usage, "user_id": memory.user_id, "memory_id": memory.id})
+            if usage
+            else None
+        )
         return _MemoryRow(memory, usage_row)
     if kind == "tombstone":
         return Tombstone.model_validate(row)

@@ -96,7 +96,12 @@ class Maintenance:
                 batch = await tx.expired_memories(user_id, now, BATCH)
                 for memory in batch:
                     await self.lifecycle.trash_memory(
-                        tx, user_id, memory, DeleteReason.expired, EventKind.expired, now,
+                        tx,
+                        user_id,
+                        memory,
+                        DeleteReason.expired,
+                        EventKind.expired,
+                        now,
                         note=f"expires_at {memory.expires_at.isoformat() if memory.expires_at else ''}",
                     )
                     done.append(memory.id)
@@ -111,7 +116,10 @@ class Maintenance:
                 for memory in batch:
                     if await tx.purge_memory(user_id, memory.id, now):
                         await tx.add_event(
-                            user_id, EventKind.purged, now, memory_id=memory.id,
+                            user_id,
+                            EventKind.purged,
+                            now,
+                            memory_id=memory.id,
                             payload={
                                 "reason": memory.delete_reason.value if memory.delete_reason else None,
                                 "deleted_at": memory.deleted_at.isoformat() if memory.deleted_at else None,
@@ -126,16 +134,22 @@ class Maintenance:
         after: str | None = None
         while True:
             async with self.store.write() as tx:
-                batch = await tx.scan_memories(user_id, (Status.active, Status.superseded), after, RESCORE_BATCH)
+                batch = await tx.scan_memories(
+                    user_id, (Status.active, Status.superseded), after, RESCORE_BATCH
+                )
                 changed = 0
                 for memory in batch:
-                    info, coef, imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)
+                    info, coef, imp = importance(
+                        memory.scores, memory.last_active_at or memory.created_at, now
+                    )
                     if (
                         abs(info - memory.info_importance) > EPSILON
                         or abs(coef - memory.time_coef) > EPSILON
                         or abs(imp - memory.importance) > EPSILON
                     ):
-                        await tx.update_memory(user_id, memory.id, info_importance=info, time_coef=coef, importance=imp)
+                        await tx.update_memory(
+                            user_id, memory.id, info_importance=info, time_coef=coef, importance=imp
+                        )
                         changed += 1
                 if changed:
                     await tx.add_event(

@@ -89,7 +89,9 @@ class CardNotifier:
         server = mcp._lowlevel_server  # noqa: SLF001
         server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
-        server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, self._listen_for)
+        server.add_request_handler(
+            "subscriptions/listen", types.SubscriptionsListenRequestParams, self._listen_for
+        )
         self._app.store.on_commit(self._on_commit)
 
     # -- subscribing ------------------------------------------------------------------------------

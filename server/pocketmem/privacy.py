@@ -31,10 +31,13 @@ KIND_LABELS = {
 }
 
 _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        re.DOTALL,
-    )),
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.DOTALL,
+        ),
+    ),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
@@ -42,7 +45,10 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("api_key", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_live_[A-Za-z0-9]{16,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}")),
+    (
+        "api_key",
+        re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
+    ),
 ]
 
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
@@ -53,11 +59,17 @@ _LATIN = r"(?<![A-Za-z])(?:{})(?![A-Za-z])"
 _NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
     ("password", False, re.compile(_LATIN.format(r"password|passwd|passphrase|passcode|pin"), re.IGNORECASE)),
     ("password", False, re.compile(r"支付密码|登录密码|开机密码|银行卡密码|密码|口令")),
-    ("api_key", True, re.compile(
-        _LATIN.format(r"api[ _-]?key|apikey|access[ _-]?token|auth[ _-]?token|secret[ _-]?key|client[ _-]?secret"
-                      r"|aws_secret_access_key|secret|token"),
-        re.IGNORECASE,
-    )),
+    (
+        "api_key",
+        True,
+        re.compile(
+            _LATIN.format(
+                r"api[ _-]?key|apikey|access[ _-]?token|auth[ _-]?token|secret[ _-]?key|client[ _-]?secret"
+                r"|aws_secret_access_key|secret|token"
+            ),
+            re.IGNORECASE,
+        ),
+    ),
     ("api_key", True, re.compile(r"密钥|秘钥|令牌")),
 ]
 _SEPARATOR = re.compile(r"\s*(?:[:=：]|\bis\b|\bwas\b|是|为)\s*", re.IGNORECASE)

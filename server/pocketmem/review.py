@@ -92,7 +92,9 @@ async def record_used(tx: StoreWriter, user_id: str, memory_ids: Sequence[str], 
         if memory.core:
             fields["importance"] = memory.info_importance
         else:
-            boosted = Scores(**{**memory.scores.model_dump(), "judge": min(1.0, memory.scores.judge + USED_JUDGE_BOOST)})
+            boosted = Scores(
+                **{**memory.scores.model_dump(), "judge": min(1.0, memory.scores.judge + USED_JUDGE_BOOST)}
+            )
             info = info_importance(boosted)
             fields.update(judge=boosted.judge, info_importance=info, importance=info)
         await tx.update_memory(user_id, memory.id, **fields)
@@ -140,8 +142,12 @@ class Review:
                 for memory in batch:
                     usage = usages.get(memory.id)
                     if why := promotion_reason(memory, usage):
-                        promote.append((-(usage.used_count if usage else 0) * 100 - memory.use_count,
-                                        self._item(memory, usage, why, now)))
+                        promote.append(
+                            (
+                                -(usage.used_count if usage else 0) * 100 - memory.use_count,
+                                self._item(memory, usage, why, now),
+                            )
+                        )
                     elif why := decay_reason(memory, now):
                         decay.append(self._item(memory, usage, why, now))
                 if len(batch) < SCAN_BATCH:
@@ -149,7 +155,9 @@ class Review:
                 after = batch[-1].id
         promote.sort(key=lambda pair: pair[0])
         decay.sort(key=lambda item: item.importance)
-        return ReviewQueue(instructions=INSTRUCTIONS, promote=[i for _, i in promote][:limit], decay=decay[:limit])
+        return ReviewQueue(
+            instructions=INSTRUCTIONS, promote=[i for _, i in promote][:limit], decay=decay[:limit]
+        )
 
     @staticmethod
     def _item(memory: Memory, usage: Usage | None, why: str, now: datetime) -> ReviewItem:
@@ -170,7 +178,9 @@ class Review:
         self, user_id: str, memory_id: str, decision: Literal["promote", "keep", "forget"], reason: str | None
     ) -> MarkResult:
         if decision == "forget":
-            forgotten = await self.lifecycle.forget(user_id, memory_id, f"review: {reason}" if reason else "review")
+            forgotten = await self.lifecycle.forget(
+                user_id, memory_id, f"review: {reason}" if reason else "review"
+            )
             async with self.store.read() as reader:
                 trashed = await reader.get_memory(user_id, memory_id)
             assert trashed is not None
@@ -179,11 +189,19 @@ class Review:
         async with self.store.write() as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
-                raise NotFound(f"memory_id: no memory with id {memory_id!r}; see the memory://review resource")
+                raise NotFound(
+                    f"memory_id: no memory with id {memory_id!r}; see the memory://review resource"
+                )
             if memory.status != Status.active:
-                raise Conflict(f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed")
-            usage = (await tx.usage(user_id, [memory_id])).get(memory_id) or Usage(user_id=user_id, memory_id=memory_id)
-            await tx.put_usage(usage.model_copy(update={"used_mark": usage.used_count, "recalled_mark": memory.use_count}))
+                raise Conflict(
+                    f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed"
+                )
+            usage = (await tx.usage(user_id, [memory_id])).get(memory_id) or Usage(
+                user_id=user_id, memory_id=memory_id
+            )
+            await tx.put_usage(
+                usage.model_copy(update={"used_mark": usage.used_count, "recalled_mark": memory.use_count})
+            )
             payload: dict[str, object] = {"reason": reason, "importance": round(memory.importance, 4)}
             if decision == "promote":
                 if memory.core:
@@ -191,15 +209,25 @@ class Review:
                 core = Scores(**{**memory.scores.model_dump(), "persistence": 1.0})
                 info = info_importance(core)
                 await tx.update_memory(
-                    user_id, memory_id, persistence=1.0, info_importance=info, time_coef=1.0, importance=info,
-                    expires_at=None, updated_at=now,
+                    user_id,
+                    memory_id,
+                    persistence=1.0,
+                    info_importance=info,
+                    time_coef=1.0,
+                    importance=info,
+                    expires_at=None,
+                    updated_at=now,
                 )
                 payload["persistence"] = memory.scores.persistence
                 await tx.add_event(user_id, EventKind.promoted, now, memory_id=memory_id, payload=payload)
                 message = "Promoted: now a core memory (never decays, never evicted; change it with patch_core_memory)."
             else:
                 await tx.update_memory(
-                    user_id, memory_id, last_active_at=now, time_coef=1.0, importance=memory.info_importance,
+                    user_id,
+                    memory_id,
+                    last_active_at=now,
+                    time_coef=1.0,
+                    importance=memory.info_importance,
                     updated_at=now,
                 )
                 await tx.add_event(user_id, EventKind.kept, now, memory_id=memory_id, payload=payload)

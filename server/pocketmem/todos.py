@@ -38,7 +38,9 @@ def reminder_label(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> st
     return f"overdue since {when}" if is_overdue(todo, now) else f"due {when}"
 
 
-async def due_reminders(reader: StoreReader, user_id: str, now: datetime, limit: int = REMINDERS_SHOWN) -> list[Memory]:
+async def due_reminders(
+    reader: StoreReader, user_id: str, now: datetime, limit: int = REMINDERS_SHOWN
+) -> list[Memory]:
     """Open todos whose reminder time has come, soonest first (one indexed range scan)."""
     return await reader.open_todos(user_id, limit, due_by=now)
 
@@ -60,29 +62,44 @@ class Todos:
         self.store = store
         self.clock = clock
 
-    async def set_done(self, user_id: str, memory_id: str, done: bool, reason: str | None = None) -> MarkResult:
+    async def set_done(
+        self, user_id: str, memory_id: str, done: bool, reason: str | None = None
+    ) -> MarkResult:
         now = self.clock.now()
         async with self.store.write() as tx:
             todo = await tx.get_memory(user_id, memory_id)
             if todo is None:
-                raise NotFound(f"memory_id: no memory with id {memory_id!r}; find todos with list_memories(category='todo')")
+                raise NotFound(
+                    f"memory_id: no memory with id {memory_id!r}; find todos with list_memories(category='todo')"
+                )
             if todo.category != Category.todo:
-                raise Conflict(f"memory {memory_id} is a {todo.category.value}, not a todo; only todos are completed")
+                raise Conflict(
+                    f"memory {memory_id} is a {todo.category.value}, not a todo; only todos are completed"
+                )
             if todo.status != Status.active:
-                raise Conflict(f"memory {memory_id} is {todo.status.value}; only an active todo can be completed or reopened")
+                raise Conflict(
+                    f"memory {memory_id} is {todo.status.value}; only an active todo can be completed or reopened"
+                )
             if done and todo.completed_at is not None:
                 raise Conflict(f"todo {memory_id} was already completed on {todo.completed_at:%Y-%m-%d}")
             if not done and todo.completed_at is None:
                 raise Conflict(f"todo {memory_id} is open; nothing to reopen")
             await tx.update_memory(user_id, memory_id, completed_at=now if done else None, updated_at=now)
             await tx.add_event(
-                user_id, EventKind.completed if done else EventKind.reopened, now, memory_id=memory_id,
+                user_id,
+                EventKind.completed if done else EventKind.reopened,
+                now,
+                memory_id=memory_id,
                 payload={"due_at": todo.due_at.isoformat() if todo.due_at else None, "reason": reason},
             )
             updated = await tx.get_memory(user_id, memory_id)
         assert updated is not None
         if done:
-            message = "Done: it left the user card and the reminders; it stays recallable as a completed todo."
+            message = (
+                "Done: it left the user card and the reminders; it stays recallable as a completed todo."
+            )
         else:
             message = "Reopened: it is back among the open todos."
-        return MarkResult(memory=MemoryView.of(updated), action="complete" if done else "reopen", message=message)
+        return MarkResult(
+            memory=MemoryView.of(updated), action="complete" if done else "reopen", message=message
+        )

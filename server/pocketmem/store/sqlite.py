@@ -36,7 +36,6 @@ from ..models import (
     Scores,
     Status,
     Tombstone,
-    Usage,
 )
 from . import sqlite_migrations
 from .sqlite_records import (

@@ -79,7 +79,16 @@ def revision_from_row(r: Sequence[Any]) -> Revision:
 
 
 def revision_params(r: Revision) -> tuple[Any, ...]:
-    return (r.id, r.memory_id, r.user_id, r.previous_content, r.new_content, r.mode, r.reason, to_iso(r.created_at))
+    return (
+        r.id,
+        r.memory_id,
+        r.user_id,
+        r.previous_content,
+        r.new_content,
+        r.mode,
+        r.reason,
+        to_iso(r.created_at),
+    )
 
 
 def event_from_row(r: Sequence[Any]) -> Event:
@@ -96,5 +105,10 @@ def event_from_row(r: Sequence[Any]) -> Event:
 
 def usage_from_row(r: Sequence[Any]) -> Usage:
     return Usage(
-        user_id=r[0], memory_id=r[1], used_count=r[2], last_used_at=dt(r[3]), used_mark=r[4], recalled_mark=r[5]
+        user_id=r[0],
+        memory_id=r[1],
+        used_count=r[2],
+        last_used_at=dt(r[3]),
+        used_mark=r[4],
+        recalled_mark=r[5],
     )

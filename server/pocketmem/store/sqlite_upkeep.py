@@ -59,7 +59,9 @@ class UpkeepQueries:
 
     # -- reads ----------------------------------------------------------------------------------
     async def user_ids(self) -> list[str]:
-        rows = await self._all("select user_id from users union select distinct user_id from memories order by 1")
+        rows = await self._all(
+            "select user_id from users union select distinct user_id from memories order by 1"
+        )
         return [r[0] for r in rows]
 
     async def scan_memories(
@@ -143,7 +145,9 @@ class UpkeepQueries:
         await self._exec("delete from memories_fts where rowid = ?", (rowid,))
         if self._vectors:
             await self._exec("delete from memory_vectors where rowid = ?", (rowid,))
-        await self._exec("delete from memory_revisions where user_id = ? and memory_id = ?", (user_id, memory_id))
+        await self._exec(
+            "delete from memory_revisions where user_id = ? and memory_id = ?", (user_id, memory_id)
+        )
         await self._exec("delete from memory_usage where user_id = ? and memory_id = ?", (user_id, memory_id))
         await self._exec("delete from memories where rowid = ?", (rowid,))
         await self._exec(
@@ -217,7 +221,14 @@ class UpkeepQueries:
             return False
         taken = await self._one("select 1 from memory_events where id = ?", (event.id,))
         columns = "user_id, kind, memory_id, operation_id, payload, created_at"
-        values: tuple[Any, ...] = (event.user_id, event.kind.value, event.memory_id, event.operation_id, payload, created)
+        values: tuple[Any, ...] = (
+            event.user_id,
+            event.kind.value,
+            event.memory_id,
+            event.operation_id,
+            payload,
+            created,
+        )
         if not taken:
             columns, values = f"id, {columns}", (event.id, *values)
         await self._exec(
