@@ -20,14 +20,13 @@ run it at the same time without doing anything twice.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 import anyio
 from pydantic import BaseModel, Field
 
-from .clock import Clock
+from .clock import Clock, monotonic
 from .config import Settings
 from .lifecycle import Lifecycle
 from .models import DeleteReason, EventKind, Status
@@ -67,7 +66,7 @@ class Maintenance:
         self.clock = clock
         self.lifecycle = lifecycle
         self._lock = anyio.Lock()
-        self.last_run: float | None = None  # time.monotonic() of the last finished run
+        self.last_run: float | None = None  # monotonic() of the last finished run
 
     async def run(self, now: datetime | None = None) -> MaintenanceReport:
         now = now or self.clock.now()
@@ -75,7 +74,7 @@ class Maintenance:
             async with self.store.read() as reader:
                 users = await reader.user_ids()
             reports = [await self._run_user(user_id, now) for user_id in users]
-            self.last_run = time.monotonic()
+            self.last_run = monotonic()
         changed = [r for r in reports if r.changed]
         if changed:
             log.info("maintenance at %s: %s", now.isoformat(), [r.model_dump() for r in changed])
@@ -175,7 +174,7 @@ class Maintenance:
         """
         await anyio.sleep(min(FIRST_RUN_DELAY, interval))
         while True:
-            if self.last_run is None or time.monotonic() - self.last_run >= interval / 2:
+            if self.last_run is None or monotonic() - self.last_run >= interval / 2:
                 try:
                     report = await self.run()
                     if after_run is not None:
