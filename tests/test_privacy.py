@@ -95,6 +95,12 @@ async def test_add_memory_redacts_and_says_so(app):
     assert "Hunter2" not in everything and "sk-abcdef" not in everything
 
 
+@pytest.mark.parametrize("content", ["password: hunter2", "密码：886622", "api_key=sk-abcdefghijklmnopqrstuvwx12"])
+async def test_a_labelled_secret_alone_is_refused(app, content):
+    result = await app.lifecycle.add(USER, AddRequest(content=content))
+    assert (result.status, result.reason) == ("discarded", "secret")
+
+
 async def test_a_memory_that_is_only_a_secret_is_refused(app):
     result = await app.lifecycle.add(USER, AddRequest(content="sk-proj-abcdefghijklmnopqrstuvwxyz123456"))
     assert (result.status, result.reason, result.redacted) == ("discarded", "secret", ["api_key"])
@@ -115,7 +121,7 @@ async def test_refuse_mode_refuses_instead_of_redacting(tmp_path, clock):
 
 async def test_patches_are_redacted_too(app):
     core = await app.lifecycle.add(USER, AddRequest(content="用户在公司用一台 MacBook", scores={"persistence": 1}))
-    patched = await app.lifecycle.patch_core(USER, core.memory_id, "新的开机密码是 Qwer1234!", "append", None)
+    patched = await app.lifecycle.patch_core(USER, core.memory_id, "换了新电脑，开机密码是 Qwer1234!", "append", None)
     assert patched.redacted == ["password"]
     assert "Qwer1234" not in patched.memory.content and "【已隐去的密码】" in patched.memory.content
 

@@ -183,8 +183,10 @@ def describe(kinds: list[str]) -> str:
 
 
 def meaningful(redacted: str) -> bool:
-    """Is anything worth remembering left once the secrets are gone?"""
+    """Is anything worth remembering left once the secrets and their labels ("password:") are gone?"""
     rest = re.sub(r"【已隐去的[^】]*】|\[redacted [^\]]*\]", "", redacted)
+    for _, _, names in _NAMED:
+        rest = names.sub("", rest)
     return len(re.findall(r"\w", rest)) >= 4
 
 
