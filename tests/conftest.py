@@ -41,7 +41,8 @@ def clock() -> FixedClock:
 
 
 def make_settings(tmp_path: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"home": tmp_path / "home", "tz": "Asia/Shanghai"}
+    # No maintenance timer unless a test asks for one: it would act on the fixed clock behind the test's back.
+    values: dict[str, object] = {"home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 

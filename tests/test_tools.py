@@ -21,6 +21,7 @@ CONTRACT_TOOLS = {
     "forget_memory",
     "list_memories",
 }
+ADDED_TOOLS = {"mark_memory"}  # beyond the contract: todos and review decisions
 READ_ONLY = {"recall_memories", "list_trash", "list_memories"}
 
 
@@ -49,7 +50,7 @@ async def state(client: Client) -> dict:
 
 async def test_the_tool_set_is_the_contract(client):
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == CONTRACT_TOOLS
+    assert set(tools) == CONTRACT_TOOLS | ADDED_TOOLS
     for name, tool in tools.items():
         assert tool.description and len(tool.description) > 40, name
         assert tool.output_schema is not None, name
@@ -59,7 +60,7 @@ async def test_the_tool_set_is_the_contract(client):
 
 
 async def test_resources_and_prompts_are_the_contract(client):
-    assert {str(r.uri) for r in (await client.list_resources()).resources} == {"memory://user-card", "memory://stats"}
+    assert {str(r.uri) for r in (await client.list_resources()).resources} == {"memory://user-card", "memory://stats", "memory://review"}
     templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["memory://memories/{memory_id}"]
     assert {p.name for p in (await client.list_prompts()).prompts} == {"memory_context", "extract_memories"}

@@ -17,13 +17,17 @@ from .clock import Clock, SystemClock
 from .config import Settings
 from .embeddings import Embedder, make_embedder
 from .errors import EmbedderMismatch, NotFound
+from .exporting import Exporter
 from .lifecycle import Lifecycle, embedding_text
+from .maintenance import Maintenance
 from .models import EventKind
 from .results import MemoryView
 from .retrieval import Retrieval
+from .review import Review
 from .scoring import importance
 from .store import SQLiteStore, Store
-from .usercard import render_user_card
+from .todos import Todos
+from .usercard import TEMPORARY_CARD, render_user_card
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,10 @@ class PocketMem:
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
         self.retrieval = Retrieval(settings, self.store, self.embedder, self.clock, self.calibration)
+        self.maintenance = Maintenance(settings, self.store, self.clock, self.lifecycle)
+        self.review = Review(settings, self.store, self.clock, self.lifecycle)
+        self.todos = Todos(settings, self.store, self.clock)
+        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
         self._opened = 0
         self._open_lock = asyncio.Lock()
 
@@ -105,6 +113,8 @@ class PocketMem:
         return out
 
     async def user_card(self, user_id: str) -> str:
+        if self.settings.temporary:
+            return TEMPORARY_CARD
         return await render_user_card(self.store, user_id, self.settings, self.clock.now())
 
     async def stats(self, user_id: str) -> dict[str, Any]:

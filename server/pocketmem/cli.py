@@ -1,4 +1,4 @@
-"""The `pocketmem` command: serve, stats, doctor, reindex.
+"""The `pocketmem` command: serve, stats, doctor, reindex, maintain, export, import.
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import logging
+import os
 import sys
+from datetime import datetime
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from . import __version__
 from .config import Settings, load_settings
-from .errors import PocketmemError
+from .errors import InvalidInput, PocketmemError
 
 log = logging.getLogger("pocketmem")
 
@@ -85,6 +89,66 @@ async def _reindex(settings: Settings) -> int:
     return 0
 
 
+async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
+    from .app import PocketMem, dumps
+    from .clock import FixedClock
+
+    clock = None
+    if args.now is not None:
+        clock = FixedClock(args.now if args.now.tzinfo is not None else args.now.replace(tzinfo=settings.zone))
+    async with PocketMem(settings, clock=clock) as app:
+        report = await app.maintenance.run()
+    print(dumps(report.model_dump(mode="json")))
+    return 0
+
+
+async def _export(settings: Settings, args: argparse.Namespace) -> int:
+    from .app import PocketMem
+
+    users = [args.user] if args.user else None
+    async with PocketMem(settings) as app:
+        if args.markdown is not None:
+            for path in await app.exporter.export_markdown(args.user or settings.user, args.markdown):
+                print(f"wrote {path}", file=sys.stderr)
+            if args.output is None:
+                return 0
+        if args.output is None or str(args.output) == "-":
+            counts = await app.exporter.export(sys.stdout, users, events=args.events)
+        else:
+            # Written next to the target and renamed, so an interrupted export never leaves half a file.
+            from .exporting import atomic_write
+
+            buffer = io.StringIO()
+            counts = await app.exporter.export(buffer, users, events=args.events)
+            atomic_write(args.output, buffer.getvalue())
+    print(f"exported {counts.model_dump()}", file=sys.stderr)
+    return 0
+
+
+async def _import(settings: Settings, args: argparse.Namespace) -> int:
+    from .app import PocketMem, dumps
+
+    if str(args.file) == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        try:
+            lines = args.file.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
+    async with PocketMem(settings) as app:
+        report = await app.exporter.import_lines(lines)
+    print(dumps(report.model_dump(mode="json")))
+    return 0
+
+
+def _instant(text: str) -> datetime:
+    """--now: an ISO 8601 date or time; without an offset it is wall-clock time in POCKETMEM_TZ."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r} (e.g. 2026-12-26T10:00+08:00)") from None
+
+
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from .server import build_server
 
@@ -115,6 +179,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON")
     sub.add_parser("doctor", help="check the database, the sqlite-vec extension, the schema and the embedder")
     sub.add_parser("reindex", help="re-embed every memory with the configured embedder (after changing it)")
+
+    maintain = sub.add_parser("maintain", help="decay, expiry and purge now (the server also runs it on a timer)")
+    maintain.add_argument("--now", type=_instant, metavar="ISO", help="run as if it were this time (default: now)")
+
+    export = sub.add_parser("export", help="write every memory, the trash, tombstones, revisions and pending as JSONL")
+    export.add_argument("-o", "--output", type=Path, metavar="FILE", help="file to write (default: stdout)")
+    export.add_argument("--events", action="store_true", help="include the event log")
+    export.add_argument("--user", help="only this user (default: every user)")
+    export.add_argument(
+        "--markdown", type=Path, metavar="DIR", help="write the user card (and persona) as DIR/User.md instead"
+    )
+
+    import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")
+    import_.add_argument("file", type=Path, metavar="FILE", help="a pocketmem export (JSONL), or - for stdin")
     return parser
 
 
@@ -128,6 +206,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             "stats": lambda: _run(_stats, settings),
             "doctor": lambda: _run(_doctor, settings),
             "reindex": lambda: _run(_reindex, settings),
+            "maintain": lambda: asyncio.run(_maintain(settings, args)),
+            "export": lambda: asyncio.run(_export(settings, args)),
+            "import": lambda: asyncio.run(_import(settings, args)),
         }
         code = commands[args.command]()
     except PocketmemError as exc:
@@ -135,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = 2
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:  # `pocketmem export | head`: the reader left; not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     sys.exit(code)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -34,6 +35,11 @@ class FixedClock:
     def advance(self, **delta: float) -> datetime:
         self._now += timedelta(**delta)
         return self._now
+
+
+def monotonic() -> float:
+    """Seconds on a clock that only moves forward, for spacing background work (real time, even in tests)."""
+    return time.monotonic()
 
 
 def to_iso(when: datetime) -> str:

@@ -50,6 +50,16 @@ class Settings(BaseSettings):
     store_threshold: float = Field(0.85, ge=0, le=1, description="Confidence at or above which add_memory stores.")
     pending_threshold: float = Field(0.60, ge=0, le=1, description="Confidence at or above which a memory waits for confirmation.")
 
+    # -- time and privacy ------------------------------------------------------------------------
+    maintain_interval: float = Field(
+        3600.0, ge=0, le=7 * 86400,
+        description="Seconds between maintenance runs (decay, expiry, purge) while the server runs; 0 turns it off.",
+    )
+    temporary: bool = Field(False, description="Temporary mode: add_memory stores nothing and recall returns nothing.")
+    secrets: Literal["redact", "refuse"] = Field(
+        "redact", description="What add_memory does with API keys, passwords, private keys, card and ID numbers.",
+    )
+
     # -- recall and injection --------------------------------------------------------------------
     locale: Literal["auto", "zh", "en"] = Field("auto", description="Language of the injection text; auto follows the query.")
     tz: str | None = Field(None, description="IANA time zone for calendar days (default: the machine's).")

@@ -48,6 +48,7 @@ class InjectionItem:
     days: int
     outdated: bool = False
     reminder: str | None = None  # e.g. "due 2026-11-28" for a todo that is due
+    done: bool = False  # a completed todo
 
 
 def injection_line(item: InjectionItem, locale: str, content: str | None = None) -> str:
@@ -56,11 +57,11 @@ def injection_line(item: InjectionItem, locale: str, content: str | None = None)
     if locale == "zh":
         if item.reminder is not None:
             return f"提醒（{item.reminder}）“{text}”"
-        marker = "（已过时）" if item.outdated else ""
+        marker = ("（已过时）" if item.outdated else "") + ("（已完成）" if item.done else "")
         return f"{label}的对话摘要{marker}“{text}”"
     if item.reminder is not None:
         return f"Reminder ({item.reminder}): “{text}”"
-    marker = " (outdated)" if item.outdated else ""
+    marker = (" (outdated)" if item.outdated else "") + (" (done)" if item.done else "")
     return f"{label}{marker}: “{text}”"
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from . import privacy
 from .calibration import Calibration
 from .clock import Clock
 from .config import Settings
@@ -167,6 +168,14 @@ class Lifecycle:
                 raise InvalidInput(f"scores.{key}", "unknown score; use emotion, info, persistence, judge")
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"scores.{key}", "must be between 0 and 1")
+        # A time without an offset (2026-11-28T18:00) is the user's wall-clock time, as they would say it.
+        zone = self.settings.zone
+        times = {
+            name: value.replace(tzinfo=zone)
+            for name in ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
+            if (value := getattr(req, name)) is not None and value.tzinfo is None
+        }
+        req = req.model_copy(update=times)
         now = self.clock.now()
         if req.created_at is not None and req.created_at > now + timedelta(days=1):
             raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
@@ -180,8 +189,46 @@ class Lifecycle:
         return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
     # -- add ------------------------------------------------------------------------------------
-    async def add(self, user_id: str, request: AddRequest) -> AddResult:
+    async def add(self, user_id: str, request: AddRequest, *, temporary: bool = False) -> AddResult:
         req = self._clean_request(request)
+        if temporary or self.settings.temporary:
+            return AddResult(
+                status="discarded",
+                reason="temporary",
+                message="Not stored: temporary mode is on, so nothing from this conversation is remembered.",
+            )
+        screened = privacy.screen_memory(req.content, req.keywords)
+        if screened.kinds:
+            if self.settings.secrets == "refuse" or not privacy.meaningful(screened.content):
+                return await self._refuse_secret(user_id, screened.kinds)
+            req = req.model_copy(update={"content": screened.content, "keywords": screened.keywords})
+        result = await self._route(user_id, req)
+        if screened.kinds:
+            result = result.model_copy(
+                update={
+                    "redacted": screened.kinds,
+                    "message": f"{result.message} Removed before storing: {privacy.describe(screened.kinds)}.",
+                }
+            )
+        return result
+
+    async def _refuse_secret(self, user_id: str, kinds: list[str]) -> AddResult:
+        async with self.store.write() as tx:
+            # The event says what was refused, never the secret itself.
+            await tx.add_event(
+                user_id, EventKind.discarded, self.clock.now(), payload={"reason": "secret", "kinds": kinds}
+            )
+        return AddResult(
+            status="discarded",
+            reason="secret",
+            redacted=kinds,
+            message=(
+                f"Not stored: it contains a {privacy.describe(kinds)}. Never save secrets; if it matters, save that "
+                "the user has one (e.g. 'The user keeps the staging password in 1Password') without the value."
+            ),
+        )
+
+    async def _route(self, user_id: str, req: AddRequest) -> AddResult:
         request_hash = self._request_hash(req)
         if req.operation_id is not None:
             async with self.store.read() as reader:
@@ -196,6 +243,7 @@ class Lifecycle:
                     return replay
                 result = AddResult(
                     status="discarded",
+                    reason="low_confidence",
                     message=(
                         f"Not stored: confidence {req.confidence:g} is below {self.settings.pending_threshold:g}. "
                         "Only save what the user actually said or clearly implied."
@@ -409,7 +457,7 @@ class Lifecycle:
                 user_id, EventKind.updated, now, memory_id=memory.id, operation_id=req.operation_id,
                 payload={"supersedes": old.id},
             )
-        evicted = await self._enforce_cap(tx, user_id, now, keep=[memory.id])
+        evicted = await self.enforce_cap(tx, user_id, now, keep=[memory.id])
         kind = "core memory" if is_core(scores) else f"{req.category.value} memory"
         message = f"Stored as a {kind} (importance {imp:.2f})."
         if old is not None:
@@ -458,13 +506,13 @@ class Lifecycle:
                 return memory
         return None
 
-    async def _enforce_cap(self, tx: StoreWriter, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
+    async def enforce_cap(self, tx: StoreWriter, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
         over = await tx.count_active(user_id) - self.settings.max_active
         if over <= 0:
             return []
         evicted: list[EvictedItem] = []
         for victim in await tx.eviction_candidates(user_id, over, now, exclude=keep):
-            purge_at = await self._trash(tx, user_id, victim, DeleteReason.evicted, EventKind.evicted, now)
+            purge_at = await self.trash_memory(tx, user_id, victim, DeleteReason.evicted, EventKind.evicted, now)
             evicted.append(
                 EvictedItem(
                     id=victim.id,
@@ -475,7 +523,7 @@ class Lifecycle:
             )
         return evicted
 
-    async def _trash(
+    async def trash_memory(
         self, tx: StoreWriter, user_id: str, memory: Memory, reason: DeleteReason, kind: EventKind, now: datetime,
         note: str | None = None,
     ) -> datetime:
@@ -506,6 +554,13 @@ class Lifecycle:
         self, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"], reason: str | None
     ) -> PatchResult:
         patch = clean_text(patch, "patch", max_chars=self.settings.max_content_chars)
+        screened = privacy.screen(patch)
+        if screened.findings:
+            if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
+                raise InvalidInput(
+                    "patch", f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out"
+                )
+            patch = screened.text
         if reason is not None:
             reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         async with self.store.read() as reader:
@@ -550,7 +605,12 @@ class Lifecycle:
             )
             updated = await tx.get_memory(user_id, memory.id)
         assert updated is not None
-        return PatchResult(memory=MemoryView.of(updated), revision_id=revision.id, previous_content=memory.content)
+        return PatchResult(
+            memory=MemoryView.of(updated),
+            revision_id=revision.id,
+            previous_content=memory.content,
+            redacted=screened.kinds,
+        )
 
     @staticmethod
     def _require_core(memory: Memory | None, memory_id: str) -> Memory:
@@ -587,7 +647,7 @@ class Lifecycle:
                     f"memory {memory_id} is already in the trash (purged after {memory.purge_at:%Y-%m-%d}); "
                     "restore brings it back"
                 )
-            await self._trash(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
+            await self.trash_memory(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
             trashed = await tx.get_memory(user_id, memory_id)
         assert trashed is not None
         return ForgetResult(
@@ -609,8 +669,11 @@ class Lifecycle:
             status = Status.superseded if successor is not None else Status.active
             await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=memory.valid_until)
             await tx.mark_tombstones_restored(user_id, memory_id, now)
+            if memory.delete_reason == DeleteReason.expired:
+                # Brought back on purpose: it must not expire again at the next maintenance run.
+                await tx.update_memory(user_id, memory_id, expires_at=None)
             await tx.add_event(user_id, EventKind.restored, now, memory_id=memory_id, payload={"status": status.value})
-            evicted = await self._enforce_cap(tx, user_id, now, keep=[memory_id]) if status == Status.active else []
+            evicted = await self.enforce_cap(tx, user_id, now, keep=[memory_id]) if status == Status.active else []
             restored = await tx.get_memory(user_id, memory_id)
         assert restored is not None
         return RestoreResult(

@@ -61,6 +61,13 @@ class EventKind(StrEnum):
     rejected = "rejected"
     snoozed = "snoozed"
     reindexed = "reindexed"
+    used = "used"  # the agent said these memories shaped its reply (recall_memories `used`)
+    completed = "completed"  # a todo was done
+    reopened = "reopened"  # a completed todo is open again
+    promoted = "promoted"  # review: made core
+    kept = "kept"  # review: kept as it is
+    rescored = "rescored"  # maintenance refreshed stored time coefficients and importance
+    imported = "imported"  # rows read from an export file
 
 
 class Scores(BaseModel):
@@ -134,6 +141,18 @@ class Tombstone(BaseModel):
     cloud_synced_at: datetime | None = None
     payload_hash: str | None = None
     restored_at: datetime | None = None
+    purged_at: datetime | None = None  # the memory row is gone for good; the tombstone stays
+
+
+class Usage(BaseModel):
+    """How often the agent said a memory shaped its reply, and where the last review left the counters."""
+
+    user_id: str
+    memory_id: str
+    used_count: int = 0
+    last_used_at: datetime | None = None
+    used_mark: int = 0  # used_count when the memory was last kept by a review
+    recalled_mark: int = 0  # use_count (recalls) when the memory was last kept by a review
 
 
 class Revision(BaseModel):

@@ -1,4 +1,4 @@
-"""Resources: the user card, store statistics, and one memory by id."""
+"""Resources: the user card, store statistics, the review queue, and one memory by id."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from .errors import NotFound, PocketmemError
 
 USER_CARD_URI = "memory://user-card"
 STATS_URI = "memory://stats"
+REVIEW_URI = "memory://review"
 MEMORY_URI_TEMPLATE = "memory://memories/{memory_id}"
 
 
@@ -36,6 +37,17 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
     )
     async def stats() -> dict[str, Any]:
         return await app.stats(current_user())
+
+    @mcp.resource(
+        REVIEW_URI,
+        name="review",
+        title="Memories to review",
+        description="Promotion candidates (keep being used) and decay candidates (importance fell under 0.5), "
+        "with instructions; decide each with the mark_memory tool (promote, keep or forget).",
+        mime_type="application/json",
+    )
+    async def review() -> dict[str, Any]:
+        return (await app.review.queue(current_user())).model_dump(mode="json")
 
     @mcp.resource(
         MEMORY_URI_TEMPLATE,

@@ -114,6 +114,14 @@ class AddResult(BaseModel):
     core: bool = False
     superseded: str | None = Field(None, description="id of the memory this one replaced")
     evicted: list[EvictedItem] = Field(default_factory=list)
+    reason: Literal["low_confidence", "temporary", "secret"] | None = Field(
+        None, description="why it was discarded: low_confidence, temporary (temporary mode) or secret"
+    )
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="kinds of secrets removed from the content (api_key, password, private_key, card_number, "
+        "id_number); with status discarded they were the reason",
+    )
     message: str
 
 
@@ -137,13 +145,30 @@ class RecallHit(BaseModel):
     core: bool
     outdated: bool = Field(False, description="superseded by a newer memory (only with include_history)")
     due_at: datetime | None = None
+    completed_at: datetime | None = Field(None, description="set for a todo that is done")
     breakdown: ScoreBreakdown | None = None
+
+
+class ReminderView(BaseModel):
+    id: str
+    content: str
+    due_at: datetime | None = None
+    remind_at: datetime | None = None
+    overdue: bool = Field(description="due_at has passed")
+    label: str = Field(description="as injected, e.g. 截止 2026-11-28 18:00 or overdue since 2026-11-28 18:00")
 
 
 class RecallResult(BaseModel):
     memories: list[RecallHit]
     injection: str = Field(description="ready to paste into the system prompt; empty when nothing is relevant")
+    reminders: list[ReminderView] = Field(
+        default_factory=list, description="open todos whose remind_at (or due_at) has come; also first in injection"
+    )
     pending_confirmations: list[PendingView] = Field(default_factory=list)
+    reinforced: list[str] = Field(
+        default_factory=list, description="ids from `used` counted as having shaped your reply"
+    )
+    temporary: bool = Field(False, description="temporary mode: nothing was recalled or recorded")
     degraded: str | None = Field(None, description="set when an index failed and recall fell back")
 
 
@@ -151,6 +176,7 @@ class PatchResult(BaseModel):
     memory: MemoryView
     revision_id: str
     previous_content: str
+    redacted: list[str] = Field(default_factory=list, description="kinds of secrets removed from the patch")
 
 
 class ConfirmResult(BaseModel):
@@ -201,3 +227,9 @@ class RestoreResult(BaseModel):
 class MemoryList(BaseModel):
     items: list[MemoryView | PendingView]
     total: int
+
+
+class MarkResult(BaseModel):
+    memory: MemoryView
+    action: Literal["complete", "reopen", "promote", "keep", "forget"]
+    message: str

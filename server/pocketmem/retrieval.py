@@ -28,7 +28,9 @@ from .models import Category, EventKind, Memory, Status
 from . import timeexpr
 from .ranking import Candidate, Ranked, Weights, rank, rarity, shadow_older
 from .results import PendingView, RecallHit, RecallResult, ScoreBreakdown
+from .review import record_used
 from .store import Store, StoreReader
+from .todos import due_reminders, reminder_view
 from .usercard import render_user_card
 from .text import clean_text, fts_match_expression, guess_language, keyword_terms, query_terms
 
@@ -60,6 +62,8 @@ class RecallRequest:
     include_history: bool = False
     explain: bool = False
     record: bool = True  # count hits as used; benchmarks turn it off to keep queries independent
+    used: Sequence[str] = ()  # ids the agent says shaped its previous reply (review.record_used)
+    temporary: bool = False  # recall nothing, record nothing
 
 
 @dataclass
@@ -135,10 +139,16 @@ class Retrieval:
         top_k = req.top_k or self.settings.top_k
         if not 1 <= top_k <= 50:
             raise InvalidInput("top_k", "must be between 1 and 50")
+        if req.temporary or self.settings.temporary:
+            return RecallResult(memories=[], injection="", temporary=True)
         locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
         statuses = (Status.active, Status.superseded) if req.include_history else (Status.active,)
         now = self.clock.now()
         failures: list[str] = []
+        reinforced: list[str] = []
+        if req.used:
+            async with self.store.write() as tx:
+                reinforced = await record_used(tx, user_id, req.used, now)
 
         vector: list[float] | None = None
         try:
@@ -151,6 +161,8 @@ class Retrieval:
         async with self.store.read() as reader:
             candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, baseline)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
+            due = await due_reminders(reader, user_id, now)
+        reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
         if req.categories:
             allowed = set(req.categories)
             candidates = [c for c in candidates if c.memory.category in allowed]
@@ -160,7 +172,8 @@ class Retrieval:
         keyword_failed = any(f.startswith("keyword index") for f in failures)
         vector_failed = vector is None or any(f.startswith("vector") for f in failures)
         if keyword_failed and vector_failed:
-            return await self._card_only(user_id, locale, pending, degraded, failures)
+            result = await self._card_only(user_id, locale, pending, degraded, failures)
+            return result.model_copy(update={"reminders": reminders, "reinforced": reinforced})
 
         ranked = rank(
             candidates,
@@ -179,14 +192,19 @@ class Retrieval:
             ranked = shadow_older(pool, pairs, baseline)
         ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
+        # Due reminders come first: they are the lines the agent must not miss when the budget is tight.
+        reminded = {r.id for r in reminders}
         injection = injection_block(
-            [
+            [InjectionItem(content=r.content, days=0, reminder=r.label) for r in reminders]
+            + [
                 InjectionItem(
                     content=r.memory.content,
                     days=calendar_days(r.memory.valid_from, now, self.settings.zone),
                     outdated=r.outdated,
+                    done=r.memory.completed_at is not None,
                 )
                 for r in ranked
+                if r.memory.id not in reminded
             ],
             locale,
             self.settings.injection_budget,
@@ -202,7 +220,9 @@ class Retrieval:
         return RecallResult(
             memories=hits,
             injection=injection,
+            reminders=reminders,
             pending_confirmations=[PendingView.of(p) for p in pending],
+            reinforced=reinforced,
             degraded=degraded,
         )
 
@@ -291,6 +311,7 @@ class Retrieval:
             core=r.memory.core,
             outdated=r.outdated,
             due_at=r.memory.due_at,
+            completed_at=r.memory.completed_at,
             breakdown=ScoreBreakdown(
                 semantic=round(r.semantic, 4),
                 keyword=round(r.keyword, 4),

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 
@@ -13,6 +14,7 @@ from . import __version__
 from .app import PocketMem
 from .clock import Clock
 from .config import Settings
+from .notifications import CardNotifier, UserScopedBus
 from .prompts import register_prompts
 from .resources import register_resources
 from .tools import register_tools
@@ -25,7 +27,11 @@ message (and up to 3 recent lines as context, plus a few keywords you infer) and
 `injection` text naturally. When the user tells you something worth keeping (a preference, a fact about
 their life or work, a lesson, a plan, a person, a todo), call add_memory in the user's language. Correct
 outdated memories with add_memory(supersedes=...) or, for core memories, patch_core_memory. Ask the user
-about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring."""
+about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring.
+Mention due `reminders` once and mark_memory(action="complete") todos the user has done. On your next recall,
+pass `used` with the ids of memories that shaped your reply. Now and then read memory://review and decide
+each candidate with mark_memory (promote, keep or forget). If the user asks for a temporary (off-the-record)
+conversation, pass temporary=true to recall_memories and add_memory."""
 
 
 def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure factory
@@ -42,12 +48,22 @@ def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure
 
 def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketMem | None = None) -> MCPServer:
     app = app or PocketMem(settings, clock=clock)
+    current_user = current_user_resolver(settings)
+    bus = UserScopedBus(current_user)
+    notifier = CardNotifier(app, bus, current_user)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
         await app.open()
         try:
-            yield app
+            async with anyio.create_task_group() as tasks:
+                # In the background: the handshake never waits for maintenance.
+                if settings.maintain_interval > 0:
+                    tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, notifier.check_all)
+                try:
+                    yield app
+                finally:
+                    tasks.cancel_scope.cancel()
         finally:
             await app.close()
 
@@ -58,9 +74,10 @@ def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketM
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level=settings.log_level,
+        subscriptions=bus,
     )
-    current_user = current_user_resolver(settings)
     register_tools(mcp, app, current_user)
     register_resources(mcp, app, current_user)
     register_prompts(mcp, app, current_user)
+    notifier.install(mcp)
     return mcp

@@ -1,4 +1,4 @@
-"""The 8 contract tools. Each body checks types (pydantic, via the signature), makes one call into
+"""The 8 contract tools and mark_memory (todos and review decisions). Each body checks types (pydantic, via the signature), makes one call into
 the service and maps pocketmem errors to MCP tool errors whose text says what to send instead.
 No SQL here.
 """
@@ -25,6 +25,7 @@ from .results import (
     AddResult,
     ConfirmResult,
     ForgetResult,
+    MarkResult,
     MemoryList,
     PatchResult,
     RecallResult,
@@ -47,6 +48,7 @@ TOOL_NAMES = (
     "restore",
     "forget_memory",
     "list_memories",
+    "mark_memory",
 )
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -114,6 +116,14 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             bool, Field(description="Also return superseded (outdated) versions, marked as outdated.")
         ] = False,
         explain: Annotated[bool, Field(description="Add each hit's score breakdown.")] = False,
+        used: Annotated[
+            list[str] | None,
+            Field(description="Ids of memories from your previous recall that really shaped your last reply "
+                  "(not those merely recalled). They are reinforced more than a recall.", max_length=50),
+        ] = None,
+        temporary: Annotated[
+            bool, Field(description="Temporary conversation: recall nothing and record nothing.")
+        ] = False,
     ) -> RecallResult:
         """Recall what you know about the user that matters for their current message.
 
@@ -121,7 +131,9 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         nothing is returned when nothing is relevant) and `injection`, text ready to paste into your
         context, one line per memory with its age, e.g. 3天前的对话摘要“你不喜欢香菜，吃到会很反感。”.
         Also returns `pending_confirmations`: memories waiting for the user's yes/no; ask at a natural
-        moment and answer with confirm_pending. Recalled memories count as used (use_count).
+        moment and answer with confirm_pending. `reminders` are todos that are due (also first in
+        `injection`): mention them once, and call mark_memory(action="complete") when the user has done
+        one. Pass `used` with the ids that shaped your previous reply.
         """
         return await app.retrieval.recall(
             current_user(),
@@ -133,6 +145,8 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
                 categories=categories,
                 include_history=include_history,
                 explain=explain,
+                used=used or (),
+                temporary=temporary,
             ),
         )
 
@@ -182,14 +196,19 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             Field(description="Idempotency key: retrying with the same id returns the first result and writes "
                   "nothing twice.", max_length=200),
         ] = None,
+        temporary: Annotated[
+            bool, Field(description="Temporary conversation: store nothing (status discarded, reason temporary).")
+        ] = False,
     ) -> AddResult:
         """Remember something about the user for future conversations.
 
         Save facts that will matter later: preferences and dislikes, facts about their life and work,
         lessons learned, plans, people, todos, and short summaries of conversations. Write in the user's
         language. If it corrects an older memory, pass that memory's id as `supersedes`. Status tells
-        what happened: stored, pending (ask the user, then confirm_pending), discarded, or duplicate
-        (already known; reinforced). Memories beyond the cap move the least important ones to the trash.
+        what happened: stored, pending (ask the user, then confirm_pending), discarded (see `reason`), or
+        duplicate (already known; reinforced). Memories beyond the cap move the least important ones to the
+        trash. Never save secrets: passwords, API keys, private keys, card and ID numbers are redacted (see
+        `redacted`) or the memory is refused. For a todo, give due_at and, optionally, remind_at.
         """
         request = AddRequest(
             content=content,
@@ -207,7 +226,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             source_ref=source_ref,
             operation_id=operation_id,
         )
-        return await app.lifecycle.add(current_user(), request)
+        return await app.lifecycle.add(current_user(), request, temporary=temporary)
 
     @mcp.tool(
         title="Patch a core memory",
@@ -313,4 +332,32 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         return await app.lifecycle.list_memories(
             current_user(), category=category, status=status, text=text, limit=limit, offset=offset
         )
+
+    @mcp.tool(
+        title="Complete a todo, or decide a memory review",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+        ),
+    )
+    @tool_errors
+    async def mark_memory(
+        memory_id: MemoryId,
+        action: Annotated[
+            Literal["complete", "reopen", "promote", "keep", "forget"],
+            Field(description="complete / reopen: a todo is done (or not after all). promote / keep / forget: "
+                  "your decision on a memory from the memory://review resource."),
+        ],
+        reason: Annotated[str | None, Field(description="Why (kept in the log).", max_length=500)] = None,
+    ) -> MarkResult:
+        """Record a decision about one memory.
+
+        complete: the user has done a todo; it leaves the reminders and the user card (reopen undoes it).
+        Review (read memory://review for the candidates and how to judge them): promote makes a memory core
+        (never decays, never evicted); keep leaves it as it is and takes it off the queue; forget moves it
+        to the trash (restorable for 7 days). Nothing is promoted or forgotten unless you decide so.
+        """
+        user = current_user()
+        if action in ("complete", "reopen"):
+            return await app.todos.set_done(user, memory_id, done=action == "complete", reason=reason)
+        return await app.review.decide(user, memory_id, action, reason)
 

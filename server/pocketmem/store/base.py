@@ -7,16 +7,34 @@ one transaction per unit of work; reads inside `Store.read()`, one consistent sn
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..models import Category, DeleteReason, Event, EventKind, Memory, PendingItem, PendingStatus, Revision, Status, Tombstone
+from ..models import (
+    Category,
+    DeleteReason,
+    Event,
+    EventKind,
+    Memory,
+    PendingItem,
+    PendingStatus,
+    Revision,
+    Status,
+    Tombstone,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
 
 SEARCHABLE = (Status.active, Status.superseded)
+
+# After a write commits: {user_id: the event kinds that transaction wrote}.
+CommitListener = Callable[[Mapping[str, frozenset[EventKind]]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -152,6 +170,49 @@ class StoreReader(ABC):
     @abstractmethod
     async def get_user(self, user_id: str) -> dict[str, Any] | None: ...
 
+    # -- maintenance, review, todos, export -------------------------------------------------
+    @abstractmethod
+    async def user_ids(self) -> list[str]:
+        """Every user with a row in the store."""
+
+    @abstractmethod
+    async def scan_memories(
+        self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
+    ) -> list[Memory]:
+        """Up to `limit` memories with the given statuses and an id greater than `after`, by id (keyset paging)."""
+
+    @abstractmethod
+    async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+        """Active or superseded non-core memories whose expires_at is at or before `now`."""
+
+    @abstractmethod
+    async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+        """Trashed memories whose purge_at is at or before `now`."""
+
+    @abstractmethod
+    async def open_todos(self, user_id: str, limit: int, due_by: datetime | None = None) -> list[Memory]:
+        """Active, not completed todos, soonest first by coalesce(remind_at, due_at) (undated last).
+
+        With `due_by`: only those whose remind_at (or, without one, due_at) is at or before it.
+        """
+
+    @abstractmethod
+    async def usage(self, user_id: str, memory_ids: Sequence[str] | None = None) -> dict[str, Usage]:
+        """Usage rows by memory id (all of the user's when `memory_ids` is None)."""
+
+    @abstractmethod
+    async def all_tombstones(self, user_id: str) -> list[Tombstone]: ...
+
+    @abstractmethod
+    async def all_revisions(self, user_id: str) -> list[Revision]: ...
+
+    @abstractmethod
+    async def all_pending(self, user_id: str) -> list[PendingItem]: ...
+
+    @abstractmethod
+    async def events_after(self, user_id: str, after_id: int, limit: int) -> list[Event]:
+        """Events with an id greater than `after_id`, oldest first."""
+
 
 class StoreWriter(StoreReader):
     """Writes; only available inside `Store.write()`."""
@@ -234,9 +295,64 @@ class StoreWriter(StoreReader):
     @abstractmethod
     async def ensure_user(self, user_id: str, now: datetime) -> None: ...
 
+    @abstractmethod
+    async def purge_memory(self, user_id: str, memory_id: str, when: datetime) -> bool:
+        """Delete a memory for good: its row, vector, keyword row, revisions and usage. Its tombstones stay,
+        marked purged_at = `when`. False when there was nothing to delete."""
+
+    @abstractmethod
+    async def add_uses(self, user_id: str, memory_ids: Sequence[str], now: datetime) -> None:
+        """used_count += 1 and last_used_at = now for each memory (creating its usage row)."""
+
+    @abstractmethod
+    async def put_usage(self, usage: Usage) -> None:
+        """Create or overwrite a usage row."""
+
+    # Import: insert a row unless one with the same id exists; True when inserted.
+    @abstractmethod
+    async def import_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> bool: ...
+
+    @abstractmethod
+    async def import_tombstone(self, tombstone: Tombstone) -> bool: ...
+
+    @abstractmethod
+    async def import_revision(self, revision: Revision) -> bool: ...
+
+    @abstractmethod
+    async def import_pending(self, item: PendingItem) -> bool: ...
+
+    @abstractmethod
+    async def import_event(self, event: Event, nth: int = 0) -> bool:
+        """Insert an event that is the `nth` (from 0) of its identical copies (same user, kind, memory,
+        operation, payload and time) in the file, unless the store already holds more than `nth` of them;
+        keeps the event's id when that id is free."""
+
+    @abstractmethod
+    async def import_user(self, user: Mapping[str, Any]) -> bool:
+        """Insert a users row (user_id, display_name, identity_confirmed, persona, created_at, updated_at)."""
+
 
 class Store(ABC):
     """A backend: opens, migrates, hands out transactions."""
+
+    def on_commit(self, listener: CommitListener) -> Callable[[], None]:
+        """Call `listener` after every committed write, with the users it changed; returns a remover."""
+        listeners: list[CommitListener] = self.__dict__.setdefault("_commit_listeners", [])
+        listeners.append(listener)
+
+        def remove() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return remove
+
+    async def _committed(self, changes: Mapping[str, frozenset[EventKind]]) -> None:
+        """Backends call this after a commit; a failing listener is logged, never undoes the write."""
+        for listener in list(self.__dict__.get("_commit_listeners", ())):
+            try:
+                await listener(changes)
+            except Exception:  # noqa: BLE001 - the write is committed; a listener cannot fail it
+                log.exception("commit listener failed")
 
     @abstractmethod
     async def open(self) -> None: ...

@@ -38,6 +38,20 @@ from ..models import (
     Tombstone,
 )
 from . import sqlite_migrations
+from .sqlite_records import (
+    EVENT_COLUMNS,
+    REVISION_COLUMNS,
+    TOMBSTONE_COLUMNS,
+    event_from_row,
+    payload_text,
+    revision_from_row,
+    tombstone_from_row,
+    tombstone_params,
+)
+from .sqlite_records import dt as _dt
+from .sqlite_records import placeholders as _placeholders
+from .sqlite_records import ts as _ts
+from .sqlite_upkeep import UpkeepQueries
 from .base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from .driver import connect, sqlite_module
 
@@ -66,6 +80,8 @@ _TIME_FIELDS = {
     "cooldown_until",
     "cloud_synced_at",
     "restored_at",
+    "purged_at",
+    "last_used_at",
 }
 _UPDATABLE = {
     "category",
@@ -99,18 +115,6 @@ def pack_vector(vector: Sequence[float]) -> bytes:
 
 def unpack_vector(blob: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
-
-
-def _ts(value: datetime | None) -> str | None:
-    return to_iso(value) if value is not None else None
-
-
-def _dt(value: str | None) -> datetime | None:
-    return from_iso(value) if value is not None else None
-
-
-def _placeholders(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def _memory(row: Sequence[Any]) -> Memory:
@@ -205,12 +209,18 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(StoreWriter):
+class SQLiteTx(UpkeepQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
+
+    _memory_columns = _MEMORY_COLUMNS
+    _to_memory = staticmethod(_memory)
+    _to_pending = staticmethod(_pending)
+    _pending_columns = _PENDING_COLUMNS
 
     def __init__(self, db: aiosqlite.Connection, vectors: bool) -> None:
         self._db = db
         self._vectors = vectors
+        self.changes: dict[str, set[EventKind]] = {}  # what this transaction wrote, for commit listeners
 
     async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await self._db.execute_fetchall(sql, params))
@@ -458,44 +468,18 @@ class SQLiteTx(StoreWriter):
 
     async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]:
         rows = await self._all(
-            "select id, memory_id, user_id, previous_content, new_content, mode, reason, created_at "
-            "from memory_revisions where user_id = ? and memory_id = ? order by created_at, rowid",
+            f"select {REVISION_COLUMNS} from memory_revisions where user_id = ? and memory_id = ? "
+            "order by created_at, rowid",
             (user_id, memory_id),
         )
-        return [
-            Revision(
-                id=r[0],
-                memory_id=r[1],
-                user_id=r[2],
-                previous_content=r[3],
-                new_content=r[4],
-                mode=r[5],
-                reason=r[6],
-                created_at=from_iso(r[7]),
-            )
-            for r in rows
-        ]
+        return [revision_from_row(r) for r in rows]
 
     async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
         rows = await self._all(
-            "select tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, "
-            "restored_at from memory_tombstones where user_id = ? order by deleted_at desc limit ?",
+            f"select {TOMBSTONE_COLUMNS} from memory_tombstones where user_id = ? order by deleted_at desc limit ?",
             (user_id, limit),
         )
-        return [
-            Tombstone(
-                tombstone_id=r[0],
-                memory_id=r[1],
-                user_id=r[2],
-                deleted_at=from_iso(r[3]),
-                purge_at=_dt(r[4]),
-                reason=DeleteReason(r[5]),
-                cloud_synced_at=_dt(r[6]),
-                payload_hash=r[7],
-                restored_at=_dt(r[8]),
-            )
-            for r in rows
-        ]
+        return [tombstone_from_row(r) for r in rows]
 
     async def list_events(
         self, user_id: str, limit: int = 100, kinds: Sequence[EventKind] | None = None
@@ -506,22 +490,10 @@ class SQLiteTx(StoreWriter):
             clause += f" and kind in ({_placeholders(len(kinds))})"
             params.extend(kinds)
         rows = await self._all(
-            f"select id, user_id, kind, memory_id, operation_id, payload, created_at from memory_events "
-            f"where {clause} order by id desc limit ?",
+            f"select {EVENT_COLUMNS} from memory_events where {clause} order by id desc limit ?",
             (*params, limit),
         )
-        return [
-            Event(
-                id=r[0],
-                user_id=r[1],
-                kind=EventKind(r[2]),
-                memory_id=r[3],
-                operation_id=r[4],
-                payload=json.loads(r[5]),
-                created_at=from_iso(r[6]),
-            )
-            for r in rows
-        ]
+        return [event_from_row(r) for r in rows]
 
     async def stats(self, user_id: str) -> StoreStats:
         out = StoreStats()
@@ -726,19 +698,8 @@ class SQLiteTx(StoreWriter):
 
     async def insert_tombstone(self, tombstone: Tombstone) -> None:
         await self._exec(
-            "insert into memory_tombstones (tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, "
-            "cloud_synced_at, payload_hash, restored_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                tombstone.tombstone_id,
-                tombstone.memory_id,
-                tombstone.user_id,
-                to_iso(tombstone.deleted_at),
-                _ts(tombstone.purge_at),
-                tombstone.reason.value,
-                _ts(tombstone.cloud_synced_at),
-                tombstone.payload_hash,
-                _ts(tombstone.restored_at),
-            ),
+            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({_placeholders(10)})",
+            tombstone_params(tombstone),
         )
 
     async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
@@ -821,15 +782,9 @@ class SQLiteTx(StoreWriter):
         await self._exec(
             "insert into memory_events (user_id, kind, memory_id, operation_id, payload, created_at) "
             "values (?, ?, ?, ?, ?, ?)",
-            (
-                user_id,
-                kind.value,
-                memory_id,
-                operation_id,
-                json.dumps(payload or {}, ensure_ascii=False, default=str),
-                to_iso(now),
-            ),
+            (user_id, kind.value, memory_id, operation_id, payload_text(payload), to_iso(now)),
         )
+        self.changes.setdefault(user_id, set()).add(kind)
 
     async def ensure_user(self, user_id: str, now: datetime) -> None:
         await self._exec(
@@ -931,6 +886,7 @@ class SQLiteStore(Store):
     @asynccontextmanager
     async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
         conn = self._require(self._writer)
+        tx: SQLiteTx | None = None
         async with self._write_lock:
             if not durable:
                 # Bookkeeping (use counts, recall events) need not wait for fsync; the next durable
@@ -943,9 +899,12 @@ class SQLiteStore(Store):
                 if not durable:
                     with anyio.CancelScope(shield=True):
                         await conn.execute("pragma synchronous = full")
+        # Outside the lock: listeners may read (or even write) the store.
+        if tx is not None and tx.changes:
+            await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
 
     @asynccontextmanager
-    async def _transaction(self, conn: aiosqlite.Connection) -> AsyncIterator[StoreWriter]:
+    async def _transaction(self, conn: aiosqlite.Connection) -> AsyncIterator[SQLiteTx]:
         for attempt in range(LOCK_RETRIES + 1):
             try:
                 await conn.execute("begin immediate")

@@ -168,6 +168,32 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m002_maintenance(db: aiosqlite.Connection) -> None:
+    """Purged tombstones, usage counters for review, and indexes for expiry and open todos."""
+    await _run_script(
+        db,
+        """
+        alter table memory_tombstones add column purged_at text;
+
+        create table memory_usage (
+            user_id text not null,
+            memory_id text not null,
+            used_count integer not null default 0,
+            last_used_at text,
+            used_mark integer not null default 0,
+            recalled_mark integer not null default 0,
+            primary key (user_id, memory_id)
+        );
+
+        -- reminders on every recall: one range scan over the user's open todos
+        create index memories_open_todos on memories (user_id, coalesce(remind_at, due_at))
+            where status = 'active' and category = 'todo' and completed_at is null;
+        create index memories_expiring on memories (user_id, expires_at) where expires_at is not null;
+        create index events_by_user_time on memory_events (user_id, created_at);
+        """
+    )
+
+
 async def _run_script(db: aiosqlite.Connection, script: str) -> None:
     """Statement by statement: executescript() would COMMIT the migration's transaction early."""
     statement = ""
@@ -183,6 +209,7 @@ async def _run_script(db: aiosqlite.Connection, script: str) -> None:
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
+    ("m002_maintenance", m002_maintenance),
 ]
 
 

@@ -1,0 +1,40 @@
+"""The README documents the whole surface: every tool, resource, CLI command and setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pocketmem.cli import build_parser
+from pocketmem.config import Settings
+from pocketmem.resources import MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI
+from pocketmem.tools import TOOL_NAMES
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", TOOL_NAMES)
+def test_every_tool_is_in_the_readme(name):
+    assert f"| `{name}` |" in README
+
+
+@pytest.mark.parametrize("uri", [USER_CARD_URI, STATS_URI, REVIEW_URI, MEMORY_URI_TEMPLATE])
+def test_every_resource_is_in_the_readme(uri):
+    assert f"`{uri}`" in README
+
+
+def _commands() -> list[str]:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")  # noqa: SLF001
+    return list(sub.choices)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_is_in_the_readme(command):
+    assert f"pocketmem {command}" in README
+
+
+@pytest.mark.parametrize("field", [f for f in Settings.model_fields if not f.startswith("llm_")])
+def test_every_setting_is_in_the_readme(field):
+    name = f"POCKETMEM_{field.upper()}"
+    assert name in README or (field.startswith("weight_") and f"_{field[7:].upper()}`" in README), name

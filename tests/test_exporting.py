@@ -1,0 +1,215 @@
+"""Export -> import round trips a store; importing twice adds nothing; the Markdown card is written atomically."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.clock import FixedClock
+from pocketmem.errors import InvalidInput
+from pocketmem.exporting import atomic_write
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Category, Status
+from pocketmem.retrieval import RecallRequest
+
+from .conftest import START, make_settings
+
+pytestmark = pytest.mark.anyio
+USER = "global"
+
+
+async def populate(app: PocketMem, clock: FixedClock) -> dict[str, str]:
+    """A store with every kind of row: active, core, superseded, trashed, purged, pending, revisions, usage."""
+    add = app.lifecycle.add
+    ids: dict[str, str] = {}
+    ids["core"] = (await add(USER, AddRequest(content="你很爱吃辣。", scores={"persistence": 1},
+                                               keywords=["辣"]))).memory_id
+    await app.lifecycle.patch_core(USER, ids["core"], "最近胃炎，暂时不吃辣", "append", "体检")
+    ids["old"] = (await add(USER, AddRequest(content="用户的博客用 Hexo 搭建", keywords=["博客"]))).memory_id
+    clock.advance(days=1)
+    ids["new"] = (await add(USER, AddRequest(content="用户的博客换成了 Astro", keywords=["博客"],
+                                              supersedes=ids["old"]))).memory_id
+    ids["todo"] = (await add(USER, AddRequest(content="周五交报告", category=Category.todo,
+                                               due_at=START + timedelta(days=3)))).memory_id
+    ids["done"] = (await add(USER, AddRequest(content="取快递", category=Category.todo))).memory_id
+    await app.todos.set_done(USER, ids["done"], True)
+    ids["episode"] = (await add(USER, AddRequest(content="聊了面试和游戏", category=Category.episode))).memory_id
+    ids["purged"] = (await add(USER, AddRequest(content="用户想学滑雪", category=Category.goal))).memory_id
+    await app.lifecycle.forget(USER, ids["purged"], None)
+    clock.advance(days=7)
+    await app.maintenance.run()  # purges it: only its tombstone is left
+    ids["trashed"] = (await add(USER, AddRequest(content="用户喜欢喝冰美式", category=Category.preference))).memory_id
+    await app.lifecycle.forget(USER, ids["trashed"], "changed taste")
+    ids["pending"] = (await add(USER, AddRequest(content="用户可能在学吉他", confidence=0.7))).pending_id
+    await app.retrieval.recall(USER, RecallRequest(query="吃辣", keywords=["辣"], used=[ids["new"]]))
+    await app.lifecycle.add("someone-else", AddRequest(content="另一个用户喜欢猫"))
+    return ids
+
+
+async def dump(app: PocketMem) -> dict:
+    """Every row of every user, as comparable data (events without their local ids)."""
+    out: dict = {}
+    async with app.store.read() as r:
+        for user in await r.user_ids():
+            memories = await r.scan_memories(user, tuple(Status), None, 10_000)
+            events = await r.events_after(user, 0, 100_000)
+            out[user] = {
+                "user": {k: v for k, v in (await r.get_user(user) or {}).items()},
+                "memories": [m.model_dump() for m in memories],
+                "usage": {k: v.model_dump() for k, v in (await r.usage(user)).items()},
+                "tombstones": [t.model_dump() for t in await r.all_tombstones(user)],
+                "revisions": [x.model_dump() for x in await r.all_revisions(user)],
+                "pending": [p.model_dump() for p in await r.all_pending(user)],
+                "events": [e.model_dump(exclude={"id"}) for e in events if e.kind != "imported"],
+            }
+    return out
+
+
+async def export_text(app: PocketMem, **kw) -> str:
+    buffer = io.StringIO()
+    await app.exporter.export(buffer, **kw)
+    return buffer.getvalue()
+
+
+async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, clock):
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as source:
+        ids = await populate(source, clock)
+        text = await export_text(source, events=True)
+        original = await dump(source)
+    counts = {k: len(v) for k, v in original[USER].items() if isinstance(v, list | dict)}
+    assert counts == {"user": 6, "memories": 7, "usage": 1, "tombstones": 2, "revisions": 1, "pending": 1,
+                      "events": counts["events"]} and counts["events"] > 15
+    kinds = [json.loads(line)["type"] for line in text.splitlines()]
+    assert kinds[0] == "header" and {"user", "memory", "tombstone", "revision", "pending", "event"} <= set(kinds)
+    assert "embedding" not in text
+
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db"), clock=clock) as target:
+        report = await target.exporter.import_lines(text.splitlines())
+        assert report.skipped.total == 0 and report.evicted == []
+        assert await dump(target) == original
+        health = await target.store.health()
+        assert health["keyword_rows"] == health["memories"] == health["vector_rows"]
+        assert health["keyword_orphans"] == 0 and health["vector_mismatches"] == 0
+
+        # The imported store works: recall finds by vector and keyword, history and trash behave.
+        hits = await target.retrieval.recall(USER, RecallRequest(query="博客用什么搭的", keywords=["博客"]))
+        assert [m.id for m in hits.memories] == [ids["new"]]
+        restored = await target.lifecycle.restore(USER, ids["trashed"])
+        assert restored.memory.status == Status.active
+        assert [t.memory_id for t in (await target.lifecycle.list_trash(USER, 50, 0)).items] == []
+
+        again = await target.exporter.import_lines(text.splitlines())
+        assert again.imported.total == 0 and again.skipped.total == report.imported.total
+        async with target.store.read() as r:
+            assert await r.get_memory(USER, ids["purged"]) is None
+
+
+async def test_import_never_brings_back_a_purged_memory(tmp_path, clock):
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
+        gone = (await app.lifecycle.add(USER, AddRequest(content="用户的旧地址在西湖区"))).memory_id
+        before = await export_text(app)  # taken while the memory was still active
+        await app.lifecycle.forget(USER, gone, None)
+        clock.advance(days=7)
+        await app.maintenance.run()
+        report = await app.exporter.import_lines(before.splitlines())
+        assert report.imported.memory == 0 and report.skipped.memory == 1
+        async with app.store.read() as r:
+            assert await r.get_memory(USER, gone) is None
+
+
+async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
+    good = await export_text(app)
+    fact = (await app.lifecycle.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
+    line = json.dumps({"type": "memory", "id": "x" * 8, "user_id": USER, "content": "新的", "category": "nonsense"})
+    bad = (await export_text(app)).splitlines()[:2] + [line]
+    before = await dump(app)
+    with pytest.raises(InvalidInput, match=r"line 3: memory\.category"):
+        await app.exporter.import_lines(bad)
+    with pytest.raises(InvalidInput, match="line 1: the first line must be the pocketmem-export header"):
+        await app.exporter.import_lines(['{"type": "memory"}'])
+    with pytest.raises(InvalidInput, match="line 2: not JSON"):
+        await app.exporter.import_lines([good.splitlines()[0], "{oops"])
+    with pytest.raises(InvalidInput, match="newer than 1"):
+        await app.exporter.import_lines(['{"type": "header", "format": "pocketmem-export", "version": 99}'])
+    assert await dump(app) == before and fact
+
+
+async def test_import_respects_the_cap(tmp_path, clock):
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
+        for i, hobby in enumerate(["象棋", "围棋", "书法", "绘画"]):
+            await app.lifecycle.add(USER, AddRequest(content=f"用户的爱好之一是{hobby}", category=Category.context))
+        text = await export_text(app)
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db", max_active=3), clock=clock) as small:
+        report = await small.exporter.import_lines(text.splitlines())
+        assert report.imported.memory == 4 and len(report.evicted) == 1
+        assert (await small.stats(USER))["active"] == 3
+
+
+async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path):
+    await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
+    async with app.store.write() as tx:
+        await tx._exec("update users set persona = ? where user_id = ?", ("# 十一\n温柔、直接。", USER))  # noqa: SLF001
+    out = tmp_path / "cards"
+    written = await app.exporter.export_markdown(USER, out)
+    assert [p.name for p in written] == ["User.md", "Persona.md"]
+    assert "用户叫小林" in (out / "User.md").read_text(encoding="utf-8")
+    assert (out / "Persona.md").read_text(encoding="utf-8") == "# 十一\n温柔、直接。\n"
+    assert sorted(p.name for p in out.iterdir()) == ["Persona.md", "User.md"]  # no temporary files left
+
+
+def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
+    target = tmp_path / "User.md"
+    target.write_text("old card", encoding="utf-8")
+
+    with pytest.raises(TypeError):
+        atomic_write(target, 42)  # type: ignore[arg-type]
+    assert target.read_text(encoding="utf-8") == "old card"
+    assert [p.name for p in tmp_path.iterdir()] == ["User.md"]
+
+
+@pytest.mark.slow
+def test_cli_export_and_import(tmp_path):
+    import anyio
+
+    async def seed() -> None:
+        async with PocketMem(make_settings(tmp_path), clock=FixedClock(START)) as app:
+            await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
+            await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
+
+    anyio.run(seed)
+
+    def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+        return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    export_file = tmp_path / "backup.jsonl"
+    out = run(tmp_path / "home", "export", "-o", str(export_file), "--events")
+    assert out.returncode == 0, out.stderr
+    assert "'memory': 2" in out.stderr
+    stdout = run(tmp_path / "home", "export")
+    assert [json.loads(x)["type"] for x in stdout.stdout.splitlines()].count("memory") == 2
+
+    fresh = tmp_path / "fresh"
+    first = run(fresh, "import", str(export_file))
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["imported"]["memory"] == 2
+    second = run(fresh, "import", str(export_file))
+    assert json.loads(second.stdout)["imported"] == {k: 0 for k in json.loads(second.stdout)["imported"]}
+    stats = json.loads(run(fresh, "stats").stdout)
+    assert (stats["active"], stats["core"]) == (2, 1)
+
+    cards = run(tmp_path / "home", "export", "--markdown", str(tmp_path / "md"))
+    assert cards.returncode == 0 and cards.stdout == ""
+    assert "用户叫小林" in (tmp_path / "md" / "User.md").read_text(encoding="utf-8")
+
+    missing = run(fresh, "import", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "FILE: cannot read" in missing.stderr

@@ -1,0 +1,145 @@
+"""notifications/resources/updated for memory://user-card: legacy resources/subscribe and 2026-07-28 listen."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import timedelta
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.server.subscriptions import ResourceUpdated
+
+from pocketmem.app import PocketMem
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Category
+from pocketmem.notifications import UserScopedBus
+from pocketmem.server import build_server
+
+from .conftest import START, make_settings
+
+pytestmark = pytest.mark.anyio
+CARD = "memory://user-card"
+
+
+class Inbox:
+    """A legacy client's message handler that keeps the resource-updated notifications."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: object) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(message.params.uri)
+            self.arrived.set()
+
+    async def expect(self, count: int) -> None:
+        with anyio.fail_after(5):
+            while len(self.uris) < count:
+                self.arrived = anyio.Event()
+                await self.arrived.wait()
+        await anyio.sleep(0.05)  # and nothing more right behind it
+        assert len(self.uris) == count, self.uris
+
+    async def quiet(self) -> None:
+        await anyio.sleep(0.2)
+
+
+async def subscribe(client: Client, uri: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # removed at 2026-07-28; hosts still use it
+        await client.subscribe_resource(uri)
+
+
+async def test_legacy_subscribers_hear_when_the_card_changes(app, settings):
+    inbox = Inbox()
+    async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
+        assert client.server_capabilities.resources.subscribe is True
+        await subscribe(client, CARD)
+        core = await client.call_tool("add_memory", {"content": "用户叫小林", "scores": {"persistence": 1}})
+        await inbox.expect(1)
+        assert inbox.uris == [CARD]
+
+        await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶", "keywords": ["茶"]})  # not on the card
+        await client.call_tool("recall_memories", {"query": "来杯茶", "keywords": ["茶"]})
+        await inbox.quiet()
+        assert len(inbox.uris) == 1
+
+        await client.call_tool("patch_core_memory", {"memory_id": core.structured_content["memory_id"],
+                                                     "patch": "同事叫他林子"})
+        await inbox.expect(2)
+        todo = await client.call_tool("add_memory", {"content": "周五交报告", "category": "todo"})
+        await inbox.expect(3)
+        await client.call_tool("mark_memory", {"memory_id": todo.structured_content["memory_id"], "action": "complete"})
+        await inbox.expect(4)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            await client.unsubscribe_resource(CARD)
+        await client.call_tool("add_memory", {"content": "用户对花生过敏", "scores": {"persistence": 1}})
+        await inbox.quiet()
+        assert len(inbox.uris) == 4
+
+
+async def test_modern_listen_streams_hear_when_the_card_changes(app, settings):
+    async with Client(build_server(settings, app=app)) as client:
+        async with client.listen(resource_subscriptions=[CARD]) as subscription:
+            await client.call_tool("add_memory", {"content": "用户叫小林", "scores": {"persistence": 1}})
+            with anyio.fail_after(5):
+                async for event in subscription:
+                    assert event == ResourceUpdated(uri=CARD)
+                    break
+
+
+async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock):
+    settings = make_settings(tmp_path, maintain_interval=0.05)
+    app = PocketMem(settings, clock=clock)
+    await app.open()
+    inbox = Inbox()
+    try:
+        async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
+            await client.call_tool("add_memory", {"content": "交房租", "category": "todo",
+                                                  "due_at": (START + timedelta(days=1)).isoformat()})
+            await subscribe(client, CARD)
+            await inbox.quiet()
+            assert inbox.uris == []
+            clock.advance(days=2)  # nothing was written, but the card now says (overdue)
+            await inbox.expect(1)
+            assert "(overdue)" in (await client.read_resource(CARD)).contents[0].text
+    finally:
+        await app.close()
+
+
+async def test_changes_made_elsewhere_reach_subscribers_at_the_next_maintenance(tmp_path, clock):
+    settings = make_settings(tmp_path, maintain_interval=0.05)
+    app = PocketMem(settings, clock=clock)
+    await app.open()
+    inbox = Inbox()
+    try:
+        async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
+            await subscribe(client, CARD)
+            async with PocketMem(settings, clock=clock) as other_process:
+                await other_process.lifecycle.add(
+                    "global", AddRequest(content="用户对花生过敏", category=Category.fact, scores={"persistence": 1})
+                )
+            await inbox.expect(1)
+            assert "用户对花生过敏" in (await client.read_resource(CARD)).contents[0].text
+    finally:
+        await app.close()
+
+
+async def test_the_bus_keeps_users_apart():
+    current = {"user": "alice"}
+    bus = UserScopedBus(lambda: current["user"])
+    got: dict[str, list] = {"alice": [], "bob": []}
+    bus.subscribe(got["alice"].append)
+    current["user"] = "bob"
+    unsubscribe = bus.subscribe(got["bob"].append)
+    await bus.publish_to("alice", ResourceUpdated(uri=CARD))
+    assert (len(got["alice"]), len(got["bob"])) == (1, 0)
+    await bus.publish(ResourceUpdated(uri="memory://stats"))
+    assert (len(got["alice"]), len(got["bob"])) == (2, 1)
+    unsubscribe()
+    assert bus.users() == {"alice"}

@@ -1,0 +1,123 @@
+"""Todos: reminders in recall when due, overdue in the user card, completing and reopening."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from mcp import Client
+
+from pocketmem.app import PocketMem
+from pocketmem.errors import Conflict
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Category
+from pocketmem.retrieval import RecallRequest
+
+from .conftest import SHANGHAI, START
+
+pytestmark = pytest.mark.anyio
+USER = "global"
+
+
+async def todo(app: PocketMem, content: str, **kw) -> str:
+    result = await app.lifecycle.add(USER, AddRequest(content=content, category=Category.todo, **kw))
+    assert result.status == "stored"
+    return result.memory_id
+
+
+async def recall(app: PocketMem, query: str = "今天有什么安排"):
+    return await app.retrieval.recall(USER, RecallRequest(query=query))
+
+
+async def test_a_reminder_appears_when_due_and_turns_overdue(app, clock):
+    report = await todo(app, "周五前把季度报告发给王总", due_at=START + timedelta(days=2), remind_at=START + timedelta(days=1))
+    undated = await todo(app, "找时间给猫买猫砂")
+    assert (await recall(app)).reminders == []
+
+    clock.advance(days=1)
+    result = await recall(app)
+    assert [(r.id, r.overdue, r.label) for r in result.reminders] == [(report, False, "截止 2026-11-28 10:00")]
+    assert result.injection.splitlines()[0] == "提醒（截止 2026-11-28 10:00）“周五前把季度报告发给王总”"
+
+    clock.advance(days=1, minutes=1)
+    result = await app.retrieval.recall(USER, RecallRequest(query="what's on today"))
+    assert [(r.id, r.overdue) for r in result.reminders] == [(report, True)]
+    assert result.injection.splitlines()[0] == "Reminder (overdue since 2026-11-28 10:00): “周五前把季度报告发给王总”"
+    card = await app.user_card(USER)
+    assert "周五前把季度报告发给王总 — due 2026-11-28 10:00 (overdue)" in card
+    assert "- 找时间给猫买猫砂" in card
+    assert undated not in {r.id for r in result.reminders}
+
+
+async def test_due_at_alone_reminds_at_the_due_time(app, clock):
+    memory_id = await todo(app, "交房租", due_at=START + timedelta(hours=3))
+    clock.advance(hours=2, minutes=59)
+    assert (await recall(app)).reminders == []
+    clock.advance(minutes=1)
+    assert [r.id for r in (await recall(app)).reminders] == [memory_id]
+
+
+async def test_a_time_without_offset_is_the_users_wall_clock(app):
+    memory_id = await todo(app, "周五晚上六点前交报告", due_at=datetime(2026, 11, 28, 18, 0))
+    async with app.store.read() as r:
+        memory = await r.get_memory(USER, memory_id)
+    assert memory.due_at == datetime(2026, 11, 28, 18, 0, tzinfo=SHANGHAI)
+
+
+async def test_completing_a_todo_through_the_client(client: Client, clock):
+    added = await client.call_tool("add_memory", {
+        "content": "给妈妈打电话问体检结果", "category": "todo", "keywords": ["妈妈", "体检"],
+        "due_at": (START + timedelta(hours=1)).isoformat(),
+    })
+    todo_id = added.structured_content["memory_id"]
+    clock.advance(hours=2)
+    due = await client.call_tool("recall_memories", {"query": "今天要做什么"})
+    assert [r["id"] for r in due.structured_content["reminders"]] == [todo_id]
+    assert "给妈妈打电话问体检结果" in (await client.read_resource("memory://user-card")).contents[0].text
+
+    done = await client.call_tool("mark_memory", {"memory_id": todo_id, "action": "complete"})
+    assert not done.is_error and done.structured_content["memory"]["completed_at"] is not None
+    after = await client.call_tool("recall_memories", {"query": "妈妈的体检结果出来了吗", "keywords": ["妈妈", "体检"]})
+    assert after.structured_content["reminders"] == []
+    assert [m["id"] for m in after.structured_content["memories"]] == [todo_id]  # still recallable, as done
+    assert after.structured_content["memories"][0]["completed_at"] is not None
+    assert after.structured_content["injection"] == "今天的对话摘要（已完成）“给妈妈打电话问体检结果”"
+    assert "给妈妈打电话" not in (await client.read_resource("memory://user-card")).contents[0].text
+
+    again = await client.call_tool("mark_memory", {"memory_id": todo_id, "action": "complete"})
+    assert again.is_error and "already completed" in again.content[0].text
+    reopened = await client.call_tool("mark_memory", {"memory_id": todo_id, "action": "reopen"})
+    assert reopened.structured_content["memory"]["completed_at"] is None
+    back = await client.call_tool("recall_memories", {"query": "今天要做什么"})
+    assert [r["id"] for r in back.structured_content["reminders"]] == [todo_id]
+
+
+async def test_only_active_todos_can_be_completed(app):
+    fact = (await app.lifecycle.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
+    with pytest.raises(Conflict, match="not a todo"):
+        await app.todos.set_done(USER, fact, True)
+    chore = await todo(app, "取快递")
+    await app.lifecycle.forget(USER, chore, None)
+    with pytest.raises(Conflict, match="trashed"):
+        await app.todos.set_done(USER, chore, True)
+
+
+async def test_reminders_are_one_indexed_range_scan(app):
+    """Recall must stay fast: the due-todo query walks the partial index, never the whole table."""
+    async with app.store.read() as r:
+        plan = await r._all(  # noqa: SLF001 - checking the SQL plan of the store's own query
+            "explain query plan select id from memories where user_id = ? and status = 'active' and category = 'todo' "
+            "and completed_at is null and coalesce(remind_at, due_at) <= ? order by coalesce(remind_at, due_at), id "
+            "limit 3",
+            ("global", "2026-11-26T00:00:00.000Z"),
+        )
+    details = " ".join(str(row[-1]) for row in plan)
+    assert "memories_open_todos" in details and "SCAN memories" not in details
+
+
+async def test_the_card_keeps_open_todos_however_many_are_done(app, clock):
+    for i in range(25):
+        done = await todo(app, f"已办事项 {i}")
+        await app.todos.set_done(USER, done, True)
+    await todo(app, "预约牙医", due_at=START + timedelta(days=3))
+    assert "预约牙医" in await app.user_card(USER)
