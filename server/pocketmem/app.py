@@ -16,6 +16,7 @@ from .clock import Clock, SystemClock
 from .config import Settings
 from .embeddings import Embedder, make_embedder
 from .errors import EmbedderMismatch, NotFound
+from .extraction import Extraction
 from .lifecycle import Lifecycle, embedding_text
 from .models import EventKind
 from .results import MemoryView
@@ -44,6 +45,7 @@ class PocketMem:
         self.embedder = embedder or make_embedder(settings)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock)
         self.retrieval = Retrieval(settings, self.store, self.embedder, self.clock)
+        self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
         self._opened = 0
         self._open_lock = asyncio.Lock()
 

@@ -61,6 +61,7 @@ class EventKind(StrEnum):
     rejected = "rejected"
     snoozed = "snoozed"
     reindexed = "reindexed"
+    reinforced = "reinforced"  # a memory shaped a reply (BOOST)
 
 
 class Scores(BaseModel):

@@ -14,6 +14,7 @@ from .app import PocketMem
 from .clock import Clock
 from .config import Settings
 from .prompts import register_prompts
+from .remember import register_remember_tool
 from .resources import register_resources
 from .tools import register_tools
 
@@ -25,7 +26,9 @@ message (and up to 3 recent lines as context, plus a few keywords you infer) and
 `injection` text naturally. When the user tells you something worth keeping (a preference, a fact about
 their life or work, a lesson, a plan, a person, a todo), call add_memory in the user's language. Correct
 outdated memories with add_memory(supersedes=...) or, for core memories, patch_core_memory. Ask the user
-about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring."""
+about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring.
+Every few turns you may instead call remember_conversation with the recent messages (your reply included):
+pocketmem then decides with an LLM what to add, update, patch, reinforce or forget."""
 
 
 def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure factory
@@ -61,6 +64,7 @@ def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketM
     )
     current_user = current_user_resolver(settings)
     register_tools(mcp, app, current_user)
+    register_remember_tool(mcp, app, current_user)
     register_resources(mcp, app, current_user)
     register_prompts(mcp, app, current_user)
     return mcp
