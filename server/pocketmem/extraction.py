@@ -55,6 +55,9 @@ USER_MESSAGES_SEARCHED = 5  # the most recent ones
 RELATED_PER_MESSAGE = 5
 MAX_RELATED = 12
 MAX_CORE_SHOWN = 15
+# Related memories are found by recall with a lower bar than a reply's: the model judges what really
+# matters, and a memory it never sees is one it cannot update (so it would be duplicated instead).
+RELATED_THRESHOLD = 0.15
 MAX_ANSWER_TOKENS = 2000
 MAX_ECHOED_ANSWER = 4000  # characters of a bad answer quoted back in the retry
 BOOST_STRENGTH = 1
@@ -144,7 +147,10 @@ class Extraction:
         self.settings = settings
         self.store = store
         self.lifecycle = lifecycle
-        self.retrieval = retrieval
+        self.retrieval = Retrieval(
+            settings.model_copy(update={"relevance_threshold": min(settings.relevance_threshold, RELATED_THRESHOLD)}),
+            store, retrieval.embedder, clock,
+        )
         self.clock = clock
         self.model = configured_model(settings)  # None unless POCKETMEM_LLM_MODEL is set
 
