@@ -254,3 +254,16 @@ def test_the_openai_package_is_not_imported_at_server_start(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) is False
+
+
+def test_the_readme_documents_the_tool_its_settings_and_both_paths():
+    from pathlib import Path
+
+    from pocketmem.config import Settings
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for name in ("llm_model", "llm_base_url", "llm_api_key", "llm_timeout", "extract_max_messages"):
+        assert f"POCKETMEM_{name.upper()}" in readme and name in Settings.model_fields
+    for needle in ("| `remember_conversation` |", "MCP sampling", "sampling/createMessage", "OpenAI-compatible chat",
+                   "`extract_memories` prompt", "| `BOOST` |", "needs_confirmation"):
+        assert needle in readme, needle

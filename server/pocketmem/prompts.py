@@ -49,7 +49,7 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         conversation: Annotated[str | None, Field(description="The recent messages to mine, as plain text.")] = None,
         language: Annotated[str | None, Field(description="zh or en; default follows the conversation.")] = None,
     ) -> str:
-        """Instructions for turning a conversation into add_memory calls with E/I/P/J scores, confidence and keywords."""
+        """The rubric remember_conversation uses, for turning a conversation into add_memory calls yourself."""
         lang = language or (guess_language(conversation) if conversation else "zh")
         rubric = EXTRACTION_RUBRIC_ZH if lang == "zh" else EXTRACTION_RUBRIC_EN
         if conversation:
