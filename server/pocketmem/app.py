@@ -69,6 +69,7 @@ class PocketMem:
             if self._opened == 0:
                 await self.store.close()
                 await self.embedder.aclose()
+                await self.extraction.aclose()
 
     async def __aenter__(self) -> PocketMem:
         await self.open()

@@ -154,6 +154,10 @@ class Extraction:
         self.clock = clock
         self.model = configured_model(settings)  # None unless POCKETMEM_LLM_MODEL is set
 
+    async def aclose(self) -> None:
+        if self.model is not None:
+            await self.model.aclose()
+
     # -- prepare --------------------------------------------------------------------------------
     async def prepare(
         self, user_id: str, messages: Sequence[ConversationMessage], hints: Hints | None = None
@@ -389,17 +393,17 @@ class Extraction:
         assert target is not None
         if isinstance(op, BoostOp):
             return RememberItem(
-                **base, status="reinforced", memory_id=target.id, content=target.content,
+                **base, status="reinforced", memory_id=target.id, content=target.content, category=target.category,
                 message="Reinforced: it shaped the reply (use_count and last_active_at refreshed).",
             )
         if isinstance(result, PatchResult):
             return RememberItem(
-                **base, status="patched", memory_id=target.id, content=result.memory.content,
+                **base, status="patched", memory_id=target.id, content=result.memory.content, category=target.category,
                 confidence=op.confidence, message=f"Core memory patched; the previous text is revision {result.revision_id}.",
             )
         if isinstance(result, ForgetResult):
             return RememberItem(
-                **base, status="forgotten", memory_id=target.id, content=target.content,
+                **base, status="forgotten", memory_id=target.id, content=target.content, category=target.category,
                 confidence=op.confidence, message=result.message,
             )
         # PATCH or FORGET below the store threshold: not done; the agent may ask the user.

@@ -10,6 +10,7 @@ Failures become ProviderUnavailable with a message that says what to check.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -48,6 +49,8 @@ class ChatModel(Protocol):
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatAnswer: ...
 
+    async def aclose(self) -> None: ...
+
 
 async def _import_openai() -> Any:
     # Importing openai takes about a second; do it off the event loop so other requests keep flowing.
@@ -63,9 +66,34 @@ class OpenAIChatModel:
         self.model = model
         self.base_url = base_url
         self._api_key = api_key
+        self._client: Any = None
         # Structured output (response_format) and temperature are sent until the endpoint rejects them once:
         # some servers know neither json_schema nor a temperature for reasoning models.
         self._extras = True
+
+    async def _get_client(self) -> Any:
+        if self._client is None:
+            openai = await _import_openai()
+            # Made once and off the event loop: building the client loads the TLS certificates (tens of ms).
+            client = await anyio.to_thread.run_sync(
+                functools.partial(
+                    openai.AsyncOpenAI,
+                    # Local servers (Ollama, vLLM) ignore the key but the client insists on one.
+                    api_key=self._api_key or "unused",
+                    base_url=self.base_url,
+                    max_retries=0,  # the caller's deadline covers the whole extraction; it retries bad answers itself
+                )
+            )
+            if self._client is None:
+                self._client = client
+            else:  # another request made one meanwhile
+                await client.close()
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
 
     @property
     def endpoint(self) -> str:
@@ -73,48 +101,42 @@ class OpenAIChatModel:
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatAnswer:
         openai = await _import_openai()
+        client = await self._get_client()
         messages = [{"role": "system", "content": request.system}]
         messages += [{"role": turn.role, "content": turn.text} for turn in request.turns]
-        async with openai.AsyncOpenAI(
-            # Local servers (Ollama, vLLM) ignore the key but the client insists on one.
-            api_key=self._api_key or "unused",
-            base_url=self.base_url,
-            timeout=timeout,
-            max_retries=0,  # the caller's deadline covers the whole extraction; it retries on bad answers itself
-        ) as client:
+        try:
             try:
-                try:
-                    response = await client.chat.completions.create(
-                        model=self.model, messages=messages, **self._extra_args(request)
-                    )
-                except (openai.BadRequestError, openai.UnprocessableEntityError):
-                    if not self._extras:
-                        raise
-                    self._extras = False
-                    response = await client.chat.completions.create(model=self.model, messages=messages)
-                content = response.choices[0].message.content
-                model = getattr(response, "model", None) or self.model
-            except openai.APITimeoutError:
-                raise ProviderUnavailable(
-                    f"the chat endpoint {self.endpoint} did not answer within {timeout:g}s (POCKETMEM_LLM_TIMEOUT)"
-                ) from None
-            except openai.APIConnectionError:
-                raise ProviderUnavailable(
-                    f"cannot reach the chat endpoint {self.endpoint}; check POCKETMEM_LLM_BASE_URL and that the "
-                    "server is running"
-                ) from None
-            except openai.APIStatusError as exc:
-                raise ProviderUnavailable(
-                    f"the chat endpoint {self.endpoint} answered HTTP {exc.status_code} for model {self.model!r}: "
-                    f"{_short(exc.message)}"
-                ) from None
-            except openai.OpenAIError as exc:
-                raise ProviderUnavailable(f"the chat endpoint {self.endpoint} failed: {_short(str(exc))}") from None
-            except (IndexError, AttributeError, TypeError, ValueError) as exc:
-                raise ProviderUnavailable(
-                    f"the chat endpoint {self.endpoint} returned a malformed answer for model {self.model!r}: "
-                    f"{_short(str(exc))}"
-                ) from None
+                response = await client.chat.completions.create(
+                    model=self.model, messages=messages, timeout=timeout, **self._extra_args(request)
+                )
+            except (openai.BadRequestError, openai.UnprocessableEntityError):
+                if not self._extras:
+                    raise
+                self._extras = False
+                response = await client.chat.completions.create(model=self.model, messages=messages, timeout=timeout)
+            content = response.choices[0].message.content
+            model = getattr(response, "model", None) or self.model
+        except openai.APITimeoutError:
+            raise ProviderUnavailable(
+                f"the chat endpoint {self.endpoint} did not answer within {timeout:g}s (POCKETMEM_LLM_TIMEOUT)"
+            ) from None
+        except openai.APIConnectionError:
+            raise ProviderUnavailable(
+                f"cannot reach the chat endpoint {self.endpoint}; check POCKETMEM_LLM_BASE_URL and that the "
+                "server is running"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise ProviderUnavailable(
+                f"the chat endpoint {self.endpoint} answered HTTP {exc.status_code} for model {self.model!r}: "
+                f"{_short(exc.message)}"
+            ) from None
+        except openai.OpenAIError as exc:
+            raise ProviderUnavailable(f"the chat endpoint {self.endpoint} failed: {_short(str(exc))}") from None
+        except (IndexError, AttributeError, TypeError, ValueError) as exc:
+            raise ProviderUnavailable(
+                f"the chat endpoint {self.endpoint} returned a malformed answer for model {self.model!r}: "
+                f"{_short(str(exc))}"
+            ) from None
         return ChatAnswer(text=content or "", model=str(model))
 
     def _extra_args(self, request: ChatRequest) -> dict[str, Any]:

@@ -118,6 +118,9 @@ class SessionSampler:
             ) from None
         return answer_of(result)
 
+    async def aclose(self) -> None:
+        pass  # the connection belongs to the client
+
 
 def register_remember_tool(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
     extraction = app.extraction
