@@ -123,7 +123,7 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
     # PATCH: seed 000's dated parenthesis on the core memory, previous text kept as a revision
     assert patch["memory_id"] == known["core"]
     assert (await get(app, known["core"])).content == "你很爱吃辣。（2026-11-28：最近胃炎，医生说暂时不能吃辣）"
-    one = json.loads((await _read(app, settings, f"memory://memories/{known['core']}")))
+    one = json.loads(await _read(app, settings, f"memory://memories/{known['core']}"))
     assert one["revisions"][0]["previous_content"] == "你很爱吃辣。"
     # ADD with a due date given without a zone: the user's local time
     stored = await get(app, event["memory_id"])

@@ -101,13 +101,15 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             elif isinstance(step, PatchStep):
                 assert vector is not None
                 results.append(
-                    await lifecycle._patch_in(tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now)
+                    await lifecycle._patch_in(
+                        tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now
+                    )
                 )
             elif isinstance(step, ForgetStep):
                 results.append(await lifecycle._forget_in(tx, user_id, step.memory_id, step.reason, now))
             else:
                 results.append(await lifecycle._reinforce_in(tx, user_id, step.memory_ids, step.strength, now))
-        written = [r.memory_id for r in results if isinstance(r, AddResult) and r.status == "stored" and r.memory_id]
+        written = [r.memory_id for r in results if isinstance(r, AddResult) and r.status == "stored"]
         evicted = await lifecycle._enforce_cap(tx, user_id, now, keep=written)
     return BatchResult(results=results, evicted=evicted)
 

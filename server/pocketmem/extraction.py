@@ -82,20 +82,21 @@ class Hints(BaseModel):
     )
     memory_ids: list[str] = Field(
         default_factory=list, max_length=MAX_HINT_IDS,
-        description="Ids of memories you know are involved (e.g. recalled for this reply); they are shown to the extractor.",
+        description="Ids of memories you know are involved (e.g. recalled for this reply); shown to the extractor.",
     )
 
 
 # -- output -----------------------------------------------------------------------------------------
 ItemStatus = Literal[
-    "stored", "pending", "discarded", "duplicate", "patched", "reinforced", "forgotten", "needs_confirmation", "skipped"
+    "stored", "pending", "discarded", "duplicate", "patched", "reinforced", "forgotten", "needs_confirmation",
+    "skipped",
 ]
 
 
 class RememberItem(BaseModel):
     op: Literal["ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP"]
     status: ItemStatus
-    memory_id: str | None = Field(None, description="the memory written, duplicated, patched, reinforced or forgotten")
+    memory_id: str | None = Field(None, description="the memory written, patched, reinforced or forgotten")
     pending_id: str | None = Field(None, description="set when the memory waits for the user's confirmation")
     superseded: str | None = Field(None, description="UPDATE: the older memory, now kept as history")
     content: str | None = None
@@ -107,7 +108,9 @@ class RememberItem(BaseModel):
 
 class RememberResult(BaseModel):
     items: list[RememberItem]
-    source: Literal["sampling", "openai"] = Field(description="sampling: the client's own model; openai: POCKETMEM_LLM_*")
+    source: Literal["sampling", "openai"] = Field(
+        description="sampling: the client's own model; openai: the POCKETMEM_LLM_* model"
+    )
     model: str | None
     attempts: int = Field(description="1, or 2 when the first answer was invalid and the model was asked again")
     related_memories: int = Field(description="existing memories shown to the model")
@@ -147,10 +150,9 @@ class Extraction:
         self.settings = settings
         self.store = store
         self.lifecycle = lifecycle
-        self.retrieval = Retrieval(
-            settings.model_copy(update={"relevance_threshold": min(settings.relevance_threshold, RELATED_THRESHOLD)}),
-            store, retrieval.embedder, clock,
-        )
+        threshold = min(settings.relevance_threshold, RELATED_THRESHOLD)
+        wide = settings.model_copy(update={"relevance_threshold": threshold})
+        self.retrieval = Retrieval(wide, store, retrieval.embedder, clock)
         self.clock = clock
         self.model = configured_model(settings)  # None unless POCKETMEM_LLM_MODEL is set
 
@@ -178,12 +180,13 @@ class Extraction:
         if not any(m.role == "user" for m in turns):
             raise InvalidInput("messages", "needs at least one message with role user: memories come from the user")
         hints = hints or Hints()
-        note = clean_text(hints.note, "hints.note", max_chars=MAX_NOTE_CHARS, allow_empty=True) if hints.note else ""
+        note = clean_text(hints.note or "", "hints.note", max_chars=MAX_NOTE_CHARS, allow_empty=True)
         keywords = [
             kw for i, raw in enumerate(hints.keywords)
             if (kw := clean_text(raw, f"hints.keywords[{i}]", max_chars=MAX_KEYWORD_CHARS, allow_empty=True))
         ]
-        language: Language = guess_language(" ".join(m.content for m in turns if m.role == "user"))  # type: ignore[assignment]
+        said = " ".join(m.content for m in turns if m.role == "user")
+        language: Language = "zh" if guess_language(said) == "zh" else "en"
         related = await self._related(user_id, turns, keywords, hints.memory_ids)
         known = {f"m{i}": memory for i, memory in enumerate(related, start=1)}
         system = server_rubric(language)
@@ -222,7 +225,8 @@ class Extraction:
                 memory = await reader.get_memory(user_id, memory_id)
                 if memory is None or memory.status != Status.active:
                     raise NotFound(
-                        f"hints.memory_ids[{i}]: no active memory with id {memory_id!r}; take ids from recall_memories"
+                        f"hints.memory_ids[{i}]: no active memory with id {memory_id!r}; "
+                        "take ids from recall_memories"
                     )
                 memories.setdefault(memory.id, memory)
                 ids.append(memory.id)
@@ -267,7 +271,10 @@ class Extraction:
     def retry_request(self, prepared: Prepared, bad_answer: str, error: InvalidAnswer) -> ChatRequest:
         problems = "\n".join(f"- {p}" for p in error.problems)
         if prepared.language == "zh":
-            ask = f"这个回答用不了：\n{problems}\n请改正后重新回答：只要一个 JSON 对象 {{\"operations\": [...]}}，不要别的文字。"
+            ask = (
+                f"这个回答用不了：\n{problems}\n"
+                '请改正后重新回答：只要一个 JSON 对象 {"operations": [...]}，不要别的文字。'
+            )
         else:
             ask = (
                 f"That answer cannot be used:\n{problems}\n"
@@ -398,8 +405,9 @@ class Extraction:
             )
         if isinstance(result, PatchResult):
             return RememberItem(
-                **base, status="patched", memory_id=target.id, content=result.memory.content, category=target.category,
-                confidence=op.confidence, message=f"Core memory patched; the previous text is revision {result.revision_id}.",
+                **base, status="patched", memory_id=target.id, content=result.memory.content,
+                category=target.category, confidence=op.confidence,
+                message=f"Core memory patched; the previous text is revision {result.revision_id}.",
             )
         if isinstance(result, ForgetResult):
             return RememberItem(

@@ -81,7 +81,8 @@ class OpenAIChatModel:
                     # Local servers (Ollama, vLLM) ignore the key but the client insists on one.
                     api_key=self._api_key or "unused",
                     base_url=self.base_url,
-                    max_retries=0,  # the caller's deadline covers the whole extraction; it retries bad answers itself
+                    # The caller's deadline covers the whole extraction, and it retries bad answers itself.
+                    max_retries=0,
                 )
             )
             if self._client is None:
@@ -113,7 +114,9 @@ class OpenAIChatModel:
                 if not self._extras:
                     raise
                 self._extras = False
-                response = await client.chat.completions.create(model=self.model, messages=messages, timeout=timeout)
+                response = await client.chat.completions.create(
+                    model=self.model, messages=messages, timeout=timeout
+                )
             content = response.choices[0].message.content
             model = getattr(response, "model", None) or self.model
         except openai.APITimeoutError:

@@ -68,7 +68,10 @@ def rounds_protocol(ctx: Context) -> bool:
 
 def sampling_params(request: ChatRequest) -> CreateMessageRequestParams:
     return CreateMessageRequestParams(
-        messages=[SamplingMessage(role=t.role, content=TextContent(type="text", text=t.text)) for t in request.turns],
+        messages=[
+            SamplingMessage(role=turn.role, content=TextContent(type="text", text=turn.text))
+            for turn in request.turns
+        ],
         system_prompt=request.system,
         max_tokens=request.max_tokens,
         temperature=0,
@@ -111,7 +114,8 @@ class SessionSampler:
         except MCPError as exc:
             if "timed out" in str(exc):
                 raise ProviderUnavailable(
-                    f"the client's model did not answer within {timeout:g}s (POCKETMEM_LLM_TIMEOUT); nothing was stored"
+                    f"the client's model did not answer within {timeout:g}s (POCKETMEM_LLM_TIMEOUT); "
+                    "nothing was stored"
                 ) from None
             raise ProviderUnavailable(
                 f"the client's model (MCP sampling) refused or failed: {exc}; nothing was stored"
@@ -170,7 +174,7 @@ def register_remember_tool(mcp: MCPServer, app: PocketMem, current_user: Callabl
         ctx: Context,
         hints: Annotated[
             Hints | None,
-            Field(description="Optional: a note for the extractor, extra search keywords, ids of memories involved."),
+            Field(description="Optional: a note for the extractor, search keywords, ids of the memories involved."),
         ] = None,
     ) -> RememberResult:
         """Let pocketmem decide what the recent conversation changes in the user's memory, and apply it.
