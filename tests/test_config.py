@@ -25,6 +25,9 @@ def test_environment_overrides(tmp_path, monkeypatch):
     assert s.embed_api_key is not None and s.embed_api_key.get_secret_value() == "sk-fallback"
     monkeypatch.setenv("POCKETMEM_EMBED_API_KEY", "sk-own")
     assert load_settings().embed_api_key.get_secret_value() == "sk-own"
+    assert load_settings().llm_api_key.get_secret_value() == "sk-fallback"
+    monkeypatch.setenv("POCKETMEM_LLM_API_KEY", "sk-chat")
+    assert load_settings().llm_api_key.get_secret_value() == "sk-chat"
 
 
 def test_toml_file_adds_keys_and_the_environment_wins(tmp_path, monkeypatch):
@@ -48,6 +51,9 @@ def test_missing_explicit_config_file(tmp_path, monkeypatch):
         ("POCKETMEM_USER", "bad user!", "POCKETMEM_USER"),
         ("POCKETMEM_PENDING_THRESHOLD", "0.9", "pending_threshold must not be above store_threshold"),
         ("POCKETMEM_EMBED_BASE_URL", "localhost:11434", "must be an http(s) URL"),
+        ("POCKETMEM_LLM_BASE_URL", "http://127.0.0.1:11434/v1", "POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL"),
+        ("POCKETMEM_LLM_TIMEOUT", "0", "POCKETMEM_LLM_TIMEOUT: Input should be greater than 0"),
+        ("POCKETMEM_EXTRACT_MAX_MESSAGES", "0", "POCKETMEM_EXTRACT_MAX_MESSAGES"),
         ("POCKETMEM_UNKNOWN_THING", "1", None),
     ],
 )

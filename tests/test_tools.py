@@ -20,6 +20,7 @@ CONTRACT_TOOLS = {
     "restore",
     "forget_memory",
     "list_memories",
+    "remember_conversation",  # server-side extraction (beside the 8 tools of the design)
 }
 ADDED_TOOLS = {"mark_memory"}  # beyond the contract: todos and review decisions
 READ_ONLY = {"recall_memories", "list_trash", "list_memories"}

@@ -18,6 +18,7 @@ from .config import Settings
 from .embeddings import Embedder, make_embedder
 from .errors import EmbedderMismatch, NotFound
 from .exporting import Exporter
+from .extraction import Extraction
 from .lifecycle import Lifecycle, embedding_text
 from .maintenance import Maintenance
 from .models import EventKind
@@ -54,6 +55,7 @@ class PocketMem:
         self.review = Review(settings, self.store, self.clock, self.lifecycle)
         self.todos = Todos(settings, self.store, self.clock)
         self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
+        self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
         self._opened = 0
         self._open_lock = asyncio.Lock()
 
@@ -77,6 +79,7 @@ class PocketMem:
             if self._opened == 0:
                 await self.store.close()
                 await self.embedder.aclose()
+                await self.extraction.aclose()
 
     async def __aenter__(self) -> PocketMem:
         await self.open()

@@ -83,10 +83,18 @@ class Settings(BaseSettings):
     embed_timeout: float = Field(30.0, gt=0, le=600, description="Seconds before an embedding request fails.")
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding request.")
 
-    # -- server-side extraction -----------------------------------------------------------------
+    # -- server-side extraction (remember_conversation) ---------------------------------------------
     llm_base_url: str | None = Field(None, description="OpenAI-compatible chat endpoint for remember_conversation.")
-    llm_model: str | None = Field(None)
-    llm_api_key: SecretStr | None = Field(None)
+    llm_model: str | None = Field(None, description="Chat model for remember_conversation when the client cannot sample.")
+    llm_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("POCKETMEM_LLM_API_KEY", "OPENAI_API_KEY", "llm_api_key"),
+        description="API key for the chat endpoint; falls back to OPENAI_API_KEY.",
+    )
+    llm_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds an extraction may wait for the LLM (both attempts).")
+    extract_max_messages: int = Field(
+        10, ge=1, le=100, description="Most messages remember_conversation accepts in one call."
+    )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING")
 
@@ -126,6 +134,8 @@ class Settings(BaseSettings):
             raise ValueError("POCKETMEM_EMBEDDER=openai needs POCKETMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
         if self.embedder == "local" and not self.embed_model:
             raise ValueError("POCKETMEM_EMBEDDER=local needs POCKETMEM_EMBED_MODEL (a model name or a local folder)")
+        if self.llm_base_url and not self.llm_model:
+            raise ValueError("POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL (the chat model to ask, e.g. qwen2.5:7b)")
         return self
 
     @property

@@ -46,6 +46,7 @@ from .results import (
 from .scoring import fill_scores, importance, is_core
 from .store import IndexedText, MemoryFilter, Store, StoreWriter
 from .ranking import semantic_score
+from .reinforcement import record_used
 from .text import (
     clean_text,
     content_hash,
@@ -197,27 +198,32 @@ class Lifecycle:
                 reason="temporary",
                 message="Not stored: temporary mode is on, so nothing from this conversation is remembered.",
             )
-        screened = privacy.screen_memory(req.content, req.keywords)
-        if screened.kinds:
-            if self.settings.secrets == "refuse" or not privacy.meaningful(screened.content):
-                return await self._refuse_secret(user_id, screened.kinds)
-            req = req.model_copy(update={"content": screened.content, "keywords": screened.keywords})
-        result = await self._route(user_id, req)
-        if screened.kinds:
-            result = result.model_copy(
-                update={
-                    "redacted": screened.kinds,
-                    "message": f"{result.message} Removed before storing: {privacy.describe(screened.kinds)}.",
-                }
-            )
-        return result
+        req, kinds, refused = self.screen_secrets(req)
+        if refused:
+            async with self.store.write() as tx:
+                return await self._refuse_secret_in(tx, user_id, kinds, self.clock.now())
+        return self.note_redactions(await self._route(user_id, req), kinds)
 
-    async def _refuse_secret(self, user_id: str, kinds: list[str]) -> AddResult:
-        async with self.store.write() as tx:
-            # The event says what was refused, never the secret itself.
-            await tx.add_event(
-                user_id, EventKind.discarded, self.clock.now(), payload={"reason": "secret", "kinds": kinds}
-            )
+    def screen_secrets(self, req: AddRequest) -> tuple[AddRequest, list[str], bool]:
+        """(request with secrets redacted, kinds found, refused?) — every write path passes through here."""
+        screened = privacy.screen_memory(req.content, req.keywords)
+        if not screened.kinds:
+            return req, [], False
+        if self.settings.secrets == "refuse" or not privacy.meaningful(screened.content):
+            return req, screened.kinds, True
+        return req.model_copy(update={"content": screened.content, "keywords": screened.keywords}), screened.kinds, False
+
+    @staticmethod
+    def note_redactions(result: AddResult, kinds: list[str]) -> AddResult:
+        if not kinds:
+            return result
+        return result.model_copy(
+            update={"redacted": kinds, "message": f"{result.message} Removed before storing: {privacy.describe(kinds)}."}
+        )
+
+    async def _refuse_secret_in(self, tx: StoreWriter, user_id: str, kinds: list[str], now: datetime) -> AddResult:
+        # The event says what was refused, never the secret itself.
+        await tx.add_event(user_id, EventKind.discarded, now, payload={"reason": "secret", "kinds": kinds})
         return AddResult(
             status="discarded",
             reason="secret",
@@ -241,18 +247,7 @@ class Lifecycle:
                 replay = await self._replay(tx, user_id, req.operation_id, request_hash)
                 if replay is not None:
                     return replay
-                result = AddResult(
-                    status="discarded",
-                    reason="low_confidence",
-                    message=(
-                        f"Not stored: confidence {req.confidence:g} is below {self.settings.pending_threshold:g}. "
-                        "Only save what the user actually said or clearly implied."
-                    ),
-                )
-                await tx.add_event(
-                    user_id, EventKind.discarded, now, operation_id=req.operation_id,
-                    payload={"content": req.content, "confidence": req.confidence},
-                )
+                result = await self._discard_in(tx, user_id, req, now)
                 await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
             return result
         if req.confidence < self.settings.store_threshold:
@@ -296,6 +291,21 @@ class Lifecycle:
                 results.append(result)
         return results
 
+    async def _discard_in(self, tx: StoreWriter, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+        """Inside a transaction: log a candidate too uncertain to keep."""
+        await tx.add_event(
+            user_id, EventKind.discarded, now, operation_id=req.operation_id,
+            payload={"content": req.content, "confidence": req.confidence},
+        )
+        return AddResult(
+            status="discarded",
+            reason="low_confidence",
+            message=(
+                f"Not stored: confidence {req.confidence:g} is below {self.settings.pending_threshold:g}. "
+                "Only save what the user actually said or clearly implied."
+            ),
+        )
+
     async def _replay(self, reader: Any, user_id: str, operation_id: str | None, request_hash: str) -> AddResult | None:
         if operation_id is None:
             return None
@@ -317,51 +327,52 @@ class Lifecycle:
             await tx.record_operation(user_id, operation_id, request_hash, result.model_dump(mode="json"), now)
 
     async def _add_pending(self, user_id: str, req: AddRequest, request_hash: str, now: datetime) -> AddResult:
-        digest = content_hash(req.content)
         async with self.store.write() as tx:
             replay = await self._replay(tx, user_id, req.operation_id, request_hash)
             if replay is not None:
                 return replay
-            existing = await tx.find_by_hash(user_id, digest, (Status.active,))
-            if existing is not None:
-                result = await self._reinforce(tx, user_id, existing, req, now)
-                await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
-                return result
-            waiting = await tx.find_pending_by_hash(user_id, digest)
-            if waiting is not None:
-                result = AddResult(
-                    status="pending",
-                    pending_id=waiting.id,
-                    message="Already waiting for the user's confirmation (confirm_pending).",
-                )
-            else:
-                candidate = req.model_dump(mode="json", exclude={"operation_id"})
-                candidate["content_hash"] = digest
-                item = PendingItem(
-                    id=new_id(),
-                    user_id=user_id,
-                    candidate=candidate,
-                    confidence=req.confidence,
-                    status=PendingStatus.pending,
-                    created_at=now,
-                    updated_at=now,
-                )
-                await self._ensure_user(tx, user_id, now)
-                await tx.insert_pending(item)
-                await tx.add_event(
-                    user_id, EventKind.pending, now, operation_id=req.operation_id,
-                    payload={"pending_id": item.id, "content": req.content, "confidence": req.confidence},
-                )
-                result = AddResult(
-                    status="pending",
-                    pending_id=item.id,
-                    message=(
-                        f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
-                        "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
-                    ),
-                )
+            result = await self._pending_in(tx, user_id, req, now)
             await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
         return result
+
+    async def _pending_in(self, tx: StoreWriter, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+        """Inside a transaction: a pending candidate (or the duplicate it already is)."""
+        digest = content_hash(req.content)
+        existing = await tx.find_by_hash(user_id, digest, (Status.active,))
+        if existing is not None:
+            return await self._reinforce(tx, user_id, existing, req, now)
+        waiting = await tx.find_pending_by_hash(user_id, digest)
+        if waiting is not None:
+            return AddResult(
+                status="pending",
+                pending_id=waiting.id,
+                message="Already waiting for the user's confirmation (confirm_pending).",
+            )
+        candidate = req.model_dump(mode="json", exclude={"operation_id"})
+        candidate["content_hash"] = digest
+        item = PendingItem(
+            id=new_id(),
+            user_id=user_id,
+            candidate=candidate,
+            confidence=req.confidence,
+            status=PendingStatus.pending,
+            created_at=now,
+            updated_at=now,
+        )
+        await self._ensure_user(tx, user_id, now)
+        await tx.insert_pending(item)
+        await tx.add_event(
+            user_id, EventKind.pending, now, operation_id=req.operation_id,
+            payload={"pending_id": item.id, "content": req.content, "confidence": req.confidence},
+        )
+        return AddResult(
+            status="pending",
+            pending_id=item.id,
+            message=(
+                f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
+                "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
+            ),
+        )
 
     async def _reinforce(
         self, tx: StoreWriter, user_id: str, existing: Memory, req: AddRequest, now: datetime
@@ -392,8 +403,11 @@ class Lifecycle:
         )
 
     async def _store(
-        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float], now: datetime
+        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float], now: datetime,
+        *, cap: bool = True,
     ) -> AddResult:
+        """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
+        (a batch enforces it once, after all its writes)."""
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
         if existing is None and req.supersedes is None:
@@ -457,7 +471,7 @@ class Lifecycle:
                 user_id, EventKind.updated, now, memory_id=memory.id, operation_id=req.operation_id,
                 payload={"supersedes": old.id},
             )
-        evicted = await self.enforce_cap(tx, user_id, now, keep=[memory.id])
+        evicted = await self.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
         kind = "core memory" if is_core(scores) else f"{req.category.value} memory"
         message = f"Stored as a {kind} (importance {imp:.2f})."
         if old is not None:
@@ -553,14 +567,7 @@ class Lifecycle:
     async def patch_core(
         self, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"], reason: str | None
     ) -> PatchResult:
-        patch = clean_text(patch, "patch", max_chars=self.settings.max_content_chars)
-        screened = privacy.screen(patch)
-        if screened.findings:
-            if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
-                raise InvalidInput(
-                    "patch", f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out"
-                )
-            patch = screened.text
+        patch, redacted = self.screen_patch(clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch")
         if reason is not None:
             reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         async with self.store.read() as reader:
@@ -576,40 +583,56 @@ class Lifecycle:
             )
         vector = await self._embed(new_content, memory.keywords)
         async with self.store.write() as tx:
-            memory = self._require_core(await tx.get_memory(user_id, memory_id), memory_id)
-            new_content = self._patched(memory.content, patch, mode, now)
-            revision = Revision(
-                id=new_id(),
-                memory_id=memory.id,
-                user_id=user_id,
-                previous_content=memory.content,
-                new_content=new_content,
-                mode=mode,
-                reason=reason,
-                created_at=now,
-            )
-            await tx.insert_revision(revision)
-            await tx.replace_content(
-                user_id,
-                memory.id,
-                content=new_content,
-                content_hash=content_hash(new_content),
-                keywords=memory.keywords,
-                vector=vector,
-                text=indexed_text(new_content, memory.keywords),
-                updated_at=now,
-            )
-            await tx.add_event(
-                user_id, EventKind.patched, now, memory_id=memory.id,
-                payload={"mode": mode, "revision_id": revision.id, "reason": reason},
-            )
-            updated = await tx.get_memory(user_id, memory.id)
+            return await self._patch_in(tx, user_id, memory_id, patch, mode, reason, vector, now, redacted)
+
+    def screen_patch(self, patch: str, field: str) -> tuple[str, list[str]]:
+        """The patch with secrets redacted, and their kinds; refused (InvalidInput) when nothing else is left."""
+        screened = privacy.screen(patch)
+        if not screened.findings:
+            return patch, []
+        if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
+            raise InvalidInput(field, f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out")
+        return screened.text, screened.kinds
+
+    async def _patch_in(
+        self, tx: StoreWriter, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
+        reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
+    ) -> PatchResult:
+        """Inside a transaction: patch a core memory, keeping the previous text as a revision."""
+        memory = self._require_core(await tx.get_memory(user_id, memory_id), memory_id)
+        new_content = self._patched(memory.content, patch, mode, now)
+        revision = Revision(
+            id=new_id(),
+            memory_id=memory.id,
+            user_id=user_id,
+            previous_content=memory.content,
+            new_content=new_content,
+            mode=mode,
+            reason=reason,
+            created_at=now,
+        )
+        await tx.insert_revision(revision)
+        await tx.replace_content(
+            user_id,
+            memory.id,
+            content=new_content,
+            content_hash=content_hash(new_content),
+            keywords=memory.keywords,
+            vector=vector,
+            text=indexed_text(new_content, memory.keywords),
+            updated_at=now,
+        )
+        await tx.add_event(
+            user_id, EventKind.patched, now, memory_id=memory.id,
+            payload={"mode": mode, "revision_id": revision.id, "reason": reason},
+        )
+        updated = await tx.get_memory(user_id, memory.id)
         assert updated is not None
         return PatchResult(
             memory=MemoryView.of(updated),
             revision_id=revision.id,
             previous_content=memory.content,
-            redacted=screened.kinds,
+            redacted=redacted or [],
         )
 
     @staticmethod
@@ -639,21 +662,41 @@ class Lifecycle:
             reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         now = self.clock.now()
         async with self.store.write() as tx:
-            memory = await tx.get_memory(user_id, memory_id)
-            if memory is None:
-                raise NotFound(f"memory_id: no memory with id {memory_id!r}; find ids with list_memories")
-            if memory.status == Status.trashed:
-                raise Conflict(
-                    f"memory {memory_id} is already in the trash (purged after {memory.purge_at:%Y-%m-%d}); "
-                    "restore brings it back"
-                )
-            await self.trash_memory(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
-            trashed = await tx.get_memory(user_id, memory_id)
+            return await self._forget_in(tx, user_id, memory_id, reason, now)
+
+    async def _forget_in(
+        self, tx: StoreWriter, user_id: str, memory_id: str, reason: str | None, now: datetime
+    ) -> ForgetResult:
+        """Inside a transaction: move a memory to the trash on the user's behalf."""
+        memory = await tx.get_memory(user_id, memory_id)
+        if memory is None:
+            raise NotFound(f"memory_id: no memory with id {memory_id!r}; find ids with list_memories")
+        if memory.status == Status.trashed:
+            raise Conflict(
+                f"memory {memory_id} is already in the trash (purged after {memory.purge_at:%Y-%m-%d}); "
+                "restore brings it back"
+            )
+        await self.trash_memory(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
+        trashed = await tx.get_memory(user_id, memory_id)
         assert trashed is not None
         return ForgetResult(
             item=TrashItem.of(trashed),
             message=f"Moved to the trash; restore(memory_id) brings it back until {trashed.purge_at:%Y-%m-%d}.",
         )
+
+    # -- reinforce --------------------------------------------------------------------------------
+    async def reinforce(self, user_id: str, memory_ids: Sequence[str]) -> list[str]:
+        """Memories that shaped a reply (BOOST, or recall's `used`): one rule for both, review.record_used.
+
+        Returns the ids reinforced: active memories of this user; others are ignored.
+        """
+        async with self.store.write() as tx:
+            return await self._reinforce_in(tx, user_id, memory_ids, self.clock.now())
+
+    async def _reinforce_in(
+        self, tx: StoreWriter, user_id: str, memory_ids: Sequence[str], now: datetime
+    ) -> list[str]:
+        return await record_used(tx, user_id, memory_ids, now)
 
     async def restore(self, user_id: str, memory_id: str) -> RestoreResult:
         now = self.clock.now()

@@ -28,7 +28,7 @@ from .models import Category, EventKind, Memory, Status
 from . import timeexpr
 from .ranking import Candidate, Ranked, Weights, rank, rarity, shadow_older
 from .results import PendingView, RecallHit, RecallResult, ScoreBreakdown
-from .review import record_used
+from .reinforcement import record_used
 from .store import Store, StoreReader
 from .todos import due_reminders, reminder_view
 from .usercard import render_user_card

@@ -34,10 +34,10 @@ from .errors import Conflict, NotFound
 from .lifecycle import Lifecycle
 from .models import Category, EventKind, Memory, Scores, Status, Usage
 from .results import MarkResult, MemoryView
+from .reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
 from .scoring import importance, info_importance
 from .store import Store, StoreWriter
 
-USED_JUDGE_BOOST = 0.1
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10
 DECAY_BELOW = 0.5
@@ -77,29 +77,6 @@ class ReviewQueue(BaseModel):
     instructions: str
     promote: list[ReviewItem]
     decay: list[ReviewItem]
-
-
-async def record_used(tx: StoreWriter, user_id: str, memory_ids: Sequence[str], now: datetime) -> list[str]:
-    """Count memories as having shaped the agent's reply; ids that are not active memories are skipped."""
-    wanted = list(dict.fromkeys(memory_ids))
-    memories = [m for m in await tx.get_memories(user_id, wanted) if m.status == Status.active]
-    if not memories:
-        return []
-    ids = [m.id for m in memories]
-    await tx.add_uses(user_id, ids, now)
-    for memory in memories:
-        fields: dict[str, object] = {"last_active_at": now, "time_coef": 1.0}
-        if memory.core:
-            fields["importance"] = memory.info_importance
-        else:
-            boosted = Scores(
-                **{**memory.scores.model_dump(), "judge": min(1.0, memory.scores.judge + USED_JUDGE_BOOST)}
-            )
-            info = info_importance(boosted)
-            fields.update(judge=boosted.judge, info_importance=info, importance=info)
-        await tx.update_memory(user_id, memory.id, **fields)
-    await tx.add_event(user_id, EventKind.used, now, payload={"ids": ids})
-    return ids
 
 
 def promotion_reason(memory: Memory, usage: Usage | None) -> str | None:

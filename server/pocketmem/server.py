@@ -16,6 +16,7 @@ from .clock import Clock
 from .config import Settings
 from .notifications import CardNotifier, UserScopedBus
 from .prompts import register_prompts
+from .remember import register_remember_tool
 from .resources import register_resources
 from .tools import register_tools
 
@@ -31,7 +32,10 @@ about pending_confirmations and answer with confirm_pending. The extract_memorie
 Mention due `reminders` once and mark_memory(action="complete") todos the user has done. On your next recall,
 pass `used` with the ids of memories that shaped your reply. Now and then read memory://review and decide
 each candidate with mark_memory (promote, keep or forget). If the user asks for a temporary (off-the-record)
-conversation, pass temporary=true to recall_memories and add_memory."""
+conversation, pass temporary=true to recall_memories and add_memory.
+
+Every few turns you may instead call remember_conversation with the recent messages (your reply included):
+pocketmem then decides with an LLM what to add, update, patch, reinforce or forget."""
 
 
 def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure factory
@@ -77,6 +81,7 @@ def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketM
         subscriptions=bus,
     )
     register_tools(mcp, app, current_user)
+    register_remember_tool(mcp, app, current_user)
     register_resources(mcp, app, current_user)
     register_prompts(mcp, app, current_user)
     notifier.install(mcp)

@@ -253,8 +253,8 @@ class StoreWriter(StoreReader):
     ) -> None: ...
 
     @abstractmethod
-    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime) -> None:
-        """use_count += 1, last_active_at = now."""
+    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
+        """use_count += by, last_active_at = now."""
 
     @abstractmethod
     async def eviction_candidates(self, user_id: str, count: int, now: datetime, exclude: Sequence[str]) -> list[Memory]:

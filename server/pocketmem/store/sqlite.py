@@ -674,13 +674,13 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
         if self._vectors:
             await self._exec("update memory_vectors set status = ? where rowid = ?", (status.value, rowid))
 
-    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime) -> None:
+    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
         if not memory_ids:
             return
         await self._exec(
-            "update memories set use_count = use_count + 1, last_active_at = ? "
+            "update memories set use_count = use_count + ?, last_active_at = ? "
             f"where user_id = ? and id in ({_placeholders(len(memory_ids))})",
-            (to_iso(now), user_id, *memory_ids),
+            (by, to_iso(now), user_id, *memory_ids),
         )
 
     async def eviction_candidates(

@@ -1,0 +1,175 @@
+"""The one rubric for deciding what to remember, in Chinese and English.
+
+Two readers follow it: an agent using the `extract_memories` prompt (it turns each decision
+into add_memory / patch_core_memory / forget_memory calls) and the LLM that
+`remember_conversation` asks (it answers the same decisions as JSON operations). Both get
+the same body — categories, E/I/P/J with examples, confidence, and when to update instead of
+adding — followed by the part that says how to act on it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+Language = Literal["zh", "en"]
+
+_BODY_ZH = """\
+你是记忆管理员：读最近的对话，决定哪些信息值得长期记住，以及它们怎样改变已有的记忆。只记以后还用得上的。
+
+要记什么（category）：
+- preference 偏好/厌恶/习惯（“用户不喜欢香菜”）  - fact 关于用户的事实（工作、项目、技术栈）
+- lesson 踩过的坑和解决办法（“Docker 构建要用 proxy-env”）  - goal 计划和目标
+- person 用户生活中的人（“小白是用户养的猫”）  - todo 待办（写上 due_at）
+- event 有时间的事件（“下周二字节面试”）  - episode 本次对话摘要（14 天后过期）  - context 很快过时的情境
+不要记：寒暄、一时的情绪、助手自己说的话、密码/密钥/证件号等敏感信息。
+
+用用户说话的语言写记忆，不要翻译：用户说中文就写中文，说英文就写英文。每条一两句话，写清是谁（“用户……”），
+相对时间写成日期（“下周二” → “2026-12-01”）。
+
+打分（scores，每项 0~1；省略的按类别默认值）：
+- emotion E：情绪强度，负面更高。“吃到香菜很反感” 0.7；“随口一提” 0.1
+- info I：信息量，具体的名字、数字、时间更高。“生日是 3 月 5 日” 0.9；“最近挺忙” 0.2
+- persistence P：能保持多久。1 = 核心记忆：长期稳定的喜恶、慢性病、姓名、生日——永不衰减、不会被淘汰；
+  长期计划约 0.5（“明年想考研”）；短期事实约 0.1（“今晚要加班”）
+- judge J：你对重要性的综合判断
+confidence：用户明确说的 ≥0.9；你推测的 0.6~0.85（会先请用户确认）；拿不准（<0.6）就别记。
+keywords：每条 3~6 个短词帮助以后检索：同义词、上位概念、另一种语言的词（香菜 → coriander、忌口、饮食）。
+
+对已有记忆怎么做（先看已有的相关记忆）：
+- ADD：新信息，已有记忆里没有。意思相同的已有记忆不要再 ADD。
+- UPDATE：新信息纠正或替代了一条普通记忆（用户搬家了、换工作了、改了计划）：写出完整的新内容，旧的留作历史。
+  不要 ADD 一条和旧记忆矛盾的新记忆。
+- PATCH：新信息和一条核心记忆（P=1）冲突或补充它：只写变化（“最近胃炎，暂时不吃辣”），以用户最新说法为准；
+  会加上日期括号：你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）。
+- BOOST：某条已有记忆真正影响了助手的回复（只是聊到同一个话题不算）。
+- FORGET：用户要求忘掉，或某条记忆确定是错的又没有新内容可替代（进回收站，7 天内可恢复）。
+- SKIP：没有值得记的。
+两条看似矛盾的信息可能只是时间变化（“十天前很紧张”和“现在很放松”）：那就 ADD 新的，不删旧的。
+"""
+
+_BODY_EN = """\
+You are the memory keeper: read the recent conversation and decide what is worth remembering for the long
+term and how it changes what is already remembered. Keep only what will matter later.
+
+What to save (category):
+- preference (likes, dislikes, habits: "The user hates cilantro")  - fact (about the user, their work, projects, tools)
+- lesson (what failed and what fixed it)  - goal (plans and aims)  - person (people in their life: "Bai is the user's cat")
+- todo (with due_at)  - event (something at a time: "Interview at ByteDance next Tuesday")
+- episode (a summary of this conversation; expires in 14 days)  - context (situational, soon outdated)
+Do not save: small talk, passing moods, the assistant's own words, passwords, keys or ID numbers.
+
+Write each memory in the language the user spoke — never translate: Chinese stays Chinese, English stays English.
+One or two sentences each; say who ("The user ...") and turn relative times into dates ("next Tuesday" -> "2026-12-01").
+
+Scores (0..1 each; left out, the category's defaults fill them):
+- emotion E: emotional weight, negative feelings higher. "Eating cilantro disgusts me" 0.7; "just mentioning it" 0.1
+- info I: information content; names, numbers and dates score higher. "Birthday is March 5" 0.9; "busy lately" 0.2
+- persistence P: how long it stays true. 1 = core: stable likes and dislikes, chronic illness, name, birthday —
+  never decays, never evicted. ~0.5 long-term plans ("wants to do a master's next year"); ~0.1 short-term facts ("working late tonight")
+- judge J: your overall judgement of importance
+confidence: >= 0.9 when the user said it plainly; 0.6-0.85 when you infer it (the user is asked first); below 0.6 don't save.
+keywords: 3-6 short terms per memory to find it later: synonyms, the broader topic, the other language's words (cilantro -> 香菜, diet).
+
+What to do with what is already remembered (read the related memories first):
+- ADD: new information that no existing memory holds. Never ADD what an existing memory already says.
+- UPDATE: it corrects or replaces an ordinary memory (the user moved, changed jobs, changed plans): write the whole new
+  memory; the old one is kept as history. Never ADD a memory that contradicts an existing one.
+- PATCH: it contradicts or refines a core memory (P = 1): write only the change ("stomach trouble, no spicy food for now");
+  the user's latest word wins, and a dated note is appended: Loves spicy food. (2026-11-26: stomach trouble, no spicy food for now)
+- BOOST: an existing memory really shaped the assistant's reply (merely touching the same topic does not count).
+- FORGET: the user asks to forget it, or it is certainly wrong and nothing replaces it (to the trash, restorable for 7 days).
+- SKIP: nothing worth remembering.
+Two statements that look contradictory may just be time passing ("was tense ten days ago", "relaxed now"): ADD the new one,
+don't delete the old.
+"""
+
+_AGENT_ZH = """
+怎么执行（每条一次工具调用）：
+- ADD → add_memory(content, category, scores, confidence, keywords, due_at)
+- UPDATE → add_memory(..., supersedes=旧记忆 id)
+- PATCH → patch_core_memory(旧记忆 id, patch="最近胃炎，暂时不吃辣", mode="append")
+- FORGET → forget_memory(id)
+- BOOST、SKIP → 不用调用（recall_memories 已经记下了使用）
+要找已有记忆的 id，先用 recall_memories 或 list_memories。
+"""
+
+_AGENT_EN = """
+How to act (one tool call each):
+- ADD -> add_memory(content, category, scores, confidence, keywords, due_at)
+- UPDATE -> add_memory(..., supersedes=<old id>)
+- PATCH -> patch_core_memory(<old id>, patch="...", mode="append")
+- FORGET -> forget_memory(<id>)
+- BOOST, SKIP -> no call (recall_memories already counted the use)
+Find the ids of existing memories with recall_memories or list_memories first.
+"""
+
+_SERVER_ZH = """
+只回答一个 JSON 对象，不要任何别的文字，格式：{{"operations": [操作, ...]}}。每个操作是下面之一
+（memory_id 用已有记忆前面的编号，如 "m1"；reason 用一句话说明理由）：
+- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": 0.95, "keywords": ["..."], "due_at": "ISO 8601，只用于 todo/event，可省略", "reason": "..."}}
+- {{"op": "UPDATE", "memory_id": "m2", "content": "完整的新内容", "confidence": 0.9, "reason": "..."}}（category、scores、keywords、due_at 可省略，省略时沿用旧的）
+- {{"op": "PATCH", "memory_id": "m1", "patch": "只写变化", "mode": "append", "confidence": 0.9, "reason": "..."}}（mode 为 replace 时 patch 是完整的新内容）
+- {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
+- {{"op": "FORGET", "memory_id": "m4", "confidence": 0.95, "reason": "..."}}
+- {{"op": "SKIP", "reason": "..."}}
+一个记忆最多出现在一个操作里。没有值得记的就回答 {{"operations": [{{"op": "SKIP", "reason": "只是寒暄"}}]}}。
+例子（假设已有 m1 =“你很爱吃辣。”（核心）、m2 =“用户住在北京”；用户说搬到杭州了、最近胃炎、下周二上午面试）：
+{example}
+"""
+
+_SERVER_EN = """
+Answer with one JSON object and nothing else: {{"operations": [operation, ...]}}. Each operation is one of these
+(memory_id is the label in front of an existing memory, e.g. "m1"; reason is one sentence):
+- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": 0.95, "keywords": ["..."], "due_at": "ISO 8601, todo/event only, optional", "reason": "..."}}
+- {{"op": "UPDATE", "memory_id": "m2", "content": "the whole new memory", "confidence": 0.9, "reason": "..."}} (category, scores, keywords, due_at optional: left out, the old ones stay)
+- {{"op": "PATCH", "memory_id": "m1", "patch": "only the change", "mode": "append", "confidence": 0.9, "reason": "..."}} (with mode replace, patch is the whole new content)
+- {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
+- {{"op": "FORGET", "memory_id": "m4", "confidence": 0.95, "reason": "..."}}
+- {{"op": "SKIP", "reason": "..."}}
+A memory appears in at most one operation. With nothing worth remembering, answer {{"operations": [{{"op": "SKIP", "reason": "small talk"}}]}}.
+Example (say m1 = "Loves spicy food." (core) and m2 = "The user lives in Beijing" exist; the user said they moved to
+Hangzhou, have stomach trouble, and have an interview next Tuesday morning):
+{example}
+"""
+
+# A complete answer for a conversation in which the user said they moved to Hangzhou (m2 said Beijing),
+# have stomach trouble (m1 is the core memory 你很爱吃辣), and have an interview next Tuesday.
+# tests/test_extraction.py checks that it passes the same validation as a real answer.
+EXAMPLE_ANSWER_ZH: dict[str, Any] = {
+    "operations": [
+        {"op": "UPDATE", "memory_id": "m2", "content": "用户 2026-11 搬到杭州住了", "confidence": 0.95,
+         "reason": "用户说搬家了，旧记忆说在北京"},
+        {"op": "PATCH", "memory_id": "m1", "patch": "最近胃炎，暂时不吃辣", "mode": "append", "confidence": 0.9,
+         "reason": "和核心记忆冲突，以最新说法为准"},
+        {"op": "ADD", "content": "用户 2026-12-01（周二）上午十点有字节跳动的面试", "category": "event",
+         "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8}, "confidence": 0.95,
+         "keywords": ["面试", "字节", "interview", "工作"], "due_at": "2026-12-01T10:00:00+08:00",
+         "reason": "有日期的重要事件"},
+    ]
+}
+
+EXAMPLE_ANSWER_EN: dict[str, Any] = {
+    "operations": [
+        {"op": "UPDATE", "memory_id": "m2", "content": "The user moved to Hangzhou in November 2026", "confidence": 0.95,
+         "reason": "the user moved; the old memory says Beijing"},
+        {"op": "PATCH", "memory_id": "m1", "patch": "stomach trouble, no spicy food for now", "mode": "append",
+         "confidence": 0.9, "reason": "contradicts a core memory; the latest word wins"},
+        {"op": "ADD", "content": "The user has an interview at ByteDance on 2026-12-01 (Tuesday) at 10:00",
+         "category": "event", "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8},
+         "confidence": 0.95, "keywords": ["interview", "ByteDance", "面试", "job"],
+         "due_at": "2026-12-01T10:00:00+08:00", "reason": "an important dated event"},
+    ]
+}
+
+
+def agent_rubric(language: Language) -> str:
+    """The `extract_memories` prompt: the rubric, then how to act on it with the tools."""
+    return _BODY_ZH + _AGENT_ZH if language == "zh" else _BODY_EN + _AGENT_EN
+
+
+def server_rubric(language: Language) -> str:
+    """The system prompt of `remember_conversation`: the rubric, then the JSON answer format with an example."""
+    if language == "zh":
+        return _BODY_ZH + _SERVER_ZH.format(example=json.dumps(EXAMPLE_ANSWER_ZH, ensure_ascii=False))
+    return _BODY_EN + _SERVER_EN.format(example=json.dumps(EXAMPLE_ANSWER_EN, ensure_ascii=False))
