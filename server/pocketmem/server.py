@@ -7,10 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 from . import __version__
 from .app import PocketMem
+from .auth import SCOPE
 from .clock import Clock
 from .config import Settings
 from .prompts import register_prompts
@@ -40,7 +43,20 @@ def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure
     return current_user
 
 
-def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketMem | None = None) -> MCPServer:
+def _bearer_auth() -> AuthSettings:
+    # pocketmem issues its own opaque tokens: no OAuth server and no protected-resource metadata.
+    # The SDK requires an issuer URL, which is only ever published alongside that metadata.
+    return AuthSettings(issuer_url="https://pocketmem.invalid/", resource_server_url=None, required_scopes=[SCOPE])
+
+
+def build_server(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    app: PocketMem | None = None,
+    token_verifier: TokenVerifier | None = None,
+) -> MCPServer:
+    """The MCP server. With a token verifier (network transports) every HTTP request needs a bearer token."""
     app = app or PocketMem(settings, clock=clock)
 
     @asynccontextmanager
@@ -58,6 +74,8 @@ def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketM
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level=settings.log_level,
+        token_verifier=token_verifier,
+        auth=_bearer_auth() if token_verifier is not None else None,
     )
     current_user = current_user_resolver(settings)
     register_tools(mcp, app, current_user)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..models import Category, DeleteReason, Event, EventKind, Memory, PendingItem, PendingStatus, Revision, Status, Tombstone
+from ..models import ApiToken, Category, DeleteReason, Event, EventKind, Memory, PendingItem, PendingStatus, Revision, Status, Tombstone
 
 SEARCHABLE = (Status.active, Status.superseded)
 
@@ -146,6 +146,18 @@ class StoreReader(ABC):
     @abstractmethod
     async def get_user(self, user_id: str) -> dict[str, Any] | None: ...
 
+    # Tokens are looked up by their id before the user is known (the id is the public part of a
+    # presented token), so these are the only reads not scoped by a user id.
+    @abstractmethod
+    async def get_token(self, token_id: str) -> ApiToken | None: ...
+
+    @abstractmethod
+    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
+        """Tokens of one user (or of every user when None), oldest first."""
+
+    @abstractmethod
+    async def count_active_tokens(self) -> int: ...
+
 
 class StoreWriter(StoreReader):
     """Writes; only available inside `Store.write()`."""
@@ -227,6 +239,17 @@ class StoreWriter(StoreReader):
 
     @abstractmethod
     async def ensure_user(self, user_id: str, now: datetime) -> None: ...
+
+    @abstractmethod
+    async def insert_token(self, token: ApiToken) -> None: ...
+
+    @abstractmethod
+    async def revoke_token(self, token_id: str, when: datetime) -> bool:
+        """Mark an active token revoked; False when it is unknown or already revoked."""
+
+    @abstractmethod
+    async def touch_token(self, token_id: str, when: datetime) -> None:
+        """Record when the token was last used."""
 
 
 class Store(ABC):
