@@ -14,7 +14,7 @@ import logging
 import math
 import struct
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,10 +41,13 @@ from ..models import (
 from . import sqlite_migrations
 from .base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from .driver import connect, sqlite_module
+from .filelock import FileWriteLock
 
 log = logging.getLogger(__name__)
 
 LOCK_RETRIES = 3
+# How long a write waits for other processes' writes before it fails as busy.
+WRITE_LOCK_TIMEOUT = 30.0
 
 _MEMORY_COLUMNS = (
     "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
@@ -887,6 +890,7 @@ class SQLiteStore(Store):
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
         self._vectors_loaded = False
         self._vector_table = False
@@ -957,7 +961,7 @@ class SQLiteStore(Store):
     @asynccontextmanager
     async def write(self) -> AsyncIterator[StoreWriter]:
         conn = self._require(self._writer)
-        async with self._write_lock:
+        async with self._write_lock, self._hold_file_lock():
             for attempt in range(LOCK_RETRIES + 1):
                 try:
                     await conn.execute("begin immediate")
@@ -982,6 +986,9 @@ class SQLiteStore(Store):
                     except Exception:
                         await conn.execute("rollback")
                         raise
+
+    def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
+        return self._file_lock.hold() if self._file_lock is not None else nullcontext()
 
     async def get_meta(self, key: str) -> str | None:
         conn = self._require(self._writer)
