@@ -222,3 +222,39 @@ def test_token_commands_store_only_a_hash(home):
     assert unknown.returncode == 2 and "no token with id" in unknown.stderr
     bad_user = cli(home, "token", "create", "--user", "bad user!")
     assert bad_user.returncode == 2 and "user:" in bad_user.stderr
+
+
+async def test_malformed_requests_get_clean_errors(home):
+    """Broken JSON, bad bytes, lone surrogates, NaN / infinity: an error answer each, no crash, nothing stored."""
+    with ServerProcess(home, "http") as server:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(server.url, json=INITIALIZE, headers=JSON_HEADERS)
+            session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"],
+                       "mcp-protocol-version": "2025-11-25"}
+            await http.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+
+            def call(n: int, arguments: str) -> bytes:
+                return (f'{{"jsonrpc":"2.0","id":{n},"method":"tools/call",'
+                        f'"params":{{"name":"add_memory","arguments":{arguments}}}}}').encode()
+
+            for body in (b"{bad json", b"\xff\xfe\x00", b"[]", call(2, r'{"content":"\ud800x"}')):
+                answer = await http.post(server.url, content=body, headers=session)
+                assert answer.status_code == 400, body
+                assert answer.json()["error"]["code"] in (-32700, -32600, -32602), answer.text
+            for n, arguments in enumerate((
+                '{"content":"ok","confidence":NaN}', '{"content":"ok","confidence":1e999}',
+                '{"content":"ok","scores":{"persistence":-Infinity}}', '{"content":"ok","created_at":"2026-02-30"}',
+                '{"content":"ok","due_at":"0001-01-01T00:00:00+14:00"}',
+            ), start=3):
+                answer = await http.post(server.url, content=call(n, arguments), headers=session)
+                assert answer.status_code == 200, arguments
+                assert '"isError":true' in answer.text, (arguments, answer.text)
+            # No tool takes a user id; one smuggled in is ignored and the write stays the caller's.
+            answer = await http.post(server.url, content=call(20, '{"content":"ok","user_id":"alice"}'), headers=session)
+            assert '"status\\": \\"stored' in answer.text, answer.text
+        async with connect(server.url) as client:
+            assert await contents(client) == ["ok"]
+        alice = create_token(home, "alice")
+        async with connect(server.url, alice) as client:
+            assert await contents(client) == []
+        assert "Traceback" not in server.log()
