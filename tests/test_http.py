@@ -54,6 +54,7 @@ def home(tmp_path):
 async def test_a_token_is_needed_and_checked(home):
     alice = create_token(home, "alice", "laptop")
     with ServerProcess(home, "http") as server:
+        assert "bearer token required" in server.log()
         missing = await post_initialize(server.url)
         assert missing.status_code == 401
         assert missing.headers["www-authenticate"].startswith("Bearer ")

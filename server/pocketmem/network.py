@@ -23,6 +23,7 @@ import hmac
 import ipaddress
 import logging
 import secrets
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -221,16 +222,26 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
     return LocalAccessMiddleware(starlette, local, allowed)
 
 
-def _describe(options: NetworkOptions, port: int, anonymous: Anonymous) -> str:
+def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int) -> str:
     host = f"[{options.host}]" if ":" in options.host else options.host
     path = MCP_PATH if options.transport == "http" else SSE_PATH
     kind = "streamable HTTP" if options.transport == "http" else "SSE"
-    access = {
-        Anonymous.never: "bearer token required",
-        Anonymous.until_first_token: "no token needed until one is created with `pocketmem token create`",
-        Anonymous.always: "no token needed (--auth none)",
-    }[anonymous]
+    if anonymous is Anonymous.always:
+        access = "no token needed (--auth none)"
+    elif anonymous is Anonymous.until_first_token and active_tokens == 0:
+        access = "no token needed until one is created with `pocketmem token create`"
+    else:
+        access = "bearer token required"
     return f"pocketmem: MCP over {kind} at http://{host}:{port}{path} ({access})"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind before serving, so a taken port is a one-line error rather than a server traceback."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem | None = None) -> None:
@@ -239,7 +250,8 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
 
     app = app or PocketMem(settings)
     async with app:
-        anonymous = access_policy(options.host, options.auth, await TokenService(app.store, app.clock).count_active())
+        active_tokens = await TokenService(app.store, app.clock).count_active()
+        anonymous = access_policy(options.host, options.auth, active_tokens)
         asgi = build_app(settings, app, options, anonymous)
         level = logging.getLogger().getEffectiveLevel()
         config = uvicorn.Config(
@@ -253,10 +265,10 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         server = uvicorn.Server(config)
-        serving = asyncio.create_task(server.serve())
+        serving = asyncio.create_task(server.serve(sockets=[listen(options.host, options.port)]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.02)
         if server.started:
             port = server.servers[0].sockets[0].getsockname()[1]
-            print(_describe(options, port, anonymous), file=sys.stderr, flush=True)
+            print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
         await serving
