@@ -94,8 +94,9 @@ async def test_loopback_needs_no_token_until_the_first_one_exists(home):
 
 
 async def test_stdio_acts_as_pocketmem_user_over_the_same_file(home):
-    from mcp import Client, StdioServerParameters
     import sys
+
+    from mcp import Client, StdioServerParameters
 
     from tests.servers import server_env
 

@@ -6,8 +6,11 @@ Who may connect (decided at start, re-checked on every request):
     loopback    no token needed while none exists;      token required     no token needed
                 once one exists, every request needs
                 one (no restart)
-    other       token required; refuses to start       token required     refuses to start
+    exposed     token required; refuses to start       token required     refuses to start
                 while no token exists
+
+Exposed: bound to a non-loopback address, or named by a non-loopback --allowed-host (a loopback
+server behind a reverse proxy is reachable from anywhere).
 
 A request without a token, where one is not needed, acts as POCKETMEM_USER (like stdio); a token
 that is sent is always checked, so a wrong one gets 401 everywhere. DNS-rebinding protection
@@ -66,7 +69,11 @@ class Anonymous(StrEnum):
 
 
 def is_loopback(host: str) -> bool:
-    name = host.strip("[]").lower()
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1 : name.find("]")]
+    elif name.count(":") == 1:
+        name = name.split(":")[0]  # host:port
     if name == "localhost":
         return True
     try:
@@ -75,18 +82,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def access_policy(host: str, mode: AuthMode, active_tokens: int) -> Anonymous:
+def exposed_name(host: str, allowed_hosts: Sequence[str]) -> str | None:
+    """The name by which others can reach the server, None when only this machine can.
+
+    A loopback bind with a public --allowed-host is a server behind a reverse proxy: requests
+    arrive from 127.0.0.1 but come from anywhere, so it is exposed just the same.
+    """
+    if not is_loopback(host):
+        return host or "(all addresses)"
+    return next((name for name in allowed_hosts if not is_loopback(name)), None)
+
+
+def access_policy(host: str, mode: AuthMode, active_tokens: int, allowed_hosts: Sequence[str] = ()) -> Anonymous:
     """Refuse unsafe combinations with a message that says what to do instead."""
     create = "create one with `pocketmem token create --user NAME`"
-    if not is_loopback(host):
+    exposed = exposed_name(host, allowed_hosts)
+    if exposed is not None:
         if mode is AuthMode.none:
             raise ConfigError(
-                f"refusing --auth none on {host}: anyone who can reach it could read every memory. "
-                "--auth none is for loopback hosts only (127.0.0.1, ::1, localhost)"
+                f"refusing --auth none on {exposed}: anyone who can reach it could read every memory. "
+                "--auth none is for a loopback host with no public --allowed-host only"
             )
         if active_tokens == 0:
             raise ConfigError(
-                f"refusing to listen on {host} without authentication: no token exists yet. "
+                f"refusing to serve {exposed} without authentication: no token exists yet. "
                 f"{create.capitalize()}, give it to the client (Authorization: Bearer <token>), then start again"
             )
         return Anonymous.never
@@ -251,7 +270,7 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
     app = app or PocketMem(settings)
     async with app:
         active_tokens = await TokenService(app.store, app.clock).count_active()
-        anonymous = access_policy(options.host, options.auth, active_tokens)
+        anonymous = access_policy(options.host, options.auth, active_tokens, options.allowed_hosts)
         asgi = build_app(settings, app, options, anonymous)
         level = logging.getLogger().getEffectiveLevel()
         config = uvicorn.Config(
