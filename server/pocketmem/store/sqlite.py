@@ -2,8 +2,9 @@
 
 One write connection behind a lock, every unit of work in one `BEGIN IMMEDIATE` transaction
 (memory row + vector row + keyword row + events together), and a separate read connection, so
-readers never wait for a writer. Other processes on the same file wait on SQLite's busy timeout;
-a lock that outlasts it is retried before it becomes an error.
+readers never wait for a writer. Writers of other processes on the same file take turns on a
+per-file lock (filelock.py) before `BEGIN IMMEDIATE`; SQLite's busy timeout, then a few retries,
+cover anything else holding the database.
 """
 
 from __future__ import annotations
