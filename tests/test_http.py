@@ -165,7 +165,9 @@ async def test_a_wildcard_host_needs_tokens_and_allowed_hosts(home):
     no_names = cli(home, "serve", "--transport", "http", "--host", "0.0.0.0")
     assert no_names.returncode == 2 and "--allowed-host" in no_names.stderr
     unsafe = cli(home, "serve", "--transport", "http", "--host", "0.0.0.0", "--auth", "none", "--allowed-host", "x")
-    assert unsafe.returncode == 2 and "loopback hosts only" in unsafe.stderr
+    assert unsafe.returncode == 2 and "--auth none is for a loopback host" in unsafe.stderr
+    proxied = cli(home, "serve", "--transport", "http", "--auth", "none", "--allowed-host", "memory.example.com")
+    assert proxied.returncode == 2 and "refusing --auth none on memory.example.com" in proxied.stderr
 
     with ServerProcess(home, "http", "--host", "0.0.0.0", "--allowed-host", "memory.test") as server:
         url = server.url.replace("0.0.0.0", "127.0.0.1")
