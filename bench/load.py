@@ -184,6 +184,9 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"{100 - round(args.add_share * 100)}% recall_memories / {round(args.add_share * 100)}% add_memory; one user "
         f"and token per client, each holding {args.memories} memories (bench/data/eval_a.json) plus what it adds; "
         "built-in `hash` embedder; latencies are per call as the client sees them (ms).",
+        "Server CPU is the server process's share of one core during the run (client CPU likewise for the",
+        "process running every client): near 100% means calls queue for the server's one event loop, so",
+        "latency grows with the number of clients while throughput stays level.",
         "",
         "| clients | calls/s | recall p50 | recall p95 | add p50 | add p95 | all p50 | all p95 | server CPU | client CPU | errors |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
