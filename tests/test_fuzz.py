@@ -3,8 +3,8 @@
 For any arguments — very long strings, control characters, lone surrogates, NaN / infinity,
 negative and huge numbers, FTS5 syntax, SQL-looking text, wrong types, unknown keys, other users'
 ids — a call either succeeds or comes back as a tool error with a message, never as a crash (an
-"internal error" or a protocol error). A rejected call leaves the whole database byte-for-byte as
-it was, and no call, accepted or not, touches another user's rows.
+"internal error" or a protocol error). A rejected call leaves every table exactly as it was, and no
+call, accepted or not, touches another user's rows.
 
 Deterministic for CI: derandomized, a bounded number of examples, no example database.
 """
@@ -37,6 +37,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 OTHER_USER = "someone-else"
+OTHER_MARK = "（别人的）"  # in every memory of the other user, so a leak is visible in any answer
 TABLES = {
     "memories": "select * from memories order by rowid",
     "memories_fts": "select rowid, terms, keywords from memories_fts order by rowid",
@@ -168,6 +169,7 @@ class World:
     async def seed(self) -> None:
         me = self.app.settings.user
         for user in (me, OTHER_USER):
+            mark = OTHER_MARK if user == OTHER_USER else ""
             ids = []
             for content, extra in (
                 ("用户不喜欢香菜", {"keywords": ["香菜"]}),
@@ -175,14 +177,14 @@ class World:
                 ("用户住在上海", {}),
                 ("用户在学吉他", {}),
             ):
-                ids.append((await self.app.lifecycle.add(user, AddRequest(content=content, **extra))).memory_id)
-            await self.app.lifecycle.add(user, AddRequest(content="用户住在杭州", supersedes=ids[2]))
+                ids.append((await self.app.lifecycle.add(user, AddRequest(content=mark + content, **extra))).memory_id)
+            await self.app.lifecycle.add(user, AddRequest(content=mark + "用户住在杭州", supersedes=ids[2]))
             await self.app.lifecycle.forget(user, ids[3], None)
-            ids.append((await self.app.lifecycle.add(user, AddRequest(content="用户爱喝茶"))).memory_id)
+            ids.append((await self.app.lifecycle.add(user, AddRequest(content=mark + "用户爱喝茶"))).memory_id)
             ids.append("0" * 32)
             self.memory_ids += ids
             for content in ("用户可能养了狗", "用户好像在减肥"):
-                pending = await self.app.lifecycle.add(user, AddRequest(content=content, confidence=0.7))
+                pending = await self.app.lifecycle.add(user, AddRequest(content=mark + content, confidence=0.7))
                 self.pending_ids.append(pending.pending_id)
 
     def resolve(self, value: Any) -> Any:
@@ -215,6 +217,7 @@ class World:
             assert self.fingerprint() == whole, f"rejected {tool} changed the store: {text}"
         else:
             assert result.structured_content is not None, (tool, args)
+        assert OTHER_MARK not in text, f"{tool} showed another user's memory: {text}"
         assert self.fingerprint(OTHER_USER) == others, f"{tool} touched another user's rows"
 
 
@@ -252,3 +255,36 @@ test_fuzz_list_memories = fuzz_tool("list_memories")
 async def test_the_fuzzer_covers_every_tool(world: World) -> None:
     tools = {t.name for t in (await world.client.list_tools()).tools}
     assert tools == set(TOOL_ARGS)
+
+
+@settings(FUZZ, max_examples=40)
+@given(memory_id=st.one_of(hostile_text, st.integers(0, 11).map(lambda n: ("pool", n))))
+async def test_fuzz_memory_resource(world: World, memory_id: Any) -> None:
+    """Any id in memory://memories/{id}: the memory (only this user's) or a clear error, never a crash."""
+    from mcp.shared.exceptions import MCPError
+
+    resolved = world.resolve(memory_id)
+    before = world.fingerprint()
+    try:
+        result = await world.client.read_resource(f"memory://memories/{resolved}")
+    except MCPError as exc:
+        assert "no memory with id" in exc.message or "Unknown resource" in exc.message, exc.message
+        assert OTHER_MARK not in exc.message
+    else:
+        assert resolved in world.memory_ids[: len(world.memory_ids) // 2]  # only the caller's own
+        assert resolved in result.contents[0].text
+    assert world.fingerprint() == before
+
+
+@settings(FUZZ, max_examples=30)
+@given(message=hostile_text | long_text, context=st.one_of(st.none(), hostile_text))
+async def test_fuzz_memory_context_prompt(world: World, message: str, context: str | None) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    args = {"message": message} if context is None else {"message": message, "context": context}
+    try:
+        prompt = await world.client.get_prompt("memory_context", args)
+    except MCPError as exc:
+        assert exc.message.startswith("invalid argument "), exc.message
+    else:
+        assert OTHER_MARK not in prompt.messages[0].content.text
