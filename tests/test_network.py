@@ -7,7 +7,14 @@ import pytest
 from pocketmem.auth import TokenService, hash_token, token_id_of
 from pocketmem.errors import ConfigError, InvalidInput, NotFound
 from pocketmem.models import EventKind
-from pocketmem.network import Anonymous, AuthMode, StoreTokenVerifier, access_policy, is_loopback, transport_security
+from pocketmem.network import (
+    Anonymous,
+    AuthMode,
+    StoreTokenVerifier,
+    access_policy,
+    is_loopback,
+    transport_security,
+)
 
 
 @pytest.mark.parametrize(
