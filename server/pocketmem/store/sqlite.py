@@ -1102,6 +1102,7 @@ class SQLiteStore(Store):
             "vector_mismatches": vector_mismatch,
             "vectors_available": self.vectors_available,
             "schema": migrations[-1] if migrations else None,
-            "schema_current": bool(migrations) and migrations[-1] == sqlite_migrations.latest(),
+            # Every known migration applied, in whatever order (branches may add them side by side).
+            "schema_current": {name for name, _ in sqlite_migrations.MIGRATIONS} <= set(migrations),
         }
 
