@@ -21,7 +21,7 @@ def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_command(tmp_path):
     out = run(tmp_path, "--help")
     assert out.returncode == 0
-    for command in ("serve", "stats", "doctor", "reindex"):
+    for command in ("serve", "token", "stats", "doctor", "reindex"):
         assert command in out.stdout
 
 

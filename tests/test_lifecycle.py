@@ -328,3 +328,17 @@ async def test_near_duplicates(app, first, second, same):
         assert (b.status, b.memory_id) == ("duplicate", a.memory_id)
     else:
         assert b.status == "stored" and b.memory_id != a.memory_id
+
+
+async def test_dates_without_an_offset_are_in_the_users_zone_and_far_years_are_refused(app):
+    from datetime import datetime
+
+    naive = datetime(2026, 11, 20, 9, 30)
+    stored = await add(app, "用户上周五面试了字节", created_at=naive, valid_from=naive)
+    memory = (await app.get_memory(USER, stored.memory_id))
+    assert memory["created_at"].startswith("2026-11-20T01:30:00")  # 09:30 in Asia/Shanghai
+    before = await snapshot(app)
+    for field, value in (("due_at", datetime(1, 1, 1)), ("expires_at", datetime(9999, 12, 31, 23, 59))):
+        with pytest.raises(InvalidInput, match=f"{field}: must be between the years 1000 and 9000"):
+            await add(app, "用户要交房租", category=Category.todo, **{field: value})
+    assert await snapshot(app) == before

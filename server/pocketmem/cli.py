@@ -1,4 +1,4 @@
-"""The `pocketmem` command: serve, stats, doctor, reindex, maintain, export, import.
+"""The `pocketmem` command: serve, token, stats, doctor, reindex, maintain, export, import.
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -20,7 +20,7 @@ from typing import Any
 
 from . import __version__
 from .config import Settings, load_settings
-from .errors import InvalidInput, PocketmemError
+from .errors import ConfigError, InvalidInput, PocketmemError
 
 log = logging.getLogger("pocketmem")
 
@@ -150,16 +150,65 @@ def _instant(text: str) -> datetime:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    from .server import build_server
-
-    server = build_server(settings)
     if args.transport == "stdio":
-        server.run()
-    elif args.transport == "http":
-        server.run("streamable-http", host=args.host, port=args.port, streamable_http_path="/mcp")
-    else:
-        server.run("sse", host=args.host, port=args.port)
+        if args.auth != "auto" or args.allowed_host:
+            raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
+        from .server import build_server
+
+        build_server(settings).run()
+        return 0
+    from .network import AuthMode, NetworkOptions, serve
+
+    options = NetworkOptions(
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        auth=AuthMode(args.auth),
+        allowed_hosts=tuple(args.allowed_host),
+    )
+    asyncio.run(serve(settings, options))
     return 0
+
+
+async def _token(settings: Settings, args: argparse.Namespace) -> int:
+    from .app import PocketMem, dumps
+    from .auth import TokenService
+
+    app = PocketMem(settings)
+    await app.open(check_embedder=False)
+    try:
+        tokens = TokenService(app.store, app.clock)
+        if args.token_command == "create":
+            new = await tokens.create(args.user, args.name)
+            print(new.token)
+            print(
+                f"created token {new.record.id} for user {new.record.user_id!r}. It is shown only this once; "
+                "clients send it as `Authorization: Bearer <token>`.",
+                file=sys.stderr,
+            )
+        elif args.token_command == "list":
+            records = await tokens.list(args.user, include_revoked=args.all)
+            rows = [r.model_dump(mode="json", exclude={"token_hash"}) for r in records]
+            if args.json:
+                print(dumps(rows))
+            else:
+                print(_token_table(rows))
+        else:
+            for token_id in args.token_id:
+                record = await tokens.revoke(token_id)
+                print(f"revoked token {record.id} of user {record.user_id!r}", file=sys.stderr)
+    finally:
+        await app.close()
+    return 0
+
+
+def _token_table(rows: list[dict[str, Any]]) -> str:
+    columns = ("id", "user_id", "name", "created_at", "last_used_at", "revoked_at")
+    cells = [[str(row[c] or "-") for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines) if cells else "no tokens (create one with `pocketmem token create --user NAME`)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,7 +223,34 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
     serve.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765)")
+    serve.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765; 0 picks a free one)")
+    serve.add_argument(
+        "--auth",
+        choices=("auto", "token", "none"),
+        default="auto",
+        help="http/sse: auto (default) needs a bearer token off loopback, and on loopback once any token exists; "
+        "token always needs one; none (loopback only) accepts requests without one as POCKETMEM_USER",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="http/sse: a host name or address clients use to reach the server (Host header check against DNS "
+        "rebinding); repeatable; needed with --host 0.0.0.0 and behind a reverse proxy",
+    )
+
+    token = sub.add_parser("token", help="manage bearer tokens of the http/sse transports (one user per token)")
+    token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
+    create = token_sub.add_parser("create", help="create a token for a user and print it (only this once)")
+    create.add_argument("--user", required=True, help="the user the token acts as")
+    create.add_argument("--name", help="a label to recognise it by, e.g. the client or machine")
+    listing = token_sub.add_parser("list", help="list tokens (never the tokens themselves)")
+    listing.add_argument("--user", help="only this user's tokens")
+    listing.add_argument("--all", action="store_true", help="include revoked tokens")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    revoke = token_sub.add_parser("revoke", help="revoke tokens by id; requests carrying them get 401 at once")
+    revoke.add_argument("token_id", nargs="+", metavar="ID")
 
     sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON")
     sub.add_parser("doctor", help="check the database, the sqlite-vec extension, the schema and the embedder")
@@ -209,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "maintain": lambda: asyncio.run(_maintain(settings, args)),
             "export": lambda: asyncio.run(_export(settings, args)),
             "import": lambda: asyncio.run(_import(settings, args)),
+            "token": lambda: asyncio.run(_token(settings, args)),
         }
         code = commands[args.command]()
     except PocketmemError as exc:

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     trash_days: int = Field(7, gt=0, le=3650, description="Days a trashed memory can be restored before it is purged.")
     episode_days: int = Field(14, gt=0, le=3650, description="Days after which an episode (conversation summary) expires.")
     max_content_chars: int = Field(2000, ge=50, le=100_000, description="Longest memory content accepted.")
+    max_request_bytes: int = Field(
+        1_048_576, ge=16_384, le=67_108_864, description="Largest HTTP request body (http/sse transports); larger gets 413."
+    )
 
     # -- write routing ---------------------------------------------------------------------------
     store_threshold: float = Field(0.85, ge=0, le=1, description="Confidence at or above which add_memory stores.")

@@ -79,6 +79,10 @@ NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
 
+DATE_FIELDS = ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
+# Far enough from datetime's limits that offsets and added days cannot overflow.
+MIN_YEAR, MAX_YEAR = 1000, 9000
+
 
 class AddRequest(BaseModel):
     """Everything add_memory accepts, already type-checked by the MCP layer or the CLI."""
@@ -169,20 +173,24 @@ class Lifecycle:
                 raise InvalidInput(f"scores.{key}", "unknown score; use emotion, info, persistence, judge")
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"scores.{key}", "must be between 0 and 1")
-        # A time without an offset (2026-11-28T18:00) is the user's wall-clock time, as they would say it.
-        zone = self.settings.zone
-        times = {
-            name: value.replace(tzinfo=zone)
-            for name in ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
-            if (value := getattr(req, name)) is not None and value.tzinfo is None
-        }
-        req = req.model_copy(update=times)
+        dates = {name: self._instant(name, getattr(req, name)) for name in DATE_FIELDS}
+        req = req.model_copy(update=dates)
         now = self.clock.now()
         if req.created_at is not None and req.created_at > now + timedelta(days=1):
             raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
         if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
             raise InvalidInput("remind_at", "must not be after due_at")
         return req.model_copy(update={"content": content, "keywords": keywords})
+
+    def _instant(self, field: str, value: datetime | None) -> datetime | None:
+        """An aware instant within the supported years; a value without an offset is in the user's zone."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=self.settings.zone)
+        if not MIN_YEAR <= value.year <= MAX_YEAR:
+            raise InvalidInput(field, f"must be between the years {MIN_YEAR} and {MAX_YEAR}")
+        return value
 
     @staticmethod
     def _request_hash(req: AddRequest) -> str:

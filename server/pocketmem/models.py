@@ -68,6 +68,8 @@ class EventKind(StrEnum):
     kept = "kept"  # review: kept as it is
     rescored = "rescored"  # maintenance refreshed stored time coefficients and importance
     imported = "imported"  # rows read from an export file
+    token_created = "token_created"
+    token_revoked = "token_revoked"
 
 
 class Scores(BaseModel):
@@ -174,3 +176,19 @@ class Event(BaseModel):
     operation_id: str | None
     payload: dict[str, Any]
     created_at: datetime
+
+
+class ApiToken(BaseModel):
+    """A bearer token of the network transports. The token itself is never stored, only its hash."""
+
+    id: str
+    user_id: str
+    name: str | None = None
+    token_hash: str
+    created_at: datetime
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

@@ -7,9 +7,12 @@ from collections.abc import Callable
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from .app import PocketMem
+from .errors import InvalidInput
 from .retrieval import RecallRequest
 from .rubric import agent_rubric
 from .text import guess_language
@@ -28,7 +31,12 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         """A system-prompt block with the user card and the memories relevant to `message`."""
         lines = [line for line in (context or "").splitlines() if line.strip()][-3:]
         user = current_user()
-        result = await app.retrieval.recall(user, RecallRequest(query=message, context=lines))
+        try:
+            result = await app.retrieval.recall(user, RecallRequest(query=message, context=lines))
+        except InvalidInput as exc:
+            # Any other exception would reach the client only as "Error rendering prompt memory_context".
+            field = "message" if exc.field == "query" else exc.field
+            raise MCPError(INVALID_PARAMS, f"invalid argument {field}: {exc.rule}") from None
         card = await app.user_card(user)
         zh = guess_language(message) == "zh"
         parts = [card.strip()]

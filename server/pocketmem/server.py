@@ -8,10 +8,13 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 from . import __version__
 from .app import PocketMem
+from .auth import SCOPE
 from .clock import Clock
 from .config import Settings
 from .notifications import CardNotifier, UserScopedBus
@@ -50,7 +53,20 @@ def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure
     return current_user
 
 
-def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketMem | None = None) -> MCPServer:
+def _bearer_auth() -> AuthSettings:
+    # pocketmem issues its own opaque tokens: no OAuth server and no protected-resource metadata.
+    # The SDK requires an issuer URL, which is only ever published alongside that metadata.
+    return AuthSettings(issuer_url="https://pocketmem.invalid/", resource_server_url=None, required_scopes=[SCOPE])
+
+
+def build_server(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    app: PocketMem | None = None,
+    token_verifier: TokenVerifier | None = None,
+) -> MCPServer:
+    """The MCP server. With a token verifier (network transports) every HTTP request needs a bearer token."""
     app = app or PocketMem(settings, clock=clock)
     current_user = current_user_resolver(settings)
     bus = UserScopedBus(current_user)
@@ -79,6 +95,8 @@ def build_server(settings: Settings, *, clock: Clock | None = None, app: PocketM
         lifespan=lifespan,
         log_level=settings.log_level,
         subscriptions=bus,
+        token_verifier=token_verifier,
+        auth=_bearer_auth() if token_verifier is not None else None,
     )
     register_tools(mcp, app, current_user)
     register_remember_tool(mcp, app, current_user)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..models import (
+    ApiToken,
     Category,
     DeleteReason,
     Event,
@@ -213,6 +214,18 @@ class StoreReader(ABC):
     async def events_after(self, user_id: str, after_id: int, limit: int) -> list[Event]:
         """Events with an id greater than `after_id`, oldest first."""
 
+    # Tokens are looked up by their id before the user is known (the id is the public part of a
+    # presented token), so these are the only reads not scoped by a user id.
+    @abstractmethod
+    async def get_token(self, token_id: str) -> ApiToken | None: ...
+
+    @abstractmethod
+    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
+        """Tokens of one user (or of every user when None), oldest first."""
+
+    @abstractmethod
+    async def count_active_tokens(self) -> int: ...
+
 
 class StoreWriter(StoreReader):
     """Writes; only available inside `Store.write()`."""
@@ -330,6 +343,16 @@ class StoreWriter(StoreReader):
     @abstractmethod
     async def import_user(self, user: Mapping[str, Any]) -> bool:
         """Insert a users row (user_id, display_name, identity_confirmed, persona, created_at, updated_at)."""
+
+    async def insert_token(self, token: ApiToken) -> None: ...
+
+    @abstractmethod
+    async def revoke_token(self, token_id: str, when: datetime) -> bool:
+        """Mark an active token revoked; False when it is unknown or already revoked."""
+
+    @abstractmethod
+    async def touch_token(self, token_id: str, when: datetime) -> None:
+        """Record when the token was last used."""
 
 
 class Store(ABC):

@@ -2,8 +2,9 @@
 
 One write connection behind a lock, every unit of work in one `BEGIN IMMEDIATE` transaction
 (memory row + vector row + keyword row + events together), and a separate read connection, so
-readers never wait for a writer. Other processes on the same file wait on SQLite's busy timeout;
-a lock that outlasts it is retried before it becomes an error.
+readers never wait for a writer. Writers of other processes on the same file take turns on a
+per-file lock (filelock.py) before `BEGIN IMMEDIATE`; SQLite's busy timeout, then a few retries,
+cover anything else holding the database.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import math
 import struct
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import anyio
 from ..clock import from_iso, to_iso
 from ..errors import StoreError
 from ..models import (
+    ApiToken,
     Category,
     DeleteReason,
     Event,
@@ -54,10 +56,13 @@ from .sqlite_records import ts as _ts
 from .sqlite_upkeep import UpkeepQueries
 from .base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from .driver import connect, sqlite_module
+from .filelock import FileWriteLock
 
 log = logging.getLogger(__name__)
 
 LOCK_RETRIES = 3
+# How long a write waits for other processes' writes before it fails as busy.
+WRITE_LOCK_TIMEOUT = 30.0
 
 _MEMORY_COLUMNS = (
     "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
@@ -202,6 +207,20 @@ def _pending(row: Sequence[Any]) -> PendingItem:
 
 
 _PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
+_TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
+
+
+def _token(row: Sequence[Any]) -> ApiToken:
+    id_, user_id, name, token_hash, created_at, last_used_at, revoked_at = row
+    return ApiToken(
+        id=id_,
+        user_id=user_id,
+        name=name,
+        token_hash=token_hash,
+        created_at=from_iso(created_at),
+        last_used_at=_dt(last_used_at),
+        revoked_at=_dt(revoked_at),
+    )
 
 
 def _is_locked(exc: BaseException) -> bool:
@@ -543,6 +562,25 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             "updated_at": row[5],
         }
 
+    async def get_token(self, token_id: str) -> ApiToken | None:
+        row = await self._one(f"select {_TOKEN_COLUMNS} from api_tokens where id = ?", (token_id,))
+        return _token(row) if row else None
+
+    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
+        where, params = [], []
+        if user_id is not None:
+            where.append("user_id = ?")
+            params.append(user_id)
+        if not include_revoked:
+            where.append("revoked_at is null")
+        clause = f"where {' and '.join(where)}" if where else ""
+        rows = await self._all(f"select {_TOKEN_COLUMNS} from api_tokens {clause} order by created_at, id", params)
+        return [_token(r) for r in rows]
+
+    async def count_active_tokens(self) -> int:
+        row = await self._one("select count(*) from api_tokens where revoked_at is null")
+        return int(row[0])
+
     # -- writes ---------------------------------------------------------------------------------
     async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
         blob = pack_vector(vector)
@@ -792,6 +830,29 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             (user_id, to_iso(now), to_iso(now)),
         )
 
+    async def insert_token(self, token: ApiToken) -> None:
+        await self._exec(
+            f"insert into api_tokens ({_TOKEN_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?)",
+            (
+                token.id,
+                token.user_id,
+                token.name,
+                token.token_hash,
+                to_iso(token.created_at),
+                _ts(token.last_used_at),
+                _ts(token.revoked_at),
+            ),
+        )
+
+    async def revoke_token(self, token_id: str, when: datetime) -> bool:
+        changed = await self._exec(
+            "update api_tokens set revoked_at = ? where id = ? and revoked_at is null", (to_iso(when), token_id)
+        )
+        return changed > 0
+
+    async def touch_token(self, token_id: str, when: datetime) -> None:
+        await self._exec("update api_tokens set last_used_at = ? where id = ?", (to_iso(when), token_id))
+
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
@@ -810,6 +871,7 @@ class SQLiteStore(Store):
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
         self._vectors_loaded = False
         self._vector_table = False
@@ -887,7 +949,7 @@ class SQLiteStore(Store):
     async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
         conn = self._require(self._writer)
         tx: SQLiteTx | None = None
-        async with self._write_lock:
+        async with self._write_lock, self._hold_file_lock():
             if not durable:
                 # Bookkeeping (use counts, recall events) need not wait for fsync; the next durable
                 # commit syncs the WAL up to and including it.
@@ -929,6 +991,9 @@ class SQLiteStore(Store):
                 except Exception:
                     await conn.execute("rollback")
                     raise
+
+    def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
+        return self._file_lock.hold() if self._file_lock is not None else nullcontext()
 
     async def get_meta(self, key: str) -> str | None:
         conn = self._require(self._writer)
@@ -1048,6 +1113,7 @@ class SQLiteStore(Store):
             "count_mismatches": count_mismatches,
             "vectors_available": self.vectors_available,
             "schema": migrations[-1] if migrations else None,
-            "schema_current": bool(migrations) and migrations[-1] == sqlite_migrations.latest(),
+            # Every known migration applied, in whatever order (branches may add them side by side).
+            "schema_current": {name for name, _ in sqlite_migrations.MIGRATIONS} <= set(migrations),
         }
 

@@ -207,9 +207,30 @@ async def _run_script(db: aiosqlite.Connection, script: str) -> None:
         raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:80]}")
 
 
+async def m003_tokens(db: aiosqlite.Connection) -> None:
+    # Bearer tokens of the network transports. Only a hash of each token is kept; `id` is the public
+    # part of the token (`pm_<id>_<secret>`), so a presented token is found without scanning.
+    await _run_script(
+        db,
+        """
+        create table api_tokens (
+            id text primary key,
+            user_id text not null,
+            name text,
+            token_hash text not null,
+            created_at text not null,
+            last_used_at text,
+            revoked_at text
+        );
+        create index api_tokens_by_user on api_tokens (user_id, created_at);
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
+    ("m003_tokens", m003_tokens),
 ]
 
 

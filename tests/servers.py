@@ -1,0 +1,125 @@
+"""pocketmem as real processes, for tests: the CLI, and `serve --transport http|sse` on a free port.
+
+    with ServerProcess(home, "http") as server:
+        async with connect(server.url, token) as client:
+            await client.call_tool(...)
+
+The server is started with `--port 0` and announces its URL on stderr once it listens; stderr goes
+to a file (``server.log``) so a full pipe can never stall it and a failing test can show it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+_ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    # Hosts start servers with a minimal environment; give it only what pocketmem needs.
+    return {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai", **extra}
+
+
+def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pocketmem", *args],
+        env=server_env(home, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def create_token(home: Path, user: str, name: str | None = None) -> str:
+    out = cli(home, "token", "create", "--user", user, *(["--name", name] if name else []))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+class ServerProcess:
+    def __init__(self, home: Path, transport: str = "http", *args: str, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.transport = transport
+        self.args = args
+        self.env = env or {}
+        home.mkdir(parents=True, exist_ok=True)
+        self.log_path = home / f"server-{transport}-{time.monotonic_ns()}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 60) -> ServerProcess:
+        command = [sys.executable, "-m", "pocketmem", "serve", "--transport", self.transport, "--port", "0", *self.args]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                command, env=server_env(self.home, **self.env), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=log,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = _ANNOUNCE.search(self.log())
+            if found:
+                self.url = found.group(1)
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"pocketmem serve exited with {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.05)
+        self.kill()
+        raise TimeoutError(f"pocketmem serve did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def base(self) -> str:
+        return self.url.rsplit("/", 1)[0]
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@asynccontextmanager
+async def connect(url: str, token: str | None = None, *, mode: str = "legacy", **kw: Any) -> AsyncIterator[Client]:
+    """The official client over streamable HTTP (…/mcp) or SSE (…/sse), carrying the token."""
+    if url.endswith("/sse"):
+        async with Client(sse_client(url, headers=auth_headers(token)), mode=mode, **kw) as client:
+            yield client
+        return
+    timeout = httpx2.Timeout(30, read=300)
+    async with httpx2.AsyncClient(headers=auth_headers(token), timeout=timeout) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode, **kw) as client:
+            yield client
