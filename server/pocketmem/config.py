@@ -11,15 +11,16 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from .errors import ConfigError
 
 ENV_PREFIX = "POCKETMEM_"
+SYNC_SCOPES = ("memory", "memory.trash")
 USER_ID_PATTERN = r"^[A-Za-z0-9_.@:-]{1,64}$"
 
 
@@ -99,6 +100,24 @@ class Settings(BaseSettings):
         10, ge=1, le=100, description="Most messages remember_conversation accepts in one call."
     )
 
+    # -- PostgreSQL: the server's own store, or the cloud library a local notebook syncs with ------------
+    database_url: SecretStr | None = Field(
+        None, description="postgresql://... : run the whole server on PostgreSQL + pgvector instead of the SQLite file."
+    )
+    cloud_url: SecretStr | None = Field(
+        None, description="postgresql://... : the cloud library this SQLite notebook syncs with and recalls from."
+    )
+    sync_scopes: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("memory",), description="What sync carries, comma separated: memory (default) and memory.trash."
+    )
+    sync_interval: float = Field(
+        300.0, ge=0, le=7 * 86400, description="Seconds between syncs while the server runs; 0 turns the timer off."
+    )
+    library_timeout: float = Field(
+        0.3, ge=0, le=30, description="Seconds recall waits for the cloud library's answer; 0 asks only the notebook."
+    )
+    pg_pool_size: int = Field(10, ge=1, le=500, description="Most PostgreSQL connections this process opens.")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING")
 
     # -- derived ---------------------------------------------------------------------------------
@@ -127,6 +146,28 @@ class Settings(BaseSettings):
             raise ValueError(f"must be an http(s) URL, got {value!r}")
         return value.rstrip("/")
 
+    @field_validator("database_url", "cloud_url", mode="after")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        text = value.get_secret_value().strip()
+        if not re.match(r"^postgres(ql)?://", text):
+            raise ValueError("must be a PostgreSQL URL: postgresql://user:password@host:5432/dbname")
+        return SecretStr(text)
+
+    @field_validator("sync_scopes", mode="before")
+    @classmethod
+    def _scopes(cls, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        scopes = tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
+        unknown = [s for s in scopes if s not in SYNC_SCOPES]
+        if unknown:
+            raise ValueError(f"unknown scope {unknown[0]!r}; use memory, or memory,memory.trash")
+        if "memory" not in scopes:
+            raise ValueError("must include memory (memory.trash uploads the trash on top of syncing memories)")
+        return scopes
+
     @model_validator(mode="after")
     def _coherent(self) -> Settings:
         if self.pending_threshold > self.store_threshold:
@@ -139,11 +180,27 @@ class Settings(BaseSettings):
             raise ValueError("POCKETMEM_EMBEDDER=local needs POCKETMEM_EMBED_MODEL (a model name or a local folder)")
         if self.llm_base_url and not self.llm_model:
             raise ValueError("POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL (the chat model to ask, e.g. qwen2.5:7b)")
+        if self.database_url is not None and self.cloud_url is not None:
+            raise ValueError(
+                "POCKETMEM_CLOUD_URL syncs a local SQLite notebook; with POCKETMEM_DATABASE_URL the store is "
+                "already on PostgreSQL, so set only one of them"
+            )
         return self
 
     @property
     def db_path(self) -> Path:
         return self.db if self.db is not None else self.home / "memory.db"
+
+    @property
+    def database_label(self) -> str:
+        """Where the store lives, for stats and doctor: the SQLite path, or the PostgreSQL URL without its password."""
+        if self.database_url is not None:
+            return mask_url(self.database_url.get_secret_value())
+        return str(self.db_path)
+
+    @property
+    def sync_trash(self) -> bool:
+        return "memory.trash" in self.sync_scopes
 
     @property
     def zone(self) -> tzinfo:
@@ -167,6 +224,12 @@ class Settings(BaseSettings):
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+
+def mask_url(url: str) -> str:
+    """postgresql://user:secret@host/db -> postgresql://user:***@host/db (also a password=... parameter)."""
+    masked = re.sub(r"(://[^:/@]*:)[^/?#]*@", r"\1***@", url)
+    return re.sub(r"(password=)[^&\s]*", r"\1***", masked)
 
 
 def _toml_path() -> Path | None:
@@ -197,6 +260,7 @@ def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] |
         loc = [str(part) for part in err["loc"]]
         name = (ENV_PREFIX + loc[0].upper()) if loc else "settings"
         given = environ.get(name)
-        shown = f" (got {given!r})" if given is not None and "key" not in name.lower() else ""
+        secret = "key" in name.lower() or name.endswith("_URL") and "://" in (given or "") and "@" in (given or "")
+        shown = f" (got {given!r})" if given is not None and not secret else ""
         lines.append(f"  {name}: {err['msg']}{shown}")
     return "\n".join(lines)

@@ -50,7 +50,6 @@ from .reinforcement import record_used
 from .text import (
     clean_text,
     content_hash,
-    fts_match_expression,
     has_cjk,
     index_terms,
     normalise,
@@ -501,10 +500,10 @@ class Lifecycle:
     ) -> Memory | None:
         """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
         sig = signature(content)
-        match = fts_match_expression(query_terms(content)[:NEAR_DUPLICATE_TERMS])
-        if not sig or match is None:
+        terms = query_terms(content)[:NEAR_DUPLICATE_TERMS]
+        if not sig or not terms:
             return None
-        hits = [mid for mid, _ in await tx.keyword_hits(user_id, match, NEAR_DUPLICATE_CANDIDATES, (Status.active,))]
+        hits = [mid for mid, _ in await tx.keyword_hits(user_id, terms, NEAR_DUPLICATE_CANDIDATES, (Status.active,))]
         if not hits:
             return None
         core = normalise(strip_subject(content))

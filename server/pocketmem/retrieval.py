@@ -32,7 +32,7 @@ from .reinforcement import record_used
 from .store import Store, StoreReader
 from .todos import due_reminders, reminder_view
 from .usercard import render_user_card
-from .text import clean_text, fts_match_expression, guess_language, keyword_terms, query_terms
+from .text import clean_text, guess_language, keyword_terms, query_terms
 
 log = logging.getLogger(__name__)
 
@@ -268,9 +268,8 @@ class Retrieval:
                 # one relevant, and ranking its every match is what makes keyword search slow at scale.
                 limit = max(COMMON_TERM_FLOOR, total * COMMON_TERM_SHARE)
                 informative = sorted((t for t in rarities if counts[t] <= limit), key=lambda t: -rarities[t])
-                match = fts_match_expression(informative[:MAX_MATCH_TERMS])
-                if match is not None:
-                    hits = await reader.keyword_hits(user_id, match, KEYWORD_HITS, statuses)
+                if informative:
+                    hits = await reader.keyword_hits(user_id, informative[:MAX_MATCH_TERMS], KEYWORD_HITS, statuses)
                     keyword_ids = [mid for mid, _ in hits]
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)

@@ -1,8 +1,19 @@
-"""The store interface every backend implements (SQLite now, PostgreSQL later).
+"""The store interface every backend implements: SQLite (store/sqlite.py) and PostgreSQL (store/postgres.py).
 
 Rows in, rows out: no ranking, thresholds or text policy live here. Every method takes the
 user id, so no query can reach another user's rows. Writes happen inside `Store.write()`,
-one transaction per unit of work; reads inside `Store.read()`, one consistent snapshot.
+one transaction per unit of work, and writes of one user never interleave (SQLite has one
+writer; PostgreSQL takes a per-user lock at the first statement for that user); reads inside
+`Store.read()`, one consistent snapshot. Times go in and come out as UTC instants with
+millisecond precision.
+
+Sync (sync.py) reads a store's changes in commit order through opaque positions: `change_marker`
+names a point in that order, and `changed_memories` / `changed_tombstones` page through what
+changed at or after it, keyed by sortable strings. What counts as a change: anything sync
+carries (content, category, keywords, scores except judge, confidence, source, times, status,
+deletion fields, supersedes, dates, content hash) — not use counts, last_active_at, derived
+importance or vectors. Writes made with `record_change=False` (copies of changes made
+elsewhere) do not count.
 """
 
 from __future__ import annotations
@@ -104,9 +115,12 @@ class StoreReader(ABC):
 
     @abstractmethod
     async def keyword_hits(
-        self, user_id: str, match: str, k: int, statuses: Sequence[Status]
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
-        """(memory id, BM25 score, higher is better) for the k best keyword matches."""
+        """(memory id, score) for the k memories that best match any of the index terms (text.query_terms).
+
+        The score is higher for better matches (SQLite: BM25; PostgreSQL: ts_rank); only the order
+        counts, recall scores keywords itself from term_document_counts and indexed_terms."""
 
     @abstractmethod
     async def top_similarities(
@@ -133,7 +147,9 @@ class StoreReader(ABC):
 
     @abstractmethod
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many indexed memories contain each term, and how many are indexed in all."""
+        """How many stored memories (of every user, in any status) contain each term, and how many
+        memories are stored in all. Terms found nowhere are left out. The total may overstate by
+        memories purged since (SQLite reads the highest row id)."""
 
     @abstractmethod
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None: ...
@@ -216,6 +232,37 @@ class StoreReader(ABC):
 
     # Tokens are looked up by their id before the user is known (the id is the public part of a
     # presented token), so these are the only reads not scoped by a user id.
+    # -- sync ---------------------------------------------------------------------------------
+    @abstractmethod
+    async def change_marker(self) -> str:
+        """A position in this store's change order: `changed_*(since=marker)` returns everything changed
+        after this transaction's snapshot (and perhaps a little before)."""
+
+    @abstractmethod
+    async def changed_memories(
+        self, user_id: str, since: str | None, after: str | None, limit: int
+    ) -> list[tuple[str, Memory]]:
+        """(key, memory) for memories changed at or after `since` (None: from the beginning), by key;
+        `after` is the last key of the previous page. Keys sort as text."""
+
+    @abstractmethod
+    async def changed_tombstones(
+        self, user_id: str, since: str | None, after: str | None, limit: int
+    ) -> list[tuple[str, Tombstone]]:
+        """(key, tombstone) for tombstones written or changed (restored_at, purged_at) at or after `since`."""
+
+    @abstractmethod
+    async def memory_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vector of each memory that has one."""
+
+    @abstractmethod
+    async def tombstones_for(self, user_id: str, memory_ids: Sequence[str]) -> list[Tombstone]:
+        """Every tombstone of the given memories."""
+
+    @abstractmethod
+    async def meta(self, key: str) -> str | None:
+        """A store_meta value, read inside the transaction."""
+
     @abstractmethod
     async def get_token(self, token_id: str) -> ApiToken | None: ...
 
@@ -344,6 +391,7 @@ class StoreWriter(StoreReader):
     async def import_user(self, user: Mapping[str, Any]) -> bool:
         """Insert a users row (user_id, display_name, identity_confirmed, persona, created_at, updated_at)."""
 
+    @abstractmethod
     async def insert_token(self, token: ApiToken) -> None: ...
 
     @abstractmethod
@@ -353,6 +401,33 @@ class StoreWriter(StoreReader):
     @abstractmethod
     async def touch_token(self, token_id: str, when: datetime) -> None:
         """Record when the token was last used."""
+
+    # -- sync ---------------------------------------------------------------------------------
+    @abstractmethod
+    async def upsert_memory(
+        self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
+    ) -> None:
+        """Insert the memory, or overwrite every column of the row with its id (same user). Without a
+        vector an existing row keeps its own. `record_change=False`: a copy of a change made elsewhere,
+        left out of this store's change order."""
+
+    @abstractmethod
+    async def upsert_tombstone(self, tombstone: Tombstone, *, record_change: bool = True) -> bool:
+        """Insert the tombstone, or fill in the stored one's empty restored_at, purged_at and
+        cloud_synced_at from it. True when anything changed."""
+
+    @abstractmethod
+    async def mark_tombstones_synced(self, user_id: str, tombstone_ids: Sequence[str], when: datetime) -> None:
+        """cloud_synced_at = `when` where it is empty; not a change in the change order."""
+
+    @abstractmethod
+    async def remove_memory(self, user_id: str, memory_id: str) -> bool:
+        """Delete a memory's row, vector, keyword row, revisions and usage, leaving its tombstones as they
+        are (the trash handed over to the cloud library). False when there was nothing to delete."""
+
+    @abstractmethod
+    async def put_meta(self, key: str, value: str) -> None:
+        """Set a store_meta value inside the transaction."""
 
 
 class Store(ABC):
@@ -416,3 +491,6 @@ class Store(ABC):
     @abstractmethod
     async def health(self) -> dict[str, Any]:
         """Integrity and index agreement, for `pocketmem doctor` and tests."""
+
+    async def optimize(self) -> None:
+        """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""

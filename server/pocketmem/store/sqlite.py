@@ -25,6 +25,7 @@ import anyio
 
 from ..clock import from_iso, to_iso
 from ..errors import StoreError
+from ..text import fts_match_expression
 from ..models import (
     ApiToken,
     Category,
@@ -53,6 +54,7 @@ from .sqlite_records import (
 from .sqlite_records import dt as _dt
 from .sqlite_records import placeholders as _placeholders
 from .sqlite_records import ts as _ts
+from .sqlite_sync import SyncQueries
 from .sqlite_upkeep import UpkeepQueries
 from .base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from .driver import connect, sqlite_module
@@ -191,6 +193,44 @@ def _memory(row: Sequence[Any]) -> Memory:
     )
 
 
+def _memory_params(memory: Memory) -> tuple[Any, ...]:
+    """The values of _MEMORY_COLUMNS for a memory, in order."""
+    return (
+        memory.id,
+        memory.user_id,
+        memory.content,
+        memory.category.value,
+        json.dumps(memory.keywords, ensure_ascii=False),
+        memory.scores.emotion,
+        memory.scores.info,
+        memory.scores.persistence,
+        memory.scores.judge,
+        memory.info_importance,
+        memory.time_coef,
+        memory.importance,
+        memory.confidence,
+        memory.source,
+        memory.source_ref,
+        to_iso(memory.created_at),
+        to_iso(memory.updated_at),
+        to_iso(memory.valid_from),
+        _ts(memory.valid_until),
+        _ts(memory.last_active_at),
+        memory.use_count,
+        memory.status.value,
+        _ts(memory.deleted_at),
+        _ts(memory.purge_at),
+        memory.delete_reason.value if memory.delete_reason else None,
+        memory.supersedes,
+        _ts(memory.expires_at),
+        _ts(memory.due_at),
+        _ts(memory.remind_at),
+        _ts(memory.completed_at),
+        memory.content_hash,
+        memory.embed_model,
+    )
+
+
 def _pending(row: Sequence[Any]) -> PendingItem:
     id_, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at = row
     return PendingItem(
@@ -228,11 +268,14 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(UpkeepQueries, StoreWriter):
+class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS
     _to_memory = staticmethod(_memory)
+    _memory_params = staticmethod(_memory_params)
+    _pack = staticmethod(pack_vector)
+    _unpack = staticmethod(unpack_vector)
     _to_pending = staticmethod(_pending)
     _pending_columns = _PENDING_COLUMNS
 
@@ -343,8 +386,11 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
         return [(row[0], 1.0 - float(row[1])) for row in rows]
 
     async def keyword_hits(
-        self, user_id: str, match: str, k: int, statuses: Sequence[Status]
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
+        match = fts_match_expression(terms)
+        if match is None:
+            return []
         rows = await self._all(
             "select m.id, bm25(memories_fts) as rank from memories_fts join memories m on m.rowid = memories_fts.rowid "
             f"where memories_fts match ? and m.user_id = ? and m.status in ({_placeholders(len(statuses))}) "
@@ -586,41 +632,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
         blob = pack_vector(vector)
         cursor = await self._db.execute(
             f"insert into memories ({_MEMORY_COLUMNS}, embedding) values ({_placeholders(33)})",
-            (
-                memory.id,
-                memory.user_id,
-                memory.content,
-                memory.category.value,
-                json.dumps(memory.keywords, ensure_ascii=False),
-                memory.scores.emotion,
-                memory.scores.info,
-                memory.scores.persistence,
-                memory.scores.judge,
-                memory.info_importance,
-                memory.time_coef,
-                memory.importance,
-                memory.confidence,
-                memory.source,
-                memory.source_ref,
-                to_iso(memory.created_at),
-                to_iso(memory.updated_at),
-                to_iso(memory.valid_from),
-                _ts(memory.valid_until),
-                _ts(memory.last_active_at),
-                memory.use_count,
-                memory.status.value,
-                _ts(memory.deleted_at),
-                _ts(memory.purge_at),
-                memory.delete_reason.value if memory.delete_reason else None,
-                memory.supersedes,
-                _ts(memory.expires_at),
-                _ts(memory.due_at),
-                _ts(memory.remind_at),
-                _ts(memory.completed_at),
-                memory.content_hash,
-                memory.embed_model,
-                blob,
-            ),
+            (*_memory_params(memory), blob),
         )
         rowid = cursor.lastrowid
         await cursor.close()

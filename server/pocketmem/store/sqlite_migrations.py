@@ -227,10 +227,70 @@ async def m003_tokens(db: aiosqlite.Connection) -> None:
     )
 
 
+# What sync carries (see store/base.py): a change to any of these moves a memory forward in the change order.
+SYNCED_MEMORY_COLUMNS = (
+    "content", "category", "keywords", "emotion", "info", "persistence", "confidence", "source", "source_ref",
+    "created_at", "updated_at", "valid_from", "valid_until", "status", "deleted_at", "purge_at", "delete_reason",
+    "supersedes", "expires_at", "due_at", "remind_at", "completed_at", "content_hash",
+)
+
+
+async def m004_sync(db: aiosqlite.Connection) -> None:
+    """Change order for sync: a counter bumped by triggers in commit order (SQLite has one writer).
+
+    `sync_clock.quiet = 1` (set by a sync applying changes made elsewhere, inside its transaction)
+    keeps those copies out of the order, so they are not sent back.
+    """
+    changed = " or ".join(f"old.{c} is not new.{c}" for c in SYNCED_MEMORY_COLUMNS)
+    bump = "update sync_clock set seq = seq + 1;"
+    await _run_script(
+        db,
+        f"""
+        alter table memories add column sync_seq integer not null default 0;
+        alter table memory_tombstones add column sync_seq integer not null default 0;
+        create table sync_clock (
+            id integer primary key check (id = 1),
+            seq integer not null,
+            quiet integer not null default 0
+        );
+        insert into sync_clock (id, seq) values (1, 0);
+        create index memories_changes on memories (user_id, sync_seq, id);
+        create index tombstones_changes on memory_tombstones (user_id, sync_seq, tombstone_id);
+
+        create trigger memories_sync_insert after insert on memories
+        when (select quiet from sync_clock) = 0
+        begin
+            {bump}
+            update memories set sync_seq = (select seq from sync_clock) where rowid = new.rowid;
+        end;
+        create trigger memories_sync_update after update of {", ".join(SYNCED_MEMORY_COLUMNS)} on memories
+        when (select quiet from sync_clock) = 0 and ({changed})
+        begin
+            {bump}
+            update memories set sync_seq = (select seq from sync_clock) where rowid = new.rowid;
+        end;
+        create trigger tombstones_sync_insert after insert on memory_tombstones
+        when (select quiet from sync_clock) = 0
+        begin
+            {bump}
+            update memory_tombstones set sync_seq = (select seq from sync_clock) where rowid = new.rowid;
+        end;
+        create trigger tombstones_sync_update after update of restored_at, purged_at on memory_tombstones
+        when (select quiet from sync_clock) = 0
+            and (old.restored_at is not new.restored_at or old.purged_at is not new.purged_at)
+        begin
+            {bump}
+            update memory_tombstones set sync_seq = (select seq from sync_clock) where rowid = new.rowid;
+        end;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
     ("m003_tokens", m003_tokens),
+    ("m004_sync", m004_sync),
 ]
 
 

@@ -50,6 +50,7 @@ class UpkeepQueries:
         async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
         async def _rowid(self, user_id: str, memory_id: str) -> int | None: ...
+        async def remove_memory(self, user_id: str, memory_id: str) -> bool: ...
         async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None: ...
         async def insert_pending(self, item: PendingItem) -> None: ...
 
@@ -139,17 +140,8 @@ class UpkeepQueries:
 
     # -- writes ---------------------------------------------------------------------------------
     async def purge_memory(self, user_id: str, memory_id: str, when: datetime) -> bool:
-        rowid = await self._rowid(user_id, memory_id)
-        if rowid is None:
+        if not await self.remove_memory(user_id, memory_id):
             return False
-        await self._exec("delete from memories_fts where rowid = ?", (rowid,))
-        if self._vectors:
-            await self._exec("delete from memory_vectors where rowid = ?", (rowid,))
-        await self._exec(
-            "delete from memory_revisions where user_id = ? and memory_id = ?", (user_id, memory_id)
-        )
-        await self._exec("delete from memory_usage where user_id = ? and memory_id = ?", (user_id, memory_id))
-        await self._exec("delete from memories where rowid = ?", (rowid,))
         await self._exec(
             "update memory_tombstones set purged_at = ? where user_id = ? and memory_id = ? and purged_at is null",
             (to_iso(when), user_id, memory_id),
