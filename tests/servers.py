@@ -31,7 +31,15 @@ _ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     # Hosts start servers with a minimal environment; give it only what pocketmem needs.
-    return {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai", **extra}
+    from .conftest import backend_env
+
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "POCKETMEM_HOME": str(home),
+        "POCKETMEM_TZ": "Asia/Shanghai",
+        **backend_env(home),
+        **extra,
+    }
 
 
 def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

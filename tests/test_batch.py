@@ -13,7 +13,7 @@ from pocketmem.models import EventKind, Status
 from .conftest import make_settings
 from .scripted_llm import snapshot
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 

@@ -20,9 +20,9 @@ from pocketmem.lifecycle import AddRequest
 from pocketmem.models import Category, Status
 from pocketmem.retrieval import RecallRequest
 
-from .conftest import START, make_settings
+from .conftest import START, backend_env, make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 
@@ -153,10 +153,11 @@ async def test_import_respects_the_cap(tmp_path, clock):
         assert (await small.stats(USER))["active"] == 3
 
 
-async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path):
+async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path, backend):
     await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
+    mark = "%s" if backend == "postgres" else "?"
     async with app.store.write() as tx:
-        await tx._exec("update users set persona = ? where user_id = ?", ("# 十一\n温柔、直接。", USER))  # noqa: SLF001
+        await tx._exec(f"update users set persona = {mark} where user_id = {mark}", ("# 十一\n温柔、直接。", USER))  # noqa: SLF001
     out = tmp_path / "cards"
     written = await app.exporter.export_markdown(USER, out)
     assert [p.name for p in written] == ["User.md", "Persona.md"]
@@ -187,7 +188,8 @@ def test_cli_export_and_import(tmp_path):
     anyio.run(seed)
 
     def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+        env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+               **backend_env(home)}
         return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True,
                               text=True, timeout=120)
 

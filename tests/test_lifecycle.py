@@ -13,7 +13,7 @@ from pocketmem.models import Category, DeleteReason, EventKind, Status
 
 from .conftest import make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 

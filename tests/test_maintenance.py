@@ -19,9 +19,9 @@ from pocketmem.models import Category, DeleteReason, EventKind, Status
 from pocketmem.retrieval import RecallRequest
 from pocketmem.server import build_server
 
-from .conftest import START, make_settings
+from .conftest import START, backend_env, make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 
@@ -213,7 +213,8 @@ def test_cli_maintain_now(tmp_path):
             return await add(app, "聊了周末的计划", category=Category.episode)
 
     episode = anyio.run(seed)
-    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+           **backend_env(home)}
 
     def maintain(now: str) -> dict:
         out = subprocess.run([sys.executable, "-m", "pocketmem", "maintain", "--now", now], env=env,

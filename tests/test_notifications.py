@@ -19,7 +19,7 @@ from pocketmem.server import build_server
 
 from .conftest import START, make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 CARD = "memory://user-card"
 
 

@@ -17,7 +17,7 @@ from pocketmem.server import build_server
 
 from .conftest import make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 SECRETS = [

@@ -15,7 +15,7 @@ from pocketmem.store.driver import connect
 
 from .conftest import make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 STORE = [
@@ -147,29 +147,43 @@ async def test_neighbour_search_finds_memories(knn_app):
     assert result.degraded is None and result.memories[0].id == ids[STORE[0][0]]
 
 
-async def test_vector_index_failure_falls_back_to_keywords(knn_app, settings):
+async def break_indexes(app, settings, backend, *, keywords: bool = False) -> None:
+    """Break the vector (and keyword) index behind the server's back, as a corrupt or missing table would."""
+    if backend == "postgres":
+        async with app.store.write() as tx:
+            await tx._exec("alter table memories rename column embedding to embedding_lost")  # noqa: SLF001
+            if keywords:
+                await tx._exec("drop table memory_term_counts")  # noqa: SLF001
+        return
+    raw = connect(str(settings.db_path), load_vectors=True)
+    raw.execute("drop table memory_vectors")
+    if keywords:
+        raw.execute("drop table memories_fts_vocab")
+        raw.execute("drop table memories_fts")
+    raw.close()
+
+
+async def test_vector_index_failure_falls_back_to_keywords(knn_app, settings, backend):
     app = knn_app
     ids = await fill(app)
-    # Break the vector index behind the server's back, as a corrupt or missing table would.
-    raw = connect(str(settings.db_path), load_vectors=True)
-    raw.execute("drop table memory_vectors")
-    raw.close()
+    await break_indexes(app, settings, backend)
     result = await recall(app, "香菜")
     assert result.degraded and "vector index" in result.degraded
-    assert result.memories[0].id == ids[STORE[0][0]]
+    if backend == "sqlite":
+        assert result.memories[0].id == ids[STORE[0][0]]
+    else:
+        # PostgreSQL keeps vectors in the memories table itself: with the column gone, similarities fail too
+        # and recall ranks by keywords alone; it still answers instead of failing.
+        assert result.injection is not None
     async with app.store.read() as r:
         fails = await r.list_events(USER, kinds=[EventKind.retrieval_fail])
-    assert fails and "vector index" in fails[0].payload["error"]
+    assert any("vector index" in f.payload["error"] for f in fails)
 
 
-async def test_both_indexes_failing_answers_with_the_user_card(knn_app, settings):
+async def test_both_indexes_failing_answers_with_the_user_card(knn_app, settings, backend):
     app = knn_app
     await app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
-    raw = connect(str(settings.db_path), load_vectors=True)
-    raw.execute("drop table memory_vectors")
-    raw.execute("drop table memories_fts_vocab")
-    raw.execute("drop table memories_fts")
-    raw.close()
+    await break_indexes(app, settings, backend, keywords=True)
     result = await recall(app, "我叫什么")
     assert result.memories == []
     assert "用户叫林舟" in result.injection and "user card" in result.degraded

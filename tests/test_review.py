@@ -13,7 +13,7 @@ from pocketmem.models import Category, EventKind, Status
 from pocketmem.retrieval import RecallRequest
 from pocketmem.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES, USED_JUDGE_BOOST
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 

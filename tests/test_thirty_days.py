@@ -25,7 +25,7 @@ from pocketmem.server import build_server
 from .conftest import START, make_settings
 from .test_exporting import dump
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 

@@ -15,7 +15,7 @@ from pocketmem.retrieval import RecallRequest
 
 from .conftest import SHANGHAI, START
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 
@@ -102,6 +102,7 @@ async def test_only_active_todos_can_be_completed(app):
         await app.todos.set_done(USER, chore, True)
 
 
+@pytest.mark.sqlite_only
 async def test_reminders_are_one_indexed_range_scan(app):
     """Recall must stay fast: the due-todo query walks the partial index, never the whole table."""
     async with app.store.read() as r:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 CONTRACT_TOOLS = {
     "recall_memories",

@@ -27,12 +27,20 @@ from .retrieval import Retrieval
 from .review import Review
 from .scoring import importance
 from .store import SQLiteStore, Store
+from .store.postgres import PostgresStore
 from .todos import Todos
 from .usercard import TEMPORARY_CARD, render_user_card
 
 log = logging.getLogger(__name__)
 
 REINDEX_BATCH = 256
+
+
+def make_store(settings: Settings) -> Store:
+    """PostgreSQL when POCKETMEM_DATABASE_URL is set, else the SQLite file."""
+    if settings.database_url is not None:
+        return PostgresStore(settings.database_url.get_secret_value(), pool_size=settings.pg_pool_size)
+    return SQLiteStore(settings.db_path)
 
 
 class PocketMem:
@@ -46,7 +54,7 @@ class PocketMem:
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
-        self.store = store or SQLiteStore(settings.db_path)
+        self.store = store or make_store(settings)
         self.embedder = embedder or make_embedder(settings)
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
@@ -139,7 +147,7 @@ class PocketMem:
             "oldest": _iso(stats.oldest),
             "newest": _iso(stats.newest),
             "embedder": self.embedder.tag,
-            "database": str(self.settings.db_path),
+            "database": self.settings.database_label,
         }
 
     # -- maintenance ------------------------------------------------------------------------------
@@ -167,7 +175,7 @@ class PocketMem:
         return count
 
     async def doctor(self) -> dict[str, Any]:
-        report: dict[str, Any] = {"database": str(self.settings.db_path)}
+        report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")

@@ -50,7 +50,7 @@ async def _doctor(settings: Settings) -> int:
     try:
         await app.open(check_embedder=False)
     except PocketmemError as exc:
-        print(dumps({"database": str(settings.db_path), "ok": False, "error": str(exc)}))
+        print(dumps({"database": settings.database_label, "ok": False, "error": str(exc)}))
         return 1
     try:
         report = await app.doctor()
@@ -58,7 +58,10 @@ async def _doctor(settings: Settings) -> int:
         if store["integrity"] != "ok":
             problems.append(f"integrity_check: {store['integrity']}")
         if not store["vectors_available"]:
-            problems.append("sqlite-vec is not loaded: recall uses the keyword index only (pip install sqlean.py)")
+            problems.append(
+                "the vector index is missing: recall uses the keyword index only "
+                + ("(run `pocketmem reindex`)" if settings.database_url else "(pip install sqlean.py)")
+            )
         if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
             problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
         if not store["schema_current"]:

@@ -88,7 +88,8 @@ async def pg001_initial(conn: Any) -> None:
             terms text not null default '',
             keyword_terms text not null default '',
             lexemes tsvector not null default ''::tsvector,
-            sync_txid bigint not null default 0
+            sync_txid bigint not null default 0,
+            seq bigint generated always as identity  -- insertion order, for ties (SQLite's rowid)
         );
         create index memories_by_importance on memories (user_id, status, importance desc);
         create index memories_by_hash on memories (user_id, status, content_hash);
@@ -202,7 +203,8 @@ async def pg001_initial(conn: Any) -> None:
             cooldown_until timestamptz,
             memory_id text,
             created_at timestamptz not null,
-            updated_at timestamptz not null
+            updated_at timestamptz not null,
+            seq bigint generated always as identity
         );
         create index pending_by_status on memory_pending (user_id, status, created_at);
         create index pending_by_hash on memory_pending (user_id, content_hash);
