@@ -13,7 +13,7 @@ import pytest
 
 from tests.servers import ServerProcess, connect, create_token
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.backends]
 
 UNKNOWN_ID = "0" * 32
 ALICE_TEXTS = ("用户不喜欢香菜，吃到会很反感。", "用户的名字叫林晓", "用户下周二要去字节面试", "用户住在杭州")

@@ -28,12 +28,24 @@ from .review import Review
 from .scoring import importance
 from .store import SQLiteStore, Store
 from .store.postgres import PostgresStore
+from .library import LibraryRecall
+from .sync import Sync
 from .todos import Todos
 from .usercard import TEMPORARY_CARD, render_user_card
 
 log = logging.getLogger(__name__)
 
 REINDEX_BATCH = 256
+
+
+def make_library(settings: Settings) -> Store | None:
+    """The cloud library named by POCKETMEM_CLOUD_URL, opened without waiting for it."""
+    if settings.cloud_url is None:
+        return None
+    return PostgresStore(
+        settings.cloud_url.get_secret_value(), pool_size=min(settings.pg_pool_size, 4), wait=False,
+        timeout=settings.cloud_timeout,
+    )
 
 
 def make_store(settings: Settings) -> Store:
@@ -51,6 +63,7 @@ class PocketMem:
         clock: Clock | None = None,
         store: Store | None = None,
         embedder: Embedder | None = None,
+        library: Store | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
@@ -58,12 +71,24 @@ class PocketMem:
         self.embedder = embedder or make_embedder(settings)
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
-        self.retrieval = Retrieval(settings, self.store, self.embedder, self.clock, self.calibration)
+        # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
+        self.library: Store | None = library or make_library(settings)
+        library_recall = (
+            LibraryRecall(settings, self.store, self.library, self.embedder.tag) if self.library is not None else None
+        )
+        self.retrieval = Retrieval(
+            settings, self.store, self.embedder, self.clock, self.calibration, library=library_recall
+        )
         self.maintenance = Maintenance(settings, self.store, self.clock, self.lifecycle)
         self.review = Review(settings, self.store, self.clock, self.lifecycle)
         self.todos = Todos(settings, self.store, self.clock)
         self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
         self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
+        self.sync = (
+            Sync(settings, self.store, self.library, self.lifecycle, self.embedder, self.clock)
+            if self.library is not None
+            else None
+        )
         self._opened = 0
         self._open_lock = asyncio.Lock()
 
@@ -76,6 +101,8 @@ class PocketMem:
                 try:
                     if check_embedder:
                         await self._check_embedder()
+                    if self.library is not None:
+                        await self.library.open()  # without waiting: the library may be down at start-up
                 except BaseException:
                     await self.store.close()
                     raise
@@ -86,6 +113,8 @@ class PocketMem:
             self._opened = max(0, self._opened - 1)
             if self._opened == 0:
                 await self.store.close()
+                if self.library is not None:
+                    await self.library.close()
                 await self.embedder.aclose()
                 await self.extraction.aclose()
 
@@ -148,6 +177,7 @@ class PocketMem:
             "newest": _iso(stats.newest),
             "embedder": self.embedder.tag,
             "database": self.settings.database_label,
+            **({"sync": await self.sync.status(user_id)} if self.sync is not None else {}),
         }
 
     # -- maintenance ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The `pocketmem` command: serve, token, stats, doctor, reindex, maintain, export, import.
+"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import.
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -40,6 +40,20 @@ async def _stats(settings: Settings) -> int:
     async with PocketMem(settings) as app:
         print(dumps(await app.stats(settings.user)))
     return 0
+
+
+async def _sync(settings: Settings) -> int:
+    from .app import PocketMem, dumps
+
+    if settings.cloud_url is None:
+        raise ConfigError(
+            "pocketmem sync needs POCKETMEM_CLOUD_URL (postgresql://...), the cloud library to sync with"
+        )
+    async with PocketMem(settings) as app:
+        assert app.sync is not None
+        report = await app.sync.run()
+    print(dumps(report.model_dump(mode="json")))
+    return 0 if report.ok else 1
 
 
 async def _doctor(settings: Settings) -> int:
@@ -255,7 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = token_sub.add_parser("revoke", help="revoke tokens by id; requests carrying them get 401 at once")
     revoke.add_argument("token_id", nargs="+", metavar="ID")
 
-    sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON")
+    sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON (and the sync state, with a cloud library)")
+    sub.add_parser(
+        "sync",
+        help="sync this notebook with the cloud library (POCKETMEM_CLOUD_URL) once, by POCKETMEM_SYNC_SCOPES",
+    )
     sub.add_parser("doctor", help="check the database, the sqlite-vec extension, the schema and the embedder")
     sub.add_parser("reindex", help="re-embed every memory with the configured embedder (after changing it)")
 
@@ -283,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         commands: dict[str, Callable[[], int]] = {
             "serve": lambda: _serve(settings, args),
             "stats": lambda: _run(_stats, settings),
+            "sync": lambda: _run(_sync, settings),
             "doctor": lambda: _run(_doctor, settings),
             "reindex": lambda: _run(_reindex, settings),
             "maintain": lambda: asyncio.run(_maintain(settings, args)),

@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     sync_interval: float = Field(
         300.0, ge=0, le=7 * 86400, description="Seconds between syncs while the server runs; 0 turns the timer off."
     )
+    cloud_timeout: float = Field(
+        10.0, gt=0, le=600, description="Seconds sync waits for a connection to the cloud library before it fails."
+    )
     library_timeout: float = Field(
         0.3, ge=0, le=30, description="Seconds recall waits for the cloud library's answer; 0 asks only the notebook."
     )

@@ -549,8 +549,11 @@ class Lifecycle:
         note: str | None = None,
     ) -> datetime:
         purge_at = now + timedelta(days=self.settings.trash_days)
+        # Eviction is the notebook running out of room, not a change to the memory: it keeps its updated_at,
+        # so sync (sync_rules.py) never lets it outrank a real edit or delete made elsewhere.
+        updated_at = memory.updated_at if reason == DeleteReason.evicted else now
         await tx.set_status(
-            user_id, memory.id, Status.trashed, updated_at=now, deleted_at=now, purge_at=purge_at,
+            user_id, memory.id, Status.trashed, updated_at=updated_at, deleted_at=now, purge_at=purge_at,
             delete_reason=reason, valid_until=memory.valid_until,
         )
         await tx.insert_tombstone(

@@ -74,6 +74,7 @@ class Maintenance:
             async with self.store.read() as reader:
                 users = await reader.user_ids()
             reports = [await self._run_user(user_id, now) for user_id in users]
+            await self.store.optimize()
             self.last_run = monotonic()
         changed = [r for r in reports if r.changed]
         if changed:

@@ -68,6 +68,7 @@ class EventKind(StrEnum):
     kept = "kept"  # review: kept as it is
     rescored = "rescored"  # maintenance refreshed stored time coefficients and importance
     imported = "imported"  # rows read from an export file
+    synced = "synced"  # sync with the cloud library changed this notebook (downloaded, trash handed over)
     token_created = "token_created"
     token_revoked = "token_revoked"
 

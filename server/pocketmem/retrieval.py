@@ -19,6 +19,7 @@ from datetime import datetime, time, timedelta
 from dataclasses import dataclass, field
 
 from .calibration import Calibration
+from .library import LibraryRecall
 from .clock import Clock
 from .config import Settings
 from .embeddings import Embedder
@@ -77,9 +78,16 @@ class _Query:
 
 class Retrieval:
     def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, clock: Clock, calibration: Calibration
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder,
+        clock: Clock,
+        calibration: Calibration,
+        library: LibraryRecall | None = None,
     ) -> None:
         self.settings = settings
+        self.library = library
         self.store = store
         self.embedder = embedder
         self.clock = clock
@@ -157,6 +165,11 @@ class Retrieval:
         except PocketmemError as exc:
             failures.append(f"embedder: {exc}")
             baseline = 0.0
+        asked = None
+        if self.library is not None:
+            asked = self.library.ask(
+                lambda: self._library_search(user_id, q, vector, statuses, baseline, now, req.categories)
+            )
 
         async with self.store.read() as reader:
             candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, baseline)
@@ -192,6 +205,11 @@ class Retrieval:
             ranked = shadow_older(pool, pairs, baseline)
         ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
+        if asked is not None and len(ranked) < top_k:
+            # Local first: the library's hits fill what room the notebook leaves.
+            extra = (await asked.result())[: top_k - len(ranked)]
+            hits += [self._hit(r, locale, req.explain, source="library") for r in extra]
+            ranked = [*ranked, *extra]
         # Due reminders come first: they are the lines the agent must not miss when the budget is tight.
         reminded = {r.id for r in reminders}
         injection = injection_block(
@@ -295,7 +313,36 @@ class Retrieval:
             Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
         ], rarities
 
-    def _hit(self, r: Ranked, locale: str, explain: bool) -> RecallHit:
+    async def _library_search(
+        self,
+        user_id: str,
+        q: _Query,
+        vector: list[float] | None,
+        statuses: tuple[Status, ...],
+        baseline: float,
+        now: datetime,
+        categories: Sequence[Category] | None,
+    ) -> list[Ranked]:
+        """Large-library recall: the same candidates and ranking, over the cloud library."""
+        assert self.library is not None
+        async with self.library.library.read() as reader:
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, [], baseline)
+        if categories:
+            candidates = [c for c in candidates if c.memory.category in set(categories)]
+        candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+        ranked = rank(
+            candidates,
+            q.terms,
+            idfs,
+            baseline=baseline,
+            weights=self.weights,
+            threshold=self.settings.relevance_threshold,
+            now=now,
+            temporal=q.time.intent,
+        )
+        return await self.library.new_to_the_notebook(user_id, ranked)
+
+    def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
         now = self.clock.now()
         days = calendar_days(r.memory.valid_from, now, self.settings.zone)
         return RecallHit(
@@ -311,6 +358,7 @@ class Retrieval:
             outdated=r.outdated,
             due_at=r.memory.due_at,
             completed_at=r.memory.completed_at,
+            source=source,
             breakdown=ScoreBreakdown(
                 semantic=round(r.semantic, 4),
                 keyword=round(r.keyword, 4),

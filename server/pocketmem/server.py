@@ -80,6 +80,8 @@ def build_server(
                 # In the background: the handshake never waits for maintenance.
                 if settings.maintain_interval > 0:
                     tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, notifier.check_all)
+                if app.sync is not None and settings.sync_interval > 0:
+                    tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
                 try:
                     yield app
                 finally:

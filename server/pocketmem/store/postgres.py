@@ -82,6 +82,8 @@ class PostgresStore(Store):
             max_size=self._pool_size,
             open=False,
             configure=configure,
+            # A connection the network dropped while it sat idle is replaced, not handed to a transaction.
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
             timeout=self._timeout,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(self._timeout))},
         )
@@ -102,16 +104,28 @@ class PostgresStore(Store):
         async with self._prepare_lock:
             if self._migrated:
                 return
-            async with self._pool.connection() as conn:
-                await postgres_migrations.migrate(conn)
-                cur = await conn.execute("select extversion from pg_extension where extname = 'vector'")
-                version = (await cur.fetchone())[0]
-                cur = await conn.execute(
-                    "select 1 from pg_indexes where tablename = 'memories' and indexname = 'memories_embedding_hnsw'"
-                )
-                self._vectors = await cur.fetchone() is not None
-            self._iterative_scan = tuple(int(p) for p in version.split(".")[:2]) >= (0, 8)
-            self._migrated = True
+            try:
+                await self._migrate()
+            except _driver_errors() as exc:
+                raise StoreError(f"PostgreSQL at {self.label}: {exc}") from exc
+
+    async def _migrate(self) -> None:
+        async with self._require().connection() as conn:
+            await postgres_migrations.migrate(conn)
+            cur = await conn.execute("select extversion from pg_extension where extname = 'vector'")
+            version = (await cur.fetchone())[0]
+            cur = await conn.execute(
+                "select 1 from pg_indexes where tablename = 'memories' and indexname = 'memories_embedding_hnsw'"
+            )
+            self._vectors = await cur.fetchone() is not None
+        self._iterative_scan = tuple(int(p) for p in version.split(".")[:2]) >= (0, 8)
+        self._migrated = True
+
+    async def reconnect(self) -> None:
+        """Drop every connection and start afresh (after the server was unreachable: the pool's own retries
+        slow down over time; the caller has its own backoff)."""
+        await self.close()
+        await self.open()
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -129,9 +143,9 @@ class PostgresStore(Store):
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
         pool = self._require()
-        if not self._migrated:
-            await self.ensure_ready()
         try:
+            if not self._migrated:
+                await self.ensure_ready()
             async with pool.connection() as conn:
                 yield conn
         except _driver_errors() as exc:

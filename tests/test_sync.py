@@ -1,0 +1,350 @@
+"""Sync: two SQLite notebooks (two devices) and one PostgreSQL library, all real.
+
+Each device has its own clock; edits, deletes, restores, purges, evictions and the trash handover
+are played out and both notebooks and the library must agree afterwards, with nothing deleted
+coming back and nothing uploaded twice. A TCP proxy cuts the connection in the middle of a sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.clock import FixedClock
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Status
+from pocketmem.retrieval import RecallRequest
+from pocketmem.store import MemoryFilter
+from pocketmem.store.postgres import PostgresStore
+from pocketmem.sync import backoff
+
+from .conftest import START, make_settings
+from .pg import PgTestServer, Proxy
+
+pytestmark = pytest.mark.anyio
+USER = "global"
+
+
+@pytest.fixture
+def library_db(postgres: PgTestServer) -> AsyncIterator[str]:
+    name = postgres.database()
+    try:
+        yield name
+    finally:
+        postgres.drop(name)
+
+
+@pytest.fixture
+def library_url(postgres: PgTestServer, library_db: str) -> str:
+    return postgres.url(library_db)
+
+
+def device(tmp_path, name: str, url: str, clock: FixedClock, **overrides) -> PocketMem:
+    settings = make_settings(tmp_path, db=tmp_path / f"{name}.db", cloud_url=url, sync_interval=0, **overrides)
+    return PocketMem(settings, clock=clock)
+
+
+async def add(app: PocketMem, content: str, **kw) -> str:
+    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    assert result.status == "stored", result
+    return result.memory_id
+
+
+async def synced(app: PocketMem):
+    report = await app.sync.run()
+    assert report.ok, report.error
+    return report
+
+
+async def rows(store, status: Status = Status.active) -> dict[str, str]:
+    async with store.read() as r:
+        items, _ = await r.list_memories(USER, MemoryFilter(statuses=(status,), limit=500))
+    return {m.id: m.content for m in items}
+
+
+async def library_rows(app: PocketMem, status: Status = Status.active) -> dict[str, str]:
+    return await rows(app.library, status)
+
+
+async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url):
+    ca, cb = FixedClock(START), FixedClock(START + timedelta(seconds=1))
+    async with device(tmp_path, "a", library_url, ca) as a, device(tmp_path, "b", library_url, cb) as b:
+        coriander = await add(a, "用户不喜欢香菜，吃到会很反感。")
+        home = await add(a, "用户住在杭州")
+        name = await add(a, "用户叫林晓", scores={"persistence": 1})
+        cat = await add(b, "用户养了一只叫年糕的猫")
+        for app in (a, b, a):
+            await synced(app)
+        assert await rows(a.store) == await rows(b.store) == await library_rows(a)
+        assert set(await rows(a.store)) == {coriander, home, name, cat}
+
+        # Both patch the core memory: the later edit (B's) wins everywhere.
+        ca.advance(minutes=5)
+        await a.lifecycle.patch_core(USER, name, "朋友叫她小林", "append", None)
+        cb.advance(minutes=10)
+        await b.lifecycle.patch_core(USER, name, "用户叫林晓，英文名 Lin", "replace", None)
+        # B edits nothing else; A deletes `home` after B had last seen it.
+        ca.advance(minutes=1)
+        await a.lifecycle.forget(USER, home, "搬家了")
+        for app in (a, b, a, b):
+            await synced(app)
+        for store in (a.store, b.store, a.library):
+            assert (await rows(store))[name] == "用户叫林晓，英文名 Lin"
+            assert home not in await rows(store)
+        assert home in await rows(b.store, Status.trashed)
+        async with a.library.read() as r:
+            revisions = await r.list_revisions(USER, name)
+        assert {rev.new_content for rev in revisions} >= {"用户叫林晓，英文名 Lin"}
+
+        # Deleted on A and synced to B; restored on A later: it comes back on B too.
+        ca.advance(minutes=1)
+        await a.lifecycle.forget(USER, cat, None)
+        for app in (a, b):
+            await synced(app)
+        assert cat not in await rows(b.store) and cat in await rows(b.store, Status.trashed)
+        ca.advance(minutes=1)
+        await a.lifecycle.restore(USER, cat)
+        for app in (a, b):
+            await synced(app)
+        assert cat in await rows(b.store) and cat in await library_rows(a)
+
+        # A second run changes nothing anywhere.
+        for app in (a, b):
+            again = await synced(app)
+            assert again.uploaded == 0
+            assert sum(u.downloaded + u.tombstones_downloaded for u in again.users) == 0
+        assert (await a.stats(USER))["sync"]["pending_uploads"] == 0
+
+
+async def test_an_edit_older_than_a_delete_does_not_bring_it_back(tmp_path, library_url):
+    ca, cb = FixedClock(START), FixedClock(START)
+    async with device(tmp_path, "a", library_url, ca) as a, device(tmp_path, "b", library_url, cb) as b:
+        core = await add(a, "用户对花生过敏", scores={"persistence": 1})
+        await synced(a)
+        await synced(b)
+        # B edits at 10:05 but syncs late; A deletes at 10:10 and syncs first.
+        cb.advance(minutes=5)
+        await b.lifecycle.patch_core(USER, core, "严重", "append", None)
+        ca.advance(minutes=10)
+        await a.lifecycle.forget(USER, core, None)
+        await synced(a)
+        await synced(b)
+        await synced(a)
+        for store in (a.store, b.store, a.library):
+            assert core not in await rows(store), store
+            assert core in await rows(store, Status.trashed)
+
+
+async def test_the_trash_is_uploaded_once_then_cleared_keeping_tombstones(tmp_path, library_url):
+    clock = FixedClock(START)
+    async with device(tmp_path, "a", library_url, clock, sync_scopes="memory,memory.trash") as a:
+        keep = await add(a, "用户喜欢爬山")
+        gone = await add(a, "用户在学吉他")
+        await a.lifecycle.forget(USER, gone, None)
+        first = await synced(a)
+        assert first.users[0].trash_handed_over == 1
+        assert await rows(a.store, Status.trashed) == {}
+        async with a.store.read() as r:
+            (tombstone,) = await r.all_tombstones(USER)
+        assert tombstone.memory_id == gone and tombstone.cloud_synced_at is not None and tombstone.purged_at is None
+        assert gone in await library_rows(a, Status.trashed) and keep in await library_rows(a)
+
+        second = await synced(a)
+        assert second.uploaded == 0
+        async with a.library.read() as r:
+            assert len(await r.all_tombstones(USER)) == 1
+            assert [m.id for m in await r.get_memories(USER, [gone])] == [gone]
+        # The local purge has nothing left to do, and nothing deleted returns on a pull.
+        clock.advance(days=8)
+        assert (await a.maintenance.run()).users[0].purged == []
+        await synced(a)
+        assert gone not in await rows(a.store) and await rows(a.store, Status.trashed) == {}
+
+
+async def test_a_purge_without_the_trash_scope_reaches_the_library_and_the_other_device(tmp_path, library_url):
+    ca, cb = FixedClock(START), FixedClock(START)
+    async with device(tmp_path, "a", library_url, ca) as a, device(tmp_path, "b", library_url, cb) as b:
+        gone = await add(a, "用户的临时密码提示是生日")
+        await synced(a)
+        await synced(b)
+        await a.lifecycle.forget(USER, gone, None)
+        await synced(a)
+        assert gone in await library_rows(a, Status.trashed)  # the library trashed its copy; not the content upload
+        ca.advance(days=8)
+        cb.advance(days=8)
+        assert (await a.maintenance.run()).users[0].purged == [gone]
+        await synced(a)
+        await synced(b)
+        for store in (a.library, b.store):
+            async with store.read() as r:
+                assert await r.get_memory(USER, gone) is None, store
+                assert all(t.purged_at is not None for t in await r.all_tombstones(USER))
+
+
+async def test_eviction_stays_local_and_large_library_recall_finds_what_was_evicted(tmp_path, library_url):
+    clock = FixedClock(START)
+    async with device(tmp_path, "a", library_url, clock, max_active=3) as a, device(
+        tmp_path, "b", library_url, FixedClock(START)
+    ) as b:
+        old = await add(a, "用户小时候在成都住过三年", scores={"info": 0.2, "judge": 0.1})
+        for text in ("用户喜欢爬山", "用户在学吉他", "用户每天跑步五公里"):
+            clock.advance(minutes=1)
+            await add(a, text, scores={"info": 0.9, "judge": 0.9})
+        assert old in await rows(a.store, Status.trashed)
+        await synced(a)
+        assert len(await library_rows(a)) == 4 and old in await library_rows(a)
+        await synced(b)
+        assert old in await rows(b.store)
+        await synced(a)
+        assert old not in await rows(a.store) and len(await rows(a.store)) == 3
+
+        result = await a.retrieval.recall(USER, RecallRequest(query="用户在成都住过吗", keywords=["成都"]))
+        assert [(h.id, h.source) for h in result.memories] == [(old, "library")]
+        assert "成都" in result.injection
+        local_hit = await a.retrieval.recall(USER, RecallRequest(query="爬山", keywords=["爬山"]))
+        assert local_hit.memories and all(h.source == "local" for h in local_hit.memories)
+
+
+async def test_a_deleted_memory_is_not_recalled_from_the_library(tmp_path, library_url):
+    clock = FixedClock(START)
+    async with device(tmp_path, "a", library_url, clock) as a:
+        gone = await add(a, "用户以前在成都工作")
+        await synced(a)
+        await a.lifecycle.forget(USER, gone, None)  # not synced yet: the library still has it active
+        result = await a.retrieval.recall(USER, RecallRequest(query="成都", keywords=["成都"]))
+        assert result.memories == []
+
+
+async def test_a_slow_or_absent_library_leaves_recall_on_time(tmp_path, library_db, postgres):
+    clock = FixedClock(START)
+    async with Proxy(postgres.socket_path) as proxy:
+        url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
+        async with device(tmp_path, "a", url, clock, max_active=1) as a:
+            evicted = await add(a, "用户小时候在成都住过", scores={"info": 0.1, "judge": 0.1})
+            clock.advance(minutes=1)
+            await add(a, "用户喜欢爬山", scores={"info": 0.9})
+            await synced(a)
+            query = RecallRequest(query="成都", keywords=["成都"], record=False)
+            assert [h.id for h in (await a.retrieval.recall(USER, query)).memories] == [evicted]
+
+            import time
+
+            proxy.delay = 3.0
+            started = time.monotonic()
+            slow = await a.retrieval.recall(USER, RecallRequest(query="爬山", keywords=["爬山"], record=False))
+            assert time.monotonic() - started < 2.0
+            assert [h.source for h in slow.memories] == ["local"]
+
+            proxy.delay = 0.0
+            proxy.refuse = True
+            proxy.cut()
+            down = await a.retrieval.recall(USER, RecallRequest(query="爬山", keywords=["爬山"], record=False))
+            assert [h.source for h in down.memories] == ["local"]
+
+
+async def test_an_unreachable_library_fails_the_run_and_keeps_the_local_purge(tmp_path, postgres, library_db):
+    clock = FixedClock(START)
+    async with Proxy(postgres.socket_path) as proxy:
+        proxy.refuse = True
+        url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
+        async with device(tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", cloud_timeout=1) as a:
+            gone = await add(a, "用户在学吉他")
+            await a.lifecycle.forget(USER, gone, None)
+            report = await a.sync.run()
+            assert not report.ok and report.error
+            status = (await a.stats(USER))["sync"]
+            assert status["last_error"] and status["consecutive_failures"] == 1 and status["pending_uploads"] >= 1
+            clock.advance(days=8)
+            assert (await a.maintenance.run()).users[0].purged == [gone]
+
+            proxy.refuse = False
+            await synced(a)
+            status = (await a.stats(USER))["sync"]
+            assert status["last_error"] is None and status["consecutive_failures"] == 0
+            assert status["pending_uploads"] == 0
+            assert await library_rows(a, Status.trashed) == {}  # purged before it could be handed over
+
+
+def test_backoff_doubles_after_failures_up_to_an_hour():
+    assert [backoff(60, n) for n in range(4)] == [60, 120, 240, 480]
+    assert backoff(60, 30) == 3600
+    assert backoff(7200, 3) == 7200  # an interval longer than the cap is never shortened
+
+
+async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, postgres, library_db):
+    database = library_db
+    clock = FixedClock(START)
+    async with Proxy(postgres.socket_path) as proxy:
+        url = postgres.url(database, host="127.0.0.1", port=proxy.port)
+        async with device(tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", max_active=1000) as a:
+            results = await a.lifecycle.add_many(
+                USER, [AddRequest(content=f"用户的第{i}条记录：喜欢编号{i}的东西") for i in range(450)]
+            )
+            ids = [r.memory_id for r in results]
+            for memory_id in ids[:250]:
+                await a.lifecycle.forget(USER, memory_id, None)
+
+            proxy.cut_after(40_000)
+            cut = await a.sync.run()
+            assert not cut.ok
+            partial = len(await library_rows(a)) + len(await library_rows(a, Status.trashed))
+            assert partial < 450
+
+            await synced(a)
+            assert set(await library_rows(a)) == set(ids[250:])
+            assert set(await library_rows(a, Status.trashed)) == set(ids[:250])
+            assert await rows(a.store, Status.trashed) == {}
+            async with a.library.read() as r:
+                tombstones = await r.all_tombstones(USER)
+            assert sorted(t.memory_id for t in tombstones) == sorted(ids[:250])  # one each, no duplicates
+            async with a.store.read() as r:
+                assert all(t.cloud_synced_at is not None for t in await r.all_tombstones(USER))
+
+        # A second device pulling through a connection that is cut half-way gets everything on the retry.
+        async with Proxy(postgres.socket_path) as proxy:
+            url = postgres.url(database, host="127.0.0.1", port=proxy.port)
+            async with device(tmp_path, "b", url, FixedClock(START)) as b:
+                proxy.cut_after(150_000)
+                assert not (await b.sync.run()).ok
+                await synced(b)
+                assert set(await rows(b.store)) == set(ids[250:])
+                assert await rows(b.store, Status.trashed) == {}
+                assert (await synced(b)).users[0].downloaded == 0
+
+
+async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
+    import json
+    import subprocess
+    import sys
+
+    from .servers import server_env
+
+    home = tmp_path / "home"
+    async with PocketMem(make_settings(tmp_path, cloud_url=library_url), clock=FixedClock(START)) as app:
+        await add(app, "用户喜欢爬山")
+    env = server_env(home, POCKETMEM_CLOUD_URL=library_url)
+    out = subprocess.run([sys.executable, "-m", "pocketmem", "sync"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["users"][0]["uploaded"] == 1
+    stats = json.loads(subprocess.run([sys.executable, "-m", "pocketmem", "stats"], env=env, capture_output=True,
+                                      text=True, timeout=120).stdout)
+    assert stats["sync"]["pending_uploads"] == 0 and stats["sync"]["last_success_at"]
+    assert "memory" in stats["sync"]["scopes"]
+    missing = subprocess.run([sys.executable, "-m", "pocketmem", "sync"], env=server_env(home), capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 2 and "POCKETMEM_CLOUD_URL" in missing.stderr
+
+
+async def test_a_library_store_opens_without_waiting_for_the_server():
+    store = PostgresStore("postgresql://postgres@127.0.0.1:9/none", wait=False, timeout=0.5)
+    await store.open()
+    try:
+        with pytest.raises(Exception, match="PostgreSQL|timeout|connect"):
+            async with store.read() as r:
+                await r.user_ids()
+    finally:
+        await store.close()
