@@ -244,7 +244,8 @@ class Sync:
             async with self.local.write() as tx:
                 landed: list[str] = []
                 for _, memory in page:
-                    if await apply_memory(tx, memory, vectors.get(memory.id), library=False, record_change=False):
+                    incoming = sync_view(memory)  # a library served by a pocketmem server may evict too
+                    if await apply_memory(tx, incoming, vectors.get(memory.id), library=False, record_change=False):
                         landed.append(memory.id)
                 for revision in revisions:
                     if revision.memory_id in landed:
