@@ -78,18 +78,30 @@ class PgTestServer:
             await store.close()
 
         asyncio.run(migrate())
+        # The built-in embedder's vector size and index, without naming an embedder (tests use several):
+        # prepare_vectors then finds them in place instead of rebuilding them for every test database.
+        self.psql(
+            "alter table memories alter column embedding type vector(512); "
+            "create index memories_embedding_hnsw on memories using hnsw (embedding vector_cosine_ops);",
+            TEMPLATE,
+        )
+        import psycopg
+
+        self._admin = psycopg.connect(self.url("postgres"), autocommit=True)
 
     def database(self) -> str:
         """A fresh database with the current schema; returns its name."""
         name = f"pm_test_{next(self._names)}"
-        self.psql(f"create database {name} template {TEMPLATE};")
+        self._admin.execute(f"create database {name} template {TEMPLATE}")
         return name
 
     def drop(self, name: str) -> None:
-        with contextlib.suppress(RuntimeError):
-            self.psql(f"drop database if exists {name} with (force);")
+        with contextlib.suppress(Exception):
+            self._admin.execute(f"drop database if exists {name} with (force)")
 
     def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._admin.close()
         with contextlib.suppress(Exception):
             self.server.cleanup()
 
