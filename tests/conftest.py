@@ -48,9 +48,10 @@ _current: dict[str, object] = {"backend": "sqlite", "databases": {}}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.definition.get_closest_marker("backends") and not metafunc.definition.get_closest_marker(
-        "sqlite_only"
-    ):
+    marked = metafunc.definition.get_closest_marker
+    if marked("postgres_only"):
+        metafunc.parametrize("backend", ["postgres"], indirect=True, scope="function")
+    elif marked("backends") and not marked("sqlite_only"):
         metafunc.parametrize("backend", ["sqlite", "postgres"], indirect=True, scope="function")
 
 

@@ -60,6 +60,8 @@ from .postgres_sync import SyncQueries
 from .postgres_upkeep import UpkeepQueries
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
+EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
+EF_SEARCH_MIN, EF_SEARCH_MAX = 100, 1000
 
 _TIME_FIELDS = {
     "created_at", "updated_at", "valid_from", "valid_until", "last_active_at", "deleted_at", "purge_at",
@@ -213,11 +215,33 @@ class PostgresTx(UpkeepQueries, SyncQueries, StoreWriter):
     async def vector_neighbours(
         self, user_id: str, vector: Sequence[float], k: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
-        rows = await self._guarded(
-            "select id, embedding <=> %s::vector as d from memories where user_id = %s and status = any(%s) "
-            "and embedding is not null order by d limit %s",
-            (vector_text(vector), user_id, [str(s) for s in statuses], k),
-        )
+        # The HNSW index spans every user, and pgvector (before 0.8's iterative scans) filters its candidates
+        # after the search: for a user holding a small share of the table it would return too few. A user with
+        # up to EXACT_SCAN_ROWS memories is therefore scanned exactly (milliseconds); a larger one goes through
+        # the index with a candidate list widened to the user's share of the table.
+        wanted = [str(s) for s in statuses]
+        rows_of_user = (
+            await self._one(
+                "select count(*) from (select 1 from memories where user_id = %s and status = any(%s) limit %s) x",
+                (user_id, wanted, EXACT_SCAN_ROWS + 1),
+            )
+        )[0]
+        if rows_of_user <= EXACT_SCAN_ROWS or not self._vectors:
+            rows = await self._guarded(
+                "with mine as materialized (select id, embedding from memories where user_id = %s "
+                "and status = any(%s) and embedding is not null) "
+                "select id, embedding <=> %s::vector as d from mine order by d limit %s",
+                (user_id, wanted, vector_text(vector), k),
+            )
+        else:
+            total = (await self._one("select greatest(reltuples, 1)::bigint from pg_class where relname = 'memories'"))[0]
+            ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, int(k * max(1, total) / rows_of_user)))
+            await self._exec(f"set local hnsw.ef_search = {ef}")
+            rows = await self._guarded(
+                "select id, embedding <=> %s::vector as d from memories where user_id = %s and status = any(%s) "
+                "and embedding is not null order by embedding <=> %s::vector limit %s",
+                (vector_text(vector), user_id, wanted, vector_text(vector), k),
+            )
         return [(r[0], 1.0 - float(r[1])) for r in rows]
 
     async def keyword_hits(

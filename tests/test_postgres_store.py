@@ -1,0 +1,97 @@
+"""What only the PostgreSQL backend has: its migrations, term counters, per-user write locks and HNSW path.
+
+(The behaviour suites — lifecycle, retrieval, tools, maintenance, todos, review, export, batch, privacy,
+notifications, thirty days, isolation over HTTP — run on it too, through the `backend` fixture.)
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.lifecycle import AddRequest
+from pocketmem.models import Status
+from pocketmem.store import postgres_migrations, postgres_tx
+from pocketmem.store.postgres import PostgresStore
+
+from .conftest import make_settings
+from .test_retrieval import NeighbourSearchingEmbedder
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
+USER = "global"
+
+
+async def recount(store) -> dict[str, int]:
+    async with store.read() as r:
+        rows = await r._all(  # noqa: SLF001
+            "select t, count(*) from memories, unnest(pm_term_set(terms, keyword_terms)) t group by t"
+        )
+    return {t: n for t, n in rows}
+
+
+async def test_migrations_are_recorded_and_run_once(settings, clock):
+    url = settings.database_url.get_secret_value()
+    stores = [PostgresStore(url) for _ in range(3)]
+    async with anyio.create_task_group() as tg:  # servers starting together
+        for store in stores:
+            tg.start_soon(store.open)
+    try:
+        health = await stores[0].health()
+        assert health["schema"] == "pg001_initial" and health["schema_current"]
+        async with stores[1].read() as r:
+            assert await postgres_migrations.applied(r._conn) == ["pg001_initial"]  # noqa: SLF001
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_term_counters_follow_every_write_and_fold(app, clock):
+    ids = []
+    for text in ("用户不喜欢香菜", "香菜和芫荽是一种东西", "用户喜欢火锅", "用户住在杭州"):
+        ids.append((await app.lifecycle.add(USER, AddRequest(content=text, keywords=["香菜"]))).memory_id)
+    await app.lifecycle.forget(USER, ids[2], None)
+    clock.advance(days=8)
+    await app.maintenance.run()  # purges ids[2] and folds the counters
+    counts, total = await _counts(app, list(await recount(app.store)))
+    assert counts == await recount(app.store) and total == 3
+    async with app.store.read() as r:
+        folded = await r._all("select term, count(*) from memory_term_counts group by term having count(*) > 1")  # noqa: SLF001
+    assert folded == []
+    health = await app.store.health()
+    assert health["count_mismatches"] == 0 and health["keyword_orphans"] == 0
+
+
+async def _counts(app, terms):
+    async with app.store.read() as r:
+        return await r.term_document_counts(terms)
+
+
+async def test_one_users_writes_never_interleave_across_processes(tmp_path, clock):
+    settings = make_settings(tmp_path)
+    first, second = PocketMem(settings, clock=clock), PocketMem(settings, clock=clock)
+    async with first, second:
+        results = []
+
+        async def add(app):
+            results.append(await app.lifecycle.add(USER, AddRequest(content="用户对花生过敏", operation_id=None)))
+
+        async with anyio.create_task_group() as tg:
+            for app in (first, second, first, second):
+                tg.start_soon(add, app)
+        assert sorted(r.status for r in results) == ["duplicate", "duplicate", "duplicate", "stored"]
+        async with first.store.read() as r:
+            assert await r.count_active(USER) == 1
+
+
+async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock, monkeypatch):
+    async with PocketMem(settings, clock=clock, embedder=NeighbourSearchingEmbedder()) as app:
+        texts = [f"用户的第{i}个爱好是{h}" for i, h in enumerate("跑步 吉他 摄影 游泳 爬山 读书 下棋 钓鱼 画画 滑雪".split())]
+        await app.lifecycle.add_many(USER, [AddRequest(content=t) for t in texts])
+        vector = await app.embedder.embed("爬山")
+        async with app.store.read() as r:
+            exact = await r.vector_neighbours(USER, vector, 3, (Status.active,))
+        monkeypatch.setattr(postgres_tx, "EXACT_SCAN_ROWS", 2)  # this user now counts as large
+        async with app.store.read() as r:
+            through_index = await r.vector_neighbours(USER, vector, 3, (Status.active,))
+        assert through_index[0] == exact[0] and "爬山" in (await app.get_memory(USER, exact[0][0]))["content"]
