@@ -54,6 +54,12 @@ def test_missing_explicit_config_file(tmp_path, monkeypatch):
         ("POCKETMEM_LLM_BASE_URL", "http://127.0.0.1:11434/v1", "POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL"),
         ("POCKETMEM_LLM_TIMEOUT", "0", "POCKETMEM_LLM_TIMEOUT: Input should be greater than 0"),
         ("POCKETMEM_EXTRACT_MAX_MESSAGES", "0", "POCKETMEM_EXTRACT_MAX_MESSAGES"),
+        ("POCKETMEM_DATABASE_URL", "mysql://u@h/db", "POCKETMEM_DATABASE_URL: Value error, must be a PostgreSQL URL"),
+        ("POCKETMEM_CLOUD_URL", "https://example.com", "POCKETMEM_CLOUD_URL: Value error, must be a PostgreSQL URL"),
+        ("POCKETMEM_SYNC_SCOPES", "memory,photos", "unknown scope 'photos'"),
+        ("POCKETMEM_SYNC_SCOPES", "memory.trash", "must include memory"),
+        ("POCKETMEM_SYNC_INTERVAL", "-1", "POCKETMEM_SYNC_INTERVAL"),
+        ("POCKETMEM_LIBRARY_TIMEOUT", "60", "POCKETMEM_LIBRARY_TIMEOUT"),
         ("POCKETMEM_UNKNOWN_THING", "1", None),
     ],
 )
@@ -66,3 +72,31 @@ def test_bad_values_fail_loudly(tmp_path, monkeypatch, name, value, fragment):
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert fragment in str(info.value)
+
+
+def test_postgres_and_sync_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    s = load_settings()
+    assert (s.database_url, s.cloud_url, s.sync_scopes, s.sync_trash, s.sync_interval) == (
+        None, None, ("memory",), False, 300.0,
+    )
+    assert s.database_label == str(tmp_path / "memory.db")
+    monkeypatch.setenv("POCKETMEM_CLOUD_URL", "postgresql://me:s3cret@db.example.com:5432/mem?sslmode=require")
+    monkeypatch.setenv("POCKETMEM_SYNC_SCOPES", " memory.trash , memory ")
+    s = load_settings()
+    assert s.sync_scopes == ("memory.trash", "memory") and s.sync_trash
+    assert "s3cret" not in repr(s)
+    monkeypatch.setenv("POCKETMEM_DATABASE_URL", "postgresql://me:s3cret@db.example.com/mem")
+    with pytest.raises(ConfigError, match="set only one of them") as info:
+        load_settings()
+    assert "s3cret" not in str(info.value)
+    monkeypatch.delenv("POCKETMEM_CLOUD_URL")
+    assert load_settings().database_label == "postgresql://me:***@db.example.com/mem"
+
+
+def test_a_bad_postgres_url_never_echoes_its_password(tmp_path, monkeypatch):
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    monkeypatch.setenv("POCKETMEM_DATABASE_URL", "postgress://me:s3cret@db/mem")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert "POCKETMEM_DATABASE_URL" in str(info.value) and "s3cret" not in str(info.value)

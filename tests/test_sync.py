@@ -348,3 +348,41 @@ async def test_a_library_store_opens_without_waiting_for_the_server():
                 await r.user_ids()
     finally:
         await store.close()
+
+
+async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(tmp_path, library_url, monkeypatch):
+    from pocketmem.store import sqlite_migrations
+
+    clock = FixedClock(START)
+    monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:3])
+    async with device(tmp_path, "a", library_url, clock) as old:
+        kept = await add(old, "用户不喜欢香菜")
+        gone = await add(old, "用户在学吉他")
+        await old.lifecycle.forget(USER, gone, None)
+        assert (await old.store.health())["schema"] == "m003_tokens"
+    monkeypatch.undo()
+    async with device(tmp_path, "a", library_url, clock) as new:
+        assert (await new.store.health())["schema"] == "m004_sync"
+        assert (await new.stats(USER))["sync"]["pending_uploads"] == 2  # the memory and the tombstone
+        first = await synced(new)
+        assert (first.users[0].uploaded, first.users[0].tombstones_uploaded) == (1, 1)
+        assert set(await library_rows(new)) == {kept}
+        assert (await synced(new)).uploaded == 0
+
+
+async def test_the_server_syncs_on_a_timer(tmp_path, library_url):
+    import anyio
+    from mcp import Client
+
+    from pocketmem.server import build_server
+
+    settings = make_settings(tmp_path, cloud_url=library_url, sync_interval=0.05)
+    app = PocketMem(settings, clock=FixedClock(START))
+    async with Client(build_server(settings, app=app)) as client:
+        result = await client.call_tool("add_memory", {"content": "用户喜欢爬山"})
+        memory_id = result.structured_content["memory_id"]
+        with anyio.fail_after(10):
+            while memory_id not in await library_rows(app):
+                await anyio.sleep(0.05)
+        stats = await client.read_resource("memory://stats")
+        assert '"sync"' in stats.contents[0].text
