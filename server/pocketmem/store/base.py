@@ -86,26 +86,34 @@ class StoreReader(ABC):
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None: ...
 
     @abstractmethod
-    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]: ...
+    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """The user's memories with these ids, in any status, in the order of `memory_ids` (unknown ids left out)."""
 
     @abstractmethod
-    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None: ...
+    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
+        """One memory with this content hash in one of `statuses`, if any."""
 
     @abstractmethod
     async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
         """The non-trashed memory that supersedes `memory_id`, if any."""
 
     @abstractmethod
-    async def count_active(self, user_id: str) -> int: ...
+    async def count_active(self, user_id: str) -> int:
+        """Active memories of the user (what the cap counts), cheap enough to ask after every write."""
 
     @abstractmethod
-    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]: ...
+    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
+        """A page of memories and the total matching. `text`: case-insensitive substring of the content or of
+        the keywords (as JSON text). Newest first: by deleted_at for the trash alone, else by created_at; ties
+        in reverse order of insertion."""
 
     @abstractmethod
-    async def core_memories(self, user_id: str, limit: int) -> list[Memory]: ...
+    async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
+        """Active memories with persistence 1, oldest first (ties in insertion order)."""
 
     @abstractmethod
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]: ...
+    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
+        """The `limit` memories of highest stored importance (ties in insertion order)."""
 
     @abstractmethod
     async def vector_neighbours(
@@ -143,7 +151,8 @@ class StoreReader(ABC):
         """Cosine similarity of each memory's vector to `vector`."""
 
     @abstractmethod
-    async def indexed_terms(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, IndexedText]: ...
+    async def indexed_terms(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, IndexedText]:
+        """The pre-split terms the keyword index holds for each memory, exactly as written."""
 
     @abstractmethod
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
@@ -174,12 +183,14 @@ class StoreReader(ABC):
     async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]: ...
 
     @abstractmethod
-    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]: ...
+    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
+        """The most recent tombstones, newest deleted_at first."""
 
     @abstractmethod
     async def list_events(
         self, user_id: str, limit: int = 100, kinds: Sequence[EventKind] | None = None
-    ) -> list[Event]: ...
+    ) -> list[Event]:
+        """The most recent events (of these kinds), newest first."""
 
     @abstractmethod
     async def stats(self, user_id: str) -> StoreStats: ...
@@ -278,7 +289,8 @@ class StoreWriter(StoreReader):
     """Writes; only available inside `Store.write()`."""
 
     @abstractmethod
-    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None: ...
+    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
+        """Insert a memory with its vector and keyword terms (kept even before the vector index exists)."""
 
     @abstractmethod
     async def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
@@ -321,7 +333,8 @@ class StoreWriter(StoreReader):
         """The `count` non-core active memories of lowest current importance."""
 
     @abstractmethod
-    async def insert_tombstone(self, tombstone: Tombstone) -> None: ...
+    async def insert_tombstone(self, tombstone: Tombstone) -> None:
+        """Record a deletion; tombstones outlive their memory (purge marks them, never removes them)."""
 
     @abstractmethod
     async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None: ...
