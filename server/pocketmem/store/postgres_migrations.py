@@ -91,6 +91,10 @@ async def pg001_initial(conn: Any) -> None:
             sync_txid bigint not null default 0,
             seq bigint generated always as identity  -- insertion order, for ties (SQLite's rowid)
         );
+        -- A 512-dimension vector is 2 KB: by default PostgreSQL would move it out of line (TOAST), and every
+        -- similarity would fetch it from there. Rows of up to a page keep it inline.
+        alter table memories set (toast_tuple_target = 8160);
+        alter table memories alter column embedding set storage main;
         create index memories_by_importance on memories (user_id, status, importance desc);
         create index memories_by_hash on memories (user_id, status, content_hash);
         create index memories_core on memories (user_id, status, persistence);

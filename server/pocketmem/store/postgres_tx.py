@@ -227,11 +227,12 @@ class PostgresTx(UpkeepQueries, SyncQueries, StoreWriter):
             )
         )[0]
         if rows_of_user <= EXACT_SCAN_ROWS or not self._vectors:
+            # Distances computed in the (materialised) subquery, so the planner cannot turn this into an index scan.
             rows = await self._guarded(
-                "with mine as materialized (select id, embedding from memories where user_id = %s "
-                "and status = any(%s) and embedding is not null) "
-                "select id, embedding <=> %s::vector as d from mine order by d limit %s",
-                (user_id, wanted, vector_text(vector), k),
+                "with mine as materialized (select id, embedding <=> %s::vector as d from memories "
+                "where user_id = %s and status = any(%s) and embedding is not null) "
+                "select id, d from mine order by d limit %s",
+                (vector_text(vector), user_id, wanted, k),
             )
         else:
             total = (await self._one("select greatest(reltuples, 1)::bigint from pg_class where relname = 'memories'"))[0]
@@ -280,14 +281,16 @@ class PostgresTx(UpkeepQueries, SyncQueries, StoreWriter):
     async def top_similarities(
         self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
+        # The most important rows first (the index's order), distances only for those.
         rows = await self._guarded(
-            "with q as (select %s::vector as v) "
-            "select id, 1 - (embedding <=> q.v) from memories, q where user_id = %s and status = 'active' "
-            "and persistence >= 1 and embedding is not null "
+            "with picked as ("
+            "select id from memories where user_id = %s and status = 'active' and persistence >= 1 "
             "union "
-            "select * from (select id, 1 - (embedding <=> q.v) from memories, q where user_id = %s "
-            "and status = any(%s) and embedding is not null order by importance desc, seq limit %s) top",
-            (vector_text(vector), user_id, user_id, [str(s) for s in statuses], limit),
+            "select * from (select id from memories where user_id = %s and status = any(%s) "
+            "order by importance desc limit %s) top) "
+            "select m.id, 1 - (m.embedding <=> %s::vector) from picked join memories m on m.id = picked.id "
+            "where m.embedding is not null",
+            (user_id, user_id, [str(s) for s in statuses], limit, vector_text(vector)),
         )
         return [(r[0], float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
 
