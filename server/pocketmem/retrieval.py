@@ -26,7 +26,17 @@ from .errors import InvalidInput, PocketmemError
 from .formatting import InjectionItem, age_label, calendar_days, injection_block
 from .models import Category, EventKind, Memory, Status
 from . import timeexpr
-from .ranking import Candidate, Ranked, Weights, rank, rarity, shadow_older
+from .ranking import (
+    Candidate,
+    Ranked,
+    Weights,
+    keyword_score,
+    rank,
+    rarity,
+    relevance,
+    semantic_score,
+    shadow_older,
+)
 from .results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from .reinforcement import record_used
 from .store import Store, StoreReader
@@ -287,11 +297,21 @@ class Retrieval:
                 sims.update(await reader.similarities(user_id, unscored, vector))
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"vector scoring: {exc}")
-        memories = [m for m in await reader.get_memories(user_id, shortlist) if m.status in statuses]
         terms: dict[str, frozenset[str]] = {}
         if rarities:
-            indexed = await reader.indexed_terms(user_id, [m.id for m in memories])
+            indexed = await reader.indexed_terms(user_id, shortlist)
             terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        # Whole rows only for what passes the threshold (or is dated inside the window a question names).
+        passing = [
+            mid
+            for mid in shortlist
+            if mid in in_window
+            or relevance(
+                semantic_score(sims.get(mid), baseline), keyword_score(q.terms, terms.get(mid, ()), rarities)
+            )
+            >= self.settings.relevance_threshold
+        ]
+        memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
         return [
             Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
         ], rarities

@@ -255,13 +255,13 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
         return count
 
     async def _rowid(self, user_id: str, memory_id: str) -> int | None:
-        row = await self._one("select rowid from memories where id = ? and user_id = ?", (memory_id, user_id))
+        row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
         return row[0] if row else None
 
     # -- reads ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
         row = await self._one(
-            f"select {_MEMORY_COLUMNS} from memories where id = ? and user_id = ?", (memory_id, user_id)
+            f"select {_MEMORY_COLUMNS} from memories where id = ? and +user_id = ?", (memory_id, user_id)
         )
         return _memory(row) if row else None
 
@@ -269,7 +269,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
         if not memory_ids:
             return []
         rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and id in ({_placeholders(len(memory_ids))})",
+            f"select {_MEMORY_COLUMNS} from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
             (user_id, *memory_ids),
         )
         by_id = {row[0]: _memory(row) for row in rows}
@@ -371,7 +371,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
         if self._vectors:
             # Materialise the few rows first; a plain self-join lets the planner scan the whole table.
             rows = await self._all(
-                "with picked as materialized (select id, embedding from memories where user_id = ? "
+                "with picked as materialized (select id, embedding from memories where +user_id = ? "
                 f"and id in ({marks}) and embedding is not null) "
                 "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from picked a join picked b "
                 "on a.id < b.id",
@@ -379,7 +379,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             )
             return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None}
         rows = await self._all(
-            f"select id, embedding from memories where user_id = ? and id in ({marks}) and embedding is not null",
+            f"select id, embedding from memories where +user_id = ? and id in ({marks}) and embedding is not null",
             (user_id, *memory_ids),
         )
         vectors = {r[0]: unpack_vector(r[1]) for r in rows}
@@ -411,13 +411,13 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             return {}
         if self._vectors:
             rows = await self._all(
-                f"select id, vec_distance_cosine(embedding, ?) from memories where user_id = ? "
+                f"select id, vec_distance_cosine(embedding, ?) from memories where +user_id = ? "
                 f"and id in ({_placeholders(len(memory_ids))}) and embedding is not null",
                 (pack_vector(vector), user_id, *memory_ids),
             )
             return {row[0]: 1.0 - float(row[1]) for row in rows if row[1] is not None and not math.isnan(row[1])}
         rows = await self._all(
-            f"select id, embedding from memories where user_id = ? and id in ({_placeholders(len(memory_ids))}) "
+            f"select id, embedding from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))}) "
             "and embedding is not null",
             (user_id, *memory_ids),
         )
@@ -428,7 +428,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             return {}
         rows = await self._all(
             "select m.id, f.terms, f.keywords from memories m join memories_fts f on f.rowid = m.rowid "
-            f"where m.user_id = ? and m.id in ({_placeholders(len(memory_ids))})",
+            f"where +m.user_id = ? and m.id in ({_placeholders(len(memory_ids))})",
             (user_id, *memory_ids),
         )
         return {row[0]: IndexedText(terms=row[1], keyword_terms=row[2]) for row in rows}
@@ -446,7 +446,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
 
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
         row = await self._one(
-            f"select {_PENDING_COLUMNS} from memory_pending where id = ? and user_id = ?", (pending_id, user_id)
+            f"select {_PENDING_COLUMNS} from memory_pending where id = ? and +user_id = ?", (pending_id, user_id)
         )
         return _pending(row) if row else None
 
@@ -650,7 +650,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             else:
                 params.append(value)
         await self._exec(
-            f"update memories set {', '.join(assignments)} where id = ? and user_id = ?",
+            f"update memories set {', '.join(assignments)} where id = ? and +user_id = ?",
             (*params, memory_id, user_id),
         )
 
@@ -717,7 +717,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             return
         await self._exec(
             "update memories set use_count = use_count + ?, last_active_at = ? "
-            f"where user_id = ? and id in ({_placeholders(len(memory_ids))})",
+            f"where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
             (by, to_iso(now), user_id, *memory_ids),
         )
 
@@ -794,7 +794,7 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
             else:
                 params.append(value)
         await self._exec(
-            f"update memory_pending set {', '.join(assignments)} where id = ? and user_id = ?",
+            f"update memory_pending set {', '.join(assignments)} where id = ? and +user_id = ?",
             (*params, pending_id, user_id),
         )
 
@@ -901,6 +901,11 @@ class SQLiteStore(Store):
         try:
             self._writer = await self._connect()
             await sqlite_migrations.migrate(self._writer)
+            try:
+                # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
+                await self._writer.execute("pragma optimize = 0x10002")
+            except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
+                log.debug("pragma optimize failed", exc_info=True)
             self._reader = await self._connect() if self.path != ":memory:" else self._writer
         except Exception as exc:
             await self.close()
