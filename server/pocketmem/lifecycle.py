@@ -501,8 +501,16 @@ class Lifecycle:
     ) -> Memory | None:
         """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
         sig = signature(content)
-        match = fts_match_expression(query_terms(content)[:NEAR_DUPLICATE_TERMS])
-        if not sig or match is None:
+        if not sig:
+            return None
+        # Rules 1 and 2 need a memory holding every content word of the new one: the keyword index finds
+        # exactly those (Han characters and words are indexed one by one). Rule 3 needs the wider net.
+        match = (
+            fts_match_expression(sorted(sig), all_terms=True)
+            if self.embedder.lexical
+            else fts_match_expression(query_terms(content)[:NEAR_DUPLICATE_TERMS])
+        )
+        if match is None:
             return None
         hits = [mid for mid, _ in await tx.keyword_hits(user_id, match, NEAR_DUPLICATE_CANDIDATES, (Status.active,))]
         if not hits:

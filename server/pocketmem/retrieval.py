@@ -14,6 +14,7 @@ because an index is sick.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from datetime import datetime, time, timedelta
 from dataclasses import dataclass, field
@@ -140,8 +141,10 @@ class Retrieval:
             texts.append(" ".join(q.keywords))
             weights.append(KEYWORDS_VECTOR_WEIGHT)
         vectors = await self.embedder.embed_many(texts)
-        combined = [sum(w * v[i] for w, v in zip(weights, vectors, strict=True)) for i in range(len(vectors[0]))]
-        norm = sum(x * x for x in combined) ** 0.5 or 1.0
+        combined = [weights[0] * x for x in vectors[0]]
+        for weight, vector in zip(weights[1:], vectors[1:], strict=True):
+            combined = [a + weight * b for a, b in zip(combined, vector, strict=True)]
+        norm = math.hypot(*combined) or 1.0
         return [x / norm for x in combined]
 
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
@@ -168,38 +171,38 @@ class Retrieval:
             failures.append(f"embedder: {exc}")
             baseline = 0.0
 
+        ranked: list[Ranked] = []
         async with self.store.read() as reader:
             candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, baseline)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
+            if req.categories:
+                allowed = set(req.categories)
+                candidates = [c for c in candidates if c.memory.category in allowed]
+            candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+            keyword_failed = any(f.startswith("keyword index") for f in failures)
+            vector_failed = vector is None or any(f.startswith("vector") for f in failures)
+            if not (keyword_failed and vector_failed):
+                ranked = rank(
+                    candidates,
+                    q.terms,
+                    idfs,
+                    baseline=baseline,
+                    weights=self.weights,
+                    threshold=self.settings.relevance_threshold,
+                    now=now,
+                    temporal=q.time.intent,
+                )
+                pool = ranked[:SHADOW_POOL]
+                if len(pool) > 1 and vector is not None:
+                    # In the same snapshot: the pairs must be the memories just ranked.
+                    pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
+                    ranked = shadow_older(pool, pairs, baseline)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
-        if req.categories:
-            allowed = set(req.categories)
-            candidates = [c for c in candidates if c.memory.category in allowed]
-        candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
-
         degraded = "; ".join(failures) or None
-        keyword_failed = any(f.startswith("keyword index") for f in failures)
-        vector_failed = vector is None or any(f.startswith("vector") for f in failures)
         if keyword_failed and vector_failed:
             result = await self._card_only(user_id, locale, pending, degraded, failures)
             return result.model_copy(update={"reminders": reminders, "reinforced": reinforced})
-
-        ranked = rank(
-            candidates,
-            q.terms,
-            idfs,
-            baseline=baseline,
-            weights=self.weights,
-            threshold=self.settings.relevance_threshold,
-            now=now,
-            temporal=q.time.intent,
-        )
-        pool = ranked[:SHADOW_POOL]
-        if len(pool) > 1 and vector is not None:
-            async with self.store.read() as reader:
-                pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
-            ranked = shadow_older(pool, pairs, baseline)
         ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
         # Due reminders come first: they are the lines the agent must not miss when the budget is tight.

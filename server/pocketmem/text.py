@@ -123,10 +123,10 @@ def keyword_terms(keywords: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def fts_match_expression(terms: Iterable[str]) -> str | None:
-    """An FTS5 MATCH string that ORs quoted terms; quoting makes user text inert (no NEAR, *, -, OR)."""
+def fts_match_expression(terms: Iterable[str], *, all_terms: bool = False) -> str | None:
+    """An FTS5 MATCH string that ORs (or ANDs) quoted terms; quoting makes user text inert (no NEAR, *, -, OR)."""
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms if term]
-    return " OR ".join(quoted) if quoted else None
+    return (" AND " if all_terms else " OR ").join(quoted) if quoted else None
 
 
 def guess_language(text: str) -> str:

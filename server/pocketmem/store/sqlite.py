@@ -435,14 +435,14 @@ class SQLiteTx(UpkeepQueries, StoreWriter):
 
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         # count(*) on an FTS5 table reads every row; the highest rowid is an O(log n) stand-in that
-        # only overstates N by the purged rows, which IDF barely notices.
-        total_row = await self._one("select coalesce(max(rowid), 0) from memories_fts")
-        if not terms:
-            return {}, int(total_row[0])
+        # only overstates N by the purged rows, which IDF barely notices. One statement, one round trip.
         rows = await self._all(
-            f"select term, doc from memories_fts_vocab where term in ({_placeholders(len(terms))})", tuple(terms)
+            "select null, coalesce(max(rowid), 0) from memories_fts union all "
+            f"select term, doc from memories_fts_vocab where term in ({_placeholders(len(terms))})",
+            tuple(terms),
         )
-        return {row[0]: int(row[1]) for row in rows}, int(total_row[0])
+        total = int(rows[0][1])
+        return {row[0]: int(row[1]) for row in rows[1:]}, total
 
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
         row = await self._one(
@@ -870,6 +870,9 @@ class SQLiteStore(Store):
         self.path = str(path)
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        # Writes that need not wait for fsync (recall bookkeeping) use their own connection set to
+        # synchronous=NORMAL; the next durable commit's fsync of the shared WAL covers them too.
+        self._bookkeeper: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
@@ -907,6 +910,9 @@ class SQLiteStore(Store):
             except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
                 log.debug("pragma optimize failed", exc_info=True)
             self._reader = await self._connect() if self.path != ":memory:" else self._writer
+            self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
+            if self._bookkeeper is not self._writer:
+                await self._bookkeeper.execute("pragma synchronous = normal")
         except Exception as exc:
             await self.close()
             if isinstance(exc, StoreError):
@@ -926,12 +932,12 @@ class SQLiteStore(Store):
                 await self._writer.execute("pragma optimize")
             except Exception:  # noqa: BLE001 - an old SQLite without it loses nothing
                 log.debug("pragma optimize failed", exc_info=True)
-        for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
+        for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
             try:
                 await conn.close()
             except Exception:  # noqa: BLE001 - closing must not hide the original error
                 log.debug("error closing connection", exc_info=True)
-        self._writer = self._reader = None
+        self._writer = self._reader = self._bookkeeper = None
 
     def _require(self, conn: aiosqlite.Connection | None) -> aiosqlite.Connection:
         if conn is None:
@@ -952,20 +958,11 @@ class SQLiteStore(Store):
 
     @asynccontextmanager
     async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
-        conn = self._require(self._writer)
+        conn = self._require(self._writer if durable else self._bookkeeper)
         tx: SQLiteTx | None = None
         async with self._write_lock, self._hold_file_lock():
-            if not durable:
-                # Bookkeeping (use counts, recall events) need not wait for fsync; the next durable
-                # commit syncs the WAL up to and including it.
-                await conn.execute("pragma synchronous = normal")
-            try:
-                async with self._transaction(conn) as tx:
-                    yield tx
-            finally:
-                if not durable:
-                    with anyio.CancelScope(shield=True):
-                        await conn.execute("pragma synchronous = full")
+            async with self._transaction(conn) as tx:
+                yield tx
         # Outside the lock: listeners may read (or even write) the store.
         if tx is not None and tx.changes:
             await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
