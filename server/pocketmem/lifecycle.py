@@ -51,6 +51,7 @@ from .text import (
     clean_text,
     content_hash,
     fts_match_expression,
+    guess_language,
     has_cjk,
     index_terms,
     normalise,
@@ -143,7 +144,7 @@ class Lifecycle:
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
         # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs it.
-        await self.calibration.baseline()
+        await self.calibration.scales()
         if not self.vectors_ready:
             # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
@@ -281,7 +282,7 @@ class Lifecycle:
                     f"[{i}].confidence", f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}"
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
-        await self.calibration.baseline()
+        await self.calibration.scales()
         if vectors and not self.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
             self.vectors_ready = True
@@ -518,8 +519,8 @@ class Lifecycle:
         core = normalise(strip_subject(content))
         facts = numbers_and_negations(content)
         similar = {} if self.embedder.lexical else await tx.similarities(user_id, hits, vector)
-        # Inside a write transaction: use the baseline only if already known (computing it writes to the store).
-        baseline = self.calibration.known
+        # Inside a write transaction: use the scale only if already known (measuring it writes to the store).
+        scale = self.calibration.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
             other = signature(memory.content)
             if other == sig:
@@ -529,9 +530,9 @@ class Lifecycle:
             if len(core) >= NEAR_DUPLICATE_MIN_CHARS and core in normalise(strip_subject(memory.content)):
                 return memory
             if (
-                baseline is not None
+                scale is not None
                 and memory.id in similar
-                and semantic_score(similar[memory.id], baseline) >= NEAR_DUPLICATE_SIMILARITY
+                and semantic_score(similar[memory.id], scale) >= NEAR_DUPLICATE_SIMILARITY
             ):
                 return memory
         return None

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime, time, timedelta
 from dataclasses import dataclass, field
 
-from .calibration import Calibration
+from .calibration import NEUTRAL, Calibration, Scale
 from .clock import Clock
 from .config import Settings
 from .embeddings import Embedder
@@ -102,9 +102,9 @@ class Retrieval:
             importance=settings.weight_importance,
         )
 
-    async def baseline(self) -> float:
-        """The embedder's unrelated-similarity level (calibration.py)."""
-        return await self.calibration.baseline()
+    async def scale(self, lang: str) -> Scale:
+        """What cosine similarity means for this embedder in this language (calibration.py)."""
+        return await self.calibration.scale(lang)
 
     def _parse(self, req: RecallRequest) -> _Query:
         message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
@@ -166,14 +166,14 @@ class Retrieval:
         vector: list[float] | None = None
         try:
             vector = await self._query_vector(q)
-            baseline = await self.baseline()
+            scale = await self.scale(guess_language(q.message))
         except PocketmemError as exc:
             failures.append(f"embedder: {exc}")
-            baseline = 0.0
+            scale = NEUTRAL
 
         ranked: list[Ranked] = []
         async with self.store.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, baseline)
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
             if req.categories:
@@ -187,7 +187,7 @@ class Retrieval:
                     candidates,
                     q.terms,
                     idfs,
-                    baseline=baseline,
+                    scale=scale,
                     weights=self.weights,
                     threshold=self.settings.relevance_threshold,
                     now=now,
@@ -197,7 +197,7 @@ class Retrieval:
                 if len(pool) > 1 and vector is not None:
                     # In the same snapshot: the pairs must be the memories just ranked.
                     pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
-                    ranked = shadow_older(pool, pairs, baseline)
+                    ranked = shadow_older(pool, pairs, scale)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
         degraded = "; ".join(failures) or None
         if keyword_failed and vector_failed:
@@ -247,7 +247,7 @@ class Retrieval:
         vector: list[float] | None,
         statuses: tuple[Status, ...],
         failures: list[str],
-        baseline: float = 0.0,
+        scale: Scale = NEUTRAL,
     ) -> tuple[list[Candidate], dict[str, float]]:
         """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
         sims: dict[str, float] = {}
@@ -290,7 +290,7 @@ class Retrieval:
                 failures.append(f"keyword index: {exc}")
         # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
         # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
-        enough = baseline + self.settings.relevance_threshold * (1.0 - baseline)
+        enough = scale.cosine_for(self.settings.relevance_threshold)
         shortlist = list(
             dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
         )
@@ -310,7 +310,7 @@ class Retrieval:
             for mid in shortlist
             if mid in in_window
             or relevance(
-                semantic_score(sims.get(mid), baseline), keyword_score(q.terms, terms.get(mid, ()), rarities)
+                semantic_score(sims.get(mid), scale), keyword_score(q.terms, terms.get(mid, ()), rarities)
             )
             >= self.settings.relevance_threshold
         ]
