@@ -388,7 +388,9 @@ class Lifecycle:
     ) -> AddResult:
         await tx.touch(user_id, [existing.id], now)
         merged = list(dict.fromkeys([*existing.keywords, *req.keywords]))[:MAX_KEYWORDS]
-        if merged != existing.keywords:
+        # New keywords join the existing memory when re-embedding is an in-process computation; a remote
+        # or neural embedder would hold the write lock for its round trip, so there the memory stays as is.
+        if merged != existing.keywords and self.embedder.lexical:
             await tx.replace_content(
                 user_id,
                 existing.id,

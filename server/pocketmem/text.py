@@ -49,9 +49,8 @@ def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = Fa
     if not cleaned and not allow_empty:
         raise InvalidInput(field, "must not be empty or only whitespace")
     if len(cleaned) > max_chars:
-        raise InvalidInput(
-            field, f"is {len(cleaned)} characters; the limit is {max_chars} — store one fact per memory"
-        )
+        hint = " — store one fact per memory" if field == "content" else ""
+        raise InvalidInput(field, f"is {len(cleaned)} characters; the limit is {max_chars}{hint}")
     return cleaned
 
 

@@ -1039,7 +1039,9 @@ class SQLiteStore(Store):
             assert isinstance(tx, SQLiteTx)
             await tx._exec("drop table if exists memory_vectors")
             await tx._exec("update memories set embedding = null")
-            await tx._exec("delete from store_meta where key in ('embedder', 'dimensions', 'calibration')")
+            await tx._exec(
+                "delete from store_meta where key in ('embedder', 'dimensions') or key like 'calibration:%'"
+            )
         self._vector_table = False
         await self.prepare_vectors(embed_tag, dimensions)
 
