@@ -602,7 +602,9 @@ class Lifecycle:
             )
         vector = await self._embed(new_content, memory.keywords)
         async with self.store.write() as tx:
-            return await self._patch_in(tx, user_id, memory_id, patch, mode, reason, vector, now, redacted)
+            return await self._patch_in(
+                tx, user_id, memory_id, patch, mode, reason, vector, now, redacted, prepared=new_content
+            )
 
     def screen_patch(self, patch: str, field: str) -> tuple[str, list[str]]:
         """The patch with secrets redacted, and their kinds; refused (InvalidInput) when nothing else is left."""
@@ -616,10 +618,17 @@ class Lifecycle:
     async def _patch_in(
         self, tx: StoreWriter, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
         reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
+        *, prepared: str | None = None,
     ) -> PatchResult:
-        """Inside a transaction: patch a core memory, keeping the previous text as a revision."""
+        """Inside a transaction: patch a core memory, keeping the previous text as a revision.
+
+        `vector` was computed from `prepared` before the transaction; if the memory changed meanwhile the
+        vector would not match the text, so the patch is refused and can be retried.
+        """
         memory = self._require_core(await tx.get_memory(user_id, memory_id), memory_id)
         new_content = self._patched(memory.content, patch, mode, now)
+        if prepared is not None and new_content != prepared:
+            raise Conflict(f"memory {memory_id} changed while it was being patched; send the patch again")
         revision = Revision(
             id=new_id(),
             memory_id=memory.id,
