@@ -52,6 +52,11 @@ class Tally:
     hit5: int = 0
     rr: float = 0.0
     conflict_ok: int = 0
+    # Conflicts split by whether the newer memory names the older in `supersedes`, and, for the ordering
+    # alone, among the conflicts where both versions were recalled (unlinked ones; linked stale ones never are).
+    linked: list[int] = field(default_factory=lambda: [0, 0])  # [correct, total]
+    unlinked: list[int] = field(default_factory=lambda: [0, 0])
+    both_recalled: list[int] = field(default_factory=lambda: [0, 0])
     negatives_empty: int = 0
     misses: list[str] = field(default_factory=list)
 
@@ -93,6 +98,7 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
     async with PocketMem(settings, clock=clock) as app:
         ids = await load(app, data, keywords)
         by_id = {v: k for k, v in ids.items()}
+        supersedes = {m["key"]: m.get("supersedes") for m in data["memories"]}
         for query in data["queries"]:
             result = await app.retrieval.recall(
                 "eval",
@@ -130,6 +136,13 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
                 stale_ranks = [i for i, key in enumerate(got) if key in stale]
                 ok = first is not None and first <= 3 and (not stale_ranks or stale_ranks[0] > ranks[0])
                 tally.conflict_ok += ok
+                is_linked = any(supersedes.get(g) in stale for g in gold)
+                bucket = tally.linked if is_linked else tally.unlinked
+                bucket[0] += ok
+                bucket[1] += 1
+                if ranks and stale_ranks:
+                    tally.both_recalled[0] += stale_ranks[0] > ranks[0]
+                    tally.both_recalled[1] += 1
             if first != 1:
                 tally.misses.append(f"{query['id']} {query['query']!r} gold={sorted(gold)} -> {got[:3]}")
     return tallies
@@ -155,6 +168,9 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
         }
         if name == "conflict":
             rows[name]["conflict_accuracy"] = t.conflict_ok / t.n
+            rows[name]["linked"] = t.linked
+            rows[name]["unlinked"] = t.unlinked
+            rows[name]["both_recalled"] = t.both_recalled
         positive.n += t.n
         positive.hit1 += t.hit1
         positive.hit3 += t.hit3
@@ -193,6 +209,17 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
             f"{cell(a, b, 'mrr')} | {cell(a, b, 'conflict_accuracy')} | {cell(a, b, 'negative_precision')} |"
             + (f" {cell(a, b, 'nn_hit@5')} |" if nearest and type_ != "negative" else (" |" if nearest else ""))
         )
+    conflict = with_kw.get("conflict")
+    if conflict:
+        def frac(pair: list[int]) -> str:
+            return f"{pair[0]}/{pair[1]}"
+
+        lines += [
+            "",
+            f"Conflicts (with keywords): linked by `supersedes` {frac(conflict['linked'])} correct, unlinked "
+            f"{frac(conflict['unlinked'])}; when both versions were recalled, the newer ranked first in "
+            f"{frac(conflict['both_recalled'])}.",
+        ]
     return "\n".join(lines)
 
 
