@@ -29,6 +29,8 @@ from quality import DATA, NOW, bench_settings, load  # noqa: E402
 
 from pocketmem import ranking  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
+from pocketmem.calibration import NEUTRAL  # noqa: E402
+from pocketmem.text import guess_language  # noqa: E402
 from pocketmem.clock import FixedClock  # noqa: E402
 from pocketmem.models import Status  # noqa: E402
 from pocketmem.retrieval import RecallRequest  # noqa: E402
@@ -44,6 +46,7 @@ class Case:
     terms: dict[str, float]
     rarities: dict[str, float]
     temporal: bool
+    scale: Any
 
 
 @dataclass
@@ -51,7 +54,6 @@ class Extracted:
     cases: list[Case]
     keys: dict[str, str]  # memory id -> dataset key
     pairs: dict[tuple[str, str], float]
-    baseline: float
 
 
 async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extracted:
@@ -59,7 +61,7 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
         ids = await load(app, data, keywords)
         keys = {v: k for k, v in ids.items()}
         r = app.retrieval
-        baseline = await r.baseline()
+        scales = await r.calibration.scales()
         async with app.store.read() as reader:
             pairs = await reader.pairwise_similarities("eval", list(ids.values()))
         cases = []
@@ -69,21 +71,22 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
             )
             parsed = r._parse(req)
             vector = await r._query_vector(parsed)
+            scale = scales.get(guess_language(parsed.message), NEUTRAL)
             async with app.store.read() as reader:
                 candidates, rarities = await r._candidates(
-                    reader, "eval", parsed, vector, (Status.active,), [], baseline
+                    reader, "eval", parsed, vector, (Status.active,), [], scale
                 )
             # Candidates with no signal at all can never pass a positive threshold: drop them once here.
             candidates = [
                 c for c in candidates
                 if (c.memory.expires_at is None or c.memory.expires_at > NOW)
-                and (c.in_window or (c.cosine or 0.0) > baseline or c.terms.intersection(rarities))
+                and (c.in_window or (c.cosine or 0.0) > scale.baseline or c.terms.intersection(rarities))
             ]
             cases.append(
                 Case(q["id"], q["type"], set(q["gold"]), set(q.get("stale", [])), candidates, parsed.terms,
-                     rarities, parsed.time.intent)
+                     rarities, parsed.time.intent, scale)
             )
-    return Extracted(cases, keys, pairs, baseline)
+    return Extracted(cases, keys, pairs)
 
 
 def replay(ex: Extracted, p: dict[str, float]) -> dict[str, float]:
@@ -93,9 +96,9 @@ def replay(ex: Extracted, p: dict[str, float]) -> dict[str, float]:
     weights = ranking.Weights(p["ws"], p["wk"], p["wf"], p["wi"])
     hit1 = hit3 = n = neg_ok = neg = conflict_ok = conflicts = 0
     for case in ex.cases:
-        ranked = ranking.rank(case.candidates, case.terms, case.rarities, baseline=ex.baseline, weights=weights,
+        ranked = ranking.rank(case.candidates, case.terms, case.rarities, scale=case.scale, weights=weights,
                               threshold=p["thr"], now=NOW, temporal=case.temporal)
-        ranked = ranking.shadow_older(ranked[:12], ex.pairs, ex.baseline)
+        ranked = ranking.shadow_older(ranked[:12], ex.pairs, case.scale)
         got = [ex.keys[x.memory.id] for x in ranked[:5]]
         if not case.gold:
             neg += 1

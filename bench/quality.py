@@ -34,7 +34,7 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.clock import FixedClock  # noqa: E402
 from pocketmem.config import Settings  # noqa: E402
 from pocketmem.lifecycle import AddRequest  # noqa: E402
-from pocketmem.models import Category  # noqa: E402
+from pocketmem.models import Category, Status  # noqa: E402
 from pocketmem.retrieval import RecallRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
@@ -46,11 +46,17 @@ K = 5
 @dataclass
 class Tally:
     n: int = 0
+    nn_hit5: int = 0  # plain nearest-neighbour ranking of the message's vector (embedders that capture meaning)
     hit1: int = 0
     hit3: int = 0
     hit5: int = 0
     rr: float = 0.0
     conflict_ok: int = 0
+    # Conflicts split by whether the newer memory names the older in `supersedes`, and, for the ordering
+    # alone, among the conflicts where both versions were recalled (unlinked ones; linked stale ones never are).
+    linked: list[int] = field(default_factory=lambda: [0, 0])  # [correct, total]
+    unlinked: list[int] = field(default_factory=lambda: [0, 0])
+    both_recalled: list[int] = field(default_factory=lambda: [0, 0])
     negatives_empty: int = 0
     misses: list[str] = field(default_factory=list)
 
@@ -92,6 +98,7 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
     async with PocketMem(settings, clock=clock) as app:
         ids = await load(app, data, keywords)
         by_id = {v: k for k, v in ids.items()}
+        supersedes = {m["key"]: m.get("supersedes") for m in data["memories"]}
         for query in data["queries"]:
             result = await app.retrieval.recall(
                 "eval",
@@ -105,6 +112,11 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
             )
             got = [by_id[m.id] for m in result.memories]
             gold = set(query["gold"])
+            if not app.embedder.lexical and gold:
+                vector = await app.embedder.embed(query["query"])
+                async with app.store.read() as reader:
+                    nearest = await reader.vector_neighbours("eval", vector, K, (Status.active,))
+                tallies[query["type"]].nn_hit5 += any(by_id[mid] in gold for mid, _ in nearest)
             tally = tallies[query["type"]]
             tally.n += 1
             if not gold:
@@ -124,6 +136,13 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
                 stale_ranks = [i for i, key in enumerate(got) if key in stale]
                 ok = first is not None and first <= 3 and (not stale_ranks or stale_ranks[0] > ranks[0])
                 tally.conflict_ok += ok
+                is_linked = any(supersedes.get(g) in stale for g in gold)
+                bucket = tally.linked if is_linked else tally.unlinked
+                bucket[0] += ok
+                bucket[1] += 1
+                if ranks and stale_ranks:
+                    tally.both_recalled[0] += stale_ranks[0] > ranks[0]
+                    tally.both_recalled[1] += 1
             if first != 1:
                 tally.misses.append(f"{query['id']} {query['query']!r} gold={sorted(gold)} -> {got[:3]}")
     return tallies
@@ -141,6 +160,7 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
             continue
         rows[name] = {
             "n": t.n,
+            "nn_hit@5": t.nn_hit5 / t.n,
             "hit@1": t.hit1 / t.n,
             "hit@3": t.hit3 / t.n,
             "hit@5": t.hit5 / t.n,
@@ -148,13 +168,18 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
         }
         if name == "conflict":
             rows[name]["conflict_accuracy"] = t.conflict_ok / t.n
+            rows[name]["linked"] = t.linked
+            rows[name]["unlinked"] = t.unlinked
+            rows[name]["both_recalled"] = t.both_recalled
         positive.n += t.n
         positive.hit1 += t.hit1
         positive.hit3 += t.hit3
         positive.hit5 += t.hit5
         positive.rr += t.rr
+        positive.nn_hit5 += t.nn_hit5
     rows["all non-negative"] = {
         "n": positive.n,
+        "nn_hit@5": positive.nn_hit5 / positive.n,
         "hit@1": positive.hit1 / positive.n,
         "hit@3": positive.hit3 / positive.n,
         "hit@5": positive.hit5 / positive.n,
@@ -163,12 +188,13 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
     return rows
 
 
-def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any]) -> str:
+def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], nearest: bool) -> str:
+    plain = " | plain NN hit@5" if nearest else ""
     lines = [
         f"**{name}** (with agent keywords / without keywords)",
         "",
-        "| type | n | hit@1 | hit@3 | hit@5 | MRR | conflict acc. | negative precision |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| type | n | hit@1 | hit@3 | hit@5 | MRR | conflict acc. | negative precision{plain} |",
+        "|---|---|---|---|---|---|---|---|" + ("---|" if nearest else ""),
     ]
 
     def cell(row: dict[str, Any], other: dict[str, Any], key: str) -> str:
@@ -181,7 +207,19 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any]) -> str
         lines.append(
             f"| {type_} | {a['n']} | {cell(a, b, 'hit@1')} | {cell(a, b, 'hit@3')} | {cell(a, b, 'hit@5')} | "
             f"{cell(a, b, 'mrr')} | {cell(a, b, 'conflict_accuracy')} | {cell(a, b, 'negative_precision')} |"
+            + (f" {cell(a, b, 'nn_hit@5')} |" if nearest and type_ != "negative" else (" |" if nearest else ""))
         )
+    conflict = with_kw.get("conflict")
+    if conflict:
+        def frac(pair: list[int]) -> str:
+            return f"{pair[0]}/{pair[1]}"
+
+        lines += [
+            "",
+            f"Conflicts (with keywords): linked by `supersedes` {frac(conflict['linked'])} correct, unlinked "
+            f"{frac(conflict['unlinked'])}; when both versions were recalled, the newer ranked first in "
+            f"{frac(conflict['both_recalled'])}.",
+        ]
     return "\n".join(lines)
 
 
@@ -211,8 +249,9 @@ def main() -> None:
             overall = results[keywords]["all non-negative"]
             neg = results[keywords].get("negative", {}).get("negative_precision", float("nan"))
             conflict = results[keywords].get("conflict", {}).get("conflict_accuracy", float("nan"))
+            plain = f"plain-NN hit@5 {overall['nn_hit@5']:.3f} | " if args.embedder != "hash" else ""
             print(
-                f"{name} [{label}] hit@1 {overall['hit@1']:.3f} hit@3 {overall['hit@3']:.3f} "
+                f"{name} [{label}] {plain}hit@1 {overall['hit@1']:.3f} hit@3 {overall['hit@3']:.3f} "
                 f"hit@5 {overall['hit@5']:.3f} MRR {overall['mrr']:.3f} conflict {conflict:.3f} "
                 f"negative {neg:.3f}  ({elapsed:.1f}s)",
                 file=sys.stderr,
@@ -223,7 +262,7 @@ def main() -> None:
                         print(f"  [{type_}] {miss}", file=sys.stderr)
         report[name] = {"keywords": results[True], "no_keywords": results[False]}
         sections.append(table(f"{name} ({len(data['memories'])} memories, {len(data['queries'])} queries)",
-                              results[True], results[False]))
+                              results[True], results[False], nearest=args.embedder != "hash"))
     if args.json:
         print(json.dumps(report, indent=2))
     if args.write:

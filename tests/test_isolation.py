@@ -73,6 +73,8 @@ async def test_another_users_ids_are_not_found_and_change_nothing(tmp_path, mode
     with ServerProcess(home, "http") as server:
         async with connect(server.url, alice, mode=mode) as a:
             ids = await seed_alice(a)
+            stats = json.loads((await a.read_resource("memory://stats")).contents[0].text)
+            assert stats["active"] == 3 and "database" not in stats  # no server paths for network users
             memory_ids = [v for k, v in ids.items() if k != "pending"]
             before = await snapshot(a, memory_ids)
 

@@ -23,7 +23,7 @@ CONTRACT_TOOLS = {
     "remember_conversation",  # server-side extraction (beside the 8 tools of the design)
 }
 ADDED_TOOLS = {"mark_memory"}  # beyond the contract: todos and review decisions
-READ_ONLY = {"recall_memories", "list_trash", "list_memories"}
+READ_ONLY = {"list_trash", "list_memories"}  # recall counts uses and takes `used` feedback: it writes
 
 
 async def call(client: Client, name: str, args: dict) -> dict:

@@ -33,6 +33,7 @@ class PatchStep:
     mode: Literal["append", "replace"] = "append"
     reason: str | None = None
     redacted: list[str] = field(default_factory=list)
+    prepared: str | None = None  # the patched text the vector was computed from
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                     f"would make the memory {len(new_content)} characters (limit {settings.max_content_chars})",
                 )
             vector = await lifecycle._embed(new_content, memory.keywords)
-            ready.append((PatchStep(step.memory_id, patch, step.mode, reason, redacted), vector))
+            ready.append((PatchStep(step.memory_id, patch, step.mode, reason, redacted, new_content), vector))
         elif isinstance(step, ForgetStep):
             ready.append((ForgetStep(step.memory_id, _reason(step.reason, i)), None))
         else:
@@ -117,7 +118,8 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 assert vector is not None
                 results.append(
                     await lifecycle._patch_in(
-                        tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now, step.redacted
+                        tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now, step.redacted,
+                        prepared=step.prepared,
                     )
                 )
             elif isinstance(step, ForgetStep):

@@ -50,6 +50,7 @@ from .reinforcement import record_used
 from .text import (
     clean_text,
     content_hash,
+    guess_language,
     has_cjk,
     index_terms,
     normalise,
@@ -142,7 +143,7 @@ class Lifecycle:
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
         # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs it.
-        await self.calibration.baseline()
+        await self.calibration.scales()
         if not self.vectors_ready:
             # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
@@ -280,7 +281,7 @@ class Lifecycle:
                     f"[{i}].confidence", f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}"
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
-        await self.calibration.baseline()
+        await self.calibration.scales()
         if vectors and not self.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
             self.vectors_ready = True
@@ -386,7 +387,9 @@ class Lifecycle:
     ) -> AddResult:
         await tx.touch(user_id, [existing.id], now)
         merged = list(dict.fromkeys([*existing.keywords, *req.keywords]))[:MAX_KEYWORDS]
-        if merged != existing.keywords:
+        # New keywords join the existing memory when re-embedding is an in-process computation; a remote
+        # or neural embedder would hold the write lock for its round trip, so there the memory stays as is.
+        if merged != existing.keywords and self.embedder.lexical:
             await tx.replace_content(
                 user_id,
                 existing.id,
@@ -500,17 +503,27 @@ class Lifecycle:
     ) -> Memory | None:
         """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
         sig = signature(content)
-        terms = query_terms(content)[:NEAR_DUPLICATE_TERMS]
-        if not sig or not terms:
+        if not sig:
             return None
-        hits = [mid for mid, _ in await tx.keyword_hits(user_id, terms, NEAR_DUPLICATE_CANDIDATES, (Status.active,))]
+        # Rules 1 and 2 need a memory holding every content word of the new one: the keyword index finds
+        # exactly those (Han characters and words are indexed one by one). Rule 3 needs the wider net.
+        all_terms = self.embedder.lexical
+        terms = sorted(sig) if all_terms else query_terms(content)[:NEAR_DUPLICATE_TERMS]
+        if not terms:
+            return None
+        hits = [
+            mid
+            for mid, _ in await tx.keyword_hits(
+                user_id, terms, NEAR_DUPLICATE_CANDIDATES, (Status.active,), all_terms=all_terms
+            )
+        ]
         if not hits:
             return None
         core = normalise(strip_subject(content))
         facts = numbers_and_negations(content)
         similar = {} if self.embedder.lexical else await tx.similarities(user_id, hits, vector)
-        # Inside a write transaction: use the baseline only if already known (computing it writes to the store).
-        baseline = self.calibration.known
+        # Inside a write transaction: use the scale only if already known (measuring it writes to the store).
+        scale = self.calibration.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
             other = signature(memory.content)
             if other == sig:
@@ -520,9 +533,9 @@ class Lifecycle:
             if len(core) >= NEAR_DUPLICATE_MIN_CHARS and core in normalise(strip_subject(memory.content)):
                 return memory
             if (
-                baseline is not None
+                scale is not None
                 and memory.id in similar
-                and semantic_score(similar[memory.id], baseline) >= NEAR_DUPLICATE_SIMILARITY
+                and semantic_score(similar[memory.id], scale) >= NEAR_DUPLICATE_SIMILARITY
             ):
                 return memory
         return None
@@ -593,7 +606,9 @@ class Lifecycle:
             )
         vector = await self._embed(new_content, memory.keywords)
         async with self.store.write() as tx:
-            return await self._patch_in(tx, user_id, memory_id, patch, mode, reason, vector, now, redacted)
+            return await self._patch_in(
+                tx, user_id, memory_id, patch, mode, reason, vector, now, redacted, prepared=new_content
+            )
 
     def screen_patch(self, patch: str, field: str) -> tuple[str, list[str]]:
         """The patch with secrets redacted, and their kinds; refused (InvalidInput) when nothing else is left."""
@@ -607,10 +622,17 @@ class Lifecycle:
     async def _patch_in(
         self, tx: StoreWriter, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
         reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
+        *, prepared: str | None = None,
     ) -> PatchResult:
-        """Inside a transaction: patch a core memory, keeping the previous text as a revision."""
+        """Inside a transaction: patch a core memory, keeping the previous text as a revision.
+
+        `vector` was computed from `prepared` before the transaction; if the memory changed meanwhile the
+        vector would not match the text, so the patch is refused and can be retried.
+        """
         memory = self._require_core(await tx.get_memory(user_id, memory_id), memory_id)
         new_content = self._patched(memory.content, patch, mode, now)
+        if prepared is not None and new_content != prepared:
+            raise Conflict(f"memory {memory_id} changed while it was being patched; send the patch again")
         revision = Revision(
             id=new_id(),
             memory_id=memory.id,

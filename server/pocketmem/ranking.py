@@ -2,8 +2,8 @@
 
 For each candidate memory:
 
-    semantic  = (cosine - baseline) / (1 - baseline), clipped to [0, 1]
-                baseline: how similar unrelated texts look to this embedder (calibration.py)
+    semantic  = the cosine similarity on the embedder's calibrated scale (calibration.Scale):
+                0 for what unrelated texts score, PARAPHRASE_SCORE for a typical paraphrase, capped at 1
     keyword   = saturation * (0.8 + 0.2 * coverage)
                 rarity(t) = IDF(t) / IDF of a term found in one memory   (1 for a rare term, ~0 for a common one)
                 matched   = sum of rarity of the query terms the memory contains (its content and keywords),
@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from .calibration import Scale
 from .models import Category, Memory, Status
 from .scoring import importance
 
@@ -93,10 +94,10 @@ def rarity(document_count: int, total: int) -> float:
     return idf(document_count, total) / idf(1, max(total, 1))
 
 
-def semantic_score(cosine: float | None, baseline: float) -> float:
+def semantic_score(cosine: float | None, scale: Scale) -> float:
     if cosine is None or math.isnan(cosine):
         return 0.0
-    return min(1.0, max(0.0, (cosine - baseline) / (1.0 - baseline)))
+    return scale.score(cosine)
 
 
 def keyword_score(query: Mapping[str, float], memory_terms: Iterable[str], rarities: Mapping[str, float]) -> float:
@@ -128,7 +129,7 @@ def rank(
     query: Mapping[str, float],
     rarities: Mapping[str, float],
     *,
-    baseline: float,
+    scale: Scale,
     weights: Weights,
     threshold: float,
     now: datetime,
@@ -138,7 +139,7 @@ def rank(
     out: list[Ranked] = []
     for candidate in candidates:
         memory = candidate.memory
-        sem = semantic_score(candidate.cosine, baseline)
+        sem = semantic_score(candidate.cosine, scale)
         kw = keyword_score(query, candidate.terms, rarities)
         rel = relevance(sem, kw)
         timed = temporal and memory.category in TIMED_CATEGORIES
@@ -158,12 +159,12 @@ def rank(
     return out
 
 
-def same_topic(a: Ranked, b: Ranked, pair_similarity: Mapping[tuple[str, str], float], baseline: float) -> bool:
+def same_topic(a: Ranked, b: Ranked, pair_similarity: Mapping[tuple[str, str], float], scale: Scale) -> bool:
     """Do two recalled memories say nearly the same thing? Similar vectors, or (same category and) the
     same query terms matched in both — e.g. 博客 in 用户的博客用 Hexo… and in its later replacement."""
     ids = (a.memory.id, b.memory.id)
     cos = pair_similarity.get(ids, pair_similarity.get(ids[::-1]))
-    if cos is not None and semantic_score(cos, baseline) >= SHADOW_SIMILARITY:
+    if cos is not None and semantic_score(cos, scale) >= SHADOW_SIMILARITY:
         return True
     if a.memory.category != b.memory.category or not a.matched or not b.matched:
         return False
@@ -171,14 +172,14 @@ def same_topic(a: Ranked, b: Ranked, pair_similarity: Mapping[tuple[str, str], f
     return overlap >= SHADOW_OVERLAP
 
 
-def shadow_older(ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], baseline: float) -> list[Ranked]:
+def shadow_older(ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], scale: Scale) -> list[Ranked]:
     """Demote a memory when a newer recalled memory says nearly the same thing; re-sort."""
     out = list(ranked)
     for i, older in enumerate(out):
         for newer in ranked:
             if newer.memory.valid_from <= older.memory.valid_from:
                 continue
-            if same_topic(older, newer, pair_similarity, baseline):
+            if same_topic(older, newer, pair_similarity, scale):
                 out[i] = replace(older, score=older.score * SHADOW_FACTOR)
                 break
     out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)

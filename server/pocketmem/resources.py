@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
@@ -32,11 +33,18 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
         STATS_URI,
         name="stats",
         title="Memory statistics",
-        description="Counts by status and category, the cap, the embedder and the database path.",
+        description="Counts by status and category, the cap, the embedder, the database path and, with a cloud "
+        "library, the sync state (last sync, pending uploads, last error).",
         mime_type="application/json",
     )
     async def stats() -> dict[str, Any]:
-        return await app.stats(current_user())
+        stats = await app.stats(current_user())
+        if get_access_token() is not None:
+            # A network user has no business knowing where the server keeps its files.
+            stats.pop("database", None)
+            if isinstance(stats.get("sync"), dict):
+                stats["sync"].pop("library", None)
+        return stats
 
     @mcp.resource(
         REVIEW_URI,

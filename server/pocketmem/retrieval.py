@@ -14,11 +14,12 @@ because an index is sick.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from datetime import datetime, time, timedelta
 from dataclasses import dataclass, field
 
-from .calibration import Calibration
+from .calibration import NEUTRAL, Calibration, Scale
 from .library import LibraryRecall
 from .clock import Clock
 from .config import Settings
@@ -27,7 +28,17 @@ from .errors import InvalidInput, PocketmemError
 from .formatting import InjectionItem, age_label, calendar_days, injection_block
 from .models import Category, EventKind, Memory, Status
 from . import timeexpr
-from .ranking import Candidate, Ranked, Weights, rank, rarity, shadow_older
+from .ranking import (
+    Candidate,
+    Ranked,
+    Weights,
+    keyword_score,
+    rank,
+    rarity,
+    relevance,
+    semantic_score,
+    shadow_older,
+)
 from .results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from .reinforcement import record_used
 from .store import Store, StoreReader
@@ -99,9 +110,9 @@ class Retrieval:
             importance=settings.weight_importance,
         )
 
-    async def baseline(self) -> float:
-        """The embedder's unrelated-similarity level (calibration.py)."""
-        return await self.calibration.baseline()
+    async def scale(self, lang: str) -> Scale:
+        """What cosine similarity means for this embedder in this language (calibration.py)."""
+        return await self.calibration.scale(lang)
 
     def _parse(self, req: RecallRequest) -> _Query:
         message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
@@ -138,8 +149,10 @@ class Retrieval:
             texts.append(" ".join(q.keywords))
             weights.append(KEYWORDS_VECTOR_WEIGHT)
         vectors = await self.embedder.embed_many(texts)
-        combined = [sum(w * v[i] for w, v in zip(weights, vectors, strict=True)) for i in range(len(vectors[0]))]
-        norm = sum(x * x for x in combined) ** 0.5 or 1.0
+        combined = [weights[0] * x for x in vectors[0]]
+        for weight, vector in zip(weights[1:], vectors[1:], strict=True):
+            combined = [a + weight * b for a, b in zip(combined, vector, strict=True)]
+        norm = math.hypot(*combined) or 1.0
         return [x / norm for x in combined]
 
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
@@ -161,48 +174,48 @@ class Retrieval:
         vector: list[float] | None = None
         try:
             vector = await self._query_vector(q)
-            baseline = await self.baseline()
+            scale = await self.scale(guess_language(q.message))
         except PocketmemError as exc:
             failures.append(f"embedder: {exc}")
-            baseline = 0.0
+            scale = NEUTRAL
         asked = None
         if self.library is not None:
             asked = self.library.ask(
-                lambda: self._library_search(user_id, q, vector, statuses, baseline, now, req.categories)
+                lambda: self._library_search(user_id, q, vector, statuses, scale, now, req.categories)
             )
 
+        ranked: list[Ranked] = []
         async with self.store.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, baseline)
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
+            if req.categories:
+                allowed = set(req.categories)
+                candidates = [c for c in candidates if c.memory.category in allowed]
+            candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+            keyword_failed = any(f.startswith("keyword index") for f in failures)
+            vector_failed = vector is None or any(f.startswith("vector") for f in failures)
+            if not (keyword_failed and vector_failed):
+                ranked = rank(
+                    candidates,
+                    q.terms,
+                    idfs,
+                    scale=scale,
+                    weights=self.weights,
+                    threshold=self.settings.relevance_threshold,
+                    now=now,
+                    temporal=q.time.intent,
+                )
+                pool = ranked[:SHADOW_POOL]
+                if len(pool) > 1 and vector is not None:
+                    # In the same snapshot: the pairs must be the memories just ranked.
+                    pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
+                    ranked = shadow_older(pool, pairs, scale)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
-        if req.categories:
-            allowed = set(req.categories)
-            candidates = [c for c in candidates if c.memory.category in allowed]
-        candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
-
         degraded = "; ".join(failures) or None
-        keyword_failed = any(f.startswith("keyword index") for f in failures)
-        vector_failed = vector is None or any(f.startswith("vector") for f in failures)
         if keyword_failed and vector_failed:
             result = await self._card_only(user_id, locale, pending, degraded, failures)
             return result.model_copy(update={"reminders": reminders, "reinforced": reinforced})
-
-        ranked = rank(
-            candidates,
-            q.terms,
-            idfs,
-            baseline=baseline,
-            weights=self.weights,
-            threshold=self.settings.relevance_threshold,
-            now=now,
-            temporal=q.time.intent,
-        )
-        pool = ranked[:SHADOW_POOL]
-        if len(pool) > 1 and vector is not None:
-            async with self.store.read() as reader:
-                pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
-            ranked = shadow_older(pool, pairs, baseline)
         ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
         if asked is not None and len(ranked) < top_k:
@@ -252,7 +265,7 @@ class Retrieval:
         vector: list[float] | None,
         statuses: tuple[Status, ...],
         failures: list[str],
-        baseline: float = 0.0,
+        scale: Scale = NEUTRAL,
     ) -> tuple[list[Candidate], dict[str, float]]:
         """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
         sims: dict[str, float] = {}
@@ -294,7 +307,7 @@ class Retrieval:
                 failures.append(f"keyword index: {exc}")
         # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
         # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
-        enough = baseline + self.settings.relevance_threshold * (1.0 - baseline)
+        enough = scale.cosine_for(self.settings.relevance_threshold)
         shortlist = list(
             dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
         )
@@ -304,11 +317,21 @@ class Retrieval:
                 sims.update(await reader.similarities(user_id, unscored, vector))
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"vector scoring: {exc}")
-        memories = [m for m in await reader.get_memories(user_id, shortlist) if m.status in statuses]
         terms: dict[str, frozenset[str]] = {}
         if rarities:
-            indexed = await reader.indexed_terms(user_id, [m.id for m in memories])
+            indexed = await reader.indexed_terms(user_id, shortlist)
             terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        # Whole rows only for what passes the threshold (or is dated inside the window a question names).
+        passing = [
+            mid
+            for mid in shortlist
+            if mid in in_window
+            or relevance(
+                semantic_score(sims.get(mid), scale), keyword_score(q.terms, terms.get(mid, ()), rarities)
+            )
+            >= self.settings.relevance_threshold
+        ]
+        memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
         return [
             Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
         ], rarities
@@ -319,14 +342,14 @@ class Retrieval:
         q: _Query,
         vector: list[float] | None,
         statuses: tuple[Status, ...],
-        baseline: float,
+        scale: Scale,
         now: datetime,
         categories: Sequence[Category] | None,
     ) -> list[Ranked]:
         """Large-library recall: the same candidates and ranking, over the cloud library."""
         assert self.library is not None
         async with self.library.library.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, [], baseline)
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, [], scale)
         if categories:
             candidates = [c for c in candidates if c.memory.category in set(categories)]
         candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
@@ -334,7 +357,7 @@ class Retrieval:
             candidates,
             q.terms,
             idfs,
-            baseline=baseline,
+            scale=scale,
             weights=self.weights,
             threshold=self.settings.relevance_threshold,
             now=now,

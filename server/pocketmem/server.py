@@ -59,6 +59,13 @@ def _bearer_auth() -> AuthSettings:
     return AuthSettings(issuer_url="https://pocketmem.invalid/", resource_server_url=None, required_scopes=[SCOPE])
 
 
+async def _warm_up(app: PocketMem) -> None:
+    try:
+        await app.embedder.warm_up()
+    except Exception as exc:  # noqa: BLE001 - the first call that needs the model reports it properly
+        log.warning("the embedder could not be loaded in the background: %s", exc)
+
+
 def build_server(
     settings: Settings,
     *,
@@ -82,6 +89,8 @@ def build_server(
                     tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, notifier.check_all)
                 if app.sync is not None and settings.sync_interval > 0:
                     tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
+                # A local model loads in a worker thread while the client is already talking to us.
+                tasks.start_soon(_warm_up, app)
                 try:
                     yield app
                 finally:

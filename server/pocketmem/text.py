@@ -49,9 +49,8 @@ def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = Fa
     if not cleaned and not allow_empty:
         raise InvalidInput(field, "must not be empty or only whitespace")
     if len(cleaned) > max_chars:
-        raise InvalidInput(
-            field, f"is {len(cleaned)} characters; the limit is {max_chars} — store one fact per memory"
-        )
+        hint = " — store one fact per memory" if field == "content" else ""
+        raise InvalidInput(field, f"is {len(cleaned)} characters; the limit is {max_chars}{hint}")
     return cleaned
 
 
@@ -123,10 +122,10 @@ def keyword_terms(keywords: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def fts_match_expression(terms: Iterable[str]) -> str | None:
-    """An FTS5 MATCH string that ORs quoted terms; quoting makes user text inert (no NEAR, *, -, OR)."""
+def fts_match_expression(terms: Iterable[str], *, all_terms: bool = False) -> str | None:
+    """An FTS5 MATCH string that ORs (or ANDs) quoted terms; quoting makes user text inert (no NEAR, *, -, OR)."""
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms if term]
-    return " OR ".join(quoted) if quoted else None
+    return (" AND " if all_terms else " OR ").join(quoted) if quoted else None
 
 
 def guess_language(text: str) -> str:

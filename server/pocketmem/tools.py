@@ -94,7 +94,9 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
     @mcp.tool(
         title="Recall memories",
-        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
     )
     @tool_errors
     async def recall_memories(

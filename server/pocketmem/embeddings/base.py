@@ -50,7 +50,7 @@ class Embedder(ABC):
                     f"embedder {self.tag} returned {len(answered)} vectors for {len(batch)} texts"
                 )
             for vector in answered:
-                if not all(math.isfinite(x) for x in vector):
+                if not math.isfinite(math.fsum(vector)):  # one NaN or infinity makes the sum so
                     raise ProviderUnavailable(f"embedder {self.tag} returned a vector with NaN or infinity")
                 vectors.append(_unit(vector))
         return vectors
@@ -66,7 +66,7 @@ class Embedder(ABC):
 
 
 def _unit(vector: Sequence[float]) -> list[float]:
-    norm = sum(x * x for x in vector) ** 0.5
+    norm = math.hypot(*vector)
     if norm == 0.0:
         return [0.0] * len(vector)
     return [x / norm for x in vector]

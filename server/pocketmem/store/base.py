@@ -123,9 +123,10 @@ class StoreReader(ABC):
 
     @abstractmethod
     async def keyword_hits(
-        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status]
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status], *, all_terms: bool = False
     ) -> list[tuple[str, float]]:
-        """(memory id, score) for the k memories that best match any of the index terms (text.query_terms).
+        """(memory id, score) for the k memories that best match any (with `all_terms`: every one) of the index
+        terms (text.query_terms, text.signature).
 
         The score is higher for better matches (SQLite: BM25; PostgreSQL: ts_rank); only the order
         counts, recall scores keywords itself from term_document_counts and indexed_terms."""

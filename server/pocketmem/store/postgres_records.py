@@ -70,10 +70,10 @@ def lexemes(user_id: str, text_terms: str, keyword_terms: str) -> list[str]:
     return [f"{user_id}|{t}" for t in dict.fromkeys(f"{text_terms} {keyword_terms}".split())]
 
 
-def tsquery_text(user_id: str, terms: Sequence[str]) -> str:
-    """A tsquery that ORs the user's terms, each quoted so user text stays inert."""
+def tsquery_text(user_id: str, terms: Sequence[str], *, all_terms: bool = False) -> str:
+    """A tsquery that ORs (or ANDs) the user's terms, each quoted so user text stays inert."""
     quoted = ["'" + f"{user_id}|{t}".replace("\\", "\\\\").replace("'", "''") + "'" for t in terms if t]
-    return " | ".join(quoted)
+    return (" & " if all_terms else " | ").join(quoted)
 
 
 def memory_params(m: Memory) -> tuple[Any, ...]:

@@ -246,9 +246,9 @@ class PostgresTx(UpkeepQueries, SyncQueries, StoreWriter):
         return [(r[0], 1.0 - float(r[1])) for r in rows]
 
     async def keyword_hits(
-        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status]
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status], *, all_terms: bool = False
     ) -> list[tuple[str, float]]:
-        query = tsquery_text(user_id, terms)
+        query = tsquery_text(user_id, terms, all_terms=all_terms)
         if not query:
             return []
         rows = await self._guarded(

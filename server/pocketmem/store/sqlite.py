@@ -298,13 +298,13 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         return count
 
     async def _rowid(self, user_id: str, memory_id: str) -> int | None:
-        row = await self._one("select rowid from memories where id = ? and user_id = ?", (memory_id, user_id))
+        row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
         return row[0] if row else None
 
     # -- reads ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
         row = await self._one(
-            f"select {_MEMORY_COLUMNS} from memories where id = ? and user_id = ?", (memory_id, user_id)
+            f"select {_MEMORY_COLUMNS} from memories where id = ? and +user_id = ?", (memory_id, user_id)
         )
         return _memory(row) if row else None
 
@@ -312,7 +312,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         if not memory_ids:
             return []
         rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and id in ({_placeholders(len(memory_ids))})",
+            f"select {_MEMORY_COLUMNS} from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
             (user_id, *memory_ids),
         )
         by_id = {row[0]: _memory(row) for row in rows}
@@ -386,9 +386,9 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         return [(row[0], 1.0 - float(row[1])) for row in rows]
 
     async def keyword_hits(
-        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status]
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status], *, all_terms: bool = False
     ) -> list[tuple[str, float]]:
-        match = fts_match_expression(terms)
+        match = fts_match_expression(terms, all_terms=all_terms)
         if match is None:
             return []
         rows = await self._all(
@@ -417,7 +417,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         if self._vectors:
             # Materialise the few rows first; a plain self-join lets the planner scan the whole table.
             rows = await self._all(
-                "with picked as materialized (select id, embedding from memories where user_id = ? "
+                "with picked as materialized (select id, embedding from memories where +user_id = ? "
                 f"and id in ({marks}) and embedding is not null) "
                 "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from picked a join picked b "
                 "on a.id < b.id",
@@ -425,7 +425,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             )
             return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None}
         rows = await self._all(
-            f"select id, embedding from memories where user_id = ? and id in ({marks}) and embedding is not null",
+            f"select id, embedding from memories where +user_id = ? and id in ({marks}) and embedding is not null",
             (user_id, *memory_ids),
         )
         vectors = {r[0]: unpack_vector(r[1]) for r in rows}
@@ -457,13 +457,13 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             return {}
         if self._vectors:
             rows = await self._all(
-                f"select id, vec_distance_cosine(embedding, ?) from memories where user_id = ? "
+                f"select id, vec_distance_cosine(embedding, ?) from memories where +user_id = ? "
                 f"and id in ({_placeholders(len(memory_ids))}) and embedding is not null",
                 (pack_vector(vector), user_id, *memory_ids),
             )
             return {row[0]: 1.0 - float(row[1]) for row in rows if row[1] is not None and not math.isnan(row[1])}
         rows = await self._all(
-            f"select id, embedding from memories where user_id = ? and id in ({_placeholders(len(memory_ids))}) "
+            f"select id, embedding from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))}) "
             "and embedding is not null",
             (user_id, *memory_ids),
         )
@@ -474,25 +474,25 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             return {}
         rows = await self._all(
             "select m.id, f.terms, f.keywords from memories m join memories_fts f on f.rowid = m.rowid "
-            f"where m.user_id = ? and m.id in ({_placeholders(len(memory_ids))})",
+            f"where +m.user_id = ? and m.id in ({_placeholders(len(memory_ids))})",
             (user_id, *memory_ids),
         )
         return {row[0]: IndexedText(terms=row[1], keyword_terms=row[2]) for row in rows}
 
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         # count(*) on an FTS5 table reads every row; the highest rowid is an O(log n) stand-in that
-        # only overstates N by the purged rows, which IDF barely notices.
-        total_row = await self._one("select coalesce(max(rowid), 0) from memories_fts")
-        if not terms:
-            return {}, int(total_row[0])
+        # only overstates N by the purged rows, which IDF barely notices. One statement, one round trip.
         rows = await self._all(
-            f"select term, doc from memories_fts_vocab where term in ({_placeholders(len(terms))})", tuple(terms)
+            "select null, coalesce(max(rowid), 0) from memories_fts union all "
+            f"select term, doc from memories_fts_vocab where term in ({_placeholders(len(terms))})",
+            tuple(terms),
         )
-        return {row[0]: int(row[1]) for row in rows}, int(total_row[0])
+        total = int(rows[0][1])
+        return {row[0]: int(row[1]) for row in rows[1:]}, total
 
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
         row = await self._one(
-            f"select {_PENDING_COLUMNS} from memory_pending where id = ? and user_id = ?", (pending_id, user_id)
+            f"select {_PENDING_COLUMNS} from memory_pending where id = ? and +user_id = ?", (pending_id, user_id)
         )
         return _pending(row) if row else None
 
@@ -662,7 +662,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             else:
                 params.append(value)
         await self._exec(
-            f"update memories set {', '.join(assignments)} where id = ? and user_id = ?",
+            f"update memories set {', '.join(assignments)} where id = ? and +user_id = ?",
             (*params, memory_id, user_id),
         )
 
@@ -729,7 +729,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             return
         await self._exec(
             "update memories set use_count = use_count + ?, last_active_at = ? "
-            f"where user_id = ? and id in ({_placeholders(len(memory_ids))})",
+            f"where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
             (by, to_iso(now), user_id, *memory_ids),
         )
 
@@ -806,7 +806,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             else:
                 params.append(value)
         await self._exec(
-            f"update memory_pending set {', '.join(assignments)} where id = ? and user_id = ?",
+            f"update memory_pending set {', '.join(assignments)} where id = ? and +user_id = ?",
             (*params, pending_id, user_id),
         )
 
@@ -882,6 +882,9 @@ class SQLiteStore(Store):
         self.path = str(path)
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        # Writes that need not wait for fsync (recall bookkeeping) use their own connection set to
+        # synchronous=NORMAL; the next durable commit's fsync of the shared WAL covers them too.
+        self._bookkeeper: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
         self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
@@ -913,7 +916,15 @@ class SQLiteStore(Store):
         try:
             self._writer = await self._connect()
             await sqlite_migrations.migrate(self._writer)
+            try:
+                # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
+                await self._writer.execute("pragma optimize = 0x10002")
+            except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
+                log.debug("pragma optimize failed", exc_info=True)
             self._reader = await self._connect() if self.path != ":memory:" else self._writer
+            self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
+            if self._bookkeeper is not self._writer:
+                await self._bookkeeper.execute("pragma synchronous = normal")
         except Exception as exc:
             await self.close()
             if isinstance(exc, StoreError):
@@ -933,12 +944,12 @@ class SQLiteStore(Store):
                 await self._writer.execute("pragma optimize")
             except Exception:  # noqa: BLE001 - an old SQLite without it loses nothing
                 log.debug("pragma optimize failed", exc_info=True)
-        for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
+        for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
             try:
                 await conn.close()
             except Exception:  # noqa: BLE001 - closing must not hide the original error
                 log.debug("error closing connection", exc_info=True)
-        self._writer = self._reader = None
+        self._writer = self._reader = self._bookkeeper = None
 
     def _require(self, conn: aiosqlite.Connection | None) -> aiosqlite.Connection:
         if conn is None:
@@ -959,20 +970,11 @@ class SQLiteStore(Store):
 
     @asynccontextmanager
     async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
-        conn = self._require(self._writer)
+        conn = self._require(self._writer if durable else self._bookkeeper)
         tx: SQLiteTx | None = None
         async with self._write_lock, self._hold_file_lock():
-            if not durable:
-                # Bookkeeping (use counts, recall events) need not wait for fsync; the next durable
-                # commit syncs the WAL up to and including it.
-                await conn.execute("pragma synchronous = normal")
-            try:
-                async with self._transaction(conn) as tx:
-                    yield tx
-            finally:
-                if not durable:
-                    with anyio.CancelScope(shield=True):
-                        await conn.execute("pragma synchronous = full")
+            async with self._transaction(conn) as tx:
+                yield tx
         # Outside the lock: listeners may read (or even write) the store.
         if tx is not None and tx.changes:
             await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
@@ -1049,7 +1051,9 @@ class SQLiteStore(Store):
             assert isinstance(tx, SQLiteTx)
             await tx._exec("drop table if exists memory_vectors")
             await tx._exec("update memories set embedding = null")
-            await tx._exec("delete from store_meta where key in ('embedder', 'dimensions', 'calibration')")
+            await tx._exec(
+                "delete from store_meta where key in ('embedder', 'dimensions') or key like 'calibration:%'"
+            )
         self._vector_table = False
         await self.prepare_vectors(embed_tag, dimensions)
 
