@@ -131,6 +131,26 @@ async def test_rescoring_follows_the_formula_and_leaves_core_alone(app, clock):
     assert rescored.payload["count"] == 1
 
 
+async def test_rescoring_pages_through_every_memory_in_batches(app, clock, monkeypatch):
+    from pocketmem import maintenance
+
+    monkeypatch.setattr(maintenance, "RESCORE_BATCH", 3)
+    ids = [await add(app, f"用户计划第{i}年去{'冰岛挪威芬兰瑞典丹麦荷兰比利时'[i * 2:i * 2 + 2]}", category=Category.goal) for i in range(7)]
+    old = await add(app, "用户以前住在南京", category=Category.goal)
+    await app.lifecycle.add(USER, AddRequest(content="用户现在住在苏州", category=Category.goal, supersedes=old))
+    clock.advance(days=30)
+    report = await app.maintenance.run()
+    assert report.users[0].rescored == 9  # active and superseded, over four batches
+    async with app.store.read() as r:
+        memories = await r.get_memories(USER, [*ids, old])
+    assert len(memories) == 8
+    for memory in memories:
+        assert memory.time_coef == pytest.approx(2.718281828 ** (-0.01 * 0.5 * 30))
+        assert memory.importance == pytest.approx(memory.info_importance * memory.time_coef)
+    assert sum(e.payload["count"] for e in await events(app, EventKind.rescored)) == 9
+    assert (await app.maintenance.run()).users[0].rescored == 0
+
+
 async def test_maintenance_enforces_a_lowered_cap(tmp_path, clock):
     path = tmp_path / "m.db"
     async with PocketMem(make_settings(tmp_path, db=path), clock=clock) as app:

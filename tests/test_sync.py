@@ -362,7 +362,7 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
         assert (await old.store.health())["schema"] == "m003_tokens"
     monkeypatch.undo()
     async with device(tmp_path, "a", library_url, clock) as new:
-        assert (await new.store.health())["schema"] == "m004_sync"
+        assert (await new.store.health())["schema"] == sqlite_migrations.latest()
         assert (await new.stats(USER))["sync"]["pending_uploads"] == 2  # the memory and the tombstone
         first = await synced(new)
         assert (first.users[0].uploaded, first.users[0].tombstones_uploaded) == (1, 1)

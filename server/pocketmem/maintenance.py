@@ -38,7 +38,10 @@ log = logging.getLogger(__name__)
 BATCH = 200
 RESCORE_BATCH = 500
 FIRST_RUN_DELAY = 2.0  # seconds after start, so the first run never competes with the MCP handshake
-EPSILON = 1e-9
+# Scores are rewritten only when they moved by more than this: a change below it alters no ranking or
+# eviction, and rewriting every row on every run (decay moves each a little every hour) is what made a
+# pass over a large store write its whole size.
+EPSILON = 1e-3
 
 
 class UserReport(BaseModel):
@@ -134,28 +137,22 @@ class Maintenance:
         after: str | None = None
         while True:
             async with self.store.write() as tx:
-                batch = await tx.scan_memories(
-                    user_id, (Status.active, Status.superseded), after, RESCORE_BATCH
-                )
-                changed = 0
-                for memory in batch:
-                    info, coef, imp = importance(
-                        memory.scores, memory.last_active_at or memory.created_at, now
-                    )
+                batch = await tx.scan_scores(user_id, (Status.active, Status.superseded), after, RESCORE_BATCH)
+                changed: list[tuple[str, float, float, float]] = []
+                for row in batch:
+                    info, coef, imp = importance(row.scores, row.last_active, now)
                     if (
-                        abs(info - memory.info_importance) > EPSILON
-                        or abs(coef - memory.time_coef) > EPSILON
-                        or abs(imp - memory.importance) > EPSILON
+                        abs(info - row.info_importance) > EPSILON
+                        or abs(coef - row.time_coef) > EPSILON
+                        or abs(imp - row.importance) > EPSILON
                     ):
-                        await tx.update_memory(
-                            user_id, memory.id, info_importance=info, time_coef=coef, importance=imp
-                        )
-                        changed += 1
+                        changed.append((row.id, info, coef, imp))
                 if changed:
+                    await tx.update_scores(user_id, changed)
                     await tx.add_event(
-                        user_id, EventKind.rescored, now, payload={"count": changed, "at": now.isoformat()}
+                        user_id, EventKind.rescored, now, payload={"count": len(changed), "at": now.isoformat()}
                     )
-                count += changed
+                count += len(changed)
             if len(batch) < RESCORE_BATCH:
                 return count
             after = batch[-1].id

@@ -36,6 +36,7 @@ from ..models import (
     PendingItem,
     PendingStatus,
     Revision,
+    Scores,
     Status,
     Tombstone,
     Usage,
@@ -55,6 +56,18 @@ class IndexedText:
 
     terms: str
     keyword_terms: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """What rescoring needs of a memory; maintenance reads these instead of whole rows."""
+
+    id: str
+    scores: Scores
+    last_active: datetime  # last_active_at, or created_at when it was never used
+    info_importance: float
+    time_coef: float
+    importance: float
 
 
 @dataclass(frozen=True)
@@ -211,6 +224,12 @@ class StoreReader(ABC):
         """Up to `limit` memories with the given statuses and an id greater than `after`, by id (keyset paging)."""
 
     @abstractmethod
+    async def scan_scores(
+        self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
+    ) -> list[ScoreRow]:
+        """As scan_memories, only the columns rescoring reads (the same order and paging)."""
+
+    @abstractmethod
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         """Active or superseded non-core memories whose expires_at is at or before `now`."""
 
@@ -296,6 +315,11 @@ class StoreWriter(StoreReader):
     @abstractmethod
     async def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
         """Set plain columns (no content or status change; see replace_content / set_status)."""
+
+    @abstractmethod
+    async def update_scores(self, user_id: str, scores: Sequence[tuple[str, float, float, float]]) -> None:
+        """Set (memory_id, info_importance, time_coef, importance) for many memories in one statement batch:
+        maintenance rescores every memory, and one round trip per memory is what made it slow at scale."""
 
     @abstractmethod
     async def replace_content(

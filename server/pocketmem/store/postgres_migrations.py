@@ -263,8 +263,14 @@ def _prefixed(alias: str) -> str:
     return ", ".join(f"{alias}.{column.strip()}" for column in SYNCED_MEMORY_COLUMNS.split(","))
 
 
+async def pg002_user_scan(conn: Any) -> None:
+    """One user's memories in id order, for maintenance's batched walk (no sort of the user's rows per batch)."""
+    await conn.execute("create index if not exists memories_by_user_and_id on memories (user_id, id collate \"C\")")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
+    ("pg002_user_scan", pg002_user_scan),
 ]
 
 

@@ -94,6 +94,17 @@ class WriteQueries:
             (*params, memory_id, user_id),
         )
 
+    async def update_scores(self, user_id: str, scores: Sequence[tuple[str, float, float, float]]) -> None:
+        if scores:
+            # One statement for the batch: arrays unnested against the primary key.
+            ids, infos, coefs, imps = (list(column) for column in zip(*scores, strict=True))
+            await self._exec(
+                "update memories m set info_importance = s.info, time_coef = s.coef, importance = s.imp "
+                "from unnest(%s::text[], %s::float8[], %s::float8[], %s::float8[]) as s(id, info, coef, imp) "
+                "where m.id = s.id and m.user_id = %s",
+                (ids, infos, coefs, imps, user_id),
+            )
+
     async def replace_content(
         self,
         user_id: str,

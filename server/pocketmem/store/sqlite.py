@@ -279,9 +279,12 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
     _to_pending = staticmethod(_pending)
     _pending_columns = _PENDING_COLUMNS
 
-    def __init__(self, db: aiosqlite.Connection, vectors: bool) -> None:
+    def __init__(self, db: aiosqlite.Connection, vectors: bool, owner_index: bool = True) -> None:
         self._db = db
         self._vectors = vectors
+        # The planner prefers the wide table's primary key for FTS matches; the narrow index is named
+        # explicitly, where the file has it (m005).
+        self._owner_hint = "indexed by memories_owner " if owner_index else ""
         self.changes: dict[str, set[EventKind]] = {}  # what this transaction wrote, for commit listeners
 
     async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -391,10 +394,15 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         match = fts_match_expression(terms, all_terms=all_terms)
         if match is None:
             return []
+        # The owner check reads the small (user_id, status) index, not the wide memories rows: a common
+        # term matches thousands of rows in a large store, and the table lookups were most of the cost.
+        # Only the k best then fetch their ids.
         rows = await self._all(
-            "select m.id, bm25(memories_fts) as rank from memories_fts join memories m on m.rowid = memories_fts.rowid "
+            "with best as (select f.rowid as ref, f.rank as rank from memories_fts f "
+            f"join memories m {self._owner_hint}on m.rowid = f.rowid "
             f"where memories_fts match ? and m.user_id = ? and m.status in ({_placeholders(len(statuses))}) "
-            "order by rank limit ?",
+            "order by f.rank limit ?) "
+            "select m.id, best.rank from best join memories m on m.rowid = best.ref order by best.rank",
             (match, user_id, *statuses, k),
         )
         # FTS5's bm25() is smaller for better matches; flip it so larger is better.
@@ -666,6 +674,13 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             (*params, memory_id, user_id),
         )
 
+    async def update_scores(self, user_id: str, scores: Sequence[tuple[str, float, float, float]]) -> None:
+        if scores:
+            await self._db.executemany(
+                "update memories set info_importance = ?, time_coef = ?, importance = ? where id = ? and +user_id = ?",
+                [(info, coef, imp, memory_id, user_id) for memory_id, info, coef, imp in scores],
+            )
+
     async def replace_content(
         self,
         user_id: str,
@@ -881,6 +896,7 @@ class SQLiteStore(Store):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         self._writer: aiosqlite.Connection | None = None
+        self._owner_index = False
         self._reader: aiosqlite.Connection | None = None
         # Writes that need not wait for fsync (recall bookkeeping) use their own connection set to
         # synchronous=NORMAL; the next durable commit's fsync of the shared WAL covers them too.
@@ -916,6 +932,10 @@ class SQLiteStore(Store):
         try:
             self._writer = await self._connect()
             await sqlite_migrations.migrate(self._writer)
+            found = await self._writer.execute_fetchall(
+                "select 1 from sqlite_master where type = 'index' and name = 'memories_owner'"
+            )
+            self._owner_index = bool(list(found))
             try:
                 # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
                 await self._writer.execute("pragma optimize = 0x10002")
@@ -963,7 +983,7 @@ class SQLiteStore(Store):
         async with lock:
             await conn.execute("begin")
             try:
-                yield SQLiteTx(conn, self.vectors_available)
+                yield SQLiteTx(conn, self.vectors_available, self._owner_index)
             finally:
                 with anyio.CancelScope(shield=True):
                     await conn.execute("commit")
@@ -992,7 +1012,7 @@ class SQLiteStore(Store):
                     ) from exc
                 await asyncio.sleep(0.05 * (attempt + 1))
         try:
-            yield SQLiteTx(conn, self.vectors_available)
+            yield SQLiteTx(conn, self.vectors_available, self._owner_index)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await conn.execute("rollback")

@@ -286,11 +286,25 @@ async def m004_sync(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m005_lookup_indexes(db: aiosqlite.Connection) -> None:
+    """Two narrow indexes for large stores. memories_by_user_and_id: one user's memories in id order, which
+    maintenance walks in batches (without it every batch sorted all of the user's rows). memories_owner:
+    (user_id, status, rowid), so keyword search checks who owns each match without reading the wide row."""
+    await _run_script(
+        db,
+        """
+        create index memories_by_user_and_id on memories (user_id, id);
+        create index memories_owner on memories (user_id, status);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
     ("m003_tokens", m003_tokens),
     ("m004_sync", m004_sync),
+    ("m005_lookup_indexes", m005_lookup_indexes),
 ]
 
 

@@ -1,0 +1,69 @@
+"""The SQLite query plans that keep large stores fast: the statements the store runs, asked of the planner.
+
+A plan that falls back to sorting or reading every row of a user is invisible at test sizes and costs
+seconds at 100,000 memories (docs/benchmarks.md), so the plans themselves are checked.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.lifecycle import AddRequest
+
+pytestmark = pytest.mark.anyio
+USER = "global"
+
+
+class PlanRecorder:
+    """Wraps the store's connection so each statement it runs is also explained."""
+
+    def __init__(self, app: PocketMem) -> None:
+        self.app = app
+        self.plans: list[tuple[str, str]] = []
+
+    async def explain_during(self, action) -> None:
+        import aiosqlite
+
+        original = aiosqlite.Connection.execute_fetchall
+        recorder = self
+
+        async def recording(conn, sql, parameters=()):
+            if sql.lstrip().lower().startswith(("select", "with")):
+                rows = await original(conn, "explain query plan " + sql, parameters)
+                recorder.plans.append((sql, " | ".join(str(r[3]) for r in rows)))
+            return await original(conn, sql, parameters)
+
+        aiosqlite.Connection.execute_fetchall = recording
+        try:
+            await action()
+        finally:
+            aiosqlite.Connection.execute_fetchall = original
+
+    def plan_of(self, fragment: str) -> str:
+        found = [plan for sql, plan in self.plans if fragment in sql]
+        assert found, f"no statement containing {fragment!r} ran"
+        return found[0]
+
+
+async def test_keyword_search_checks_owners_in_the_narrow_index(app):
+    await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["coriander"]))
+    recorder = PlanRecorder(app)
+    await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
+    plan = recorder.plan_of("memories_fts match")
+    assert "COVERING INDEX memories_owner" in plan, plan
+
+
+async def test_maintenance_walks_a_users_memories_by_index_without_sorting_them(app):
+    for i in range(3):
+        await app.lifecycle.add(USER, AddRequest(content=f"用户的第{i}个计划是学{'琴棋书'[i]}"))
+    recorder = PlanRecorder(app)
+    await recorder.explain_during(app.maintenance.run)
+    plan = recorder.plan_of("coalesce(last_active_at, created_at)")
+    assert "memories_by_user_and_id" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def _recall(query: str):
+    from pocketmem.retrieval import RecallRequest
+
+    return RecallRequest(query=query, record=False)
