@@ -47,7 +47,7 @@ from pocketmem.store.postgres_records import lexemes  # noqa: E402
 from pocketmem.text import content_hash  # noqa: E402
 
 CHUNK = 5_000
-RESULTS = ROOT / "bench" / "results" / "postgres.json"
+RESULTS = ROOT / "bench" / "postgres-results.json"
 NOW = datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
 COLUMNS = (
     "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
@@ -251,7 +251,7 @@ def report(results: list[dict[str, Any]], version: str, pgvector_version: str, q
         "(pgserver, local socket, fsync off — as in the tests; a managed server adds its network round trips:",
         f"a recall is 4–8 of them). Memories spread evenly over the users; {queries} recalls per row, one at a",
         f"time, a random user each, through `Retrieval.recall` in process; machine: {os.cpu_count()} cores. Each row",
-        "is the latest run of its layout (kept in `bench/results/postgres.json`, with its date).",
+        "is the latest run of its layout (kept in `bench/postgres-results.json`, with its date).",
         "",
         "| memories | users | fill (COPY) | keyword counters | HNSW build | table + indexes | recall p50 / p95, "
         "keyword path | recall p50 / p95, vector path | recalls with hits (keyword / vector) |",
