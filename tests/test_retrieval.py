@@ -9,7 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.embeddings import HashEmbedder
 from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category, EventKind
+from pocketmem.models import Category, EventKind, Status
 from pocketmem.retrieval import RecallRequest
 from pocketmem.store.driver import connect
 
@@ -145,6 +145,20 @@ async def test_neighbour_search_finds_memories(knn_app):
     ids = await fill(knn_app)
     result = await recall(knn_app, "香菜")
     assert result.degraded is None and result.memories[0].id == ids[STORE[0][0]]
+
+
+async def test_neighbour_search_with_history_scores_superseded_versions_too(knn_app):
+    ids = await fill(knn_app)
+    old = (await knn_app.lifecycle.add(USER, AddRequest(content="用户住在南京鼓楼", category=Category.fact))).memory_id
+    new = await knn_app.lifecycle.add(
+        USER, AddRequest(content="用户搬到了苏州园区", category=Category.fact, keywords=["南京"], supersedes=old)
+    )
+    async with knn_app.store.read() as r:
+        scored = dict(await r.top_similarities(USER, [1.0] + [0.0] * 511, 50, (Status.active, Status.superseded)))
+    assert {old, new.memory_id, *ids.values()} <= set(scored)
+    result = await recall(knn_app, "用户住在南京还是苏州", include_history=True, top_k=5)
+    by_id = {m.id: m for m in result.memories}
+    assert new.memory_id in by_id and old in by_id and by_id[old].outdated
 
 
 async def break_indexes(app, settings, backend, *, keywords: bool = False) -> None:

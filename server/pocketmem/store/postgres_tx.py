@@ -264,16 +264,26 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
     async def top_similarities(
         self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
-        # The most important rows first (the index's order), distances only for those.
+        # The most important rows first, distances only for those. One index-ordered read per status: with
+        # `status = any(...)` the planner cannot use the (user_id, status, importance) order and sorted all
+        # of the user's rows instead (130 ms at 100,000 memories).
+        per_status = " union all ".join(
+            "(select id, importance from memories where user_id = %s and status = %s order by importance desc limit %s)"
+            for _ in statuses
+        )
         rows = await self._guarded(
             "with picked as ("
             "select id from memories where user_id = %s and status = 'active' and persistence >= 1 "
             "union "
-            "select * from (select id from memories where user_id = %s and status = any(%s) "
-            "order by importance desc limit %s) top) "
+            f"select id from (select id from ({per_status}) s order by importance desc limit %s) top) "
             "select m.id, 1 - (m.embedding <=> %s::vector) from picked join memories m on m.id = picked.id "
             "where m.embedding is not null",
-            (user_id, user_id, [str(s) for s in statuses], limit, vector_text(vector)),
+            (
+                user_id,
+                *(value for status in statuses for value in (user_id, str(status), limit)),
+                limit,
+                vector_text(vector),
+            ),
         )
         return [(r[0], float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
 
