@@ -69,6 +69,23 @@ class ScoreRow:
     time_coef: float
     importance: float
 
+    # The columns both backends select, in this order; `last_active` comes as each backend stores time.
+    COLUMNS = (
+        "id, emotion, info, persistence, judge, coalesce(last_active_at, created_at), info_importance, "
+        "time_coef, importance"
+    )
+
+    @classmethod
+    def of(cls, row: Sequence[Any], to_time: Callable[[Any], datetime]) -> ScoreRow:
+        return cls(
+            id=row[0],
+            scores=Scores.model_construct(emotion=row[1], info=row[2], persistence=row[3], judge=row[4]),
+            last_active=to_time(row[5]),
+            info_importance=row[6],
+            time_coef=row[7],
+            importance=row[8],
+        )
+
 
 @dataclass(frozen=True)
 class MemoryFilter:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..clock import from_iso, to_iso
-from ..models import Event, Memory, PendingItem, Revision, Scores, Status, Tombstone, Usage
+from ..models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from .base import IndexedText, ScoreRow
 from .sqlite_records import (
     EVENT_COLUMNS,
@@ -77,22 +77,11 @@ class UpkeepQueries:
         self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
     ) -> list[ScoreRow]:
         rows = await self._all(
-            "select id, emotion, info, persistence, judge, coalesce(last_active_at, created_at), info_importance, "
-            f"time_coef, importance from memories where user_id = ? and status in ({placeholders(len(statuses))}) "
+            f"select {ScoreRow.COLUMNS} from memories where user_id = ? and status in ({placeholders(len(statuses))}) "
             "and id > ? order by id limit ?",
             (user_id, *statuses, after or "", limit),
         )
-        return [
-            ScoreRow(
-                id=r[0],
-                scores=Scores.model_construct(emotion=r[1], info=r[2], persistence=r[3], judge=r[4]),
-                last_active=from_iso(r[5]),
-                info_importance=r[6],
-                time_coef=r[7],
-                importance=r[8],
-            )
-            for r in rows
-        ]
+        return [ScoreRow.of(r, from_iso) for r in rows]
 
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         return await self._memories(
