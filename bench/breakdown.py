@@ -35,10 +35,10 @@ from common import machine, percentile, write_section  # noqa: E402
 from speed import fill, synthetic_memories, synthetic_queries  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.config import Settings  # noqa: E402
-from pocketmem.lifecycle import AddRequest  # noqa: E402
-from pocketmem.retrieval import RecallRequest  # noqa: E402
-from pocketmem.store import sqlite as sqlite_store  # noqa: E402
+from pocketmem.base.config import Settings  # noqa: E402
+from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.store.sqlite import store as sqlite_store  # noqa: E402
 
 # The store calls a recall makes (retrieval.py), in the order it makes them.
 RECALL_CALLS = (

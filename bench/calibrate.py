@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from quality import DATA, NOW, bench_settings, load  # noqa: E402
 
-from pocketmem import ranking  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.calibration import NEUTRAL  # noqa: E402
-from pocketmem.text import guess_language  # noqa: E402
-from pocketmem.clock import FixedClock  # noqa: E402
-from pocketmem.models import Status  # noqa: E402
-from pocketmem.retrieval import RecallRequest  # noqa: E402
+from pocketmem.base.clock import FixedClock  # noqa: E402
+from pocketmem.base.models import Status  # noqa: E402
+from pocketmem.core import ranking  # noqa: E402
+from pocketmem.core.text import guess_language  # noqa: E402
+from pocketmem.service.calibration import NEUTRAL  # noqa: E402
+from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 
 @dataclass

@@ -30,7 +30,7 @@ def machine() -> str:
     """One line describing where the numbers were measured."""
     import os
 
-    from pocketmem.store.driver import sqlite_module
+    from pocketmem.store.sqlite.driver import sqlite_module
 
     module, _ = sqlite_module()
     cpu = platform.processor() or platform.machine()

@@ -32,10 +32,10 @@ from bench.quality import NOW, bench_settings, load, write_section  # noqa: E402
 from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.clock import FixedClock  # noqa: E402
-from pocketmem.extraction import ConversationMessage, Extracted  # noqa: E402
-from pocketmem.llm import configured_model  # noqa: E402
-from pocketmem.retrieval import RecallRequest  # noqa: E402
+from pocketmem.base.clock import FixedClock  # noqa: E402
+from pocketmem.providers.llm import configured_model  # noqa: E402
+from pocketmem.service.extraction import ConversationMessage, Extracted  # noqa: E402
+from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 USER = "eval"
 CONVERSATION = [

@@ -31,17 +31,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from common import DATA, machine, percentile, write_section
-
 import httpx2  # noqa: E402 - after common, which puts the package on the path
+from common import DATA, machine, percentile, write_section
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.auth import TokenService  # noqa: E402
-from pocketmem.config import Settings  # noqa: E402
-from pocketmem.lifecycle import AddRequest  # noqa: E402
-from pocketmem.models import Category  # noqa: E402
+from pocketmem.base.config import Settings  # noqa: E402
+from pocketmem.base.models import Category  # noqa: E402
+from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.tokens import TokenService  # noqa: E402
 
 MARKER = "load"
 ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")

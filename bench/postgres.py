@@ -38,13 +38,13 @@ from common import percentile, write_section  # noqa: E402
 from speed import synthetic_memories, synthetic_queries  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.config import Settings  # noqa: E402
-from pocketmem.embeddings.hashing import HashEmbedder  # noqa: E402
-from pocketmem.lifecycle import embedding_text, indexed_text  # noqa: E402
-from pocketmem.retrieval import RecallRequest  # noqa: E402
-from pocketmem.scoring import fill_scores, importance  # noqa: E402
-from pocketmem.store.postgres_records import lexemes  # noqa: E402
-from pocketmem.text import content_hash  # noqa: E402
+from pocketmem.base.config import Settings  # noqa: E402
+from pocketmem.core.scoring import fill_scores, importance  # noqa: E402
+from pocketmem.core.text import content_hash  # noqa: E402
+from pocketmem.providers.embeddings.hashing import HashEmbedder  # noqa: E402
+from pocketmem.service.lifecycle import embedding_text, indexed_text  # noqa: E402
+from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.store.postgres.records import lexemes  # noqa: E402
 
 CHUNK = 5_000
 RESULTS = ROOT / "bench" / "postgres-results.json"

@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import write_section  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.clock import FixedClock  # noqa: E402
-from pocketmem.config import Settings  # noqa: E402
-from pocketmem.lifecycle import AddRequest  # noqa: E402
-from pocketmem.models import Category, Status  # noqa: E402
-from pocketmem.retrieval import RecallRequest  # noqa: E402
+from pocketmem.base.clock import FixedClock  # noqa: E402
+from pocketmem.base.config import Settings  # noqa: E402
+from pocketmem.base.models import Category, Status  # noqa: E402
+from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -32,9 +32,9 @@ from common import machine, percentile, write_section  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.config import Settings  # noqa: E402
-from pocketmem.lifecycle import AddRequest  # noqa: E402
-from pocketmem.models import Category  # noqa: E402
+from pocketmem.base.config import Settings  # noqa: E402
+from pocketmem.base.models import Category  # noqa: E402
+from pocketmem.service.lifecycle import AddRequest  # noqa: E402
 
 PEOPLE = ["小白", "许晴", "老陈", "王经理", "林悦", "阿杰", "豆豆", "妈妈", "爸爸", "Tom", "Alice", "张老师"]
 FOODS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶", "辣椒", "牛排", "饺子", "奶茶", "披萨"]

@@ -18,9 +18,9 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.clock import FixedClock
-from pocketmem.config import Settings
-from pocketmem.server import build_server
+from pocketmem.base.clock import FixedClock
+from pocketmem.base.config import Settings
+from pocketmem.mcp.server import build_server
 
 from .pg import PgTestServer
 

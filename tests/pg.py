@@ -70,7 +70,7 @@ class PgTestServer:
         return str(POSTGRES_BIN_PATH)
 
     def _migrate_template(self) -> None:
-        from pocketmem.store.postgres import PostgresStore
+        from pocketmem.store.postgres.store import PostgresStore
 
         async def migrate() -> None:
             store = PostgresStore(self.url(TEMPLATE), pool_size=1)

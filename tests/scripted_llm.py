@@ -14,7 +14,7 @@ import anyio
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
 from pocketmem.app import PocketMem
-from pocketmem.models import PendingStatus, Status
+from pocketmem.base.models import PendingStatus, Status
 from pocketmem.store import MemoryFilter
 
 Script = str | Callable[[str], str]  # a fixed answer, or one computed from the prompt (to use its labels)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
-from pocketmem.errors import Conflict, InvalidInput
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import EventKind, Status
+from pocketmem.base.errors import Conflict, InvalidInput
+from pocketmem.base.models import EventKind, Status
+from pocketmem.service.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
+from pocketmem.service.lifecycle import AddRequest
 
 from .conftest import make_settings
 from .scripted_llm import snapshot

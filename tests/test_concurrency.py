@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
-from pocketmem.config import Settings
+from pocketmem.base.config import Settings
 from tests.servers import ServerProcess, connect, create_token, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

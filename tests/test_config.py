@@ -1,7 +1,7 @@
 import pytest
 
-from pocketmem.config import load_settings
-from pocketmem.errors import ConfigError
+from pocketmem.base.config import load_settings
+from pocketmem.base.errors import ConfigError
 
 
 def test_defaults(tmp_path, monkeypatch):

@@ -17,8 +17,8 @@ import anyio
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.config import Settings
-from pocketmem.store.driver import connect as sqlite_connect
+from pocketmem.base.config import Settings
+from pocketmem.store.sqlite.driver import connect as sqlite_connect
 from tests.servers import ServerProcess, connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

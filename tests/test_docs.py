@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pocketmem.base.config import Settings
 from pocketmem.cli import build_parser
-from pocketmem.config import Settings
-from pocketmem.resources import MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI
-from pocketmem.tools import TOOL_NAMES
+from pocketmem.mcp.resources import MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI
+from pocketmem.mcp.tools import TOOL_NAMES
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from pocketmem.embeddings.openai_compat import OpenAICompatibleEmbedder
-from pocketmem.errors import ProviderUnavailable
+from pocketmem.base.errors import ProviderUnavailable
+from pocketmem.providers.embeddings.openai_compat import OpenAICompatibleEmbedder
 from tests.fake_openai import FakeOpenAI, Reply, fake_vector
 
 MODEL = "text-embedding-3-small"
@@ -282,9 +282,9 @@ async def test_fake_chat_answers_from_its_script(fake: FakeOpenAI) -> None:
 async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
     """The whole write/read path on a remote embedder: the index is sized by the first answer."""
     from pocketmem.app import PocketMem
-    from pocketmem.clock import FixedClock
-    from pocketmem.lifecycle import AddRequest
-    from pocketmem.retrieval import RecallRequest
+    from pocketmem.base.clock import FixedClock
+    from pocketmem.service.lifecycle import AddRequest
+    from pocketmem.service.retrieval import RecallRequest
     from tests.conftest import START, make_settings
 
     with FakeOpenAI(default_dimensions=24) as fake:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.clock import FixedClock
-from pocketmem.errors import InvalidInput
-from pocketmem.exporting import atomic_write
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category, Status
-from pocketmem.retrieval import RecallRequest
+from pocketmem.base.clock import FixedClock
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.models import Category, Status
+from pocketmem.service.exporting import atomic_write
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import START, backend_env, make_settings
 

@@ -9,8 +9,8 @@ import time
 import anyio
 import pytest
 
-from pocketmem.errors import StoreError
-from pocketmem.store.filelock import FileWriteLock
+from pocketmem.base.errors import StoreError
+from pocketmem.store.sqlite.filelock import FileWriteLock
 
 pytestmark = pytest.mark.anyio
 

@@ -3,7 +3,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pocketmem.formatting import InjectionItem, age_label, calendar_days, injection_block, user_card
+from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block, user_card
 
 TZ = ZoneInfo("Asia/Shanghai")
 

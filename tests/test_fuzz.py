@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category
-from pocketmem.server import build_server
-from pocketmem.store.driver import connect as sqlite_connect
+from pocketmem.base.models import Category
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

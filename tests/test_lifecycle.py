@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category, DeleteReason, EventKind, Status
+from pocketmem.base.errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
+from pocketmem.base.models import Category, DeleteReason, EventKind, Status
+from pocketmem.service.lifecycle import AddRequest
 
 from .conftest import make_settings
 
@@ -276,7 +276,7 @@ async def test_store_made_by_another_embedder_is_refused(tmp_path, clock):
 
 
 def _recall(query: str, **kw):
-    from pocketmem.retrieval import RecallRequest
+    from pocketmem.service.retrieval import RecallRequest
 
     return RecallRequest(query=query, **kw)
 

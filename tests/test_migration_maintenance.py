@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.clock import to_iso
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category
-from pocketmem.retrieval import RecallRequest
-from pocketmem.store import sqlite_migrations
+from pocketmem.base.clock import to_iso
+from pocketmem.base.models import Category
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
+from pocketmem.store.sqlite import migrations as sqlite_migrations
 
 from .conftest import make_settings
 

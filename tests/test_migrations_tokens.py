@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.auth import TokenService
-from pocketmem.lifecycle import AddRequest
-from pocketmem.store.driver import connect as sqlite_connect
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.tokens import TokenService
+from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = pytest.mark.anyio
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pocketmem.auth import TokenService, hash_token, token_id_of
-from pocketmem.errors import ConfigError, InvalidInput, NotFound
-from pocketmem.models import EventKind
-from pocketmem.network import (
+from pocketmem.base.errors import ConfigError, InvalidInput, NotFound
+from pocketmem.base.models import EventKind
+from pocketmem.mcp.http import (
     Anonymous,
     AuthMode,
     StoreTokenVerifier,
@@ -15,6 +14,7 @@ from pocketmem.network import (
     is_loopback,
     transport_security,
 )
+from pocketmem.service.tokens import TokenService, hash_token, token_id_of
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ from mcp import Client
 from mcp.server.subscriptions import ResourceUpdated
 
 from pocketmem.app import PocketMem
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category
-from pocketmem.notifications import UserScopedBus
-from pocketmem.server import build_server
+from pocketmem.base.models import Category
+from pocketmem.mcp.notifications import UserScopedBus
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
 
 from .conftest import START, make_settings
 

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pocketmem.models import Category, Memory, Scores, Status
-from pocketmem.operations import (
+from pocketmem.base.models import Category, Memory, Scores, Status
+from pocketmem.core.operations import (
     OPERATIONS_SCHEMA,
     AddOp,
     BoostOp,
@@ -20,7 +20,7 @@ from pocketmem.operations import (
     UpdateOp,
     check_answer,
 )
-from pocketmem.rubric import EXAMPLE_ANSWER_EN, EXAMPLE_ANSWER_ZH, agent_rubric, server_rubric
+from pocketmem.core.rubric import EXAMPLE_ANSWER_EN, EXAMPLE_ANSWER_ZH, agent_rubric, server_rubric
 
 from .scripted_llm import ops
 

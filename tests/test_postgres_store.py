@@ -10,10 +10,11 @@ import anyio
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Status
-from pocketmem.store import postgres_migrations, postgres_tx
-from pocketmem.store.postgres import PostgresStore
+from pocketmem.base.models import Status
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.store.postgres import migrations as postgres_migrations
+from pocketmem.store.postgres import tx as postgres_tx
+from pocketmem.store.postgres.store import PostgresStore
 
 from .conftest import make_settings
 from .test_retrieval import NeighbourSearchingEmbedder

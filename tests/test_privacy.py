@@ -8,12 +8,12 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.errors import InvalidInput
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import EventKind
-from pocketmem.privacy import cn_id_ok, find_secrets, luhn_ok, screen
-from pocketmem.retrieval import RecallRequest
-from pocketmem.server import build_server
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.models import EventKind
+from pocketmem.core.privacy import cn_id_ok, find_secrets, luhn_ok, screen
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import make_settings
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.lifecycle import AddRequest
+from pocketmem.service.lifecycle import AddRequest
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -64,6 +64,6 @@ async def test_maintenance_walks_a_users_memories_by_index_without_sorting_them(
 
 
 def _recall(query: str):
-    from pocketmem.retrieval import RecallRequest
+    from pocketmem.service.retrieval import RecallRequest
 
     return RecallRequest(query=query, record=False)

@@ -14,12 +14,12 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.extraction import ConversationMessage
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Status
-from pocketmem.operations import OPERATIONS_SCHEMA
-from pocketmem.rubric import server_rubric
-from pocketmem.server import build_server
+from pocketmem.base.models import Status
+from pocketmem.core.operations import OPERATIONS_SCHEMA
+from pocketmem.core.rubric import server_rubric
+from pocketmem.mcp.server import build_server
+from pocketmem.service.extraction import ConversationMessage
+from pocketmem.service.lifecycle import AddRequest
 from tests.fake_openai import FakeOpenAI, Reply
 
 from .conftest import make_settings
@@ -246,8 +246,8 @@ def test_the_openai_package_is_not_imported_at_server_start(tmp_path):
     """Importing openai takes about a second; the handshake must not wait for it."""
     code = (
         "import sys\n"
-        "from pocketmem.config import Settings\n"
-        "from pocketmem.server import build_server\n"
+        "from pocketmem.base.config import Settings\n"
+        "from pocketmem.mcp.server import build_server\n"
         f"build_server(Settings(home={str(tmp_path)!r}, llm_model='m', llm_base_url='http://127.0.0.1:9/v1'))\n"
         "print(json.dumps('openai' in sys.modules))\n"
     )
@@ -259,7 +259,7 @@ def test_the_openai_package_is_not_imported_at_server_start(tmp_path):
 def test_the_readme_documents_the_tool_its_settings_and_both_paths():
     from pathlib import Path
 
-    from pocketmem.config import Settings
+    from pocketmem.base.config import Settings
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     for name in ("llm_model", "llm_base_url", "llm_api_key", "llm_timeout", "extract_max_messages"):

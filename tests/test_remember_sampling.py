@@ -16,11 +16,11 @@ from mcp import Client
 from mcp.types import ErrorData
 
 from pocketmem.app import PocketMem
-from pocketmem.config import Settings
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Status
-from pocketmem.rubric import server_rubric
-from pocketmem.server import build_server
+from pocketmem.base.config import Settings
+from pocketmem.base.models import Status
+from pocketmem.core.rubric import server_rubric
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
 
 from .conftest import make_settings
 from .scripted_llm import ScriptedSampler, labels, ops, snapshot

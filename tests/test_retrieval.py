@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.embeddings import HashEmbedder
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category, EventKind, Status
-from pocketmem.retrieval import RecallRequest
-from pocketmem.store.driver import connect
+from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.providers.embeddings import HashEmbedder
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
+from pocketmem.store.sqlite.driver import connect
 
 from .conftest import make_settings
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.errors import Conflict
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category, EventKind, Status
-from pocketmem.retrieval import RecallRequest
-from pocketmem.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES, USED_JUDGE_BOOST
+from pocketmem.base.errors import Conflict
+from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES, USED_JUDGE_BOOST
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

@@ -3,8 +3,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pocketmem.models import Category, Scores
-from pocketmem.scoring import CATEGORY_DEFAULTS, fill_scores, importance, info_importance, time_coef
+from pocketmem.base.models import Category, Scores
+from pocketmem.core.scoring import CATEGORY_DEFAULTS, fill_scores, importance, info_importance, time_coef
 
 
 def test_info_importance_formula():

@@ -13,13 +13,13 @@ from datetime import timedelta
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.clock import FixedClock
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Status
-from pocketmem.retrieval import RecallRequest
+from pocketmem.base.clock import FixedClock
+from pocketmem.base.models import Status
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.sync import backoff
 from pocketmem.store import MemoryFilter
-from pocketmem.store.postgres import PostgresStore
-from pocketmem.sync import backoff
+from pocketmem.store.postgres.store import PostgresStore
 
 from .conftest import START, make_settings
 from .pg import PgTestServer, Proxy
@@ -351,7 +351,7 @@ async def test_a_library_store_opens_without_waiting_for_the_server():
 
 
 async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(tmp_path, library_url, monkeypatch):
-    from pocketmem.store import sqlite_migrations
+    from pocketmem.store.sqlite import migrations as sqlite_migrations
 
     clock = FixedClock(START)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:3])
@@ -374,7 +374,7 @@ async def test_the_server_syncs_on_a_timer(tmp_path, library_url):
     import anyio
     from mcp import Client
 
-    from pocketmem.server import build_server
+    from pocketmem.mcp.server import build_server
 
     settings = make_settings(tmp_path, cloud_url=library_url, sync_interval=0.05)
     app = PocketMem(settings, clock=FixedClock(START))

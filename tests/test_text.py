@@ -1,7 +1,7 @@
 import pytest
 
-from pocketmem.errors import InvalidInput
-from pocketmem.text import (
+from pocketmem.base.errors import InvalidInput
+from pocketmem.core.text import (
     clean_text,
     content_hash,
     fts_match_expression,

@@ -18,9 +18,9 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.models import DeleteReason, Status
-from pocketmem.scoring import importance as formula
-from pocketmem.server import build_server
+from pocketmem.base.models import DeleteReason, Status
+from pocketmem.core.scoring import importance as formula
+from pocketmem.mcp.server import build_server
 
 from .conftest import START, make_settings
 from .test_exporting import dump

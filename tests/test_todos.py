@@ -8,10 +8,10 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.errors import Conflict
-from pocketmem.lifecycle import AddRequest
-from pocketmem.models import Category
-from pocketmem.retrieval import RecallRequest
+from pocketmem.base.errors import Conflict
+from pocketmem.base.models import Category
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import SHANGHAI, START
 

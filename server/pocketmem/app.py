@@ -12,26 +12,26 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from .calibration import Calibration
-from .clock import Clock, SystemClock
-from .config import Settings
-from .embeddings import Embedder, make_embedder
-from .errors import EmbedderMismatch, NotFound
-from .exporting import Exporter
-from .extraction import Extraction
-from .lifecycle import Lifecycle, embedding_text
-from .maintenance import Maintenance
-from .models import EventKind
-from .results import MemoryView
-from .retrieval import Retrieval
-from .review import Review
-from .scoring import importance
-from .store import SQLiteStore, Store
-from .store.postgres import PostgresStore
-from .library import LibraryRecall
-from .sync import Sync
-from .todos import Todos
-from .usercard import TEMPORARY_CARD, render_user_card
+from pocketmem.base.clock import Clock, SystemClock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import EmbedderMismatch, NotFound
+from pocketmem.base.models import EventKind
+from pocketmem.base.results import MemoryView
+from pocketmem.core.scoring import importance
+from pocketmem.providers.embeddings import Embedder, make_embedder
+from pocketmem.service.calibration import Calibration
+from pocketmem.service.exporting import Exporter
+from pocketmem.service.extraction import Extraction
+from pocketmem.service.library import LibraryRecall
+from pocketmem.service.lifecycle import Lifecycle, embedding_text
+from pocketmem.service.maintenance import Maintenance
+from pocketmem.service.retrieval import Retrieval
+from pocketmem.service.review import Review
+from pocketmem.service.sync import Sync
+from pocketmem.service.todos import Todos
+from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
+from pocketmem.store import SQLiteStore, Store
+from pocketmem.store.postgres.store import PostgresStore
 
 log = logging.getLogger(__name__)
 

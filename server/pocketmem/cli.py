@@ -13,14 +13,14 @@ import io
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from . import __version__
-from .config import Settings, load_settings
-from .errors import ConfigError, InvalidInput, PocketmemError
+from pocketmem import __version__
+from pocketmem.base.config import Settings, load_settings
+from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
 
 log = logging.getLogger("pocketmem")
 
@@ -35,7 +35,7 @@ def _run(coro_fn: Callable[[Settings], Awaitable[int]], settings: Settings) -> i
 
 
 async def _stats(settings: Settings) -> int:
-    from .app import PocketMem, dumps
+    from pocketmem.app import PocketMem, dumps
 
     async with PocketMem(settings) as app:
         print(dumps(await app.stats(settings.user)))
@@ -43,7 +43,7 @@ async def _stats(settings: Settings) -> int:
 
 
 async def _sync(settings: Settings) -> int:
-    from .app import PocketMem, dumps
+    from pocketmem.app import PocketMem, dumps
 
     if settings.cloud_url is None:
         raise ConfigError(
@@ -57,7 +57,7 @@ async def _sync(settings: Settings) -> int:
 
 
 async def _doctor(settings: Settings) -> int:
-    from .app import PocketMem, dumps
+    from pocketmem.app import PocketMem, dumps
 
     app = PocketMem(settings)
     problems: list[str] = []
@@ -94,7 +94,7 @@ async def _doctor(settings: Settings) -> int:
 
 
 async def _reindex(settings: Settings) -> int:
-    from .app import PocketMem
+    from pocketmem.app import PocketMem
 
     app = PocketMem(settings)
     await app.open(check_embedder=False)
@@ -107,8 +107,8 @@ async def _reindex(settings: Settings) -> int:
 
 
 async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
-    from .app import PocketMem, dumps
-    from .clock import FixedClock
+    from pocketmem.app import PocketMem, dumps
+    from pocketmem.base.clock import FixedClock
 
     clock = None
     if args.now is not None:
@@ -120,7 +120,7 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
-    from .app import PocketMem
+    from pocketmem.app import PocketMem
 
     users = [args.user] if args.user else None
     async with PocketMem(settings) as app:
@@ -133,7 +133,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             counts = await app.exporter.export(sys.stdout, users, events=args.events)
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
-            from .exporting import atomic_write
+            from pocketmem.service.exporting import atomic_write
 
             buffer = io.StringIO()
             counts = await app.exporter.export(buffer, users, events=args.events)
@@ -143,7 +143,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
-    from .app import PocketMem, dumps
+    from pocketmem.app import PocketMem, dumps
 
     if str(args.file) == "-":
         lines = sys.stdin.read().splitlines()
@@ -170,11 +170,11 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         if args.auth != "auto" or args.allowed_host:
             raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
-        from .server import build_server
+        from pocketmem.mcp.server import build_server
 
         build_server(settings).run()
         return 0
-    from .network import AuthMode, NetworkOptions, serve
+    from pocketmem.mcp.http import AuthMode, NetworkOptions, serve
 
     options = NetworkOptions(
         transport=args.transport,
@@ -188,8 +188,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
-    from .app import PocketMem, dumps
-    from .auth import TokenService
+    from pocketmem.app import PocketMem, dumps
+    from pocketmem.service.tokens import TokenService
 
     app = PocketMem(settings)
     await app.open(check_embedder=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
-from .sqlite import SQLiteStore
+from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.sqlite.store import SQLiteStore
 
 __all__ = ["IndexedText", "MemoryFilter", "SQLiteStore", "Store", "StoreReader", "StoreStats", "StoreWriter"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..models import (
+from pocketmem.base.models import (
     ApiToken,
     Category,
     DeleteReason,

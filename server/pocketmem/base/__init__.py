@@ -1,0 +1,1 @@
+"""Base layer: settings, errors, typed records, the clock. Imports nothing else of pocketmem."""

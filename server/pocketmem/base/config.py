@@ -1,0 +1,275 @@
+"""Settings: environment variables with the POCKETMEM_ prefix, optionally a TOML file with the same keys.
+
+Built once at the edge (CLI / server start) and passed down; nothing else reads the environment.
+A malformed value is a start-up error naming the variable, never a silent default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from pocketmem.base.errors import ConfigError
+
+ENV_PREFIX = "POCKETMEM_"
+SYNC_SCOPES = ("memory", "memory.trash")
+USER_ID_PATTERN = r"^[A-Za-z0-9_.@:-]{1,64}$"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        validate_default=True,
+        frozen=True,
+        populate_by_name=True,
+    )
+
+    # -- where things live -------------------------------------------------------------------
+    home: Path = Field(Path("~/.pocketmem"), description="Folder for the database and exports.")
+    db: Path | None = Field(None, description="SQLite file; default $POCKETMEM_HOME/memory.db.")
+    config: Path | None = Field(None, description="TOML file with the same keys (lower case, no prefix).")
+    user: str = Field("global", pattern=USER_ID_PATTERN, description="User id for stdio connections.")
+
+    # -- store shape ---------------------------------------------------------------------------
+    max_active: int = Field(800, gt=0, description="Cap on active memories; the least important non-core ones go to the trash.")
+    candidate_limit: int = Field(300, gt=0, le=100_000, description="Top memories by importance always considered by recall.")
+    top_k: int = Field(3, ge=1, le=50, description="Memories returned by recall when the call does not say.")
+    trash_days: int = Field(7, gt=0, le=3650, description="Days a trashed memory can be restored before it is purged.")
+    episode_days: int = Field(14, gt=0, le=3650, description="Days after which an episode (conversation summary) expires.")
+    max_content_chars: int = Field(2000, ge=50, le=100_000, description="Longest memory content accepted.")
+    max_request_bytes: int = Field(
+        1_048_576, ge=16_384, le=67_108_864, description="Largest HTTP request body (http/sse transports); larger gets 413."
+    )
+
+    # -- write routing ---------------------------------------------------------------------------
+    store_threshold: float = Field(0.85, ge=0, le=1, description="Confidence at or above which add_memory stores.")
+    pending_threshold: float = Field(0.60, ge=0, le=1, description="Confidence at or above which a memory waits for confirmation.")
+
+    # -- time and privacy ------------------------------------------------------------------------
+    maintain_interval: float = Field(
+        3600.0, ge=0, le=7 * 86400,
+        description="Seconds between maintenance runs (decay, expiry, purge) while the server runs; 0 turns it off.",
+    )
+    temporary: bool = Field(False, description="Temporary mode: add_memory stores nothing and recall returns nothing.")
+    secrets: Literal["redact", "refuse"] = Field(
+        "redact", description="What add_memory does with API keys, passwords, private keys, card and ID numbers.",
+    )
+
+    # -- recall and injection --------------------------------------------------------------------
+    locale: Literal["auto", "zh", "en"] = Field("auto", description="Language of the injection text; auto follows the query.")
+    tz: str | None = Field(None, description="IANA time zone for calendar days (default: the machine's).")
+    injection_budget: int = Field(500, ge=40, le=20_000, description="Character budget of the injection block.")
+    relevance_threshold: float = Field(0.40, ge=0, le=1, description="Minimum relevance for a memory to be recalled.")
+    weight_semantic: float = Field(0.55, ge=0, le=1)
+    weight_keyword: float = Field(0.80, ge=0, le=1)
+    weight_freshness: float = Field(0.15, ge=0, le=1)
+    weight_importance: float = Field(0.0, ge=0, le=1)
+
+    # -- embeddings ------------------------------------------------------------------------------
+    embedder: Literal["hash", "openai", "local"] = Field("hash", description="hash (built in, offline), openai, or local.")
+    embed_model: str | None = Field(None, description="Model name (openai/local) or a local folder (local).")
+    embed_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1.")
+    embed_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("POCKETMEM_EMBED_API_KEY", "OPENAI_API_KEY", "embed_api_key"),
+        description="API key for the embedding endpoint; falls back to OPENAI_API_KEY.",
+    )
+    embed_dimensions: int | None = Field(None, gt=0, le=8192, description="Vector size to ask the endpoint for.")
+    embed_timeout: float = Field(30.0, gt=0, le=600, description="Seconds before an embedding request fails.")
+    embed_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding request.")
+
+    # -- server-side extraction (remember_conversation) ---------------------------------------------
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible chat endpoint for remember_conversation.")
+    llm_model: str | None = Field(None, description="Chat model for remember_conversation when the client cannot sample.")
+    llm_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("POCKETMEM_LLM_API_KEY", "OPENAI_API_KEY", "llm_api_key"),
+        description="API key for the chat endpoint; falls back to OPENAI_API_KEY.",
+    )
+    llm_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds an extraction may wait for the LLM (both attempts).")
+    extract_max_messages: int = Field(
+        10, ge=1, le=100, description="Most messages remember_conversation accepts in one call."
+    )
+
+    # -- PostgreSQL: the server's own store, or the cloud library a local notebook syncs with ------------
+    database_url: SecretStr | None = Field(
+        None, description="postgresql://... : run the whole server on PostgreSQL + pgvector instead of the SQLite file."
+    )
+    cloud_url: SecretStr | None = Field(
+        None, description="postgresql://... : the cloud library this SQLite notebook syncs with and recalls from."
+    )
+    sync_scopes: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("memory",), description="What sync carries, comma separated: memory (default) and memory.trash."
+    )
+    sync_interval: float = Field(
+        300.0, ge=0, le=7 * 86400, description="Seconds between syncs while the server runs; 0 turns the timer off."
+    )
+    cloud_timeout: float = Field(
+        10.0, gt=0, le=600, description="Seconds sync waits for a connection to the cloud library before it fails."
+    )
+    library_timeout: float = Field(
+        0.3, ge=0, le=30, description="Seconds recall waits for the cloud library's answer; 0 asks only the notebook."
+    )
+    pg_pool_size: int = Field(10, ge=1, le=500, description="Most PostgreSQL connections this process opens.")
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING")
+
+    # -- derived ---------------------------------------------------------------------------------
+    @field_validator("home", "db", "config", mode="after")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("tz")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown IANA time zone {value!r} (try Asia/Shanghai or UTC)") from exc
+        return value
+
+    @field_validator("embed_base_url", "llm_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"must be an http(s) URL, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("database_url", "cloud_url", mode="after")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        text = value.get_secret_value().strip()
+        if not re.match(r"^postgres(ql)?://", text):
+            raise ValueError("must be a PostgreSQL URL: postgresql://user:password@host:5432/dbname")
+        return SecretStr(text)
+
+    @field_validator("sync_scopes", mode="before")
+    @classmethod
+    def _scopes(cls, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        scopes = tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
+        unknown = [s for s in scopes if s not in SYNC_SCOPES]
+        if unknown:
+            raise ValueError(f"unknown scope {unknown[0]!r}; use memory, or memory,memory.trash")
+        if "memory" not in scopes:
+            raise ValueError("must include memory (memory.trash uploads the trash on top of syncing memories)")
+        return scopes
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Settings:
+        if self.pending_threshold > self.store_threshold:
+            raise ValueError("pending_threshold must not be above store_threshold")
+        if self.weight_semantic + self.weight_keyword == 0:
+            raise ValueError("weight_semantic and weight_keyword cannot both be 0")
+        if self.embedder == "openai" and not self.embed_model:
+            raise ValueError("POCKETMEM_EMBEDDER=openai needs POCKETMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
+        if self.embedder == "local" and not self.embed_model:
+            raise ValueError("POCKETMEM_EMBEDDER=local needs POCKETMEM_EMBED_MODEL (a model name or a local folder)")
+        if self.llm_base_url and not self.llm_model:
+            raise ValueError("POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL (the chat model to ask, e.g. qwen2.5:7b)")
+        if self.database_url is not None and self.cloud_url is not None:
+            raise ValueError(
+                "POCKETMEM_CLOUD_URL syncs a local SQLite notebook; with POCKETMEM_DATABASE_URL the store is "
+                "already on PostgreSQL, so set only one of them"
+            )
+        return self
+
+    @property
+    def db_path(self) -> Path:
+        return self.db if self.db is not None else self.home / "memory.db"
+
+    @property
+    def database_label(self) -> str:
+        """Where the store lives, for stats and doctor: the SQLite path, or the PostgreSQL URL without its password."""
+        if self.database_url is not None:
+            return mask_url(self.database_url.get_secret_value())
+        return str(self.db_path)
+
+    @property
+    def sync_trash(self) -> bool:
+        return "memory.trash" in self.sync_scopes
+
+    @property
+    def zone(self) -> tzinfo:
+        if self.tz:
+            return ZoneInfo(self.tz)
+        local = datetime.now().astimezone().tzinfo
+        assert local is not None
+        return local
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = _toml_path()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+
+def mask_url(url: str) -> str:
+    """postgresql://user:secret@host/db -> postgresql://user:***@host/db (also a password=... parameter)."""
+    masked = re.sub(r"(://[^:/@]*:)[^/?#]*@", r"\1***@", url)
+    return re.sub(r"(password=)[^&\s]*", r"\1***", masked)
+
+
+def _toml_path() -> Path | None:
+    """POCKETMEM_CONFIG, else $POCKETMEM_HOME/config.toml when it exists."""
+    explicit = os.environ.get(ENV_PREFIX + "CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"POCKETMEM_CONFIG: no such file {path}")
+        return path
+    home = Path(os.environ.get(ENV_PREFIX + "HOME", "~/.pocketmem")).expanduser()
+    default = home / "config.toml"
+    return default if default.is_file() else None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read the environment (and TOML file); raise ConfigError with one line per bad variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if environ is None else environ
+    lines = ["invalid pocketmem settings:"]
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        name = (ENV_PREFIX + loc[0].upper()) if loc else "settings"
+        given = environ.get(name)
+        secret = "key" in name.lower() or name.endswith("_URL") and "://" in (given or "") and "@" in (given or "")
+        shown = f" (got {given!r})" if given is not None and not secret else ""
+        lines.append(f"  {name}: {err['msg']}{shown}")
+    return "\n".join(lines)

@@ -1,0 +1,211 @@
+"""Secrets that must never be remembered: find them, and redact or refuse (seed 002's sensitive-data filter).
+
+A small set of patterns, each tuned to fire on the secret itself rather than on talk about it
+("I forgot my password" is fine; "my password is hunter2!" is not):
+
+    api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA),
+                 GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_),
+                 Google (AIza...), JSON web tokens; `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`
+    password     `password: ...`, `passwd=...`, `my password is <value>`, 密码是…, 口令：…, 支付密码…
+    private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
+    card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
+    id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date); US SSNs (123-45-6789)
+
+Pure: text in, findings and redacted text out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from pocketmem.core.text import has_cjk
+
+KIND_LABELS = {
+    "api_key": ("API 密钥", "API key"),
+    "password": ("密码", "password"),
+    "private_key": ("私钥", "private key"),
+    "card_number": ("银行卡号", "card number"),
+    "id_number": ("证件号", "ID number"),
+}
+
+_TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.DOTALL,
+        ),
+    ),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_live_[A-Za-z0-9]{16,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
+    (
+        "api_key",
+        re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
+    ),
+]
+
+# `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
+# count; after a word ("is", 是, 为) the value must look like a secret (a digit or symbol, or 8+ Latin
+# letters), so "my password is in 1Password" or 密码是生日 are left alone. Generic names (secret, token,
+# 密钥) need a token-like value: 8+ characters with a digit.
+_LATIN = r"(?<![A-Za-z])(?:{})(?![A-Za-z])"
+_NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
+    ("password", False, re.compile(_LATIN.format(r"password|passwd|passphrase|passcode|pin"), re.IGNORECASE)),
+    ("password", False, re.compile(r"支付密码|登录密码|开机密码|银行卡密码|密码|口令")),
+    (
+        "api_key",
+        True,
+        re.compile(
+            _LATIN.format(
+                r"api[ _-]?key|apikey|access[ _-]?token|auth[ _-]?token|secret[ _-]?key|client[ _-]?secret"
+                r"|aws_secret_access_key|secret|token"
+            ),
+            re.IGNORECASE,
+        ),
+    ),
+    ("api_key", True, re.compile(r"密钥|秘钥|令牌")),
+]
+_SEPARATOR = re.compile(r"\s*(?:[:=：]|\bis\b|\bwas\b|是|为)\s*", re.IGNORECASE)
+_VALUE = re.compile(r"[\"'“‘]?([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})")
+_CARD = re.compile(r"(?<![\dA-Za-z])(?:\d[ -]?){12,18}\d(?![\dA-Za-z])")
+_CN_ID = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
+_SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)")
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_CHECK = "10X98765432"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Screened:
+    text: str  # with every finding replaced by a placeholder
+    findings: tuple[Finding, ...]
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(dict.fromkeys(f.kind for f in self.findings))
+
+
+def luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def cn_id_ok(number: str) -> bool:
+    """A mainland resident ID: checksum over the first 17 digits, and a real birth date in 1900..today."""
+    body, check = number[:17], number[17].upper()
+    if _CN_ID_CHECK[sum(int(d) * w for d, w in zip(body, _CN_ID_WEIGHTS, strict=True)) % 11] != check:
+        return False
+    try:
+        born = date(int(body[6:10]), int(body[10:12]), int(body[12:14]))
+    except ValueError:
+        return False
+    return born.year >= 1900
+
+
+def _looks_secret(value: str, token_like: bool) -> bool:
+    if token_like:
+        return len(value) >= 8 and any(c.isdigit() for c in value)
+    return bool(re.search(r"[\d\W_]", value)) or (value.isascii() and len(value) >= 8)
+
+
+def find_secrets(text: str) -> list[Finding]:
+    found: list[Finding] = []
+
+    def add(kind: str, start: int, end: int) -> None:
+        if not any(f.start < end and start < f.end for f in found):
+            found.append(Finding(kind, start, end))
+
+    for kind, pattern in _TOKEN_PATTERNS:
+        for m in pattern.finditer(text):
+            add(kind, m.start(), m.end())
+    for kind, token_like, names in _NAMED:
+        for m in names.finditer(text):
+            sep = _SEPARATOR.match(text, m.end())
+            value = _VALUE.match(text, sep.end()) if sep is not None else None
+            if sep is None or value is None:
+                continue
+            secret = value.group(1).rstrip(".!?)")
+            explicit = any(c in sep.group() for c in ":=：")
+            if len(secret) >= 3 and ((explicit and not token_like) or _looks_secret(secret, token_like)):
+                add(kind, value.start(1), value.start(1) + len(secret))
+    for m in _CN_ID.finditer(text):
+        if cn_id_ok(m.group()):
+            add("id_number", m.start(), m.end())
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"[ -]", "", m.group())
+        if 13 <= len(digits) <= 19 and luhn_ok(digits):
+            add("card_number", m.start(), m.end())
+    for m in _SSN.finditer(text):
+        add("id_number", m.start(), m.end())
+    return sorted(found, key=lambda f: f.start)
+
+
+def placeholder(kind: str, zh: bool) -> str:
+    zh_label, en_label = KIND_LABELS[kind]
+    return f"【已隐去的{zh_label}】" if zh else f"[redacted {en_label}]"
+
+
+def screen(text: str) -> Screened:
+    findings = find_secrets(text)
+    if not findings:
+        return Screened(text, ())
+    zh = has_cjk(text)
+    out: list[str] = []
+    last = 0
+    for f in findings:
+        out.append(text[last : f.start])
+        out.append(placeholder(f.kind, zh))
+        last = f.end
+    out.append(text[last:])
+    return Screened("".join(out), tuple(findings))
+
+
+def describe(kinds: list[str]) -> str:
+    return ", ".join(KIND_LABELS[k][1] for k in kinds)
+
+
+def meaningful(redacted: str) -> bool:
+    """Is anything worth remembering left once the secrets and their labels ("password:") are gone?"""
+    rest = re.sub(r"【已隐去的[^】]*】|\[redacted [^\]]*\]", "", redacted)
+    for _, _, names in _NAMED:
+        rest = names.sub("", rest)
+    return len(re.findall(r"\w", rest)) >= 4
+
+
+@dataclass(frozen=True)
+class ScreenedMemory:
+    content: str
+    keywords: list[str]
+    kinds: list[str]
+
+
+def screen_memory(content: str, keywords: list[str]) -> ScreenedMemory:
+    """Redact a memory's content; drop any keyword that carries a secret (a keyword is too short to redact)."""
+    body = screen(content)
+    kinds = list(body.kinds)
+    kept: list[str] = []
+    for keyword in keywords:
+        found = find_secrets(keyword)
+        if found:
+            kinds.extend(f.kind for f in found)
+        else:
+            kept.append(keyword)
+    return ScreenedMemory(body.text, kept, list(dict.fromkeys(kinds)))

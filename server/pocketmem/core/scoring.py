@@ -1,0 +1,74 @@
+"""Importance scoring (design "Scoring", from seed 000). Pure functions; no I/O.
+
+    info_importance = 0.4*I + 0.2*E + 0.2*P + 0.2*J
+    time_coef       = 1                                  if P == 1 (core)
+                    = max(0.8, exp(-0.01 * (1 - P) * d)) otherwise, d = days since last_active_at (or created_at)
+    importance      = info_importance * time_coef
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from pocketmem.base.models import Category, Scores
+
+INFO_WEIGHT = 0.4
+EMOTION_WEIGHT = 0.2
+PERSISTENCE_WEIGHT = 0.2
+JUDGE_WEIGHT = 0.2
+DECAY_RATE_PER_DAY = 0.01
+TIME_COEF_FLOOR = 0.8
+CORE_PERSISTENCE = 1.0
+
+# E, I, P, J used when the caller leaves a score out. P < 1 everywhere: core is always a decision.
+CATEGORY_DEFAULTS: dict[Category, Scores] = {
+    Category.preference: Scores(emotion=0.5, info=0.8, persistence=0.8, judge=0.9),
+    Category.fact: Scores(emotion=0.3, info=0.8, persistence=0.7, judge=0.8),
+    Category.lesson: Scores(emotion=0.6, info=0.9, persistence=0.8, judge=0.85),
+    Category.goal: Scores(emotion=0.4, info=0.7, persistence=0.5, judge=0.7),
+    Category.person: Scores(emotion=0.4, info=0.8, persistence=0.8, judge=0.8),
+    Category.todo: Scores(emotion=0.3, info=0.7, persistence=0.3, judge=0.7),
+    Category.event: Scores(emotion=0.5, info=0.6, persistence=0.3, judge=0.6),
+    Category.episode: Scores(emotion=0.3, info=0.5, persistence=0.1, judge=0.4),
+    Category.context: Scores(emotion=0.2, info=0.4, persistence=0.1, judge=0.4),
+}
+
+
+def fill_scores(category: Category, given: dict[str, float | None] | None) -> Scores:
+    """The caller's scores with the category's defaults for the ones left out."""
+    base = CATEGORY_DEFAULTS[category].model_dump()
+    for key, value in (given or {}).items():
+        if value is not None:
+            base[key] = float(value)
+    return Scores(**base)
+
+
+def info_importance(scores: Scores) -> float:
+    return (
+        INFO_WEIGHT * scores.info
+        + EMOTION_WEIGHT * scores.emotion
+        + PERSISTENCE_WEIGHT * scores.persistence
+        + JUDGE_WEIGHT * scores.judge
+    )
+
+
+def is_core(scores: Scores) -> bool:
+    return scores.persistence >= CORE_PERSISTENCE
+
+
+def time_coef(persistence: float, days: float) -> float:
+    if persistence >= CORE_PERSISTENCE:
+        return 1.0
+    return max(TIME_COEF_FLOOR, math.exp(-DECAY_RATE_PER_DAY * (1.0 - persistence) * max(0.0, days)))
+
+
+def days_between(earlier: datetime, later: datetime) -> float:
+    return (later - earlier).total_seconds() / 86400.0
+
+
+def importance(scores: Scores, last_active: datetime, now: datetime) -> tuple[float, float, float]:
+    """(info_importance, time_coef, importance) for a memory last active at `last_active`."""
+    info = info_importance(scores)
+    coef = time_coef(scores.persistence, days_between(last_active, now))
+    return info, coef, info * coef

@@ -1,0 +1,1 @@
+"""The MCP surface: server, tools, resources, prompts, notifications, HTTP transports."""

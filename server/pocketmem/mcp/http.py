@@ -1,0 +1,293 @@
+"""`pocketmem serve --transport http|sse`: MCP over HTTP, one user per bearer token.
+
+Who may connect (decided at start, re-checked on every request):
+
+    host        --auth auto (default)                  --auth token       --auth none
+    loopback    no token needed while none exists;      token required     no token needed
+                once one exists, every request needs
+                one (no restart)
+    exposed     token required; refuses to start       token required     refuses to start
+                while no token exists
+
+Exposed: bound to a non-loopback address, or named by a non-loopback --allowed-host (a loopback
+server behind a reverse proxy is reachable from anywhere).
+
+A request without a token, where one is not needed, acts as POCKETMEM_USER (like stdio); a token
+that is sent is always checked, so a wrong one gets 401 everywhere. DNS-rebinding protection
+(the SDK's Host / Origin checks) is always on: loopback names are allowed on a loopback host,
+otherwise the bound address and every --allowed-host. Request bodies are capped at
+POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import logging
+import secrets
+import socket
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pocketmem.app import PocketMem
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import ConfigError
+from pocketmem.mcp.server import build_server
+from pocketmem.service.tokens import SCOPE, TokenService
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+SSE_PATH = "/sse"
+SSE_MESSAGE_PATH = "/messages/"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+# SSE streams stay open; on Ctrl-C give them this long before closing them.
+GRACEFUL_SHUTDOWN_SECONDS = 3
+
+
+class AuthMode(StrEnum):
+    auto = "auto"
+    token = "token"
+    none = "none"
+
+
+class Anonymous(StrEnum):
+    """When a request without a token is served (as POCKETMEM_USER)."""
+
+    never = "never"
+    until_first_token = "until_first_token"
+    always = "always"
+
+
+def is_loopback(host: str) -> bool:
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1 : name.find("]")]
+    elif name.count(":") == 1:
+        name = name.split(":")[0]  # host:port
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def exposed_name(host: str, allowed_hosts: Sequence[str]) -> str | None:
+    """The name by which others can reach the server, None when only this machine can.
+
+    A loopback bind with a public --allowed-host is a server behind a reverse proxy: requests
+    arrive from 127.0.0.1 but come from anywhere, so it is exposed just the same.
+    """
+    if not is_loopback(host):
+        return host or "(all addresses)"
+    return next((name for name in allowed_hosts if not is_loopback(name)), None)
+
+
+def access_policy(host: str, mode: AuthMode, active_tokens: int, allowed_hosts: Sequence[str] = ()) -> Anonymous:
+    """Refuse unsafe combinations with a message that says what to do instead."""
+    create = "create one with `pocketmem token create --user NAME`"
+    exposed = exposed_name(host, allowed_hosts)
+    if exposed is not None:
+        if mode is AuthMode.none:
+            raise ConfigError(
+                f"refusing --auth none on {exposed}: anyone who can reach it could read every memory. "
+                "--auth none is for a loopback host with no public --allowed-host only"
+            )
+        if active_tokens == 0:
+            raise ConfigError(
+                f"refusing to serve {exposed} without authentication: no token exists yet. "
+                f"{create.capitalize()}, give it to the client (Authorization: Bearer <token>), then start again"
+            )
+        return Anonymous.never
+    if mode is AuthMode.none:
+        return Anonymous.always
+    if mode is AuthMode.token:
+        if active_tokens == 0:
+            raise ConfigError(f"--auth token, but no token exists yet; {create}")
+        return Anonymous.never
+    return Anonymous.until_first_token
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+    """Host and Origin headers a request may carry: what clients legitimately use to reach us."""
+    if host in WILDCARD_HOSTS and not allowed_hosts:
+        raise ConfigError(
+            f"--host {host or '(all)'} listens on every address, so pocketmem cannot tell which host names are "
+            "legitimate (DNS-rebinding protection): name them with --allowed-host, e.g. "
+            "--allowed-host memory.example.com --allowed-host 192.168.1.20"
+        )
+    # Through a wildcard address local clients arrive as 127.0.0.1 / localhost too.
+    names: list[str] = list(LOOPBACK_NAMES) if is_loopback(host) or host in WILDCARD_HOSTS else []
+    if host not in WILDCARD_HOSTS and not is_loopback(host):
+        names.append(f"[{host}]" if ":" in host else host)
+    for name in allowed_hosts:
+        name = name.strip().lower()
+        if not name or "/" in name:
+            raise ConfigError(f"--allowed-host {name!r}: give a host name or address, without scheme or path")
+        if name not in names:
+            names.append(name)
+    hosts = [h for name in names for h in (name, f"{name}:*")]
+    origins = [o for name in names for scheme in ("http", "https") for o in (f"{scheme}://{name}", f"{scheme}://{name}:*")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class LocalAccess:
+    """The identity of token-less requests where the policy allows them (loopback only).
+
+    The network layer marks such a request with this process-local secret, which never leaves
+    the process, so the SDK's bearer machinery treats every request alike.
+    """
+
+    CLIENT_ID = "pocketmem:local"
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+        self.secret = secrets.token_urlsafe(32)  # never sent anywhere
+
+    def matches(self, token: str) -> bool:
+        return hmac.compare_digest(token.encode("utf-8"), self.secret.encode("utf-8"))
+
+
+class StoreTokenVerifier(TokenVerifier):
+    """The SDK's hook: a presented bearer token -> the user it acts as (AccessToken.subject)."""
+
+    def __init__(self, tokens: TokenService, local: LocalAccess | None = None) -> None:
+        self.tokens = tokens
+        self.local = local
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if self.local is not None and self.local.matches(token):
+            return AccessToken(token=token, client_id=LocalAccess.CLIENT_ID, subject=self.local.user_id, scopes=[SCOPE])
+        try:
+            record = await self.tokens.verify(token)
+        except Exception:  # noqa: BLE001 - fail closed: a store error must never let a request through
+            log.warning("token check failed: the store is unavailable", exc_info=True)
+            return None
+        if record is None:
+            return None
+        # client_id is per token, so an MCP session opened with one token cannot be used with another.
+        return AccessToken(token=token, client_id=f"pocketmem:{record.id}", subject=record.user_id, scopes=[SCOPE])
+
+
+class LocalAccessMiddleware:
+    """Marks token-less requests with the process-local identity while the policy allows them."""
+
+    def __init__(self, app: ASGIApp, local: LocalAccess, allowed: Callable[[], Awaitable[bool]]) -> None:
+        self.app = app
+        self.local = local
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not any(k == b"authorization" for k, _ in scope["headers"]):
+            if await self.allowed():
+                header = (b"authorization", f"Bearer {self.local.secret}".encode())
+                scope = {**scope, "headers": [*scope["headers"], header]}
+        await self.app(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class NetworkOptions:
+    transport: str  # "http" | "sse"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    auth: AuthMode = AuthMode.auto
+    allowed_hosts: tuple[str, ...] = ()
+
+
+def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anonymous: Anonymous) -> ASGIApp:
+    """The ASGI app for one transport; `app` must be open while it serves."""
+    tokens = TokenService(app.store, app.clock)
+    local = LocalAccess(settings.user) if anonymous is not Anonymous.never else None
+    mcp = build_server(settings, app=app, token_verifier=StoreTokenVerifier(tokens, local))
+    security = transport_security(options.host, options.allowed_hosts)
+    starlette: Starlette
+    if options.transport == "http":
+        starlette = mcp.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            max_request_body_size=settings.max_request_bytes,
+            transport_security=security,
+            host=options.host,
+        )
+    else:
+        starlette = mcp.sse_app(
+            sse_path=SSE_PATH,
+            message_path=SSE_MESSAGE_PATH,
+            max_request_body_size=settings.max_request_bytes,
+            transport_security=security,
+            host=options.host,
+        )
+    if local is None:
+        return starlette
+
+    async def allowed() -> bool:
+        if anonymous is Anonymous.always:
+            return True
+        try:
+            return await tokens.count_active() == 0
+        except Exception:  # noqa: BLE001 - fail closed: when unsure whether tokens exist, ask for one
+            log.warning("could not count tokens; asking for one", exc_info=True)
+            return False
+
+    return LocalAccessMiddleware(starlette, local, allowed)
+
+
+def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int) -> str:
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    path = MCP_PATH if options.transport == "http" else SSE_PATH
+    kind = "streamable HTTP" if options.transport == "http" else "SSE"
+    if anonymous is Anonymous.always:
+        access = "no token needed (--auth none)"
+    elif anonymous is Anonymous.until_first_token and active_tokens == 0:
+        access = "no token needed until one is created with `pocketmem token create`"
+    else:
+        access = "bearer token required"
+    return f"pocketmem: MCP over {kind} at http://{host}:{port}{path} ({access})"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind before serving, so a taken port is a one-line error rather than a server traceback."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem | None = None) -> None:
+    """Run until interrupted. Prints the URL (with the real port when --port 0) on stderr once listening."""
+    import uvicorn
+
+    app = app or PocketMem(settings)
+    async with app:
+        active_tokens = await TokenService(app.store, app.clock).count_active()
+        anonymous = access_policy(options.host, options.auth, active_tokens, options.allowed_hosts)
+        asgi = build_app(settings, app, options, anonymous)
+        level = logging.getLogger().getEffectiveLevel()
+        config = uvicorn.Config(
+            asgi,
+            host=options.host,
+            port=options.port,
+            log_config=None,  # keep pocketmem's stderr logging
+            log_level=level,
+            access_log=level <= logging.INFO,
+            server_header=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve(sockets=[listen(options.host, options.port)]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started:
+            port = server.servers[0].sockets[0].getsockname()[1]
+            print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
+        await serving

@@ -1,0 +1,179 @@
+"""`notifications/resources/updated` for memory://user-card, on both protocol eras.
+
+    2025-11-25 (hosts, `Client(mode="legacy")`): the client sends `resources/subscribe`; we keep a weak
+               reference to its connection and send the notification on the connection's own stream.
+    2026-07-28: the client opens a `subscriptions/listen` stream; the SDK's ListenHandler serves it over
+               a bus that remembers each stream's user, so one user's changes never wake another's client.
+
+When does the card change? After every committed write (store.on_commit) for a user someone is
+watching, the card is rendered again and compared with the last one sent: a new core memory, a patch,
+a todo added or completed, an expiry, a restore... all change it; a recall does not. The maintenance
+timer also checks, which catches changes made by another process (`pocketmem import`) and todos
+turning overdue. Nothing is rendered for users nobody watches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import ListenHandler, ResourceUpdated, ServerEvent
+
+from pocketmem.app import PocketMem
+from pocketmem.base.models import EventKind
+from pocketmem.mcp.resources import USER_CARD_URI
+
+log = logging.getLogger(__name__)
+
+# Writes that never change the card: skip the re-render on the hot path.
+QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind.used, EventKind.discarded})
+
+
+class UserScopedBus:
+    """A SubscriptionBus whose listeners belong to the user of the request that opened them."""
+
+    def __init__(self, current_user: Callable[[], str]) -> None:
+        self._current_user = current_user
+        self._listeners: dict[object, tuple[str, Callable[[ServerEvent], None]]] = {}
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        token = object()
+        self._listeners[token] = (self._current_user(), listener)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def publish(self, event: ServerEvent) -> None:
+        """Everyone (tool or prompt list changes are the same for all users)."""
+        await self._deliver(event, None)
+
+    async def publish_to(self, user_id: str, event: ServerEvent) -> None:
+        await self._deliver(event, user_id)
+
+    async def _deliver(self, event: ServerEvent, user_id: str | None) -> None:
+        for owner, listener in list(self._listeners.values()):
+            if user_id is None or owner == user_id:
+                try:
+                    listener(event)
+                except Exception:  # noqa: BLE001 - one broken stream must not starve the others
+                    log.exception("subscription listener failed")
+        await anyio.lowlevel.checkpoint()
+
+    def users(self) -> set[str]:
+        return {owner for owner, _ in self._listeners.values()}
+
+
+class CardNotifier:
+    def __init__(self, app: PocketMem, bus: UserScopedBus, current_user: Callable[[], str]) -> None:
+        self._app = app
+        self._bus = bus
+        self._current_user = current_user
+        self._listen = ListenHandler(bus)
+        # legacy connections subscribed to the card: id(connection) -> (weak reference, user); a connection
+        # that goes away without unsubscribing drops out by itself
+        self._sessions: dict[int, tuple[Callable[[], Any], str]] = {}
+        self._sent: dict[str, str] = {}  # user -> fingerprint of the card last known to subscribers
+        self._locks: dict[str, anyio.Lock] = {}
+
+    def install(self, mcp: MCPServer) -> None:
+        # MCPServer has no public hook for resources/subscribe, so the handlers go on its low-level server.
+        server = mcp._lowlevel_server  # noqa: SLF001
+        server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
+        server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
+        server.add_request_handler(
+            "subscriptions/listen", types.SubscriptionsListenRequestParams, self._listen_for
+        )
+        self._app.store.on_commit(self._on_commit)
+
+    # -- subscribing ------------------------------------------------------------------------------
+    async def _subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        if params.uri == USER_CARD_URI:
+            user = self._current_user()
+            await self._prime(user)
+            self._sessions[_key(ctx)] = (_reference(ctx), user)
+        # Other resources are accepted and never announced (like a subscription to a URI that never changes).
+        return types.EmptyResult()
+
+    async def _unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        if params.uri == USER_CARD_URI:
+            self._sessions.pop(_key(ctx), None)
+        return types.EmptyResult()
+
+    async def _listen_for(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        if USER_CARD_URI in (params.notifications.resource_subscriptions or ()):
+            await self._prime(self._current_user())
+        return await self._listen(ctx, params)
+
+    # -- watching -------------------------------------------------------------------------------
+    def watched(self) -> set[str]:
+        return {user for ref, user in self._sessions.values() if ref() is not None} | self._bus.users()
+
+    async def _prime(self, user_id: str) -> None:
+        async with self._lock(user_id):
+            self._sent[user_id] = await self._fingerprint(user_id)
+
+    async def _on_commit(self, changes: Mapping[str, frozenset[EventKind]]) -> None:
+        watched = self.watched()
+        for user_id, kinds in changes.items():
+            if user_id in watched and not kinds <= QUIET_KINDS:
+                await self.check(user_id)
+
+    async def check_all(self, *_: object) -> None:
+        for user_id in self.watched():
+            await self.check(user_id)
+
+    async def check(self, user_id: str) -> None:
+        async with self._lock(user_id):
+            fingerprint = await self._fingerprint(user_id)
+            if self._sent.get(user_id) == fingerprint:
+                return
+            self._sent[user_id] = fingerprint
+        await self._notify(user_id)
+
+    async def _fingerprint(self, user_id: str) -> str:
+        return hashlib.sha256((await self._app.user_card(user_id)).encode()).hexdigest()
+
+    def _lock(self, user_id: str) -> anyio.Lock:
+        return self._locks.setdefault(user_id, anyio.Lock())
+
+    async def _notify(self, user_id: str) -> None:
+        for key, (ref, owner) in list(self._sessions.items()):
+            if owner != user_id:
+                continue
+            connection = ref()
+            if connection is None:
+                self._sessions.pop(key, None)
+                continue
+            try:
+                await connection.send_resource_updated(USER_CARD_URI)
+            except Exception:  # noqa: BLE001 - a closed session stops being notified
+                log.debug("dropping a closed subscription", exc_info=True)
+                self._sessions.pop(key, None)
+        await self._bus.publish_to(user_id, ResourceUpdated(uri=USER_CARD_URI))
+
+
+def _key(ctx: Any) -> int:
+    return id(getattr(ctx.session, "_connection", ctx.session))
+
+
+def _reference(ctx: Any) -> Callable[[], Any]:
+    """Something that can send standalone notifications to the client, for as long as it is connected.
+
+    `ctx.session` is a per-request proxy; the SDK (2.3) keeps the connection, which outlives requests and
+    has send_resource_updated, in a private attribute. We hold it weakly so a client that disconnects
+    without unsubscribing drops out by itself. Should the attribute go away, the proxy is kept instead.
+    """
+    connection = getattr(ctx.session, "_connection", None)
+    if connection is not None:
+        return weakref.ref(connection)
+    session = ctx.session
+    return lambda: session

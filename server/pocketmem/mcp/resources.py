@@ -1,0 +1,73 @@
+"""Resources: the user card, store statistics, the review queue, and one memory by id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+
+from pocketmem.app import PocketMem
+from pocketmem.base.errors import NotFound, PocketmemError
+
+USER_CARD_URI = "memory://user-card"
+STATS_URI = "memory://stats"
+REVIEW_URI = "memory://review"
+MEMORY_URI_TEMPLATE = "memory://memories/{memory_id}"
+
+
+def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
+    @mcp.resource(
+        USER_CARD_URI,
+        name="user-card",
+        title="User card",
+        description="Who the user is: core memories and open todos, Markdown, at most 2 KB. Put it in every prompt.",
+        mime_type="text/markdown",
+    )
+    async def user_card() -> str:
+        return await app.user_card(current_user())
+
+    @mcp.resource(
+        STATS_URI,
+        name="stats",
+        title="Memory statistics",
+        description="Counts by status and category, the cap, the embedder, the database path and, with a cloud "
+        "library, the sync state (last sync, pending uploads, last error).",
+        mime_type="application/json",
+    )
+    async def stats() -> dict[str, Any]:
+        stats = await app.stats(current_user())
+        if get_access_token() is not None:
+            # A network user has no business knowing where the server keeps its files.
+            stats.pop("database", None)
+            if isinstance(stats.get("sync"), dict):
+                stats["sync"].pop("library", None)
+        return stats
+
+    @mcp.resource(
+        REVIEW_URI,
+        name="review",
+        title="Memories to review",
+        description="Promotion candidates (keep being used) and decay candidates (importance fell under 0.5), "
+        "with instructions; decide each with the mark_memory tool (promote, keep or forget).",
+        mime_type="application/json",
+    )
+    async def review() -> dict[str, Any]:
+        return (await app.review.queue(current_user())).model_dump(mode="json")
+
+    @mcp.resource(
+        MEMORY_URI_TEMPLATE,
+        name="memory",
+        title="One memory",
+        description="A memory with all its fields and its revisions.",
+        mime_type="application/json",
+    )
+    async def memory(memory_id: str) -> dict[str, Any]:
+        try:
+            return await app.get_memory(current_user(), memory_id)
+        except NotFound as exc:
+            raise ResourceNotFoundError(f"{exc}; list ids with the list_memories tool") from None
+        except PocketmemError as exc:
+            raise ResourceError(str(exc)) from None

@@ -1,0 +1,1 @@
+"""Embedders and chat models behind small interfaces."""

@@ -1,0 +1,1 @@
+"""Services: the write path, recall, trash, pending, maintenance, export, sync, tokens."""

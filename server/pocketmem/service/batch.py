@@ -1,0 +1,135 @@
+"""Several write-path steps in one store transaction: all of them happen, or none does.
+
+Each step goes through the same rules as its single-call twin (add_memory's confidence routing,
+duplicates and supersedes; patch_core_memory; forget_memory; reinforce), so a batch never
+writes what those calls would refuse. Everything that can be checked or computed without the
+store's write lock — input cleaning, embeddings — happens first; then one transaction applies
+the steps in order and enforces the cap once, never evicting a memory the batch just wrote.
+A step that fails (say, its target was forgotten meanwhile) rolls the whole batch back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
+from pocketmem.core.text import clean_text
+from pocketmem.service.lifecycle import MAX_SOURCE_CHARS, AddRequest, Lifecycle
+
+
+@dataclass(frozen=True)
+class AddStep:
+    request: AddRequest
+    redacted: list[str] = field(default_factory=list)  # kinds of secrets removed before storing
+
+
+@dataclass(frozen=True)
+class PatchStep:
+    memory_id: str
+    patch: str
+    mode: Literal["append", "replace"] = "append"
+    reason: str | None = None
+    redacted: list[str] = field(default_factory=list)
+    prepared: str | None = None  # the patched text the vector was computed from
+
+
+@dataclass(frozen=True)
+class RefusedStep:
+    """An add that carried a secret and nothing else worth keeping: answered as discarded, never written."""
+
+    kinds: list[str]
+
+
+@dataclass(frozen=True)
+class ForgetStep:
+    memory_id: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ReinforceStep:
+    memory_ids: tuple[str, ...]
+
+
+Step = AddStep | PatchStep | ForgetStep | ReinforceStep
+StepResult = AddResult | PatchResult | ForgetResult | list[str]  # list: the ids reinforced
+
+
+@dataclass
+class BatchResult:
+    results: list[StepResult]  # one per step, in order
+    evicted: list[EvictedItem]
+
+
+async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step]) -> BatchResult:
+    settings = lifecycle.settings
+    now = lifecycle.clock.now()
+    ready: list[tuple[Step, list[float] | None]] = []
+    for i, step in enumerate(steps):
+        if isinstance(step, AddStep):
+            req = lifecycle._clean_request(step.request)
+            if req.operation_id is not None:
+                raise InvalidInput(f"steps[{i}].operation_id", "is not supported inside a batch")
+            req, kinds, refused = lifecycle.screen_secrets(req)
+            if refused:
+                ready.append((RefusedStep(kinds), None))
+                continue
+            stored = req.confidence >= settings.store_threshold
+            vector = await lifecycle._embed(req.content, req.keywords) if stored else None
+            ready.append((AddStep(req, kinds), vector))
+        elif isinstance(step, PatchStep):
+            patch, redacted = lifecycle.screen_patch(
+                clean_text(step.patch, f"steps[{i}].patch", max_chars=settings.max_content_chars), f"steps[{i}].patch"
+            )
+            reason = _reason(step.reason, i)
+            async with lifecycle.store.read() as reader:
+                memory = lifecycle._require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
+            new_content = lifecycle._patched(memory.content, patch, step.mode, now)
+            if len(new_content) > settings.max_content_chars:
+                raise InvalidInput(
+                    f"steps[{i}].patch",
+                    f"would make the memory {len(new_content)} characters (limit {settings.max_content_chars})",
+                )
+            vector = await lifecycle._embed(new_content, memory.keywords)
+            ready.append((PatchStep(step.memory_id, patch, step.mode, reason, redacted, new_content), vector))
+        elif isinstance(step, ForgetStep):
+            ready.append((ForgetStep(step.memory_id, _reason(step.reason, i)), None))
+        else:
+            ready.append((step, None))
+
+    results: list[StepResult] = []
+    async with lifecycle.store.write() as tx:
+        for step, vector in ready:
+            if isinstance(step, RefusedStep):
+                results.append(await lifecycle._refuse_secret_in(tx, user_id, step.kinds, now))
+            elif isinstance(step, AddStep):
+                req = step.request
+                if req.confidence < settings.pending_threshold:
+                    result = await lifecycle._discard_in(tx, user_id, req, now)
+                elif vector is None:
+                    result = await lifecycle._pending_in(tx, user_id, req, now)
+                else:
+                    result = await lifecycle._store(tx, user_id, req, vector, now, cap=False)
+                results.append(lifecycle.note_redactions(result, step.redacted))
+            elif isinstance(step, PatchStep):
+                assert vector is not None
+                results.append(
+                    await lifecycle._patch_in(
+                        tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now, step.redacted,
+                        prepared=step.prepared,
+                    )
+                )
+            elif isinstance(step, ForgetStep):
+                results.append(await lifecycle._forget_in(tx, user_id, step.memory_id, step.reason, now))
+            else:
+                results.append(await lifecycle._reinforce_in(tx, user_id, step.memory_ids, now))
+        written = [r.memory_id for r in results if isinstance(r, AddResult) and r.status == "stored"]
+        evicted = await lifecycle.enforce_cap(tx, user_id, now, keep=written)
+    return BatchResult(results=results, evicted=evicted)
+
+
+def _reason(reason: str | None, i: int) -> str | None:
+    return clean_text(reason, f"steps[{i}].reason", max_chars=MAX_SOURCE_CHARS) if reason is not None else None

@@ -1,0 +1,332 @@
+"""Export and import: JSON Lines that round-trip a store, and the Markdown user card.
+
+File format (one JSON object per line, each with a `type`):
+
+    {"type": "header", "format": "pocketmem-export", "version": 1, "exported_at": ..., "embedder": ..., ...}
+    {"type": "user", "user_id": ..., "display_name": ..., "identity_confirmed": ..., "persona": ..., ...}
+    {"type": "memory", <every memories column: id, user_id, content, category, keywords, scores, status,
+                        created_at, valid_from, valid_until, deleted_at, purge_at, due_at, completed_at, ...>,
+                       "usage": {used_count, last_used_at, used_mark, recalled_mark} | null}
+    {"type": "tombstone", ...}   {"type": "revision", ...}   {"type": "pending", ...}
+    {"type": "event", ...}       (only with --events)
+
+Memories of every status are exported (active, superseded, trashed); purged ones are gone and only
+their tombstones remain. Vectors are not exported: import re-embeds each memory with the configured
+embedder, so a file moves between embedders. Idempotency records of add_memory (operation_id) are
+not exported.
+
+Import is idempotent by ids: a row whose id is already in the store is skipped, so importing the same
+file twice adds nothing, and a memory with a purged tombstone is never brought back. Events have no
+global id: an event is skipped when the store already holds as many identical ones (same user, kind,
+memory, operation, payload and time) as the file has up to it. Everything is checked before anything
+is written, and the whole import is one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, Field, ValidationError
+
+from pocketmem import __version__
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.models import Event, EventKind, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
+from pocketmem.service.usercard import render_user_card
+from pocketmem.store import Store
+
+FORMAT = "pocketmem-export"
+VERSION = 1
+ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event")
+SCAN_BATCH = 500
+EVENT_BATCH = 1000
+EMBED_BATCH = 64
+
+
+class TypeCounts(BaseModel):
+    user: int = 0
+    memory: int = 0
+    tombstone: int = 0
+    revision: int = 0
+    pending: int = 0
+    event: int = 0
+
+    def add(self, kind: str, n: int = 1) -> None:
+        setattr(self, kind, getattr(self, kind) + n)
+
+    @property
+    def total(self) -> int:
+        return sum(self.model_dump().values())
+
+
+class ImportReport(BaseModel):
+    imported: TypeCounts = Field(default_factory=TypeCounts)
+    skipped: TypeCounts = Field(default_factory=TypeCounts, description="already in the store (same id)")
+    evicted: list[str] = Field(default_factory=list, description="moved to the trash to respect the cap")
+
+
+def _line(kind: str, body: dict[str, Any]) -> str:
+    return json.dumps({"type": kind, **body}, ensure_ascii=False, sort_keys=False)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Exporter:
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self.lifecycle = lifecycle
+
+    # -- export ---------------------------------------------------------------------------------
+    async def export(
+        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False
+    ) -> TypeCounts:
+        """Write the JSONL export of `users` (default: every user) to `out`."""
+        counts = TypeCounts()
+        async with self.store.read() as reader:
+            user_ids = list(users) if users is not None else await reader.user_ids()
+            header = {
+                "format": FORMAT,
+                "version": VERSION,
+                "exported_at": self.clock.now().isoformat(),
+                "pocketmem": __version__,
+                "embedder": self.embedder.tag,
+                "users": user_ids,
+                "events": events,
+            }
+            out.write(_line("header", header) + "\n")
+            for user_id in user_ids:
+                for kind, body in await self._user_rows(reader, user_id, events):
+                    out.write(_line(kind, body) + "\n")
+                    counts.add(kind)
+        return counts
+
+    async def _user_rows(self, reader: Any, user_id: str, events: bool) -> list[tuple[str, dict[str, Any]]]:
+        rows: list[tuple[str, dict[str, Any]]] = []
+        user = await reader.get_user(user_id)
+        if user is not None:
+            rows.append(("user", user))
+        usages = await reader.usage(user_id)
+        after: str | None = None
+        while True:
+            batch = await reader.scan_memories(
+                user_id, (Status.active, Status.superseded, Status.trashed), after, SCAN_BATCH
+            )
+            for memory in batch:
+                body = memory.model_dump(mode="json")
+                usage = usages.get(memory.id)
+                body["usage"] = (
+                    usage.model_dump(mode="json", exclude={"user_id", "memory_id"}) if usage else None
+                )
+                rows.append(("memory", body))
+            if len(batch) < SCAN_BATCH:
+                break
+            after = batch[-1].id
+        rows += [("tombstone", t.model_dump(mode="json")) for t in await reader.all_tombstones(user_id)]
+        rows += [("revision", r.model_dump(mode="json")) for r in await reader.all_revisions(user_id)]
+        rows += [("pending", p.model_dump(mode="json")) for p in await reader.all_pending(user_id)]
+        if events:
+            last = 0
+            while batch_events := await reader.events_after(user_id, last, EVENT_BATCH):
+                rows += [("event", e.model_dump(mode="json")) for e in batch_events]
+                last = batch_events[-1].id
+        return rows
+
+    async def export_markdown(self, user_id: str, directory: Path) -> list[Path]:
+        """User.md (the user card) and, when a persona is set, Persona.md; each replaced atomically."""
+        card = await render_user_card(self.store, user_id, self.settings, self.clock.now())
+        written = [directory / "User.md"]
+        atomic_write(written[0], card)
+        async with self.store.read() as reader:
+            user = await reader.get_user(user_id)
+        persona = (user or {}).get("persona")
+        if persona:
+            path = directory / "Persona.md"
+            atomic_write(path, persona if persona.endswith("\n") else persona + "\n")
+            written.append(path)
+        return written
+
+    # -- import ---------------------------------------------------------------------------------
+    async def import_lines(self, lines: Iterable[str]) -> ImportReport:
+        records = parse(lines)
+        report = ImportReport()
+        memories = [r for r in records if isinstance(r, _MemoryRow)]
+        async with self.store.read() as reader:
+            fresh = [m for m in memories if await reader.get_memory(m.memory.user_id, m.memory.id) is None]
+            purged = {
+                t.memory_id
+                for user_id in {m.memory.user_id for m in fresh}
+                for t in await reader.all_tombstones(user_id)
+                if t.purged_at is not None
+            }
+        fresh = [m for m in fresh if m.memory.id not in purged]
+        vectors: dict[str, list[float]] = {}
+        for start in range(0, len(fresh), EMBED_BATCH):
+            chunk = fresh[start : start + EMBED_BATCH]
+            texts = [embedding_text(m.memory.content, m.memory.keywords) for m in chunk]
+            for row, vector in zip(chunk, await self.embedder.embed_many(texts), strict=True):
+                vectors[row.memory.id] = vector
+        if vectors and not self.lifecycle.vectors_ready:
+            await self.store.prepare_vectors(self.embedder.tag, len(next(iter(vectors.values()))))
+            self.lifecycle.vectors_ready = True
+        now = self.clock.now()
+        touched: dict[str, TypeCounts] = {}
+        order = {kind: i for i, kind in enumerate(ROW_TYPES)}
+        records.sort(key=lambda r: order[_kind(r)])  # users first, so their rows are kept as exported
+        copies: dict[
+            str, int
+        ] = {}  # identical events (same instant, same everything) may legitimately repeat
+        async with self.store.write() as tx:
+            for record in records:
+                nth = 0
+                if isinstance(record, Event):
+                    key = record.model_dump_json(exclude={"id"})
+                    nth = copies[key] = copies.get(key, -1) + 1
+                kind, user_id, inserted = await self._insert(tx, record, vectors, now, nth)
+                (report.imported if inserted else report.skipped).add(kind)
+                if inserted:
+                    touched.setdefault(user_id, TypeCounts()).add(kind)
+            for user_id, counts in touched.items():
+                await tx.add_event(user_id, EventKind.imported, now, payload=counts.model_dump())
+                report.evicted += [e.id for e in await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])]
+        return report
+
+    async def _insert(
+        self, tx: Any, record: Any, vectors: dict[str, list[float]], now: datetime, nth: int
+    ) -> tuple[str, str, bool]:
+        if isinstance(record, _MemoryRow):
+            memory = record.memory
+            vector = vectors.get(memory.id)
+            if vector is None:  # already here, or purged for good
+                return "memory", memory.user_id, False
+            await tx.ensure_user(memory.user_id, now)
+            stored = memory.model_copy(update={"embed_model": self.embedder.tag})
+            inserted = await tx.import_memory(stored, vector, indexed_text(memory.content, memory.keywords))
+            if inserted and record.usage is not None:
+                await tx.put_usage(record.usage)
+            return "memory", memory.user_id, inserted
+        if isinstance(record, Tombstone):
+            return "tombstone", record.user_id, await tx.import_tombstone(record)
+        if isinstance(record, Revision):
+            return "revision", record.user_id, await tx.import_revision(record)
+        if isinstance(record, PendingItem):
+            return "pending", record.user_id, await tx.import_pending(record)
+        if isinstance(record, Event):
+            return "event", record.user_id, await tx.import_event(record, nth)
+        return "user", record["user_id"], await tx.import_user(record)
+
+
+def _kind(record: Any) -> str:
+    for cls, kind in (
+        (_MemoryRow, "memory"),
+        (Tombstone, "tombstone"),
+        (Revision, "revision"),
+        (PendingItem, "pending"),
+        (Event, "event"),
+    ):
+        if isinstance(record, cls):
+            return kind
+    return "user"
+
+
+class _MemoryRow:
+    def __init__(self, memory: Memory, usage: Usage | None) -> None:
+        self.memory = memory
+        self.usage = usage
+
+
+class _UserRow(BaseModel):
+    user_id: str
+    display_name: str | None = None
+    identity_confirmed: bool = False
+    persona: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+def parse(lines: Iterable[str]) -> list[Any]:
+    """Check every line before anything is written; errors name the line."""
+    records: list[Any] = []
+    header_seen = False
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"line {number}"
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(where, f"not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or "type" not in row:
+            raise InvalidInput(where, "each line must be a JSON object with a 'type'")
+        kind = row.pop("type")
+        if not header_seen:
+            if kind != "header" or row.get("format") != FORMAT:
+                raise InvalidInput(
+                    where, f"the first line must be the {FORMAT} header; is this a pocketmem export?"
+                )
+            if not isinstance(row.get("version"), int) or row["version"] > VERSION:
+                raise InvalidInput(
+                    where,
+                    f"export format version {row.get('version')!r} is newer than {VERSION}; "
+                    "upgrade pocketmem",
+                )
+            header_seen = True
+            continue
+        try:
+            records.append(_record(kind, row, where))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or kind
+            raise InvalidInput(f"{where}: {kind}.{field}", first["msg"]) from None
+    if not header_seen:
+        raise InvalidInput("file", f"empty; expected a {FORMAT} export")
+    return records
+
+
+def _record(kind: str, row: dict[str, Any], where: str) -> Any:
+    if kind == "memory":
+        usage = row.pop("usage", None)
+        memory = Memory.model_validate(row)
+        usage_row = (
+            Usage.model_validate({**usage, "user_id": memory.user_id, "memory_id": memory.id})
+            if usage
+            else None
+        )
+        return _MemoryRow(memory, usage_row)
+    if kind == "tombstone":
+        return Tombstone.model_validate(row)
+    if kind == "revision":
+        return Revision.model_validate(row)
+    if kind == "pending":
+        return PendingItem.model_validate(row)
+    if kind == "event":
+        return Event.model_validate(row)
+    if kind == "user":
+        return _UserRow.model_validate(row).model_dump()
+    raise InvalidInput(where, f"unknown type {kind!r}; expected one of {', '.join(ROW_TYPES)}")

@@ -1,0 +1,182 @@
+"""Maintenance: the store's life over time, run by `pocketmem maintain` and by the server on a timer.
+
+One run, for every user, at one instant `now`:
+
+    1. expire   active or superseded non-core memories whose expires_at has come (episodes: created_at
+                + POCKETMEM_EPISODE_DAYS) move to the trash, reason `expired`, restorable until purged
+    2. purge    trashed memories whose purge_at has come are deleted for good, with their vector, keyword
+                row, revisions and usage; their tombstones stay (marked purged_at), event `purged`
+    3. rescore  stored time_coef / importance are refreshed to the formula at `now` (scoring.py); they
+                feed the candidate order of recall. The values follow from the formula, so the log gets
+                one `rescored` event with the count per user and run (per 500 memories), not one per memory
+    4. cap      over POCKETMEM_MAX_ACTIVE (lowered since the last write, or after an import), the least
+                important non-core memories are evicted to the trash as after a write
+
+Every step runs in write transactions that select their rows inside the transaction, so a run is
+idempotent (a second run at the same `now` changes nothing and logs nothing) and two processes may
+run it at the same time without doing anything twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+import anyio
+from pydantic import BaseModel, Field
+
+from pocketmem.base.clock import Clock, monotonic
+from pocketmem.base.config import Settings
+from pocketmem.base.models import DeleteReason, EventKind, Status
+from pocketmem.core.scoring import importance
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.store import Store
+
+log = logging.getLogger(__name__)
+
+BATCH = 200
+RESCORE_BATCH = 500
+FIRST_RUN_DELAY = 2.0  # seconds after start, so the first run never competes with the MCP handshake
+# Scores are rewritten only when they moved by more than this: a change below it alters no ranking or
+# eviction, and rewriting every row on every run (decay moves each a little every hour) is what made a
+# pass over a large store write its whole size.
+EPSILON = 1e-3
+
+
+class UserReport(BaseModel):
+    user_id: str
+    expired: list[str] = Field(default_factory=list)
+    purged: list[str] = Field(default_factory=list)
+    rescored: int = 0
+    evicted: list[str] = Field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.expired or self.purged or self.rescored or self.evicted)
+
+
+class MaintenanceReport(BaseModel):
+    now: datetime
+    users: list[UserReport]
+    changed: bool = Field(description="false when the run found nothing to do")
+
+
+class Maintenance:
+    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.lifecycle = lifecycle
+        self._lock = anyio.Lock()
+        self.last_run: float | None = None  # monotonic() of the last finished run
+
+    async def run(self, now: datetime | None = None) -> MaintenanceReport:
+        now = now or self.clock.now()
+        async with self._lock:
+            async with self.store.read() as reader:
+                users = await reader.user_ids()
+            reports = [await self._run_user(user_id, now) for user_id in users]
+            await self.store.optimize()
+            self.last_run = monotonic()
+        changed = [r for r in reports if r.changed]
+        if changed:
+            log.info("maintenance at %s: %s", now.isoformat(), [r.model_dump() for r in changed])
+        return MaintenanceReport(now=now, users=reports, changed=bool(changed))
+
+    async def _run_user(self, user_id: str, now: datetime) -> UserReport:
+        report = UserReport(user_id=user_id)
+        report.expired = await self._expire(user_id, now)
+        report.purged = await self._purge(user_id, now)
+        report.rescored = await self._rescore(user_id, now)
+        report.evicted = await self._cap(user_id, now)
+        return report
+
+    async def _expire(self, user_id: str, now: datetime) -> list[str]:
+        done: list[str] = []
+        while True:
+            async with self.store.write() as tx:
+                batch = await tx.expired_memories(user_id, now, BATCH)
+                for memory in batch:
+                    await self.lifecycle.trash_memory(
+                        tx,
+                        user_id,
+                        memory,
+                        DeleteReason.expired,
+                        EventKind.expired,
+                        now,
+                        note=f"expires_at {memory.expires_at.isoformat() if memory.expires_at else ''}",
+                    )
+                    done.append(memory.id)
+            if len(batch) < BATCH:
+                return done
+
+    async def _purge(self, user_id: str, now: datetime) -> list[str]:
+        done: list[str] = []
+        while True:
+            async with self.store.write() as tx:
+                batch = await tx.purgeable_memories(user_id, now, BATCH)
+                for memory in batch:
+                    if await tx.purge_memory(user_id, memory.id, now):
+                        await tx.add_event(
+                            user_id,
+                            EventKind.purged,
+                            now,
+                            memory_id=memory.id,
+                            payload={
+                                "reason": memory.delete_reason.value if memory.delete_reason else None,
+                                "deleted_at": memory.deleted_at.isoformat() if memory.deleted_at else None,
+                            },
+                        )
+                        done.append(memory.id)
+            if len(batch) < BATCH:
+                return done
+
+    async def _rescore(self, user_id: str, now: datetime) -> int:
+        count = 0
+        after: str | None = None
+        while True:
+            async with self.store.write() as tx:
+                batch = await tx.scan_scores(user_id, (Status.active, Status.superseded), after, RESCORE_BATCH)
+                changed: list[tuple[str, float, float, float]] = []
+                for row in batch:
+                    info, coef, imp = importance(row.scores, row.last_active, now)
+                    if (
+                        abs(info - row.info_importance) > EPSILON
+                        or abs(coef - row.time_coef) > EPSILON
+                        or abs(imp - row.importance) > EPSILON
+                    ):
+                        changed.append((row.id, info, coef, imp))
+                if changed:
+                    await tx.update_scores(user_id, changed)
+                    await tx.add_event(
+                        user_id, EventKind.rescored, now, payload={"count": len(changed), "at": now.isoformat()}
+                    )
+                count += len(changed)
+            if len(batch) < RESCORE_BATCH:
+                return count
+            after = batch[-1].id
+
+    async def _cap(self, user_id: str, now: datetime) -> list[str]:
+        async with self.store.write() as tx:
+            evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])
+        return [item.id for item in evicted]
+
+    async def run_periodically(
+        self, interval: float, after_run: Callable[[MaintenanceReport], Awaitable[None]] | None = None
+    ) -> None:
+        """The server's timer: a first run soon after start, then one every `interval` seconds.
+
+        Several connections may each run this loop over one store; a tick is skipped when a run finished
+        less than half an interval ago, so the store is still maintained about once per interval.
+        """
+        await anyio.sleep(min(FIRST_RUN_DELAY, interval))
+        while True:
+            if self.last_run is None or monotonic() - self.last_run >= interval / 2:
+                try:
+                    report = await self.run()
+                    if after_run is not None:
+                        await after_run(report)
+                except Exception:  # noqa: BLE001 - a failed run must not stop the timer or the server
+                    log.exception("maintenance run failed; trying again in %s s", interval)
+            await anyio.sleep(interval)

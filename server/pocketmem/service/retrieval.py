@@ -1,0 +1,409 @@
+"""Recall: the few memories that matter for the current message, ready to inject.
+
+    query  = the message (weight 1.0) + up to 3 context lines (0.5) + agent keywords (1.0)
+    candidates = every core memory + top `candidate_limit` by importance
+               + nearest vectors + keyword (FTS5) hits over all searchable memories
+    rank (ranking.py) -> relevance threshold -> top_k -> use_count += 1, last_active_at = now
+    injection = formatting.injection_block in the query's language, within the character budget
+
+If the vector index fails, recall goes on with the keyword index; if that fails too, it answers
+with the user card alone. Each failure is logged as a `retrieval_fail` event; recall never errors
+because an index is sick.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import InvalidInput, PocketmemError
+from pocketmem.base.models import Category, EventKind, Memory, Status
+from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
+from pocketmem.core import timeexpr
+from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
+from pocketmem.core.ranking import (
+    Candidate,
+    Ranked,
+    Weights,
+    keyword_score,
+    rank,
+    rarity,
+    relevance,
+    semantic_score,
+    shadow_older,
+)
+from pocketmem.core.text import clean_text, guess_language, keyword_terms, query_terms
+from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
+from pocketmem.service.library import LibraryRecall
+from pocketmem.service.reinforcement import record_used
+from pocketmem.service.todos import due_reminders, reminder_view
+from pocketmem.service.usercard import render_user_card
+from pocketmem.store import Store, StoreReader
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 4000
+MAX_CONTEXT_LINES = 3
+MAX_QUERY_KEYWORDS = 12
+CONTEXT_WEIGHT = 0.5
+KEYWORDS_VECTOR_WEIGHT = 0.5
+VECTOR_NEIGHBOURS = 64
+KEYWORD_HITS = 64
+MAX_CORE_CANDIDATES = 500
+MAX_MATCH_TERMS = 32
+COMMON_TERM_SHARE = 0.05
+COMMON_TERM_FLOOR = 200
+PENDING_SHOWN = 3
+WINDOW_CANDIDATES = 50
+SHADOW_POOL = 12
+
+
+@dataclass
+class RecallRequest:
+    query: str
+    context: Sequence[str] = ()
+    keywords: Sequence[str] = ()
+    top_k: int | None = None
+    categories: Sequence[Category] | None = None
+    include_history: bool = False
+    explain: bool = False
+    record: bool = True  # count hits as used; benchmarks turn it off to keep queries independent
+    used: Sequence[str] = ()  # ids the agent says shaped its previous reply (review.record_used)
+    temporary: bool = False  # recall nothing, record nothing
+
+
+@dataclass
+class _Query:
+    message: str
+    context: list[str]
+    keywords: list[str]
+    terms: dict[str, float] = field(default_factory=dict)
+    time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
+
+
+class Retrieval:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder,
+        clock: Clock,
+        calibration: Calibration,
+        library: LibraryRecall | None = None,
+    ) -> None:
+        self.settings = settings
+        self.library = library
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self.calibration = calibration
+        self.weights = Weights(
+            semantic=settings.weight_semantic,
+            keyword=settings.weight_keyword,
+            freshness=settings.weight_freshness,
+            importance=settings.weight_importance,
+        )
+
+    async def scale(self, lang: str) -> Scale:
+        """What cosine similarity means for this embedder in this language (calibration.py)."""
+        return await self.calibration.scale(lang)
+
+    def _parse(self, req: RecallRequest) -> _Query:
+        message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
+        if len(req.context) > MAX_CONTEXT_LINES:
+            raise InvalidInput("context", f"at most {MAX_CONTEXT_LINES} recent lines, got {len(req.context)}")
+        context = [
+            line
+            for i, raw in enumerate(req.context)
+            if (line := clean_text(raw, f"context[{i}]", max_chars=MAX_QUERY_CHARS, allow_empty=True))
+        ]
+        if len(req.keywords) > MAX_QUERY_KEYWORDS:
+            raise InvalidInput("keywords", f"at most {MAX_QUERY_KEYWORDS} short terms, got {len(req.keywords)}")
+        keywords = [
+            kw
+            for i, raw in enumerate(req.keywords)
+            if (kw := clean_text(raw, f"keywords[{i}]", max_chars=40, allow_empty=True))
+        ]
+        terms: dict[str, float] = {}
+        for line in context:
+            for term in query_terms(line):
+                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT)
+        for term in [*query_terms(message), *keyword_terms(keywords)]:
+            terms[term] = 1.0
+        today = self.clock.now().astimezone(self.settings.zone).date()
+        return _Query(message, context, keywords, terms, timeexpr.parse(message, today))
+
+    async def _query_vector(self, q: _Query) -> list[float]:
+        texts = [q.message]
+        weights = [1.0]
+        if q.context:
+            texts.append("\n".join(q.context))
+            weights.append(CONTEXT_WEIGHT)
+        if q.keywords:
+            texts.append(" ".join(q.keywords))
+            weights.append(KEYWORDS_VECTOR_WEIGHT)
+        vectors = await self.embedder.embed_many(texts)
+        combined = [weights[0] * x for x in vectors[0]]
+        for weight, vector in zip(weights[1:], vectors[1:], strict=True):
+            combined = [a + weight * b for a, b in zip(combined, vector, strict=True)]
+        norm = math.hypot(*combined) or 1.0
+        return [x / norm for x in combined]
+
+    async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
+        q = self._parse(req)
+        top_k = req.top_k or self.settings.top_k
+        if not 1 <= top_k <= 50:
+            raise InvalidInput("top_k", "must be between 1 and 50")
+        if req.temporary or self.settings.temporary:
+            return RecallResult(memories=[], injection="", temporary=True)
+        locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
+        statuses = (Status.active, Status.superseded) if req.include_history else (Status.active,)
+        now = self.clock.now()
+        failures: list[str] = []
+        reinforced: list[str] = []
+        if req.used:
+            async with self.store.write() as tx:
+                reinforced = await record_used(tx, user_id, req.used, now)
+
+        vector: list[float] | None = None
+        try:
+            vector = await self._query_vector(q)
+            scale = await self.scale(guess_language(q.message))
+        except PocketmemError as exc:
+            failures.append(f"embedder: {exc}")
+            scale = NEUTRAL
+        asked = None
+        if self.library is not None:
+            asked = self.library.ask(
+                lambda: self._library_search(user_id, q, vector, statuses, scale, now, req.categories)
+            )
+
+        ranked: list[Ranked] = []
+        async with self.store.read() as reader:
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale)
+            pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
+            due = await due_reminders(reader, user_id, now)
+            if req.categories:
+                allowed = set(req.categories)
+                candidates = [c for c in candidates if c.memory.category in allowed]
+            candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+            keyword_failed = any(f.startswith("keyword index") for f in failures)
+            vector_failed = vector is None or any(f.startswith("vector") for f in failures)
+            if not (keyword_failed and vector_failed):
+                ranked = rank(
+                    candidates,
+                    q.terms,
+                    idfs,
+                    scale=scale,
+                    weights=self.weights,
+                    threshold=self.settings.relevance_threshold,
+                    now=now,
+                    temporal=q.time.intent,
+                )
+                pool = ranked[:SHADOW_POOL]
+                if len(pool) > 1 and vector is not None:
+                    # In the same snapshot: the pairs must be the memories just ranked.
+                    pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
+                    ranked = shadow_older(pool, pairs, scale)
+        reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
+        degraded = "; ".join(failures) or None
+        if keyword_failed and vector_failed:
+            result = await self._card_only(user_id, locale, pending, degraded, failures)
+            return result.model_copy(update={"reminders": reminders, "reinforced": reinforced})
+        ranked = ranked[:top_k]
+        hits = [self._hit(r, locale, req.explain) for r in ranked]
+        if asked is not None and len(ranked) < top_k:
+            # Local first: the library's hits fill what room the notebook leaves.
+            extra = (await asked.result())[: top_k - len(ranked)]
+            hits += [self._hit(r, locale, req.explain, source="library") for r in extra]
+            ranked = [*ranked, *extra]
+        # Due reminders come first: they are the lines the agent must not miss when the budget is tight.
+        reminded = {r.id for r in reminders}
+        injection = injection_block(
+            [InjectionItem(content=r.content, days=0, reminder=r.label) for r in reminders]
+            + [
+                InjectionItem(
+                    content=r.memory.content,
+                    days=calendar_days(r.memory.valid_from, now, self.settings.zone),
+                    outdated=r.outdated,
+                    done=r.memory.completed_at is not None,
+                )
+                for r in ranked
+                if r.memory.id not in reminded
+            ],
+            locale,
+            self.settings.injection_budget,
+        )
+        if req.record and (ranked or failures):
+            async with self.store.write(durable=False) as tx:
+                if ranked:
+                    ids = [r.memory.id for r in ranked]
+                    await tx.touch(user_id, ids, now)
+                    await tx.add_event(user_id, EventKind.recalled, now, payload={"ids": ids})
+                for failure in failures:
+                    await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+        return RecallResult(
+            memories=hits,
+            injection=injection,
+            reminders=reminders,
+            pending_confirmations=[PendingView.of(p) for p in pending],
+            reinforced=reinforced,
+            degraded=degraded,
+        )
+
+    async def _candidates(
+        self,
+        reader: StoreReader,
+        user_id: str,
+        q: _Query,
+        vector: list[float] | None,
+        statuses: tuple[Status, ...],
+        failures: list[str],
+        scale: Scale = NEUTRAL,
+    ) -> tuple[list[Candidate], dict[str, float]]:
+        """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
+        sims: dict[str, float] = {}
+        # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
+        # shares an informative term with the query, and the keyword index below enumerates exactly those.
+        # The importance pass and the brute-force neighbour scan are for embedders that capture meaning.
+        if vector is not None and not self.embedder.lexical:
+            try:
+                sims.update(await reader.top_similarities(user_id, vector, self.settings.candidate_limit, statuses))
+            except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
+                failures.append(f"vector scoring: {exc}")
+            try:
+                sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
+            except Exception as exc:  # noqa: BLE001
+                log.warning("vector search failed, using keywords only: %s", exc)
+                failures.append(f"vector index: {exc}")
+        in_window: set[str] = set()
+        if q.time.intent and q.time.window is not None:
+            start, end = q.time.window
+            zone = self.settings.zone
+            lo = datetime.combine(start, time.min, zone)
+            hi = datetime.combine(end + timedelta(days=1), time.min, zone)
+            in_window = {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
+        keyword_ids: list[str] = []
+        rarities: dict[str, float] = {}
+        if q.terms:
+            try:
+                counts, total = await reader.term_document_counts(list(q.terms))
+                rarities = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
+                # Search by the informative terms only: a term in a large share of memories cannot make
+                # one relevant, and ranking its every match is what makes keyword search slow at scale.
+                limit = max(COMMON_TERM_FLOOR, total * COMMON_TERM_SHARE)
+                informative = sorted((t for t in rarities if counts[t] <= limit), key=lambda t: -rarities[t])
+                if informative:
+                    hits = await reader.keyword_hits(user_id, informative[:MAX_MATCH_TERMS], KEYWORD_HITS, statuses)
+                    keyword_ids = [mid for mid, _ in hits]
+            except Exception as exc:  # noqa: BLE001
+                log.warning("keyword search failed: %s", exc)
+                failures.append(f"keyword index: {exc}")
+        # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
+        # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
+        enough = scale.cosine_for(self.settings.relevance_threshold)
+        shortlist = list(
+            dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
+        )
+        unscored = [mid for mid in shortlist if mid not in sims]
+        if vector is not None and unscored:
+            try:
+                sims.update(await reader.similarities(user_id, unscored, vector))
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"vector scoring: {exc}")
+        terms: dict[str, frozenset[str]] = {}
+        if rarities:
+            indexed = await reader.indexed_terms(user_id, shortlist)
+            terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        # Whole rows only for what passes the threshold (or is dated inside the window a question names).
+        passing = [
+            mid
+            for mid in shortlist
+            if mid in in_window
+            or relevance(
+                semantic_score(sims.get(mid), scale), keyword_score(q.terms, terms.get(mid, ()), rarities)
+            )
+            >= self.settings.relevance_threshold
+        ]
+        memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
+        return [
+            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
+        ], rarities
+
+    async def _library_search(
+        self,
+        user_id: str,
+        q: _Query,
+        vector: list[float] | None,
+        statuses: tuple[Status, ...],
+        scale: Scale,
+        now: datetime,
+        categories: Sequence[Category] | None,
+    ) -> list[Ranked]:
+        """Large-library recall: the same candidates and ranking, over the cloud library."""
+        assert self.library is not None
+        async with self.library.library.read() as reader:
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, [], scale)
+        if categories:
+            candidates = [c for c in candidates if c.memory.category in set(categories)]
+        candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+        ranked = rank(
+            candidates,
+            q.terms,
+            idfs,
+            scale=scale,
+            weights=self.weights,
+            threshold=self.settings.relevance_threshold,
+            now=now,
+            temporal=q.time.intent,
+        )
+        return await self.library.new_to_the_notebook(user_id, ranked)
+
+    def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
+        now = self.clock.now()
+        days = calendar_days(r.memory.valid_from, now, self.settings.zone)
+        return RecallHit(
+            id=r.memory.id,
+            content=r.memory.content,
+            category=r.memory.category,
+            created_at=r.memory.created_at,
+            age=age_label(days, locale),
+            age_days=days,
+            score=round(r.score, 4),
+            importance=round(r.importance, 4),
+            core=r.memory.core,
+            outdated=r.outdated,
+            due_at=r.memory.due_at,
+            completed_at=r.memory.completed_at,
+            source=source,
+            breakdown=ScoreBreakdown(
+                semantic=round(r.semantic, 4),
+                keyword=round(r.keyword, 4),
+                freshness=round(r.freshness, 4),
+                importance=round(r.importance, 4),
+                relevance=round(r.relevance, 4),
+            )
+            if explain
+            else None,
+        )
+
+    async def _card_only(
+        self, user_id: str, locale: str, pending: list, degraded: str | None, failures: list[str]
+    ) -> RecallResult:
+        now = self.clock.now()
+        card = await render_user_card(self.store, user_id, self.settings, now)
+        async with self.store.write(durable=False) as tx:
+            for failure in failures:
+                await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+        return RecallResult(
+            memories=[],
+            injection=card[: self.settings.injection_budget],
+            pending_confirmations=[PendingView.of(p) for p in pending],
+            degraded=(degraded or "") + " — answered with the user card only",
+        )

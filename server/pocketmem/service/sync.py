@@ -1,0 +1,359 @@
+"""Sync between the local SQLite notebook and the PostgreSQL cloud library (seed 000 §2.5.4 and §9).
+
+One run, for every user of the notebook (rules in sync_rules.py):
+
+    1. push     memories changed here since the last complete push (scope `memory`), then tombstones;
+                each page is one library transaction, so a cut connection loses nothing: the page is
+                sent again next time and lands as a no-op where it already arrived
+    2. trash    with scope `memory.trash`: the trash goes up with its tombstones and, once the library
+                has committed it, is cleared here; the tombstones stay, with cloud_synced_at set
+    3. pull     memories and tombstones changed in the library since the last complete pull, applied
+                here quietly (they are not sent back); the cap then evicts as after any write
+
+Positions are opaque change markers of each store (store/base.py), taken when a pass starts and
+saved only when it completes, in the notebook, per library and user. Idempotent: a second run
+uploads nothing. When the library is unreachable the run fails, the timer retries with backoff,
+and the notebook's own maintenance (the 7-day purge) goes on regardless.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from datetime import datetime
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, Field
+
+from pocketmem.base.clock import Clock, to_iso
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import EmbedderMismatch, PocketmemError
+from pocketmem.base.models import DeleteReason, EventKind, Memory, Status
+from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
+from pocketmem.store import Store
+
+log = logging.getLogger(__name__)
+
+PAGE = 200
+STATE_KEY = "sync.state"
+MAX_BACKOFF = 3600.0
+FIRST_RUN_DELAY = 1.0
+PENDING_LIMIT = 10_000
+
+
+class UserSyncReport(BaseModel):
+    user_id: str
+    uploaded: int = 0
+    tombstones_uploaded: int = 0
+    trash_handed_over: int = 0
+    downloaded: int = 0
+    tombstones_downloaded: int = 0
+    evicted: int = 0
+
+
+class SyncReport(BaseModel):
+    started_at: datetime
+    finished_at: datetime | None = None
+    ok: bool = False
+    error: str | None = None
+    scopes: list[str]
+    users: list[UserSyncReport] = Field(default_factory=list)
+
+    @property
+    def uploaded(self) -> int:
+        return sum(u.uploaded + u.tombstones_uploaded + u.trash_handed_over for u in self.users)
+
+
+class Sync:
+    def __init__(
+        self, settings: Settings, local: Store, library: Store, lifecycle: Lifecycle, embedder: Embedder, clock: Clock
+    ) -> None:
+        self.settings = settings
+        self.local = local
+        self.library = library
+        self.lifecycle = lifecycle
+        self.embedder = embedder
+        self.clock = clock
+        self._lock = anyio.Lock()
+        self._library_id: str | None = None
+        self.failures = 0
+
+    # -- one run ----------------------------------------------------------------------------------
+    async def run(self) -> SyncReport:
+        async with self._lock:
+            report = SyncReport(started_at=self.clock.now(), scopes=list(self.settings.sync_scopes))
+            try:
+                await self._prepare_library()
+                async with self.local.read() as reader:
+                    # POCKETMEM_USER too: a new device has no rows yet and pulls its user's memories first.
+                    users = sorted({*await reader.user_ids(), self.settings.user})
+                for user_id in users:
+                    report.users.append(await self._sync_user(user_id))
+                report.ok = True
+                self.failures = 0
+            except (PocketmemError, OSError) as exc:
+                report.error = str(exc)
+                self.failures += 1
+                log.warning("sync with the cloud library failed: %s", exc)
+                reconnect = getattr(self.library, "reconnect", None)
+                if reconnect is not None:
+                    await reconnect()
+            report.finished_at = self.clock.now()
+            await self._save_state(report)
+            return report
+
+    async def _prepare_library(self) -> None:
+        ensure = getattr(self.library, "ensure_ready", None)
+        if ensure is not None:
+            await ensure()
+        library_id = await self.library.get_meta("library_id")
+        if library_id is None:
+            async with self.library.write() as tx:
+                library_id = await tx.meta("library_id") or uuid.uuid4().hex
+                await tx.put_meta("library_id", library_id)
+        self._library_id = library_id
+        if await self.local.get_meta("sync.library_id") != library_id:
+            await self.local.set_meta("sync.library_id", library_id)
+        tag = await self.library.get_meta("embedder")
+        if tag is None:
+            dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
+            await self.library.prepare_vectors(self.embedder.tag, dims)
+        elif tag != self.embedder.tag:
+            raise EmbedderMismatch(
+                f"the cloud library's vectors were made by {tag}, but this notebook embeds with {self.embedder.tag}; "
+                "vectors of two models never mix. Configure the same POCKETMEM_EMBEDDER / POCKETMEM_EMBED_MODEL "
+                "on every device that syncs with one library."
+            )
+
+    def _key(self, user_id: str, direction: str) -> str:
+        return f"sync.{self._library_id}.{user_id}.{direction}"
+
+    async def _sync_user(self, user_id: str) -> UserSyncReport:
+        out = UserSyncReport(user_id=user_id)
+        async with self.library.write() as tx:
+            await tx.ensure_user(user_id, self.clock.now())
+        await self._push(user_id, out)
+        if self.settings.sync_trash:
+            await self._hand_over_trash(user_id, out)
+        await self._pull(user_id, out)
+        return out
+
+    # -- push -------------------------------------------------------------------------------------
+    async def _push(self, user_id: str, out: UserSyncReport) -> None:
+        key = self._key(user_id, "push")
+        async with self.local.read() as reader:
+            since = await reader.meta(key)
+            marker = await reader.change_marker()
+        after: str | None = None
+        while True:
+            async with self.local.read() as reader:
+                page = await reader.changed_memories(user_id, since, after, PAGE)
+                memories = [
+                    sync_view(m) for _, m in page if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
+                ]
+                vectors = await reader.memory_vectors(user_id, [m.id for m in memories])
+                revisions = [r for m in memories if m.core for r in await reader.list_revisions(user_id, m.id)]
+            if not page:
+                break
+            out.uploaded += await self._send(memories, vectors, revisions)
+            after = page[-1][0]
+        after = None
+        while True:
+            async with self.local.read() as reader:
+                tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
+            if not tombstones:
+                break
+            async with self.library.write() as tx:
+                for _, tombstone in tombstones:
+                    if await apply_tombstone(tx, tombstone, library=True, record_change=True):
+                        out.tombstones_uploaded += 1
+            async with self.local.write() as tx:
+                await tx.mark_tombstones_synced(user_id, [t.tombstone_id for _, t in tombstones], self.clock.now())
+            after = tombstones[-1][0]
+        async with self.local.write() as tx:
+            await tx.put_meta(key, marker)
+
+    async def _send(self, memories: list[Memory], vectors: dict[str, list[float]], revisions: list[Any]) -> int:
+        """One library transaction: land each memory (and its revisions); the count of those that changed it."""
+        missing = [m for m in memories if m.id not in vectors]
+        if missing:
+            for memory, vector in zip(
+                missing, await self.embedder.embed_many([text_to_embed(m) for m in missing]), strict=True
+            ):
+                vectors[memory.id] = vector
+        changed = 0
+        async with self.library.write() as tx:
+            for memory in memories:
+                if await apply_memory(tx, memory, vectors.get(memory.id), library=True, record_change=True):
+                    changed += 1
+            for revision in revisions:
+                await tx.import_revision(revision)
+        return changed
+
+    async def _hand_over_trash(self, user_id: str, out: UserSyncReport) -> None:
+        after: str | None = None
+        while True:
+            async with self.local.read() as reader:
+                trash = await reader.scan_memories(user_id, (Status.trashed,), after, PAGE)
+                vectors = await reader.memory_vectors(user_id, [m.id for m in trash])
+                tombstones = await reader.tombstones_for(user_id, [m.id for m in trash])
+            if not trash:
+                return
+            after = trash[-1].id
+            await self._send([sync_view(m) for m in trash], vectors, [])
+            async with self.library.write() as tx:
+                for tombstone in tombstones:
+                    await apply_tombstone(tx, tombstone, library=True, record_change=True)
+            # Only now that the library has committed it does the trash leave the notebook.
+            now = self.clock.now()
+            async with self.local.write() as tx:
+                cleared: list[str] = []
+                for memory in trash:
+                    current = await tx.get_memory(user_id, memory.id)
+                    if current is None or current.status != Status.trashed or current.updated_at != memory.updated_at:
+                        continue  # restored (or changed) meanwhile: it stays
+                    await tx.remove_memory(user_id, memory.id)
+                    cleared.append(memory.id)
+                await tx.mark_tombstones_synced(
+                    user_id, [t.tombstone_id for t in tombstones if t.memory_id in cleared], now
+                )
+                if cleared:
+                    await tx.add_event(user_id, EventKind.synced, now, payload={"trash_handed_over": cleared})
+            out.trash_handed_over += len(cleared)
+
+    # -- pull -------------------------------------------------------------------------------------
+    async def _pull(self, user_id: str, out: UserSyncReport) -> None:
+        key = self._key(user_id, "pull")
+        async with self.local.read() as reader:
+            since = await reader.meta(key)
+        async with self.library.read() as reader:
+            marker = await reader.change_marker()
+        after: str | None = None
+        while True:
+            async with self.library.read() as reader:
+                page = await reader.changed_memories(user_id, since, after, PAGE)
+                vectors = await reader.memory_vectors(user_id, [m.id for _, m in page])
+                revisions = [r for _, m in page if m.core for r in await reader.list_revisions(user_id, m.id)]
+            if not page:
+                break
+            now = self.clock.now()
+            async with self.local.write() as tx:
+                landed: list[str] = []
+                for _, memory in page:
+                    incoming = sync_view(memory)  # a library served by a pocketmem server may evict too
+                    if await apply_memory(tx, incoming, vectors.get(memory.id), library=False, record_change=False):
+                        landed.append(memory.id)
+                for revision in revisions:
+                    if revision.memory_id in landed:
+                        await tx.import_revision(revision)
+                evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])
+                if landed:
+                    await tx.add_event(user_id, EventKind.synced, now, payload={"downloaded": landed})
+            out.downloaded += len(landed)
+            out.evicted += len(evicted)
+            after = page[-1][0]
+        after = None
+        while True:
+            async with self.library.read() as reader:
+                tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
+            if not tombstones:
+                break
+            now = self.clock.now()
+            async with self.local.write() as tx:
+                for _, tombstone in tombstones:
+                    if tombstone.reason == DeleteReason.evicted:
+                        continue  # another notebook's capacity, not a delete
+                    landed_copy = tombstone.model_copy(update={"cloud_synced_at": tombstone.cloud_synced_at or now})
+                    if await apply_tombstone(tx, landed_copy, library=False, record_change=False):
+                        out.tombstones_downloaded += 1
+            after = tombstones[-1][0]
+        async with self.local.write() as tx:
+            await tx.put_meta(key, marker)
+
+    # -- state ------------------------------------------------------------------------------------
+    async def _save_state(self, report: SyncReport) -> None:
+        previous = await self.state_record()
+        state = {
+            "last_attempt_at": to_iso(report.started_at),
+            "last_success_at": to_iso(report.finished_at) if report.ok and report.finished_at else
+            previous.get("last_success_at"),
+            "last_error": report.error,
+            "consecutive_failures": self.failures,
+            "last_run": {
+                "ok": report.ok,
+                "uploaded": report.uploaded,
+                "downloaded": sum(u.downloaded + u.tombstones_downloaded for u in report.users),
+            },
+        }
+        try:
+            await self.local.set_meta(STATE_KEY, json.dumps(state))
+        except PocketmemError:  # the notebook itself failing is reported by everything else
+            log.exception("could not record the sync state")
+
+    async def state_record(self) -> dict[str, Any]:
+        raw = await self.local.get_meta(STATE_KEY)
+        return json.loads(raw) if raw else {}
+
+    async def status(self, user_id: str) -> dict[str, Any]:
+        """What `pocketmem stats` and memory://stats show: last sync, pending uploads, errors."""
+        state = await self.state_record()
+        pending = await self.pending_uploads(user_id)
+        return {
+            "library": getattr(self.library, "label", None),
+            "scopes": list(self.settings.sync_scopes),
+            "interval": self.settings.sync_interval,
+            "last_attempt_at": state.get("last_attempt_at"),
+            "last_success_at": state.get("last_success_at"),
+            "last_error": state.get("last_error"),
+            "consecutive_failures": state.get("consecutive_failures", 0),
+            "pending_uploads": pending,
+        }
+
+    async def pending_uploads(self, user_id: str) -> int:
+        library_id = self._library_id or await self._known_library_id()
+        async with self.local.read() as reader:
+            since = await reader.meta(f"sync.{library_id}.{user_id}.push") if library_id else None
+            changed = await reader.changed_memories(user_id, since, None, PENDING_LIMIT)
+            count = sum(
+                1 for _, m in changed if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
+            )
+            count += sum(1 for t in await reader.all_tombstones(user_id) if t.cloud_synced_at is None)
+            if self.settings.sync_trash:
+                _, trashed = await reader.list_memories(user_id, _trash_filter())
+                count += trashed
+        return count
+
+    async def _known_library_id(self) -> str | None:
+        """The library's id as recorded by an earlier sync (the library itself may be unreachable now)."""
+        async with self.local.read() as reader:
+            raw = await reader.meta("sync.library_id")
+        return raw
+
+    # -- the server's timer -------------------------------------------------------------------------
+    async def run_periodically(self, interval: float) -> None:
+        """Sync every `interval` seconds while serving; after failures wait longer (doubling, at most an hour)."""
+        await anyio.sleep(min(FIRST_RUN_DELAY, interval))
+        while True:
+            try:
+                await self.run()
+            except Exception:  # noqa: BLE001 - a failed run must not stop the timer or the server
+                log.exception("sync run failed")
+                self.failures += 1
+            await anyio.sleep(backoff(interval, self.failures))
+
+
+def backoff(interval: float, failures: int) -> float:
+    """Seconds before the next sync: the interval, doubled per consecutive failure, capped at an hour."""
+    if failures <= 0:
+        return interval
+    return min(interval * 2 ** min(failures, 20), max(interval, MAX_BACKOFF))
+
+
+def _trash_filter() -> Any:
+    from pocketmem.store import MemoryFilter
+
+    return MemoryFilter(statuses=(Status.trashed,), limit=1)

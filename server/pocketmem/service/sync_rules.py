@@ -1,0 +1,150 @@
+"""How one change from one store lands in another: the conflict rules of sync (pure policy over the Store API).
+
+    version       (updated_at, hash of what sync carries); the greater wins (last writer wins, ties settled
+                  the same way on every side, so both ends converge)
+    eviction      local state, not a change: an evicted memory travels as active, with the updated_at it had
+                  before it was evicted, and an arriving active version never un-evicts a local row
+    tombstone     beats any write of a non-trashed version at or before its deleted_at, unless restored;
+                  an evicted tombstone only guards the notebook that evicted (the library ignores it)
+    purge         a purged tombstone purges the receiver's trashed copy too (deleted for good everywhere)
+    trash         trashed content reaches the library only through the trash handover (scope memory.trash);
+                  a notebook never receives trash it does not hold
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from pocketmem.base.clock import to_iso
+from pocketmem.base.models import DeleteReason, Memory, Status, Tombstone
+from pocketmem.service.lifecycle import embedding_text, indexed_text
+from pocketmem.store import StoreWriter
+
+SYNCED_FIELDS = (
+    "content", "category", "keywords", "confidence", "source", "source_ref", "created_at", "updated_at",
+    "valid_from", "valid_until", "status", "deleted_at", "purge_at", "delete_reason", "supersedes", "expires_at",
+    "due_at", "remind_at", "completed_at", "content_hash",
+)
+
+
+def evicted(memory: Memory) -> bool:
+    return memory.status == Status.trashed and memory.delete_reason == DeleteReason.evicted
+
+
+def sync_view(memory: Memory) -> Memory:
+    """What a store says to the others about a memory: eviction is its own business."""
+    if not evicted(memory):
+        return memory
+    return memory.model_copy(
+        update={"status": Status.active, "deleted_at": None, "purge_at": None, "delete_reason": None}
+    )
+
+
+def sync_hash(memory: Memory) -> str:
+    body: dict[str, object] = {}
+    for name in SYNCED_FIELDS:
+        value = getattr(memory, name)
+        body[name] = to_iso(value) if isinstance(value, datetime) else str(value) if value is not None else None
+    scores = memory.scores
+    body["scores"] = [repr(float(scores.emotion)), repr(float(scores.info)), repr(float(scores.persistence))]
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+def version(memory: Memory) -> tuple[datetime, str]:
+    return memory.updated_at, sync_hash(memory)
+
+
+def blocks(tombstone: Tombstone, incoming: Memory, *, library: bool) -> bool:
+    """Whether an unrestored tombstone keeps `incoming` out (a delete beats an older write)."""
+    if tombstone.restored_at is not None or incoming.status == Status.trashed:
+        return False
+    if library and tombstone.reason == DeleteReason.evicted:
+        return False
+    return tombstone.deleted_at >= incoming.updated_at
+
+
+async def apply_memory(
+    tx: StoreWriter,
+    incoming: Memory,
+    vector: Sequence[float] | None,
+    *,
+    library: bool,
+    record_change: bool,
+) -> bool:
+    """Land one memory (its sync view) in the store behind `tx`; True when the store changed."""
+    user_id = incoming.user_id
+    existing = await tx.get_memory(user_id, incoming.id)
+    tombstones = await tx.tombstones_for(user_id, [incoming.id])
+    if any(blocks(t, incoming, library=library) for t in tombstones):
+        return False
+    if existing is None:
+        if incoming.status == Status.trashed and not library:
+            return False
+        if vector is None:
+            return False
+        await tx.upsert_memory(
+            incoming, vector, indexed_text(incoming.content, incoming.keywords), record_change=record_change
+        )
+        return True
+    if version(sync_view(existing)) >= version(incoming):
+        return False
+    merged = incoming.model_copy(
+        update={
+            "use_count": max(existing.use_count, incoming.use_count),
+            "last_active_at": _latest(existing.last_active_at, incoming.last_active_at),
+        }
+    )
+    if evicted(existing) and incoming.status == Status.active:
+        merged = merged.model_copy(
+            update={
+                "status": existing.status,
+                "deleted_at": existing.deleted_at,
+                "purge_at": existing.purge_at,
+                "delete_reason": existing.delete_reason,
+            }
+        )
+    await tx.upsert_memory(
+        merged, vector, indexed_text(merged.content, merged.keywords), record_change=record_change
+    )
+    return True
+
+
+async def apply_tombstone(
+    tx: StoreWriter, tombstone: Tombstone, *, library: bool, record_change: bool
+) -> bool:
+    """Record a tombstone from elsewhere and let it act on the receiver's copy; True when anything changed."""
+    changed = await tx.upsert_tombstone(tombstone, record_change=record_change)
+    if tombstone.restored_at is not None or tombstone.reason == DeleteReason.evicted:
+        return changed
+    memory = await tx.get_memory(tombstone.user_id, tombstone.memory_id)
+    if memory is None or memory.updated_at > tombstone.deleted_at:
+        return changed
+    if tombstone.purged_at is not None:
+        # Deleted for good where it was deleted, and this copy is no newer than the delete.
+        return await tx.purge_memory(tombstone.user_id, memory.id, tombstone.purged_at) or changed
+    if memory.status != Status.trashed or evicted(memory):
+        await tx.set_status(
+            tombstone.user_id,
+            memory.id,
+            Status.trashed,
+            updated_at=tombstone.deleted_at,
+            deleted_at=tombstone.deleted_at,
+            purge_at=tombstone.purge_at,
+            delete_reason=tombstone.reason,
+            valid_until=memory.valid_until,
+        )
+        return True
+    return changed
+
+
+def text_to_embed(memory: Memory) -> str:
+    return embedding_text(memory.content, memory.keywords)
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or b is None:
+        return a or b
+    return max(a, b)

@@ -1,0 +1,105 @@
+"""Todos (seed 003): reminders when they come due, and completing or reopening them.
+
+A todo is a memory with category `todo`, optionally with `due_at` and `remind_at`.
+
+    open       status active and completed_at empty
+    due        open, and remind_at (or, without one, due_at) has come     -> a reminder in recall_memories
+    overdue    open, and due_at has passed                                -> flagged in reminders and the user card
+    completed  completed_at set: it leaves the user card and the reminders, and stays recallable as
+               a done todo (marked 已完成 / done), so "did I send the report?" still finds it;
+               it then ages like any other memory.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import Conflict, NotFound
+from pocketmem.base.models import Category, EventKind, Memory, Status
+from pocketmem.base.results import MarkResult, MemoryView, ReminderView
+from pocketmem.store import Store, StoreReader
+
+REMINDERS_SHOWN = 3
+
+
+def is_overdue(todo: Memory, now: datetime) -> bool:
+    return todo.due_at is not None and todo.due_at < now
+
+
+def reminder_label(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> str:
+    """截止 2026-11-28 18:00 / 已逾期：截止 … ; due 2026-11-28 18:00 / overdue since … ; 待办 / to do."""
+    if todo.due_at is None:
+        return "待办" if locale == "zh" else "to do"
+    when = f"{todo.due_at.astimezone(zone):%Y-%m-%d %H:%M}"
+    if locale == "zh":
+        return f"已逾期：截止 {when}" if is_overdue(todo, now) else f"截止 {when}"
+    return f"overdue since {when}" if is_overdue(todo, now) else f"due {when}"
+
+
+async def due_reminders(
+    reader: StoreReader, user_id: str, now: datetime, limit: int = REMINDERS_SHOWN
+) -> list[Memory]:
+    """Open todos whose reminder time has come, soonest first (one indexed range scan)."""
+    return await reader.open_todos(user_id, limit, due_by=now)
+
+
+def reminder_view(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> ReminderView:
+    return ReminderView(
+        id=todo.id,
+        content=todo.content,
+        due_at=todo.due_at,
+        remind_at=todo.remind_at,
+        overdue=is_overdue(todo, now),
+        label=reminder_label(todo, now, zone, locale),
+    )
+
+
+class Todos:
+    def __init__(self, settings: Settings, store: Store, clock: Clock) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+
+    async def set_done(
+        self, user_id: str, memory_id: str, done: bool, reason: str | None = None
+    ) -> MarkResult:
+        now = self.clock.now()
+        async with self.store.write() as tx:
+            todo = await tx.get_memory(user_id, memory_id)
+            if todo is None:
+                raise NotFound(
+                    f"memory_id: no memory with id {memory_id!r}; find todos with list_memories(category='todo')"
+                )
+            if todo.category != Category.todo:
+                raise Conflict(
+                    f"memory {memory_id} is a {todo.category.value}, not a todo; only todos are completed"
+                )
+            if todo.status != Status.active:
+                raise Conflict(
+                    f"memory {memory_id} is {todo.status.value}; only an active todo can be completed or reopened"
+                )
+            if done and todo.completed_at is not None:
+                raise Conflict(f"todo {memory_id} was already completed on {todo.completed_at:%Y-%m-%d}")
+            if not done and todo.completed_at is None:
+                raise Conflict(f"todo {memory_id} is open; nothing to reopen")
+            await tx.update_memory(user_id, memory_id, completed_at=now if done else None, updated_at=now)
+            await tx.add_event(
+                user_id,
+                EventKind.completed if done else EventKind.reopened,
+                now,
+                memory_id=memory_id,
+                payload={"due_at": todo.due_at.isoformat() if todo.due_at else None, "reason": reason},
+            )
+            updated = await tx.get_memory(user_id, memory_id)
+        assert updated is not None
+        if done:
+            message = (
+                "Done: it left the user card and the reminders; it stays recallable as a completed todo."
+            )
+        else:
+            message = "Reopened: it is back among the open todos."
+        return MarkResult(
+            memory=MemoryView.of(updated), action="complete" if done else "reopen", message=message
+        )

@@ -1,0 +1,121 @@
+"""Bearer tokens for the network transports: create, list, revoke, verify.
+
+A token reads `pm_<id>_<secret>`: the id (12 hex characters) is public — `pocketmem token list`
+shows it and `revoke` takes it — and finds the stored record; the secret (256 random bits) is
+never stored. The store keeps sha256(token), compared in constant time. Each token belongs to
+one user; a request carrying it acts as that user and sees nothing of anyone else's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import USER_ID_PATTERN
+from pocketmem.base.errors import InvalidInput, NotFound, PocketmemError
+from pocketmem.base.models import ApiToken, EventKind
+from pocketmem.core.text import clean_text
+from pocketmem.store import Store
+
+log = logging.getLogger(__name__)
+
+TOKEN_PREFIX = "pm_"
+ID_HEX_CHARS = 12
+SECRET_BYTES = 32
+MAX_TOKEN_CHARS = 200
+MAX_NAME_CHARS = 100
+# Every verified request carries this scope, and the network transports require it.
+SCOPE = "memory"
+# last_used_at is informational: writing it at most once a minute keeps verification a pure read.
+TOUCH_INTERVAL = timedelta(minutes=1)
+
+_TOKEN_SHAPE = re.compile(rf"^{TOKEN_PREFIX}([0-9a-f]{{{ID_HEX_CHARS}}})_[A-Za-z0-9_-]{{20,}}$")
+_USER_ID = re.compile(USER_ID_PATTERN)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def token_id_of(token: str) -> str | None:
+    """The id inside a well-formed token, else None."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return None
+    match = _TOKEN_SHAPE.match(token)
+    return match.group(1) if match else None
+
+
+def check_user_id(user_id: str) -> str:
+    if not _USER_ID.match(user_id):
+        raise InvalidInput("user", "1-64 characters from letters, digits and _ . @ : - (e.g. alice or team:bob)")
+    return user_id
+
+
+@dataclass(frozen=True)
+class NewToken:
+    token: str  # shown once, never stored
+    record: ApiToken
+
+
+class TokenService:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def create(self, user_id: str, name: str | None = None) -> NewToken:
+        check_user_id(user_id)
+        label = clean_text(name, "name", max_chars=MAX_NAME_CHARS) if name is not None else None
+        token_id = secrets.token_hex(ID_HEX_CHARS // 2)
+        token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(SECRET_BYTES)}"
+        now = self.clock.now()
+        record = ApiToken(id=token_id, user_id=user_id, name=label, token_hash=hash_token(token), created_at=now)
+        async with self.store.write() as tx:
+            await tx.ensure_user(user_id, now)
+            await tx.insert_token(record)
+            await tx.add_event(user_id, EventKind.token_created, now, payload={"token_id": token_id, "name": label})
+        return NewToken(token=token, record=record)
+
+    async def list(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
+        async with self.store.read() as reader:
+            return await reader.list_tokens(user_id, include_revoked=include_revoked)
+
+    async def count_active(self) -> int:
+        async with self.store.read() as reader:
+            return await reader.count_active_tokens()
+
+    async def revoke(self, token_id: str) -> ApiToken:
+        """Revoke at once: the next request carrying the token gets 401. Revoking twice is harmless."""
+        now = self.clock.now()
+        async with self.store.write() as tx:
+            record = await tx.get_token(token_id)
+            if record is None:
+                raise NotFound(f"no token with id {token_id!r}; `pocketmem token list` shows the ids")
+            if await tx.revoke_token(token_id, now):
+                await tx.add_event(record.user_id, EventKind.token_revoked, now, payload={"token_id": token_id})
+            updated = await tx.get_token(token_id)
+        assert updated is not None
+        return updated
+
+    async def verify(self, token: str) -> ApiToken | None:
+        """The active record the token belongs to, or None. Never raises for a bad token."""
+        token_id = token_id_of(token)
+        if token_id is None:
+            return None
+        async with self.store.read() as reader:
+            record = await reader.get_token(token_id)
+        if record is None or not record.active or not hmac.compare_digest(record.token_hash, hash_token(token)):
+            return None
+        now = self.clock.now()
+        if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
+            try:
+                async with self.store.write() as tx:
+                    await tx.touch_token(record.id, now)
+            except PocketmemError:  # bookkeeping only: a busy store must not refuse a valid token
+                log.debug("could not record the use of token %s", record.id, exc_info=True)
+        return record

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend (psycopg 3, pgvector)."""

@@ -1,0 +1,304 @@
+"""The PostgreSQL backend: PostgreSQL + pgvector through psycopg 3 and a connection pool.
+
+For multi-user deployments (POCKETMEM_DATABASE_URL) and for the cloud library a local notebook
+syncs with (POCKETMEM_CLOUD_URL). Every unit of work is one transaction; reads run in a
+repeatable-read, read-only transaction (one consistent snapshot, like SQLite's WAL readers).
+`write(durable=False)` commits with `synchronous_commit = off`: bookkeeping that may be lost in a
+crash of the database server, never made inconsistent.
+
+Needs the optional dependencies: pip install "pocketmem[postgres]".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from pocketmem.base.config import mask_url
+from pocketmem.base.errors import StoreError
+from pocketmem.store.base import Store, StoreReader, StoreWriter
+from pocketmem.store.postgres import migrations as postgres_migrations
+from pocketmem.store.postgres.records import vector_text
+from pocketmem.store.postgres.tx import PostgresTx
+
+log = logging.getLogger(__name__)
+
+DDL_LOCK = 7_117_003
+CONNECT_TIMEOUT = 10.0
+# HNSW candidates per query: more than pgvector's default 40, since recall filters by user and status.
+EF_SEARCH = 100
+
+
+def _import_driver() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise StoreError(
+            'PostgreSQL support needs its driver: pip install "pocketmem[postgres]" (psycopg and psycopg-pool)'
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class PostgresStore(Store):
+    def __init__(self, url: str, *, pool_size: int = 10, wait: bool = True, timeout: float = CONNECT_TIMEOUT) -> None:
+        """`wait=False` opens without waiting for the server (the cloud library may be down at start-up);
+        queries then wait up to `timeout` seconds for a connection."""
+        self.url = url
+        self.label = mask_url(url)
+        self._pool_size = pool_size
+        self._wait = wait
+        self._timeout = timeout
+        self._pool: Any = None
+        self._vectors = False
+        self._iterative_scan = False
+        self._migrated = False
+        self._prepare_lock = anyio.Lock()
+
+    @property
+    def vectors_available(self) -> bool:
+        return self._vectors
+
+    # -- lifetime ---------------------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        _, psycopg_pool = _import_driver()
+
+        async def configure(conn: Any) -> None:
+            await conn.set_autocommit(True)
+            await conn.execute("set timezone to 'UTC'")
+            await conn.execute(f"set hnsw.ef_search = {EF_SEARCH}")
+            if self._iterative_scan:
+                await conn.execute("set hnsw.iterative_scan = relaxed_order")
+
+        self._pool = psycopg_pool.AsyncConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=self._pool_size,
+            open=False,
+            configure=configure,
+            # A connection the network dropped while it sat idle is replaced, not handed to a transaction.
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
+            timeout=self._timeout,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(self._timeout))},
+        )
+        try:
+            await self._pool.open(wait=self._wait, timeout=self._timeout)
+            if self._wait:
+                await self.ensure_ready()
+        except Exception as exc:
+            await self.close()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot open the PostgreSQL store at {self.label}: {exc}") from exc
+
+    async def ensure_ready(self) -> None:
+        """Migrate and learn the vector state (once); for a store opened without waiting, at first use."""
+        if self._migrated:
+            return
+        async with self._prepare_lock:
+            if self._migrated:
+                return
+            try:
+                await self._migrate()
+            except _driver_errors() as exc:
+                raise StoreError(f"PostgreSQL at {self.label}: {exc}") from exc
+
+    async def _migrate(self) -> None:
+        async with self._require().connection() as conn:
+            await postgres_migrations.migrate(conn)
+            cur = await conn.execute("select extversion from pg_extension where extname = 'vector'")
+            version = (await cur.fetchone())[0]
+            cur = await conn.execute(
+                "select 1 from pg_indexes where tablename = 'memories' and indexname = 'memories_embedding_hnsw'"
+            )
+            self._vectors = await cur.fetchone() is not None
+        self._iterative_scan = tuple(int(p) for p in version.split(".")[:2]) >= (0, 8)
+        self._migrated = True
+
+    async def reconnect(self) -> None:
+        """Drop every connection and start afresh (after the server was unreachable: the pool's own retries
+        slow down over time; the caller has its own backoff)."""
+        await self.close()
+        await self.open()
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            try:
+                await pool.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the original error
+                log.debug("error closing the PostgreSQL pool", exc_info=True)
+
+    def _require(self) -> Any:
+        if self._pool is None:
+            raise StoreError("the store is not open")
+        return self._pool
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        pool = self._require()
+        try:
+            if not self._migrated:
+                await self.ensure_ready()
+            async with pool.connection() as conn:
+                yield conn
+        except _driver_errors() as exc:
+            raise StoreError(f"PostgreSQL at {self.label}: {exc}") from exc
+
+    # -- transactions -----------------------------------------------------------------------------
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[StoreReader]:
+        async with self._connection() as conn:
+            await conn.execute("begin isolation level repeatable read read only")
+            try:
+                yield PostgresTx(conn, writing=False, vectors=self._vectors)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _finish(conn, "rollback")
+
+    @asynccontextmanager
+    async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
+        tx: PostgresTx | None = None
+        async with self._connection() as conn:
+            await conn.execute("begin")
+            if not durable:
+                await conn.execute("set local synchronous_commit = off")
+            tx = PostgresTx(conn, writing=True, vectors=self._vectors)
+            try:
+                yield tx
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await _finish(conn, "rollback")
+                raise
+            # Shielded: once the unit of work is done, a cancelled request must not leave it half-committed.
+            with anyio.CancelScope(shield=True):
+                await conn.execute("commit")
+        if tx is not None and tx.changes:
+            await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
+
+    # -- meta and vectors -------------------------------------------------------------------------
+    async def get_meta(self, key: str) -> str | None:
+        async with self.read() as reader:
+            return await reader.meta(key)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        async with self.write() as tx:
+            await tx.put_meta(key, value)
+
+    async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
+        dims = int(dimensions)
+        async with self.write() as tx:
+            assert isinstance(tx, PostgresTx)
+            await tx._exec("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+            row = await tx._one(
+                "select atttypmod from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'"
+            )
+            if row[0] != dims:
+                await tx._exec("drop index if exists memories_embedding_hnsw")
+                # Vectors of another size cannot join the index (they are rewritten by reindex).
+                await tx._exec("update memories set embedding = null where vector_dims(embedding) <> %s", (dims,))
+                await tx._exec(f"alter table memories alter column embedding type vector({dims})")
+            await tx._exec(
+                "create index if not exists memories_embedding_hnsw on memories using hnsw (embedding vector_cosine_ops)"
+            )
+            await tx.put_meta("embedder", embed_tag)
+            await tx.put_meta("dimensions", str(dims))
+        self._vectors = True
+
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+        async with self.write() as tx:
+            assert isinstance(tx, PostgresTx)
+            await tx._exec("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+            await tx._exec("drop index if exists memories_embedding_hnsw")
+            await tx._exec("update memories set embedding = null")
+            await tx._exec("alter table memories alter column embedding type vector")
+            await tx._exec("delete from store_meta where key in ('embedder', 'dimensions', 'calibration')")
+        self._vectors = False
+        await self.prepare_vectors(embed_tag, dimensions)
+
+    async def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
+        last = 0
+        while True:
+            async with self.read() as reader:
+                assert isinstance(reader, PostgresTx)
+                rows = await reader._all(
+                    "select seq, user_id, id, content, keywords from memories where seq > %s order by seq limit %s",
+                    (last, batch),
+                )
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(r[1], r[2], r[3], list(r[4])) for r in rows]
+
+    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
+        async with self.write() as tx:
+            assert isinstance(tx, PostgresTx)
+            await tx._exec(
+                "update memories m set embedding = v.e::vector, embed_model = %s "
+                "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u",
+                (
+                    embed_tag,
+                    [r[0] for r in rows],
+                    [r[1] for r in rows],
+                    [vector_text(r[2]) for r in rows],
+                ),
+            )
+
+    async def optimize(self) -> None:
+        """Fold the keyword counters' +1/-1 rows into one row per term."""
+        async with self.write() as tx:
+            assert isinstance(tx, PostgresTx)
+            await tx._exec(
+                "with busy as (select term from memory_term_counts group by term having count(*) > 1), "
+                "gone as (delete from memory_term_counts c using busy where c.term = busy.term returning c.term, c.delta) "
+                "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
+                "having sum(delta) <> 0"
+            )
+
+    async def health(self) -> dict[str, Any]:
+        async with self.read() as reader:
+            assert isinstance(reader, PostgresTx)
+            memories = (await reader._one("select count(*) from memories"))[0]
+            vectors = (await reader._one("select count(*) from memories where embedding is not null"))[0]
+            lexeme_gaps = (
+                await reader._one("select count(*) from memories where lexemes = ''::tsvector and terms <> ''")
+            )[0]
+            counted = (await reader._one("select coalesce(sum(delta), 0) from memory_term_counts where term = ''"))[0]
+            migrations = await postgres_migrations.applied(reader._conn)
+            version = (await reader._one("select current_setting('server_version')"))[0]
+        return {
+            "integrity": "ok",
+            "backend": "postgresql",
+            "server_version": version,
+            "memories": memories,
+            "keyword_rows": memories - lexeme_gaps,
+            "keyword_orphans": lexeme_gaps,
+            "vector_rows": vectors,
+            "vector_mismatches": 0 if self._vectors else None,
+            "count_mismatches": int(counted) - memories,
+            "vectors_available": self._vectors,
+            "schema": migrations[-1] if migrations else None,
+            "schema_current": {name for name, _ in postgres_migrations.MIGRATIONS} <= set(migrations),
+        }
+
+
+async def _finish(conn: Any, statement: str) -> None:
+    try:
+        await conn.execute(statement)
+    except Exception:  # noqa: BLE001 - a broken connection is discarded by the pool
+        log.debug("%s failed", statement, exc_info=True)
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:  # pragma: no cover
+        return ()
+    return (psycopg.OperationalError, psycopg_pool.PoolTimeout)

@@ -1,0 +1,1 @@
+"""The SQLite backend (one file, WAL, sqlite-vec, FTS5)."""

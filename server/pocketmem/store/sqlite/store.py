@@ -1,0 +1,1155 @@
+"""The SQLite backend: one file, WAL, sqlite-vec for vectors, FTS5 for keywords.
+
+One write connection behind a lock, every unit of work in one `BEGIN IMMEDIATE` transaction
+(memory row + vector row + keyword row + events together), and a separate read connection, so
+readers never wait for a writer. Writers of other processes on the same file take turns on a
+per-file lock (filelock.py) before `BEGIN IMMEDIATE`; SQLite's busy timeout, then a few retries,
+cover anything else holding the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import struct
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from pocketmem.base.clock import from_iso, to_iso
+from pocketmem.base.errors import StoreError
+from pocketmem.base.models import (
+    ApiToken,
+    Category,
+    DeleteReason,
+    Event,
+    EventKind,
+    Memory,
+    PendingItem,
+    PendingStatus,
+    Revision,
+    Scores,
+    Status,
+    Tombstone,
+)
+from pocketmem.core.text import fts_match_expression
+from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.sqlite import migrations as sqlite_migrations
+from pocketmem.store.sqlite.driver import connect, sqlite_module
+from pocketmem.store.sqlite.filelock import FileWriteLock
+from pocketmem.store.sqlite.records import (
+    EVENT_COLUMNS,
+    REVISION_COLUMNS,
+    TOMBSTONE_COLUMNS,
+    event_from_row,
+    payload_text,
+    revision_from_row,
+    tombstone_from_row,
+    tombstone_params,
+)
+from pocketmem.store.sqlite.records import dt as _dt
+from pocketmem.store.sqlite.records import placeholders as _placeholders
+from pocketmem.store.sqlite.records import ts as _ts
+from pocketmem.store.sqlite.sync import SyncQueries
+from pocketmem.store.sqlite.upkeep import UpkeepQueries
+
+log = logging.getLogger(__name__)
+
+LOCK_RETRIES = 3
+# How long a write waits for other processes' writes before it fails as busy.
+WRITE_LOCK_TIMEOUT = 30.0
+
+_MEMORY_COLUMNS = (
+    "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
+    "importance, confidence, source, source_ref, created_at, updated_at, valid_from, valid_until, last_active_at, "
+    "use_count, status, deleted_at, purge_at, delete_reason, supersedes, expires_at, due_at, remind_at, "
+    "completed_at, content_hash, embed_model"
+)
+_TIME_FIELDS = {
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "valid_until",
+    "last_active_at",
+    "deleted_at",
+    "purge_at",
+    "expires_at",
+    "due_at",
+    "remind_at",
+    "completed_at",
+    "cooldown_until",
+    "cloud_synced_at",
+    "restored_at",
+    "purged_at",
+    "last_used_at",
+}
+_UPDATABLE = {
+    "category",
+    "keywords",
+    "emotion",
+    "info",
+    "persistence",
+    "judge",
+    "info_importance",
+    "time_coef",
+    "importance",
+    "confidence",
+    "source",
+    "source_ref",
+    "updated_at",
+    "valid_from",
+    "valid_until",
+    "last_active_at",
+    "use_count",
+    "supersedes",
+    "expires_at",
+    "due_at",
+    "remind_at",
+    "completed_at",
+}
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def unpack_vector(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+def _memory(row: Sequence[Any]) -> Memory:
+    (
+        id_,
+        user_id,
+        content,
+        category,
+        keywords,
+        emotion,
+        info,
+        persistence,
+        judge,
+        info_importance,
+        time_coef,
+        importance,
+        confidence,
+        source,
+        source_ref,
+        created_at,
+        updated_at,
+        valid_from,
+        valid_until,
+        last_active_at,
+        use_count,
+        status,
+        deleted_at,
+        purge_at,
+        delete_reason,
+        supersedes,
+        expires_at,
+        due_at,
+        remind_at,
+        completed_at,
+        content_hash,
+        embed_model,
+    ) = row
+    # model_construct: rows come from our own schema, and recall builds dozens of these per call.
+    return Memory.model_construct(
+        id=id_,
+        user_id=user_id,
+        content=content,
+        category=Category(category),
+        keywords=json.loads(keywords),
+        scores=Scores.model_construct(emotion=emotion, info=info, persistence=persistence, judge=judge),
+        info_importance=info_importance,
+        time_coef=time_coef,
+        importance=importance,
+        confidence=confidence,
+        source=source,
+        source_ref=source_ref,
+        created_at=from_iso(created_at),
+        updated_at=from_iso(updated_at),
+        valid_from=from_iso(valid_from),
+        valid_until=_dt(valid_until),
+        last_active_at=_dt(last_active_at),
+        use_count=use_count,
+        status=Status(status),
+        deleted_at=_dt(deleted_at),
+        purge_at=_dt(purge_at),
+        delete_reason=DeleteReason(delete_reason) if delete_reason else None,
+        supersedes=supersedes,
+        expires_at=_dt(expires_at),
+        due_at=_dt(due_at),
+        remind_at=_dt(remind_at),
+        completed_at=_dt(completed_at),
+        content_hash=content_hash,
+        embed_model=embed_model,
+    )
+
+
+def _memory_params(memory: Memory) -> tuple[Any, ...]:
+    """The values of _MEMORY_COLUMNS for a memory, in order."""
+    return (
+        memory.id,
+        memory.user_id,
+        memory.content,
+        memory.category.value,
+        json.dumps(memory.keywords, ensure_ascii=False),
+        memory.scores.emotion,
+        memory.scores.info,
+        memory.scores.persistence,
+        memory.scores.judge,
+        memory.info_importance,
+        memory.time_coef,
+        memory.importance,
+        memory.confidence,
+        memory.source,
+        memory.source_ref,
+        to_iso(memory.created_at),
+        to_iso(memory.updated_at),
+        to_iso(memory.valid_from),
+        _ts(memory.valid_until),
+        _ts(memory.last_active_at),
+        memory.use_count,
+        memory.status.value,
+        _ts(memory.deleted_at),
+        _ts(memory.purge_at),
+        memory.delete_reason.value if memory.delete_reason else None,
+        memory.supersedes,
+        _ts(memory.expires_at),
+        _ts(memory.due_at),
+        _ts(memory.remind_at),
+        _ts(memory.completed_at),
+        memory.content_hash,
+        memory.embed_model,
+    )
+
+
+def _pending(row: Sequence[Any]) -> PendingItem:
+    id_, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at = row
+    return PendingItem(
+        id=id_,
+        user_id=user_id,
+        candidate=json.loads(candidate),
+        confidence=confidence,
+        status=PendingStatus(status),
+        cooldown_until=_dt(cooldown_until),
+        memory_id=memory_id,
+        created_at=from_iso(created_at),
+        updated_at=from_iso(updated_at),
+    )
+
+
+_PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
+_TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
+
+
+def _token(row: Sequence[Any]) -> ApiToken:
+    id_, user_id, name, token_hash, created_at, last_used_at, revoked_at = row
+    return ApiToken(
+        id=id_,
+        user_id=user_id,
+        name=name,
+        token_hash=token_hash,
+        created_at=from_iso(created_at),
+        last_used_at=_dt(last_used_at),
+        revoked_at=_dt(revoked_at),
+    )
+
+
+def _is_locked(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text
+
+
+class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
+    """Queries over one connection inside one transaction."""
+
+    _memory_columns = _MEMORY_COLUMNS
+    _to_memory = staticmethod(_memory)
+    _memory_params = staticmethod(_memory_params)
+    _pack = staticmethod(pack_vector)
+    _unpack = staticmethod(unpack_vector)
+    _to_pending = staticmethod(_pending)
+    _pending_columns = _PENDING_COLUMNS
+
+    def __init__(self, db: aiosqlite.Connection, vectors: bool, owner_index: bool = True) -> None:
+        self._db = db
+        self._vectors = vectors
+        # The planner prefers the wide table's primary key for FTS matches; the narrow index is named
+        # explicitly, where the file has it (m005).
+        self._owner_hint = "indexed by memories_owner " if owner_index else ""
+        self.changes: dict[str, set[EventKind]] = {}  # what this transaction wrote, for commit listeners
+
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(await self._db.execute_fetchall(sql, params))
+
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+        rows = await self._all(sql, params)
+        return rows[0] if rows else None
+
+    async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cursor = await self._db.execute(sql, params)
+        count = cursor.rowcount
+        await cursor.close()
+        return count
+
+    async def _rowid(self, user_id: str, memory_id: str) -> int | None:
+        row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
+        return row[0] if row else None
+
+    # -- reads ----------------------------------------------------------------------------------
+    async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
+        row = await self._one(
+            f"select {_MEMORY_COLUMNS} from memories where id = ? and +user_id = ?", (memory_id, user_id)
+        )
+        return _memory(row) if row else None
+
+    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
+            (user_id, *memory_ids),
+        )
+        by_id = {row[0]: _memory(row) for row in rows}
+        return [by_id[i] for i in memory_ids if i in by_id]
+
+    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
+        row = await self._one(
+            f"select {_MEMORY_COLUMNS} from memories indexed by memories_by_hash where user_id = ? "
+            f"and status in ({_placeholders(len(statuses))}) and content_hash = ? limit 1",
+            (user_id, *statuses, content_hash),
+        )
+        return _memory(row) if row else None
+
+    async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
+        row = await self._one(
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and supersedes = ? "
+            "and status in ('active', 'superseded') order by created_at desc limit 1",
+            (user_id, memory_id),
+        )
+        return _memory(row) if row else None
+
+    async def count_active(self, user_id: str) -> int:
+        row = await self._one("select active from memory_counts where user_id = ?", (user_id,))
+        return int(row[0]) if row else 0
+
+    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
+        where = [f"user_id = ?", f"status in ({_placeholders(len(flt.statuses))})"]
+        params: list[Any] = [user_id, *flt.statuses]
+        if flt.category is not None:
+            where.append("category = ?")
+            params.append(flt.category.value)
+        if flt.text:
+            where.append("(instr(lower(content), lower(?)) > 0 or instr(lower(keywords), lower(?)) > 0)")
+            params.extend([flt.text, flt.text])
+        clause = " and ".join(where)
+        total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
+        order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where {clause} order by {order}, rowid desc limit ? offset ?",
+            (*params, flt.limit, flt.offset),
+        )
+        return [_memory(r) for r in rows], int(total)
+
+    async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= 1 "
+            "order by created_at limit ?",
+            (user_id, limit),
+        )
+        return [_memory(r) for r in rows]
+
+    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status in ({_placeholders(len(statuses))}) "
+            "order by importance desc limit ?",
+            (user_id, *statuses, limit),
+        )
+        return [_memory(r) for r in rows]
+
+    async def vector_neighbours(
+        self, user_id: str, vector: Sequence[float], k: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, float]]:
+        if not self._vectors:
+            raise StoreError("the vector index is not available (sqlite-vec could not be loaded)")
+        rows = await self._all(
+            "select m.id, v.distance from (select rowid, distance from memory_vectors "
+            f"where embedding match ? and k = ? and user_id = ? and status in ({_placeholders(len(statuses))})) v "
+            "join memories m on m.rowid = v.rowid order by v.distance",
+            (pack_vector(vector), k, user_id, *statuses),
+        )
+        return [(row[0], 1.0 - float(row[1])) for row in rows]
+
+    async def keyword_hits(
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status], *, all_terms: bool = False
+    ) -> list[tuple[str, float]]:
+        match = fts_match_expression(terms, all_terms=all_terms)
+        if match is None:
+            return []
+        # The owner check reads the small (user_id, status) index, not the wide memories rows: a common
+        # term matches thousands of rows in a large store, and the table lookups were most of the cost.
+        # Only the k best then fetch their ids.
+        rows = await self._all(
+            "with best as (select f.rowid as ref, f.rank as rank from memories_fts f "
+            f"join memories m {self._owner_hint}on m.rowid = f.rowid "
+            f"where memories_fts match ? and m.user_id = ? and m.status in ({_placeholders(len(statuses))}) "
+            "order by f.rank limit ?) "
+            "select m.id, best.rank from best join memories m on m.rowid = best.ref order by best.rank",
+            (match, user_id, *statuses, k),
+        )
+        # FTS5's bm25() is smaller for better matches; flip it so larger is better.
+        return [(row[0], -float(row[1])) for row in rows]
+
+    async def memories_between(
+        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
+    ) -> list[Memory]:
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status in ({_placeholders(len(statuses))}) "
+            "and valid_from >= ? and valid_from < ? order by valid_from desc limit ?",
+            (user_id, *statuses, to_iso(start), to_iso(end), limit),
+        )
+        return [_memory(r) for r in rows]
+
+    async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        if len(memory_ids) < 2:
+            return {}
+        marks = _placeholders(len(memory_ids))
+        if self._vectors:
+            # Materialise the few rows first; a plain self-join lets the planner scan the whole table.
+            rows = await self._all(
+                "with picked as materialized (select id, embedding from memories where +user_id = ? "
+                f"and id in ({marks}) and embedding is not null) "
+                "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from picked a join picked b "
+                "on a.id < b.id",
+                (user_id, *memory_ids),
+            )
+            return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None}
+        rows = await self._all(
+            f"select id, embedding from memories where +user_id = ? and id in ({marks}) and embedding is not null",
+            (user_id, *memory_ids),
+        )
+        vectors = {r[0]: unpack_vector(r[1]) for r in rows}
+        ids = sorted(vectors)
+        return {(a, b): _cosine(vectors[a], vectors[b]) for i, a in enumerate(ids) for b in ids[i + 1 :]}
+
+    async def top_similarities(
+        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, float]]:
+        marks = _placeholders(len(statuses))
+        sql = (
+            "select id, {sim} from memories where user_id = ? and status = 'active' and persistence >= 1 "
+            "union "
+            f"select * from (select id, {{sim}} from memories where user_id = ? and status in ({marks}) "
+            "order by importance desc limit ?)"
+        )
+        if self._vectors:
+            blob = pack_vector(vector)
+            rows = await self._all(
+                sql.format(sim="1 - vec_distance_cosine(embedding, ?)"),
+                (blob, user_id, blob, user_id, *statuses, limit),
+            )
+            return [(r[0], float(r[1])) for r in rows if r[1] is not None]
+        rows = await self._all(sql.format(sim="embedding"), (user_id, user_id, *statuses, limit))
+        return [(r[0], _cosine(unpack_vector(r[1]), vector)) for r in rows if r[1] is not None]
+
+    async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
+        if not memory_ids:
+            return {}
+        if self._vectors:
+            rows = await self._all(
+                f"select id, vec_distance_cosine(embedding, ?) from memories where +user_id = ? "
+                f"and id in ({_placeholders(len(memory_ids))}) and embedding is not null",
+                (pack_vector(vector), user_id, *memory_ids),
+            )
+            return {row[0]: 1.0 - float(row[1]) for row in rows if row[1] is not None and not math.isnan(row[1])}
+        rows = await self._all(
+            f"select id, embedding from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))}) "
+            "and embedding is not null",
+            (user_id, *memory_ids),
+        )
+        return {row[0]: _cosine(unpack_vector(row[1]), vector) for row in rows}
+
+    async def indexed_terms(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, IndexedText]:
+        if not memory_ids:
+            return {}
+        rows = await self._all(
+            "select m.id, f.terms, f.keywords from memories m join memories_fts f on f.rowid = m.rowid "
+            f"where +m.user_id = ? and m.id in ({_placeholders(len(memory_ids))})",
+            (user_id, *memory_ids),
+        )
+        return {row[0]: IndexedText(terms=row[1], keyword_terms=row[2]) for row in rows}
+
+    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        # count(*) on an FTS5 table reads every row; the highest rowid is an O(log n) stand-in that
+        # only overstates N by the purged rows, which IDF barely notices. One statement, one round trip.
+        rows = await self._all(
+            "select null, coalesce(max(rowid), 0) from memories_fts union all "
+            f"select term, doc from memories_fts_vocab where term in ({_placeholders(len(terms))})",
+            tuple(terms),
+        )
+        total = int(rows[0][1])
+        return {row[0]: int(row[1]) for row in rows[1:]}, total
+
+    async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
+        row = await self._one(
+            f"select {_PENDING_COLUMNS} from memory_pending where id = ? and +user_id = ?", (pending_id, user_id)
+        )
+        return _pending(row) if row else None
+
+    async def list_pending(
+        self, user_id: str, statuses: Sequence[PendingStatus], limit: int, offset: int = 0
+    ) -> tuple[list[PendingItem], int]:
+        params = (user_id, *statuses)
+        clause = f"user_id = ? and status in ({_placeholders(len(statuses))})"
+        total = (await self._one(f"select count(*) from memory_pending where {clause}", params))[0]
+        rows = await self._all(
+            f"select {_PENDING_COLUMNS} from memory_pending where {clause} order by created_at desc limit ? offset ?",
+            (*params, limit, offset),
+        )
+        return [_pending(r) for r in rows], int(total)
+
+    async def due_pending(self, user_id: str, now: datetime, limit: int) -> list[PendingItem]:
+        rows = await self._all(
+            f"select {_PENDING_COLUMNS} from memory_pending where user_id = ? and (status = 'pending' "
+            "or (status = 'snoozed' and cooldown_until <= ?)) order by created_at limit ?",
+            (user_id, to_iso(now), limit),
+        )
+        return [_pending(r) for r in rows]
+
+    async def find_pending_by_hash(self, user_id: str, content_hash: str) -> PendingItem | None:
+        row = await self._one(
+            f"select {_PENDING_COLUMNS} from memory_pending where user_id = ? and content_hash = ? "
+            "and status in ('pending', 'snoozed') limit 1",
+            (user_id, content_hash),
+        )
+        return _pending(row) if row else None
+
+    async def operation_result(self, user_id: str, operation_id: str) -> tuple[str, dict[str, Any]] | None:
+        row = await self._one(
+            "select request_hash, result from memory_operations where user_id = ? and operation_id = ?",
+            (user_id, operation_id),
+        )
+        return (row[0], json.loads(row[1])) if row else None
+
+    async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]:
+        rows = await self._all(
+            f"select {REVISION_COLUMNS} from memory_revisions where user_id = ? and memory_id = ? "
+            "order by created_at, rowid",
+            (user_id, memory_id),
+        )
+        return [revision_from_row(r) for r in rows]
+
+    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
+        rows = await self._all(
+            f"select {TOMBSTONE_COLUMNS} from memory_tombstones where user_id = ? order by deleted_at desc limit ?",
+            (user_id, limit),
+        )
+        return [tombstone_from_row(r) for r in rows]
+
+    async def list_events(
+        self, user_id: str, limit: int = 100, kinds: Sequence[EventKind] | None = None
+    ) -> list[Event]:
+        params: list[Any] = [user_id]
+        clause = "user_id = ?"
+        if kinds:
+            clause += f" and kind in ({_placeholders(len(kinds))})"
+            params.extend(kinds)
+        rows = await self._all(
+            f"select {EVENT_COLUMNS} from memory_events where {clause} order by id desc limit ?",
+            (*params, limit),
+        )
+        return [event_from_row(r) for r in rows]
+
+    async def stats(self, user_id: str) -> StoreStats:
+        out = StoreStats()
+        for status, count in await self._all(
+            "select status, count(*) from memories where user_id = ? group by status", (user_id,)
+        ):
+            out.by_status[status] = count
+        for category, count in await self._all(
+            "select category, count(*) from memories where user_id = ? and status = 'active' group by category",
+            (user_id,),
+        ):
+            out.by_category[category] = count
+        row = await self._one(
+            "select count(*), min(created_at), max(created_at) from memories "
+            "where user_id = ? and status = 'active' and persistence >= 1",
+            (user_id,),
+        )
+        out.core = row[0]
+        span = await self._one(
+            "select min(created_at), max(created_at) from memories where user_id = ? and status = 'active'", (user_id,)
+        )
+        out.oldest, out.newest = _dt(span[0]), _dt(span[1])
+        out.pending = (
+            await self._one(
+                "select count(*) from memory_pending where user_id = ? and status in ('pending', 'snoozed')", (user_id,)
+            )
+        )[0]
+        out.tombstones = (await self._one("select count(*) from memory_tombstones where user_id = ?", (user_id,)))[0]
+        out.revisions = (await self._one("select count(*) from memory_revisions where user_id = ?", (user_id,)))[0]
+        out.events = (await self._one("select count(*) from memory_events where user_id = ?", (user_id,)))[0]
+        return out
+
+    async def get_user(self, user_id: str) -> dict[str, Any] | None:
+        row = await self._one(
+            "select user_id, display_name, identity_confirmed, persona, created_at, updated_at from users "
+            "where user_id = ?",
+            (user_id,),
+        )
+        if row is None:
+            return None
+        return {
+            "user_id": row[0],
+            "display_name": row[1],
+            "identity_confirmed": bool(row[2]),
+            "persona": row[3],
+            "created_at": row[4],
+            "updated_at": row[5],
+        }
+
+    async def get_token(self, token_id: str) -> ApiToken | None:
+        row = await self._one(f"select {_TOKEN_COLUMNS} from api_tokens where id = ?", (token_id,))
+        return _token(row) if row else None
+
+    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
+        where, params = [], []
+        if user_id is not None:
+            where.append("user_id = ?")
+            params.append(user_id)
+        if not include_revoked:
+            where.append("revoked_at is null")
+        clause = f"where {' and '.join(where)}" if where else ""
+        rows = await self._all(f"select {_TOKEN_COLUMNS} from api_tokens {clause} order by created_at, id", params)
+        return [_token(r) for r in rows]
+
+    async def count_active_tokens(self) -> int:
+        row = await self._one("select count(*) from api_tokens where revoked_at is null")
+        return int(row[0])
+
+    # -- writes ---------------------------------------------------------------------------------
+    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
+        blob = pack_vector(vector)
+        cursor = await self._db.execute(
+            f"insert into memories ({_MEMORY_COLUMNS}, embedding) values ({_placeholders(33)})",
+            (*_memory_params(memory), blob),
+        )
+        rowid = cursor.lastrowid
+        await cursor.close()
+        await self._exec(
+            "insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)",
+            (rowid, text.terms, text.keyword_terms),
+        )
+        if self._vectors:
+            await self._exec(
+                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
+                (rowid, memory.user_id, memory.status.value, blob),
+            )
+
+    async def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable here: {sorted(unknown)}")
+        assignments, params = [], []
+        for key, value in fields.items():
+            assignments.append(f"{key} = ?")
+            if key in _TIME_FIELDS:
+                params.append(_ts(value))
+            elif key == "keywords":
+                params.append(json.dumps(value, ensure_ascii=False))
+            elif isinstance(value, Category):
+                params.append(value.value)
+            else:
+                params.append(value)
+        await self._exec(
+            f"update memories set {', '.join(assignments)} where id = ? and +user_id = ?",
+            (*params, memory_id, user_id),
+        )
+
+    async def update_scores(self, user_id: str, scores: Sequence[tuple[str, float, float, float]]) -> None:
+        if scores:
+            await self._db.executemany(
+                "update memories set info_importance = ?, time_coef = ?, importance = ? where id = ? and +user_id = ?",
+                [(info, coef, imp, memory_id, user_id) for memory_id, info, coef, imp in scores],
+            )
+
+    async def replace_content(
+        self,
+        user_id: str,
+        memory_id: str,
+        *,
+        content: str,
+        content_hash: str,
+        keywords: list[str],
+        vector: Sequence[float],
+        text: IndexedText,
+        updated_at: datetime,
+    ) -> None:
+        rowid = await self._rowid(user_id, memory_id)
+        if rowid is None:
+            raise StoreError(f"memory {memory_id} vanished during the update")
+        blob = pack_vector(vector)
+        await self._exec(
+            "update memories set content = ?, content_hash = ?, keywords = ?, embedding = ?, updated_at = ? "
+            "where rowid = ?",
+            (content, content_hash, json.dumps(keywords, ensure_ascii=False), blob, to_iso(updated_at), rowid),
+        )
+        await self._exec(
+            "update memories_fts set terms = ?, keywords = ? where rowid = ?", (text.terms, text.keyword_terms, rowid)
+        )
+        if self._vectors:
+            await self._exec("update memory_vectors set embedding = ? where rowid = ?", (blob, rowid))
+
+    async def set_status(
+        self,
+        user_id: str,
+        memory_id: str,
+        status: Status,
+        *,
+        updated_at: datetime,
+        deleted_at: datetime | None = None,
+        purge_at: datetime | None = None,
+        delete_reason: DeleteReason | None = None,
+        valid_until: datetime | None = None,
+    ) -> None:
+        rowid = await self._rowid(user_id, memory_id)
+        if rowid is None:
+            raise StoreError(f"memory {memory_id} vanished during the update")
+        await self._exec(
+            "update memories set status = ?, updated_at = ?, deleted_at = ?, purge_at = ?, delete_reason = ?, "
+            "valid_until = ? where rowid = ?",
+            (
+                status.value,
+                to_iso(updated_at),
+                _ts(deleted_at),
+                _ts(purge_at),
+                delete_reason.value if delete_reason else None,
+                _ts(valid_until),
+                rowid,
+            ),
+        )
+        if self._vectors:
+            await self._exec("update memory_vectors set status = ? where rowid = ?", (status.value, rowid))
+
+    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
+        if not memory_ids:
+            return
+        await self._exec(
+            "update memories set use_count = use_count + ?, last_active_at = ? "
+            f"where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
+            (by, to_iso(now), user_id, *memory_ids),
+        )
+
+    async def eviction_candidates(
+        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+    ) -> list[Memory]:
+        # Current importance, not the stored snapshot: info_importance * max(0.8, exp(-0.01 (1-P) d)).
+        rows = await self._all(
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence < 1 "
+            f"and id not in ({_placeholders(len(exclude))}) "
+            "order by info_importance * max(0.8, pm_exp(-0.01 * (1 - persistence) * "
+            "(julianday(?) - julianday(coalesce(last_active_at, created_at))))), created_at limit ?",
+            (user_id, *exclude, to_iso(now), count),
+        )
+        return [_memory(r) for r in rows]
+
+    async def insert_tombstone(self, tombstone: Tombstone) -> None:
+        await self._exec(
+            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({_placeholders(10)})",
+            tombstone_params(tombstone),
+        )
+
+    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
+        await self._exec(
+            "update memory_tombstones set restored_at = ? where user_id = ? and memory_id = ? and restored_at is null",
+            (to_iso(when), user_id, memory_id),
+        )
+
+    async def insert_revision(self, revision: Revision) -> None:
+        await self._exec(
+            "insert into memory_revisions (id, memory_id, user_id, previous_content, new_content, mode, reason, "
+            "created_at) values (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                revision.id,
+                revision.memory_id,
+                revision.user_id,
+                revision.previous_content,
+                revision.new_content,
+                revision.mode,
+                revision.reason,
+                to_iso(revision.created_at),
+            ),
+        )
+
+    async def insert_pending(self, item: PendingItem) -> None:
+        await self._exec(
+            "insert into memory_pending (id, user_id, candidate, content_hash, confidence, status, cooldown_until, "
+            "memory_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                item.id,
+                item.user_id,
+                json.dumps(item.candidate, ensure_ascii=False),
+                item.candidate.get("content_hash", ""),
+                item.confidence,
+                item.status.value,
+                _ts(item.cooldown_until),
+                item.memory_id,
+                to_iso(item.created_at),
+                to_iso(item.updated_at),
+            ),
+        )
+
+    async def update_pending(self, user_id: str, pending_id: str, **fields: Any) -> None:
+        allowed = {"status", "cooldown_until", "memory_id", "updated_at"}
+        if set(fields) - allowed:
+            raise ValueError(f"not updatable here: {sorted(set(fields) - allowed)}")
+        assignments, params = [], []
+        for key, value in fields.items():
+            assignments.append(f"{key} = ?")
+            if key in _TIME_FIELDS:
+                params.append(_ts(value))
+            elif isinstance(value, PendingStatus):
+                params.append(value.value)
+            else:
+                params.append(value)
+        await self._exec(
+            f"update memory_pending set {', '.join(assignments)} where id = ? and +user_id = ?",
+            (*params, pending_id, user_id),
+        )
+
+    async def record_operation(
+        self, user_id: str, operation_id: str, request_hash: str, result: dict[str, Any], now: datetime
+    ) -> None:
+        await self._exec(
+            "insert into memory_operations (user_id, operation_id, request_hash, result, created_at) "
+            "values (?, ?, ?, ?, ?)",
+            (user_id, operation_id, request_hash, json.dumps(result, ensure_ascii=False, default=str), to_iso(now)),
+        )
+
+    async def add_event(
+        self,
+        user_id: str,
+        kind: EventKind,
+        now: datetime,
+        *,
+        memory_id: str | None = None,
+        operation_id: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        await self._exec(
+            "insert into memory_events (user_id, kind, memory_id, operation_id, payload, created_at) "
+            "values (?, ?, ?, ?, ?, ?)",
+            (user_id, kind.value, memory_id, operation_id, payload_text(payload), to_iso(now)),
+        )
+        self.changes.setdefault(user_id, set()).add(kind)
+
+    async def ensure_user(self, user_id: str, now: datetime) -> None:
+        await self._exec(
+            "insert into users (user_id, created_at, updated_at) values (?, ?, ?) on conflict (user_id) do nothing",
+            (user_id, to_iso(now), to_iso(now)),
+        )
+
+    async def insert_token(self, token: ApiToken) -> None:
+        await self._exec(
+            f"insert into api_tokens ({_TOKEN_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?)",
+            (
+                token.id,
+                token.user_id,
+                token.name,
+                token.token_hash,
+                to_iso(token.created_at),
+                _ts(token.last_used_at),
+                _ts(token.revoked_at),
+            ),
+        )
+
+    async def revoke_token(self, token_id: str, when: datetime) -> bool:
+        changed = await self._exec(
+            "update api_tokens set revoked_at = ? where id = ? and revoked_at is null", (to_iso(when), token_id)
+        )
+        return changed > 0
+
+    async def touch_token(self, token_id: str, when: datetime) -> None:
+        await self._exec("update api_tokens set last_used_at = ? where id = ?", (to_iso(when), token_id))
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _exp(x: float | None) -> float | None:
+    return math.exp(x) if x is not None else None
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self._writer: aiosqlite.Connection | None = None
+        self._owner_index = False
+        self._reader: aiosqlite.Connection | None = None
+        # Writes that need not wait for fsync (recall bookkeeping) use their own connection set to
+        # synchronous=NORMAL; the next durable commit's fsync of the shared WAL covers them too.
+        self._bookkeeper: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
+        self._read_lock = asyncio.Lock()
+        self._vectors_loaded = False
+        self._vector_table = False
+
+    @property
+    def vectors_available(self) -> bool:
+        return self._vectors_loaded and self._vector_table
+
+    async def _connect(self) -> aiosqlite.Connection:
+        path = self.path
+
+        def factory() -> Any:
+            conn = connect(path, load_vectors=True)
+            # Registered on every connection so SQL can use exp() whether or not SQLite was built with math functions.
+            conn.create_function("pm_exp", 1, _exp, deterministic=True)
+            return conn
+
+        conn = aiosqlite.Connection(factory, iter_chunk_size=256)
+        await conn
+        return conn
+
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._writer = await self._connect()
+            await sqlite_migrations.migrate(self._writer)
+            found = await self._writer.execute_fetchall(
+                "select 1 from sqlite_master where type = 'index' and name = 'memories_owner'"
+            )
+            self._owner_index = bool(list(found))
+            try:
+                # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
+                await self._writer.execute("pragma optimize = 0x10002")
+            except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
+                log.debug("pragma optimize failed", exc_info=True)
+            self._reader = await self._connect() if self.path != ":memory:" else self._writer
+            self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
+            if self._bookkeeper is not self._writer:
+                await self._bookkeeper.execute("pragma synchronous = normal")
+        except Exception as exc:
+            await self.close()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot open the memory store at {self.path}: {exc}") from exc
+        self._vectors_loaded = sqlite_module()[1]
+        self._vector_table = bool(
+            await self._writer.execute_fetchall(
+                "select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'"
+            )
+        )
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            try:
+                # Keeps the query planner's statistics current so it picks the right index.
+                await self._writer.execute("pragma optimize")
+            except Exception:  # noqa: BLE001 - an old SQLite without it loses nothing
+                log.debug("pragma optimize failed", exc_info=True)
+        for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the original error
+                log.debug("error closing connection", exc_info=True)
+        self._writer = self._reader = self._bookkeeper = None
+
+    def _require(self, conn: aiosqlite.Connection | None) -> aiosqlite.Connection:
+        if conn is None:
+            raise StoreError("the store is not open")
+        return conn
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[StoreReader]:
+        conn = self._require(self._reader)
+        lock = self._write_lock if conn is self._writer else self._read_lock
+        async with lock:
+            await conn.execute("begin")
+            try:
+                yield SQLiteTx(conn, self.vectors_available, self._owner_index)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("commit")
+
+    @asynccontextmanager
+    async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
+        conn = self._require(self._writer if durable else self._bookkeeper)
+        tx: SQLiteTx | None = None
+        async with self._write_lock, self._hold_file_lock():
+            async with self._transaction(conn) as tx:
+                yield tx
+        # Outside the lock: listeners may read (or even write) the store.
+        if tx is not None and tx.changes:
+            await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
+
+    @asynccontextmanager
+    async def _transaction(self, conn: aiosqlite.Connection) -> AsyncIterator[SQLiteTx]:
+        for attempt in range(LOCK_RETRIES + 1):
+            try:
+                await conn.execute("begin immediate")
+                break
+            except Exception as exc:
+                if not _is_locked(exc) or attempt == LOCK_RETRIES:
+                    raise StoreError(
+                        "the memory store is busy (another pocketmem process holds the write lock); try again"
+                    ) from exc
+                await asyncio.sleep(0.05 * (attempt + 1))
+        try:
+            yield SQLiteTx(conn, self.vectors_available, self._owner_index)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await conn.execute("rollback")
+            raise
+        else:
+            # Shielded: once the unit of work is done, a cancelled request must not leave it half-committed.
+            with anyio.CancelScope(shield=True):
+                try:
+                    await conn.execute("commit")
+                except Exception:
+                    await conn.execute("rollback")
+                    raise
+
+    def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
+        return self._file_lock.hold() if self._file_lock is not None else nullcontext()
+
+    async def get_meta(self, key: str) -> str | None:
+        conn = self._require(self._writer)
+        rows = list(await conn.execute_fetchall("select value from store_meta where key = ?", (key,)))
+        return rows[0][0] if rows else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        async with self.write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            await tx._exec(
+                "insert into store_meta (key, value) values (?, ?) on conflict (key) do update set value = excluded.value",
+                (key, value),
+            )
+
+    async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
+        if not self._vectors_loaded:
+            return
+        async with self.write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            exists = await tx._one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
+            if not exists:
+                await tx._exec(
+                    "create virtual table memory_vectors using vec0 (user_id text partition key, status text, "
+                    f"embedding float[{int(dimensions)}] distance_metric=cosine)"
+                )
+                # Memories written while the index was missing (e.g. sqlite-vec unavailable) join it now.
+                await tx._exec(
+                    "insert into memory_vectors (rowid, user_id, status, embedding) "
+                    "select rowid, user_id, status, embedding from memories where embedding is not null "
+                    f"and length(embedding) = {4 * int(dimensions)}"
+                )
+            await tx._exec(
+                "insert into store_meta (key, value) values ('embedder', ?), ('dimensions', ?) "
+                "on conflict (key) do update set value = excluded.value",
+                (embed_tag, str(dimensions)),
+            )
+        self._vector_table = True
+
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+        async with self.write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            await tx._exec("drop table if exists memory_vectors")
+            await tx._exec("update memories set embedding = null")
+            await tx._exec(
+                "delete from store_meta where key in ('embedder', 'dimensions') or key like 'calibration:%'"
+            )
+        self._vector_table = False
+        await self.prepare_vectors(embed_tag, dimensions)
+
+    async def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
+        conn = self._require(self._reader)
+        last = 0
+        while True:
+            rows = list(
+                await conn.execute_fetchall(
+                    "select rowid, user_id, id, content, keywords from memories where rowid > ? order by rowid limit ?",
+                    (last, batch),
+                )
+            )
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+
+    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
+        async with self.write() as tx:
+            assert isinstance(tx, SQLiteTx)
+            for user_id, memory_id, vector in rows:
+                rowid = await tx._rowid(user_id, memory_id)
+                if rowid is None:
+                    continue
+                blob = pack_vector(vector)
+                status = (await tx._one("select status from memories where rowid = ?", (rowid,)))[0]
+                await tx._exec(
+                    "update memories set embedding = ?, embed_model = ? where rowid = ?", (blob, embed_tag, rowid)
+                )
+                if self.vectors_available:
+                    await tx._exec("delete from memory_vectors where rowid = ?", (rowid,))
+                    await tx._exec(
+                        "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
+                        (rowid, user_id, status, blob),
+                    )
+
+    async def health(self) -> dict[str, Any]:
+        conn = self._require(self._writer)
+        async with self._write_lock:
+            integrity = [r[0] for r in await conn.execute_fetchall("pragma integrity_check")]
+            memories = (await conn.execute_fetchall("select count(*) from memories"))[0][0]
+            fts = (await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
+            fts_orphans = (
+                await conn.execute_fetchall(
+                    "select count(*) from memories_fts f left join memories m on m.rowid = f.rowid where m.rowid is null"
+                )
+            )[0][0]
+            vectors = None
+            vector_mismatch = None
+            if self.vectors_available:
+                vectors = (await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
+                vector_mismatch = (
+                    await conn.execute_fetchall(
+                        "select count(*) from memories m left join memory_vectors v on v.rowid = m.rowid "
+                        "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
+                    )
+                )[0][0]
+            count_mismatches = (
+                await conn.execute_fetchall(
+                    "select count(*) from (select user_id, count(*) as n from memories where status = 'active' "
+                    "group by user_id) c left join memory_counts k using (user_id) where coalesce(k.active, 0) != c.n"
+                )
+            )[0][0]
+            migrations = [r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")]
+        return {
+            "integrity": integrity[0] if integrity == ["ok"] else "; ".join(integrity[:5]),
+            "memories": memories,
+            "keyword_rows": fts,
+            "keyword_orphans": fts_orphans,
+            "vector_rows": vectors,
+            "vector_mismatches": vector_mismatch,
+            "count_mismatches": count_mismatches,
+            "vectors_available": self.vectors_available,
+            "schema": migrations[-1] if migrations else None,
+            # Every known migration applied, in whatever order (branches may add them side by side).
+            "schema_current": {name for name, _ in sqlite_migrations.MIGRATIONS} <= set(migrations),
+        }
+
