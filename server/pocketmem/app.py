@@ -20,11 +20,14 @@ from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.calibration import Calibration
+from pocketmem.service.context import ContextBuilder
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.lifecycle import Lifecycle, embedding_text
 from pocketmem.service.maintenance import Maintenance
+from pocketmem.service.profile import Profile
+from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.retrieval import Retrieval
 from pocketmem.service.review import Review
 from pocketmem.service.sync import Sync
@@ -89,6 +92,10 @@ class PocketMem:
             if self.library is not None
             else None
         )
+        # The profile layer (seed 004): persona and identity, the Markdown files, the context package.
+        self.profile = Profile(settings, self.store, self.lifecycle, self.clock)
+        self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
+        self.context = ContextBuilder(settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files)
         self._opened = 0
         self._open_lock = asyncio.Lock()
 
@@ -155,6 +162,7 @@ class PocketMem:
     async def user_card(self, user_id: str) -> str:
         if self.settings.temporary:
             return TEMPORARY_CARD
+        await self.profile_files.check(user_id)  # a person's edit of User.md shows at once
         return await render_user_card(self.store, user_id, self.settings, self.clock.now())
 
     async def stats(self, user_id: str) -> dict[str, Any]:

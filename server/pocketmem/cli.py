@@ -115,7 +115,12 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
         clock = FixedClock(args.now if args.now.tzinfo is not None else args.now.replace(tzinfo=settings.zone))
     async with PocketMem(settings, clock=clock) as app:
         report = await app.maintenance.run()
-    print(dumps(report.model_dump(mode="json")))
+        files = await app.profile_files.sync_all()
+    out = report.model_dump(mode="json")
+    edits = [vars(f) for f in files if f.taken_in or f.problems]
+    if edits:
+        out["profile_files"] = edits  # edits people saved in Persona.md, User.md, Project.md, Insights.md
+    print(dumps(out))
     return 0
 
 

@@ -173,6 +173,10 @@ class RecallResult(BaseModel):
     )
     temporary: bool = Field(False, description="temporary mode: nothing was recalled or recorded")
     degraded: str | None = Field(None, description="set when an index failed and recall fell back")
+    onboarding: str | None = Field(
+        None, description="set until the user has confirmed their profile: what to ask them (once) and how to save "
+        "it with update_profile",
+    )
 
 
 class PatchResult(BaseModel):
@@ -230,6 +234,10 @@ class RestoreResult(BaseModel):
 class MemoryList(BaseModel):
     items: list[MemoryView | PendingView]
     total: int
+    counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="matching memories per category (status, text, since and until applied; category not)",
+    )
 
 
 class MarkResult(BaseModel):

@@ -31,6 +31,7 @@ from pocketmem.base.results import (
     RestoreResult,
     TrashList,
 )
+from pocketmem.core.text import guess_language
 from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
@@ -137,8 +138,10 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         `injection`): mention them once, and call mark_memory(action="complete") when the user has done
         one. Pass `used` with the ids that shaped your previous reply.
         """
-        return await app.retrieval.recall(
-            current_user(),
+        user = current_user()
+        await app.profile_files.check(user)  # a person's edit of the Markdown files counts from this recall on
+        result = await app.retrieval.recall(
+            user,
             RecallRequest(
                 query=query,
                 context=context or (),
@@ -151,6 +154,9 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
                 temporary=temporary,
             ),
         )
+        if result.temporary:
+            return result
+        return result.model_copy(update={"onboarding": await app.profile.onboarding(user, guess_language(query))})
 
     @mcp.tool(
         title="Add a memory",
@@ -168,7 +174,8 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         category: Annotated[
             Category,
             Field(description="preference, fact, lesson, goal, person, todo, event, episode (a conversation "
-                  "summary; expires after 14 days) or context."),
+                  "summary; expires after 14 days), context, or project (the state of a project the user works "
+                  "on: shown in Project.md / memory://project)."),
         ] = Category.fact,
         keywords: Annotated[
             list[str] | None,
@@ -273,7 +280,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         ] = None,
     ) -> ConfirmResult:
         """Act on the user's answer about an uncertain memory (one that add_memory left pending)."""
-        return await app.lifecycle.confirm_pending(current_user(), pending_id, action, snooze_hours)
+        return await app.profile.confirm_pending(current_user(), pending_id, action, snooze_hours)
 
     @mcp.tool(
         title="List the trash",
@@ -329,10 +336,22 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         text: Annotated[str | None, Field(description="Only memories containing this text.", max_length=200)] = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
+        since: Annotated[
+            datetime | None, Field(description="Only memories recorded at or after this time, ISO 8601 (a date alone "
+                                   "means its midnight in the user's time zone).")
+        ] = None,
+        until: Annotated[
+            datetime | None, Field(description="Only memories recorded before this time, ISO 8601.")
+        ] = None,
     ) -> MemoryList:
-        """Browse stored memories, newest first, with ids, categories, importance and status."""
+        """Browse stored memories, newest first, with ids, categories, importance and status.
+
+        `counts` gives how many match per category, so "how many todos did I note last month" is one call:
+        list_memories(category="todo", since="2026-10-01", until="2026-11-01") -> total (and counts).
+        """
         return await app.lifecycle.list_memories(
-            current_user(), category=category, status=status, text=text, limit=limit, offset=offset
+            current_user(), category=category, status=status, text=text, limit=limit, offset=offset,
+            since=since, until=until,
         )
 
     @mcp.tool(

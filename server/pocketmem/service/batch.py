@@ -77,7 +77,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             if refused:
                 ready.append((RefusedStep(kinds), None))
                 continue
-            stored = req.confidence >= settings.store_threshold
+            stored = req.confidence >= settings.store_threshold and not settings.confirm_all
             vector = await lifecycle._embed(req.content, req.keywords) if stored else None
             ready.append((AddStep(req, kinds), vector))
         elif isinstance(step, PatchStep):

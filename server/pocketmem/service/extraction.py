@@ -335,10 +335,10 @@ class Extraction:
             elif isinstance(op, UpdateOp):
                 assert target is not None
                 step = AddStep(self._update_request(op, target))
-            elif isinstance(op, PatchOp) and op.confidence >= settings.store_threshold:
+            elif isinstance(op, PatchOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
                 assert target is not None
                 step = PatchStep(target.id, op.patch, op.mode, op.reason)
-            elif isinstance(op, ForgetOp) and op.confidence >= settings.store_threshold:
+            elif isinstance(op, ForgetOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
                 assert target is not None
                 step = ForgetStep(target.id, f"{SOURCE}: {op.reason}" if op.reason else SOURCE)
             elif isinstance(op, BoostOp):

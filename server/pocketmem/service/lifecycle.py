@@ -268,7 +268,8 @@ class Lifecycle:
                 result = await self._discard_in(tx, user_id, req, now)
                 await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
             return result
-        if req.confidence < self.settings.store_threshold:
+        if req.confidence < self.settings.store_threshold or self.settings.confirm_all:
+            # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
             return await self._add_pending(user_id, req, request_hash, now)
         vector = await self._embed(req.content, req.keywords)
         async with self.store.write() as tx:
@@ -387,8 +388,12 @@ class Lifecycle:
             status="pending",
             pending_id=item.id,
             message=(
-                f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
-                "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
+                (
+                    "Waiting for confirmation: confirm-everything is on (POCKETMEM_CONFIRM_ALL). "
+                    if self.settings.confirm_all
+                    else f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
+                )
+                + "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
             ),
         )
 
@@ -845,9 +850,14 @@ class Lifecycle:
         text: str | None,
         limit: int,
         offset: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> MemoryList:
         if text is not None:
             text = clean_text(text, "text", max_chars=200, allow_empty=True) or None
+        since, until = self._instant("since", since), self._instant("until", until)
+        if since is not None and until is not None and until <= since:
+            raise InvalidInput("until", "must be after since")
         now = self.clock.now()
         async with self.store.read() as reader:
             if status == "pending":
@@ -855,19 +865,26 @@ class Lifecycle:
                     user_id, (PendingStatus.pending, PendingStatus.snoozed), limit=limit, offset=offset
                 )
                 views: list[MemoryView | PendingView] = [PendingView.of(p) for p in pending]
-                if category is not None or text:
-                    views = [
-                        v for v in views
-                        if isinstance(v, PendingView)
-                        and (category is None or v.category == category)
-                        and (not text or text.casefold() in v.content.casefold())
-                    ]
-                return MemoryList(items=views, total=total if category is None and not text else len(views))
-            memories, total = await reader.list_memories(
-                user_id,
-                MemoryFilter(statuses=(Status(status),), category=category, text=text, limit=limit, offset=offset),
+                in_time = [
+                    v for v in views
+                    if isinstance(v, PendingView)
+                    and (since is None or v.created_at >= since) and (until is None or v.created_at < until)
+                    and (not text or text.casefold() in v.content.casefold())
+                ]
+                counts: dict[str, int] = {}
+                for v in in_time:
+                    counts[v.category.value] = counts.get(v.category.value, 0) + 1
+                filtered = category is not None or text or since is not None or until is not None
+                views = [v for v in in_time if category is None or v.category == category]
+                return MemoryList(items=views, total=len(views) if filtered else total, counts=counts)
+            flt = MemoryFilter(
+                statuses=(Status(status),), category=category, text=text, since=since, until=until, limit=limit,
+                offset=offset,
             )
+            memories, total = await reader.list_memories(user_id, flt)
+            counts = await reader.category_counts(user_id, flt)
         return MemoryList(
+            counts=counts,
             items=[
                 MemoryView.of(m, importance(m.scores, m.last_active_at or m.created_at, now)[2]) for m in memories
             ],

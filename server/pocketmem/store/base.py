@@ -41,6 +41,7 @@ from pocketmem.base.models import (
     Tombstone,
     Usage,
 )
+from pocketmem.store.profile_base import ProfileReader, ProfileWriter
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class MemoryFilter:
     statuses: Sequence[Status] = (Status.active,)
     category: Category | None = None
     text: str | None = None  # plain substring match on content
+    since: datetime | None = None  # created_at at or after
+    until: datetime | None = None  # created_at before
     limit: int = 50
     offset: int = 0
 
@@ -109,7 +112,7 @@ class StoreStats:
     newest: datetime | None = None
 
 
-class StoreReader(ABC):
+class StoreReader(ProfileReader):
     """Read queries, available inside both read and write transactions."""
 
     @abstractmethod
@@ -322,7 +325,7 @@ class StoreReader(ABC):
     async def count_active_tokens(self) -> int: ...
 
 
-class StoreWriter(StoreReader):
+class StoreWriter(StoreReader, ProfileWriter):
     """Writes; only available inside `Store.write()`."""
 
     @abstractmethod

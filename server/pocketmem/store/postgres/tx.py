@@ -30,6 +30,7 @@ from pocketmem.base.models import (
     Tombstone,
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
+from pocketmem.store.postgres.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     MEMORY_COLUMNS,
@@ -100,7 +101,7 @@ def per_user_locked(cls: type) -> type:
 
 
 @per_user_locked
-class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
+class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:
@@ -169,15 +170,7 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
         return int(row[0])
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        where = ["user_id = %s", "status = any(%s)"]
-        params: list[Any] = [user_id, [str(s) for s in flt.statuses]]
-        if flt.category is not None:
-            where.append("category = %s")
-            params.append(flt.category.value)
-        if flt.text:
-            where.append("(strpos(lower(content), lower(%s)) > 0 or strpos(lower(keywords::text), lower(%s)) > 0)")
-            params.extend([flt.text, flt.text])
-        clause = " and ".join(where)
+        clause, params = memory_filter_clause(user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         found = await self._memories(

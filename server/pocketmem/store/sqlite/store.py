@@ -44,6 +44,7 @@ from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, 
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
+from pocketmem.store.sqlite.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
     REVISION_COLUMNS,
@@ -268,7 +269,7 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
+class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS
@@ -342,15 +343,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         return int(row[0]) if row else 0
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        where = [f"user_id = ?", f"status in ({_placeholders(len(flt.statuses))})"]
-        params: list[Any] = [user_id, *flt.statuses]
-        if flt.category is not None:
-            where.append("category = ?")
-            params.append(flt.category.value)
-        if flt.text:
-            where.append("(instr(lower(content), lower(?)) > 0 or instr(lower(keywords), lower(?)) > 0)")
-            params.extend([flt.text, flt.text])
-        clause = " and ".join(where)
+        clause, params = memory_filter_clause(user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         rows = await self._all(
