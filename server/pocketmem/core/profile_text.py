@@ -82,9 +82,9 @@ FILES: dict[str, tuple[SectionSpec, ...]] = {
         SectionSpec("core", "Core memories 核心记忆", "memories"),
         SectionSpec("todos", "Open todos 待办", "view"),
     ),
-    "Project.md": (
-        SectionSpec("project", "Current state 当前进展", "memories"),
+    "Project.md": (  # oldest first, so a line added at the end of the file lands in the current state
         SectionSpec("earlier", "Earlier 更早", "view"),
+        SectionSpec("project", "Current state 当前进展", "memories"),
     ),
     "Insights.md": (SectionSpec("insights", "Hot lessons 常用经验", "memories"),),
 }

@@ -17,7 +17,9 @@ difference between the recorded text and the file (a three-way merge, field by f
                                                      Insights.md: nothing (it only shows the hot lessons)
 
 When both sides changed, the person's edit wins for what the person touched; everything the person did not
-touch keeps the store's newer value. Anything that cannot be taken in (an unknown field, a line outside a
+touch keeps the store's newer value. What the person touched is judged against the version pocketmem wrote
+that is nearest to their file (of the last five written): an editor left open across one of pocketmem's writes
+does not undo that write. Deleted lines are judged against the last version written. Anything that cannot be taken in (an unknown field, a line outside a
 section, a read-only section changed, a secret under POCKETMEM_SECRETS=refuse, a memory no longer active)
 is reported: the person's whole file is kept beside it as `<name>.rejected-<UTC time>.md`, a
 `profile_file_rejected` event lists the problems, and the rest of the edit is still taken in. Then the file
@@ -56,12 +58,31 @@ QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind
 # What a new line (no id comment) becomes, and whether a deleted line goes to the trash.
 NEW_LINE = {"core": (Category.fact, True), "project": (Category.project, False), "insights": (Category.lesson, False)}
 REMOVAL_FORGETS = {"core", "project"}
+KEEP_EARLIER = 4  # texts written before the last one, kept to find the copy a person started editing from
 
 
 def folder_name(user_id: str) -> str:
     """A user's folder: the id itself when it is a safe file name, else percent-encoded (never . or ..)."""
     name = quote(user_id, safe="-_.")
     return name.replace(".", "%2E") if set(name) == {"."} else name
+
+
+def _distance(a: Parsed, b: Parsed) -> int:
+    """How many fields and lines differ between two parsed versions of a file."""
+    total = 0
+    for key, sa in a.sections.items():
+        sb = b.sections[key]
+        total += sum(1 for k in set(sa.fields) | set(sb.fields) if sa.fields.get(k) != sb.fields.get(k))
+        total += len(set(sa.lines) ^ set(sb.lines)) if sa.kind != "fields" else 0
+    return total
+
+
+def _closest_base(name: str, theirs: Parsed, written: list[str]) -> Parsed:
+    """The version pocketmem wrote that the person most likely started from: of the last few written, the one
+    nearest to their file (the newest on a tie). An editor left open across a write then counts as an edit of
+    the older version, and the store's newer values survive wherever the person changed nothing."""
+    versions = [parse(name, text) for text in written]
+    return min(versions, key=lambda v: _distance(v, theirs))
 
 
 def _hash(data: bytes) -> str:
@@ -116,7 +137,8 @@ class ProfileFiles:
             return []
         async with self.store.read() as reader:
             users = await reader.user_ids()
-        return [await self.sync(user) for user in users]
+        # The stdio user's files count even before the user has anything stored (a person may write them first).
+        return [await self.sync(user) for user in dict.fromkeys([self.settings.user, *users])]
 
     async def sync(self, user_id: str) -> FileReport:
         """Take in a person's edits, then write what changed. Re-entrant calls (our own commits) only mark the
@@ -196,8 +218,10 @@ class ProfileFiles:
         if on_disk is None or _hash(on_disk) != digest:
             await anyio.to_thread.run_sync(atomic_write, path, text)
             report.written.append(name)
+        earlier = ([stored[0], *stored[2]] if stored is not None and stored[0] != text else
+                   (stored[2] if stored is not None else []))[:KEEP_EARLIER]
         async with self.store.write() as tx:
-            await tx.put_profile_file(user_id, name, text, digest, self.clock.now())
+            await tx.put_profile_file(user_id, name, text, digest, earlier, self.clock.now())
         self._seen[(user_id, name)] = self._stat(user_id, name)
 
     # -- reading back -----------------------------------------------------------------------------
@@ -217,23 +241,27 @@ class ProfileFiles:
             problems.append(f"{name}: not UTF-8 text; nothing in it was taken in")
             text = None
         if text is not None:
-            base = parse(name, stored[0] if stored else "")
             theirs = parse(name, text)
+            written = [stored[0], *stored[2]] if stored else [""]
+            base = _closest_base(name, theirs, written)
+            newest = parse(name, written[0])
             problems += [f"{name} {p}" for p in theirs.problems]
-            await self._apply(user_id, name, base, theirs, stored is not None, report, problems)
+            await self._apply(user_id, name, (base, newest), theirs, stored is not None, report, problems)
         if problems:
             await self._keep_rejected(user_id, name, raw, problems, report)
 
     async def _apply(
-        self, user_id: str, name: str, base: Parsed, theirs: Parsed, known: bool, report: FileReport,
-        problems: list[str],
+        self, user_id: str, name: str, bases: tuple[Parsed, Parsed], theirs: Parsed, known: bool,
+        report: FileReport, problems: list[str],
     ) -> None:
+        base, newest = bases
         for spec in FILES[name]:
             b, t = base.sections[spec.key], theirs.sections[spec.key]
             if spec.kind == "fields":
                 await self._apply_fields(user_id, name, spec.key, b, t, report, problems)
             elif spec.kind == "memories":
-                await self._apply_memories(user_id, name, spec.key, b, t, report, problems)
+                await self._apply_memories(user_id, name, spec.key, (b, newest.sections[spec.key]), t, report,
+                                           problems)
             elif known and t.lines != b.lines:
                 problems.append(f"{name}: the section {spec.heading!r} is only a view; its edit was not taken in")
 
@@ -257,10 +285,12 @@ class ProfileFiles:
         report.taken_in += [f"{name}: {c}" for c in changed]
 
     async def _apply_memories(
-        self, user_id: str, name: str, section: str, base: Section, theirs: Section, report: FileReport,
-        problems: list[str],
+        self, user_id: str, name: str, section: str, bases: tuple[Section, Section], theirs: Section,
+        report: FileReport, problems: list[str],
     ) -> None:
-        before = {line.memory_id: line.text for line in base.memories if line.memory_id}
+        # Edits against the version the person started from; deletions against the last one written.
+        before = {line.memory_id: line.text for line in bases[0].memories if line.memory_id}
+        last = {line.memory_id for line in bases[1].memories if line.memory_id}
         kept_ids = {line.memory_id for line in theirs.memories if line.memory_id}
         for line in theirs.memories:
             try:
@@ -272,7 +302,7 @@ class ProfileFiles:
                 problems.append(f"{name}: {line.text[:40]!r}: {exc}")
         if section not in REMOVAL_FORGETS:
             return
-        for memory_id in before.keys() - kept_ids:
+        for memory_id in sorted(last - kept_ids):
             try:
                 await self.lifecycle.forget(user_id, memory_id, f"removed from {name}")
                 report.taken_in.append(f"{name}: forgot {memory_id} (restorable from the trash)")

@@ -28,8 +28,8 @@ class ProfileReader(ABC):
         """The most recent profile revisions, newest first."""
 
     @abstractmethod
-    async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str] | None:
-        """(text, hash) pocketmem last wrote to the file `name` of this user."""
+    async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str, list[str]] | None:
+        """(text, hash, earlier texts newest first) pocketmem last wrote to the file `name` of this user."""
 
     @abstractmethod
     async def category_counts(self, user_id: str, flt: MemoryFilter) -> dict[str, int]:
@@ -49,8 +49,10 @@ class ProfileWriter(ProfileReader):
     async def insert_profile_revision(self, revision: ProfileRevision) -> None: ...
 
     @abstractmethod
-    async def put_profile_file(self, user_id: str, name: str, text: str, digest: str, now: datetime) -> None:
-        """Record what was just written to the file `name` (or taken in from it)."""
+    async def put_profile_file(
+        self, user_id: str, name: str, text: str, digest: str, earlier: Sequence[str], now: datetime
+    ) -> None:
+        """Record what was just written to the file `name`, with the texts written before it."""
 
     @abstractmethod
     async def set_identity_confirmed(self, user_id: str, confirmed: bool, now: datetime) -> None:

@@ -295,6 +295,7 @@ async def pg006_profile(conn: Any) -> None:
             name text not null,
             written_text text not null,
             written_hash text not null,
+            earlier jsonb not null default '[]',  -- texts written before it, newest first (a few)
             written_at timestamptz not null,
             primary key (user_id, name)
         );

@@ -60,11 +60,12 @@ class ProfileQueries:
             for r in rows
         ]
 
-    async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str] | None:
+    async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str, list[str]] | None:
         row = await self._one(
-            "select written_text, written_hash from profile_files where user_id = %s and name = %s", (user_id, name)
+            "select written_text, written_hash, earlier from profile_files where user_id = %s and name = %s",
+            (user_id, name),
         )
-        return (row[0], row[1]) if row else None
+        return (row[0], row[1], list(row[2])) if row else None
 
     async def category_counts(self, user_id: str, flt: MemoryFilter) -> dict[str, int]:
         clause, params = memory_filter_clause(user_id, flt, with_category=False)
@@ -98,14 +99,16 @@ class ProfileQueries:
             ),
         )
 
-    async def put_profile_file(self, user_id: str, name: str, text: str, digest: str, now: datetime) -> None:
+    async def put_profile_file(
+        self, user_id: str, name: str, text: str, digest: str, earlier: Sequence[str], now: datetime
+    ) -> None:
         await self._lock_user(user_id)
         await self._exec(
-            "insert into profile_files (user_id, name, written_text, written_hash, written_at) "
-            "values (%s, %s, %s, %s, %s) on conflict (user_id, name) do update set "
+            "insert into profile_files (user_id, name, written_text, written_hash, earlier, written_at) "
+            "values (%s, %s, %s, %s, %s::jsonb, %s) on conflict (user_id, name) do update set "
             "written_text = excluded.written_text, written_hash = excluded.written_hash, "
-            "written_at = excluded.written_at",
-            (user_id, name, text, digest, ts(now)),
+            "earlier = excluded.earlier, written_at = excluded.written_at",
+            (user_id, name, text, digest, json.dumps(list(earlier), ensure_ascii=False), ts(now)),
         )
 
     async def set_identity_confirmed(self, user_id: str, confirmed: bool, now: datetime) -> None:

@@ -301,7 +301,8 @@ async def m005_lookup_indexes(db: aiosqlite.Connection) -> None:
 async def m009_profile(db: aiosqlite.Connection) -> None:
     """The profile layer (seed 004). `profiles`: a user's persona and identity, one row per section, fields as
     JSON. `profile_revisions`: every change of a section keeps the previous fields. `profile_files`: the text
-    pocketmem last wrote to each Markdown file, so a person's edit is told apart from its own writing."""
+    pocketmem last wrote to each Markdown file (and a few before it), so a person's edit is told apart from its
+    own writing, even when made in a copy opened before the last write."""
     await _run_script(
         db,
         """
@@ -327,6 +328,7 @@ async def m009_profile(db: aiosqlite.Connection) -> None:
             name text not null,
             written_text text not null,
             written_hash text not null,
+            earlier text not null default '[]',  -- texts written before it, newest first (a few)
             written_at text not null,
             primary key (user_id, name)
         );
