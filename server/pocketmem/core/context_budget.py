@@ -52,7 +52,8 @@ class Block:
 class Package:
     text: str
     tokens: dict[str, int]
-    dropped: dict[str, int]
+    left_out: dict[str, int]  # lines beyond their part's share
+    trimmed: dict[str, int]  # lines dropped to keep the whole package within total - reserve
     shares: Shares
 
     @property
@@ -96,8 +97,9 @@ def _cost(block: Block, estimate: Estimate) -> int:
 
 
 def assemble(system: str, recent: Block, evidence: Block, sh: Shares, estimate: Estimate, footer: str = "") -> Package:
-    recent, dropped_recent = _take(recent, sh.recent, estimate)
-    evidence, dropped_evidence = _take(evidence, sh.evidence, estimate)
+    recent, left_recent = _take(recent, sh.recent, estimate)
+    evidence, left_evidence = _take(evidence, sh.evidence, estimate)
+    dropped_recent = dropped_evidence = 0
     fixed = estimate(system) + estimate(footer)
     over = fixed + _cost(recent, estimate) + _cost(evidence, estimate) - sh.usable
     while over > 0 and evidence.lines:  # evidence first, the least relevant line first
@@ -113,6 +115,7 @@ def assemble(system: str, recent: Block, evidence: Block, sh: Shares, estimate: 
         text="\n\n".join(parts),
         tokens={"system": estimate(system), "recent": _cost(recent, estimate),
                 "evidence": _cost(evidence, estimate), "footer": estimate(footer)},
-        dropped={"recent": dropped_recent, "evidence": dropped_evidence},
+        left_out={"recent": left_recent, "evidence": left_evidence},
+        trimmed={"recent": dropped_recent, "evidence": dropped_evidence},
         shares=sh,
     )
