@@ -14,8 +14,9 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.base.models import EventKind
+from pocketmem.base.models import Category, EventKind
 from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.profile_files import folder_name
 
 from .conftest import START, make_settings
@@ -240,6 +241,28 @@ async def test_project_md_rolls_older_entries_into_the_database(tmp_path, clock)
         assert "3 earlier entries are archived in the database" in project
         older = await call(client, "list_memories", {"category": "project", "limit": 500})
         assert older["total"] == 8
+
+
+async def test_project_md_summarises_older_entries_with_the_llm(tmp_path, clock):
+    from .fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        settings = make_settings(tmp_path, profile_files="on", project_lines=3, llm_base_url=fake.base_url,
+                                 llm_model="m", llm_api_key="sk-test")
+        async with PocketMem(settings, clock=clock) as app:
+            for step in range(5):
+                clock.advance(hours=1)
+                await app.lifecycle.add(USER, AddRequest(content=f"里程碑{step}", category=Category.project))
+            fake.script_chat("- 完成了里程碑0和1")
+            await app.profile_files.sync_all()
+            sent = fake.requests[-1].json["messages"][-1]["content"]
+            assert sent == "- 里程碑0\n- 里程碑1"  # the two entries Project.md no longer shows, oldest first
+            project = (user_dir(settings) / "Project.md").read_text(encoding="utf-8")
+            assert "- 完成了里程碑0和1" in project and "2 earlier entries are archived" in project
+            assert project.index("完成了里程碑0和1") < project.index("里程碑4")
+            calls = len(fake.requests)
+            await app.profile_files.sync_all()  # nothing new to summarise: the LLM is not asked again
+            assert len(fake.requests) == calls
 
 
 async def test_files_are_off_on_postgresql_by_default(app, settings, client, backend):

@@ -28,6 +28,7 @@ from pocketmem.service.lifecycle import Lifecycle, embedding_text
 from pocketmem.service.maintenance import Maintenance
 from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
+from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.retrieval import Retrieval
 from pocketmem.service.review import Review
 from pocketmem.service.sync import Sync
@@ -95,6 +96,8 @@ class PocketMem:
         # The profile layer (seed 004): persona and identity, the Markdown files, the context package.
         self.profile = Profile(settings, self.store, self.lifecycle, self.clock)
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
+        self.project_summary = ProjectSummary(settings, self.store, self.clock)
+        self.profile_files.summary = self.project_summary
         self.context = ContextBuilder(settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files)
         self._opened = 0
         self._open_lock = asyncio.Lock()
@@ -124,6 +127,7 @@ class PocketMem:
                     await self.library.close()
                 await self.embedder.aclose()
                 await self.extraction.aclose()
+                await self.project_summary.aclose()
 
     async def __aenter__(self) -> PocketMem:
         await self.open()

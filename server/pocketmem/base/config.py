@@ -136,7 +136,7 @@ class Settings(BaseSettings):
         "auto", description="Persona.md, User.md, Project.md, Insights.md under $POCKETMEM_HOME/<user>/; auto: on "
         "with the SQLite file, off on a PostgreSQL server.",
     )
-    project_lines: int = Field(100, ge=5, le=10_000, description="Lines of Project.md before older entries roll up.")
+    project_lines: int = Field(100, ge=1, le=10_000, description="Lines of Project.md before older entries roll up.")
     context_tokens: int = Field(
         4000, ge=400, le=1_000_000, description="Token budget of the memory_context package (system memory, recent "
         "context, long-term evidence, reserve).",

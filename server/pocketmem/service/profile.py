@@ -249,10 +249,15 @@ class Profile:
 
     async def render_project(self, user_id: str, *, for_file: bool = False) -> str:
         entries, older = await self.project_entries(user_id)
-        earlier = [
-            f"- {older} earlier entries are archived in the database: list_memories(category=\"project\") "
-            f"({older} 条更早的记录已归档在数据库中)"
-        ] if older else []
+        earlier: list[str] = []
+        if older:
+            async with self.store.read() as reader:
+                summary = (await reader.get_profile(user_id)).get("project_summary", {})
+            earlier += str(summary.get("text", "")).splitlines()  # by the LLM, at maintenance (project_summary.py)
+            earlier.append(
+                f"- {older} earlier entries are archived in the database: list_memories(category=\"project\") "
+                f"({older} 条更早的记录已归档在数据库中)"
+            )
         return render("Project.md", memories={"project": entries}, views={"earlier": earlier}, for_file=for_file)
 
     async def render_insights(self, user_id: str, *, for_file: bool = False) -> str:

@@ -47,6 +47,7 @@ from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
 from pocketmem.service.exporting import atomic_write
 from pocketmem.service.lifecycle import AddRequest, Lifecycle
 from pocketmem.service.profile import Profile
+from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
 from pocketmem.store import Store
 
@@ -106,6 +107,7 @@ class ProfileFiles:
         self.lifecycle = lifecycle
         self.clock = clock
         self.enabled = settings.files_on
+        self.summary: ProjectSummary | None = None  # set by the app: Project.md's rolling summary (LLM)
         self._locks: dict[str, anyio.Lock] = {}
         self._busy: set[str] = set()
         self._dirty: set[str] = set()
@@ -132,13 +134,18 @@ class ProfileFiles:
         return await self.sync(user_id)
 
     async def sync_all(self) -> list[FileReport]:
-        """Maintenance: every user's files, edits taken in and rewritten."""
-        if not self.enabled:
-            return []
+        """Maintenance: every user's files, edits taken in and rewritten (and Project.md's rolling summary, which
+        memory://project shows even with the files off)."""
         async with self.store.read() as reader:
             users = await reader.user_ids()
+        reports = []
         # The stdio user's files count even before the user has anything stored (a person may write them first).
-        return [await self.sync(user) for user in dict.fromkeys([self.settings.user, *users])]
+        for user in dict.fromkeys([self.settings.user, *users]):
+            if self.summary is not None:
+                await self.summary.refresh(user)
+            if self.enabled:
+                reports.append(await self.sync(user))
+        return reports
 
     async def sync(self, user_id: str) -> FileReport:
         """Take in a person's edits, then write what changed. Re-entrant calls (our own commits) only mark the
