@@ -329,3 +329,22 @@ async def test_list_memories_by_time_range_with_counts(client, clock):
     assert [i["content"] for i in recent["items"]] == ["周五交报告"]
     bad = await error(client, "list_memories", {"since": "2026-11-01", "until": "2026-10-01"})
     assert "until" in bad
+
+
+async def test_the_profile_travels_in_exports(app, client, tmp_path, clock):
+    import io
+
+    await call(client, "update_profile", {**PROFILE, "confirmed": True})
+    proposed = await call(client, "update_profile", {"identity": {"tech": "Go"}})
+    await call(client, "confirm_pending", {"pending_id": proposed["pending_id"], "action": "confirm"})
+    buffer = io.StringIO()
+    counts = await app.exporter.export(buffer)
+    assert counts.profile == 2 and counts.profile_revision == 3
+    settings = make_settings(tmp_path, db=tmp_path / "copy.db")
+    async with PocketMem(settings, clock=clock) as copy:
+        report = await copy.exporter.import_lines(buffer.getvalue().splitlines())
+        assert report.imported.profile == 2 and report.imported.profile_revision == 3
+        view = await copy.profile.view(USER)
+        assert view.identity_confirmed and view.identity["tech"] == "Go" and view.persona == PROFILE["persona"]
+        again = await copy.exporter.import_lines(buffer.getvalue().splitlines())
+        assert again.imported.total == 0

@@ -9,6 +9,8 @@ File format (one JSON object per line, each with a `type`):
                        "usage": {used_count, last_used_at, used_mark, recalled_mark} | null}
     {"type": "tombstone", ...}   {"type": "revision", ...}   {"type": "pending", ...}
     {"type": "event", ...}       (only with --events)
+    {"type": "profile", "user_id", "section", "fields", "updated_at"}     persona, identity (service/profile.py)
+    {"type": "profile_revision", ...}
 
 Memories of every status are exported (active, superseded, trashed); purged ones are gone and only
 their tombstones remain. Vectors are not exported: import re-embeds each memory with the configured
@@ -38,7 +40,17 @@ from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Event, EventKind, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.base.models import (
+    Event,
+    EventKind,
+    Memory,
+    PendingItem,
+    ProfileRevision,
+    Revision,
+    Status,
+    Tombstone,
+    Usage,
+)
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
@@ -46,7 +58,7 @@ from pocketmem.store import Store
 
 FORMAT = "pocketmem-export"
 VERSION = 1
-ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event")
+ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event", "profile", "profile_revision")
 SCAN_BATCH = 500
 EVENT_BATCH = 1000
 EMBED_BATCH = 64
@@ -59,6 +71,8 @@ class TypeCounts(BaseModel):
     revision: int = 0
     pending: int = 0
     event: int = 0
+    profile: int = 0
+    profile_revision: int = 0
 
     def add(self, kind: str, n: int = 1) -> None:
         setattr(self, kind, getattr(self, kind) + n)
@@ -132,6 +146,11 @@ class Exporter:
         user = await reader.get_user(user_id)
         if user is not None:
             rows.append(("user", user))
+        for section, fields in (await reader.get_profile(user_id)).items():
+            rows.append(("profile", {"user_id": user_id, "section": section, "fields": fields}))
+        rows += [
+            ("profile_revision", r.model_dump(mode="json")) for r in await reader.list_profile_revisions(user_id, 10_000)
+        ]
         usages = await reader.usage(user_id)
         after: str | None = None
         while True:
@@ -239,6 +258,15 @@ class Exporter:
             return "pending", record.user_id, await tx.import_pending(record)
         if isinstance(record, Event):
             return "event", record.user_id, await tx.import_event(record, nth)
+        if isinstance(record, _ProfileRow):
+            # A section the store already has is newer or the same: kept.
+            if record.section in await tx.get_profile(record.user_id):
+                return "profile", record.user_id, False
+            await tx.ensure_user(record.user_id, now)
+            await tx.put_profile(record.user_id, record.section, record.fields, now)
+            return "profile", record.user_id, True
+        if isinstance(record, ProfileRevision):
+            return "profile_revision", record.user_id, await tx.import_profile_revision(record)
         return "user", record["user_id"], await tx.import_user(record)
 
 
@@ -249,6 +277,8 @@ def _kind(record: Any) -> str:
         (Revision, "revision"),
         (PendingItem, "pending"),
         (Event, "event"),
+        (_ProfileRow, "profile"),
+        (ProfileRevision, "profile_revision"),
     ):
         if isinstance(record, cls):
             return kind
@@ -259,6 +289,12 @@ class _MemoryRow:
     def __init__(self, memory: Memory, usage: Usage | None) -> None:
         self.memory = memory
         self.usage = usage
+
+
+class _ProfileRow(BaseModel):
+    user_id: str
+    section: str
+    fields: dict[str, Any]
 
 
 class _UserRow(BaseModel):
@@ -329,4 +365,8 @@ def _record(kind: str, row: dict[str, Any], where: str) -> Any:
         return Event.model_validate(row)
     if kind == "user":
         return _UserRow.model_validate(row).model_dump()
+    if kind == "profile":
+        return _ProfileRow.model_validate(row)
+    if kind == "profile_revision":
+        return ProfileRevision.model_validate(row)
     raise InvalidInput(where, f"unknown type {kind!r}; expected one of {', '.join(ROW_TYPES)}")

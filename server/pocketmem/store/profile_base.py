@@ -49,6 +49,10 @@ class ProfileWriter(ProfileReader):
     async def insert_profile_revision(self, revision: ProfileRevision) -> None: ...
 
     @abstractmethod
+    async def import_profile_revision(self, revision: ProfileRevision) -> bool:
+        """Insert unless a revision with its id exists; True when inserted."""
+
+    @abstractmethod
     async def put_profile_file(
         self, user_id: str, name: str, text: str, digest: str, earlier: Sequence[str], now: datetime
     ) -> None:

@@ -99,6 +99,12 @@ class ProfileQueries:
             ),
         )
 
+    async def import_profile_revision(self, revision: ProfileRevision) -> bool:
+        if await self._one("select 1 from profile_revisions where id = %s", (revision.id,)):
+            return False
+        await self.insert_profile_revision(revision)
+        return True
+
     async def put_profile_file(
         self, user_id: str, name: str, text: str, digest: str, earlier: Sequence[str], now: datetime
     ) -> None:
