@@ -156,7 +156,8 @@ async def test_a_person_edits_user_md_and_project_md(files_client, files_app, fi
     assert "- 称呼 (name): 小王" in user_md and f"- 用户不吃香菜 <!-- {core['memory_id']} -->" in user_md
     project_md = (folder / "Project.md").read_text(encoding="utf-8")
     assert step["memory_id"] in project_md
-    assert {p.name for p in folder.iterdir()} == {"Persona.md", "User.md", "Project.md", "Insights.md"}
+    assert {p.name for p in folder.iterdir()} == {"Persona.md", "User.md", "Project.md", "Insights.md",
+                                                  ".pocketmem-store"}
 
     # A person edits both files by hand.
     user_md = user_md.replace("- 称呼 (name): 小王", "- 称呼 (name): 王工")
@@ -218,6 +219,19 @@ async def test_both_sides_changed_and_bad_edits_are_kept(files_client, files_app
     (folder / "User.md").unlink()
     await call(files_client, "add_memory", {"content": "用户喜欢爬山"})
     assert (folder / "User.md").exists()
+
+
+async def test_a_second_store_over_the_same_home_leaves_the_folder_alone(files_app, files_settings, clock,
+                                                                         tmp_path):
+    await files_app.profile.update(USER, None, {"name": "小王"}, confirmed=True)
+    other_settings = make_settings(tmp_path, profile_files="on", db=tmp_path / "second.db")
+    async with PocketMem(other_settings, clock=clock) as other:
+        await other.profile.update(USER, None, {"name": "别人"}, confirmed=True)
+        assert (await other.profile.view(USER)).identity == {"name": "别人"}
+    text = (user_dir(files_settings) / "User.md").read_text(encoding="utf-8")
+    assert "小王" in text and "别人" not in text
+    await files_app.profile_files.sync(USER)
+    assert (await files_app.profile.view(USER)).identity == {"name": "小王"}
 
 
 async def test_edits_are_taken_in_by_maintenance(files_app, files_settings):

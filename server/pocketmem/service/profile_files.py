@@ -24,12 +24,17 @@ section, a read-only section changed, a secret under POCKETMEM_SECRETS=refuse, a
 is reported: the person's whole file is kept beside it as `<name>.rejected-<UTC time>.md`, a
 `profile_file_rejected` event lists the problems, and the rest of the edit is still taken in. Then the file
 is written again from the store. A deleted file is simply written again.
+
+One store keeps a folder: the first to write it leaves its id in `.pocketmem-store`, and another store over
+the same POCKETMEM_HOME (a second database file, a synced device) leaves that folder alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,6 +64,9 @@ QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind
 # What a new line (no id comment) becomes, and whether a deleted line goes to the trash.
 NEW_LINE = {"core": (Category.fact, True), "project": (Category.project, False), "insights": (Category.lesson, False)}
 REMOVAL_FORGETS = {"core", "project"}
+MTIME_SLACK_NS = 2_000_000_000
+OWNER_FILE = ".pocketmem-store"  # the id of the store that keeps this folder
+STORE_ID_KEY = "profile_files_store_id"
 KEEP_EARLIER = 4  # texts written before the last one, kept to find the copy a person started editing from
 
 
@@ -111,7 +119,10 @@ class ProfileFiles:
         self._locks: dict[str, anyio.Lock] = {}
         self._busy: set[str] = set()
         self._dirty: set[str] = set()
-        self._seen: dict[tuple[str, str], tuple[int, int] | None] = {}
+        self._seen: dict[tuple[str, str], tuple[int, int, int] | None] = {}  # file's (mtime, size) when last looked at
+        self._written: dict[tuple[str, str], str] = {}  # hash of the text last written (this process)
+        self._owned: dict[str, bool] = {}
+        self._store_id: str | None = None
         if self.enabled:
             store.on_commit(self._on_commit)
 
@@ -128,8 +139,7 @@ class ProfileFiles:
         """At a read: take in a person's edit if a file changed on disk since pocketmem last looked."""
         if not self.enabled:
             return None
-        seen = [self._seen.get((user_id, name), (-1, -1)) for name in FILE_NAMES]
-        if seen == [self._stat(user_id, name) for name in FILE_NAMES]:
+        if self._owned.get(user_id) is False or all(self._unchanged(user_id, name) for name in FILE_NAMES):
             return None
         return await self.sync(user_id)
 
@@ -156,6 +166,8 @@ class ProfileFiles:
         if user_id in self._busy:
             self._dirty.add(user_id)
             return report
+        if not await self._owns(user_id):
+            return report
         async with self._locks.setdefault(user_id, anyio.Lock()):
             self._busy.add(user_id)
             try:
@@ -176,12 +188,46 @@ class ProfileFiles:
                 self._dirty.discard(user_id)
         return report
 
-    def _stat(self, user_id: str, name: str) -> tuple[int, int] | None:
+    async def _owns(self, user_id: str) -> bool:
+        """Whether this store keeps the user's folder. Two stores over one POCKETMEM_HOME (two database files,
+        or a notebook and a server) would otherwise take each other's writes for a person's edits: the first
+        store to write a folder claims it (OWNER_FILE holds its id) and the others leave it alone."""
+        if user_id in self._owned:
+            return self._owned[user_id]
+        if self._store_id is None:
+            self._store_id = await self.store.get_meta(STORE_ID_KEY)
+            if self._store_id is None:
+                self._store_id = uuid.uuid4().hex
+                await self.store.set_meta(STORE_ID_KEY, self._store_id)
+        owner = self.folder(user_id) / OWNER_FILE
+        try:
+            claimed = owner.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            owner.parent.mkdir(parents=True, exist_ok=True)
+            owner.write_text(self._store_id + "\n", encoding="utf-8")
+            claimed = self._store_id
+        self._owned[user_id] = claimed == self._store_id
+        if not self._owned[user_id]:
+            log.warning("%s belongs to another pocketmem store; its profile files are left alone", owner.parent)
+        return self._owned[user_id]
+
+    def _stat(self, user_id: str, name: str) -> tuple[int, int, int] | None:
         try:
             st = (self.folder(user_id) / name).stat()
         except FileNotFoundError:
             return None
-        return (st.st_mtime_ns, st.st_size)
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def _unchanged(self, user_id: str, name: str) -> bool:
+        """The file is as this process last saw it. A modification time under MTIME_SLACK old proves nothing
+        (file systems stamp times coarsely: an edit right after our write may keep both time and size)."""
+        key = (user_id, name)
+        if key not in self._seen:
+            return False
+        stat = self._stat(user_id, name)
+        if stat != self._seen[key]:
+            return False
+        return stat is None or time.time_ns() - stat[0] > MTIME_SLACK_NS
 
     # -- rendering --------------------------------------------------------------------------------
     async def render_file(self, user_id: str, name: str) -> str:
@@ -216,11 +262,15 @@ class ProfileFiles:
         text = await self.render_file(user_id, name)
         digest = _hash(text.encode())
         path = self.folder(user_id) / name
+        key = (user_id, name)
+        if self._written.get(key) == digest and self._unchanged(user_id, name):
+            return  # the file holds exactly this text already, and nobody touched it since
         async with self.store.read() as reader:
             stored = await reader.get_profile_file(user_id, name)
         on_disk = path.read_bytes() if path.exists() else None
         if on_disk is not None and _hash(on_disk) == digest and stored is not None and stored[1] == digest:
-            self._seen[(user_id, name)] = self._stat(user_id, name)
+            self._seen[key] = self._stat(user_id, name)
+            self._written[key] = digest
             return
         if on_disk is None or _hash(on_disk) != digest:
             await anyio.to_thread.run_sync(atomic_write, path, text)
@@ -229,14 +279,20 @@ class ProfileFiles:
                    (stored[2] if stored is not None else []))[:KEEP_EARLIER]
         async with self.store.write() as tx:
             await tx.put_profile_file(user_id, name, text, digest, earlier, self.clock.now())
-        self._seen[(user_id, name)] = self._stat(user_id, name)
+        self._seen[key] = self._stat(user_id, name)
+        self._written[key] = digest
 
     # -- reading back -----------------------------------------------------------------------------
     async def _take_in(self, user_id: str, name: str, report: FileReport) -> None:
         path = self.folder(user_id) / name
+        key = (user_id, name)
+        if key in self._written and self._unchanged(user_id, name):
+            return  # unchanged since this process wrote it
         if not path.exists():
             return
         raw = path.read_bytes()
+        if self._written.get(key) == _hash(raw):
+            return  # our own text
         async with self.store.read() as reader:
             stored = await reader.get_profile_file(user_id, name)
         if stored is not None and stored[1] == _hash(raw):
