@@ -139,9 +139,21 @@ class ProfileFiles:
         """At a read: take in a person's edit if a file changed on disk since pocketmem last looked."""
         if not self.enabled:
             return None
-        if self._owned.get(user_id) is False or all(self._unchanged(user_id, name) for name in FILE_NAMES):
+        if self._owned.get(user_id) is False or not any(self._maybe_edited(user_id, name) for name in FILE_NAMES):
             return None
         return await self.sync(user_id)
+
+    def _maybe_edited(self, user_id: str, name: str) -> bool:
+        """False when the file is surely what this process wrote (same stat, or the same bytes)."""
+        if self._unchanged(user_id, name):
+            return False
+        key = (user_id, name)
+        if key not in self._written:
+            return True
+        try:
+            return _hash((self.folder(user_id) / name).read_bytes()) != self._written[key]
+        except FileNotFoundError:
+            return True
 
     async def sync_all(self) -> list[FileReport]:
         """Maintenance: every user's files, edits taken in and rewritten (and Project.md's rolling summary, which
