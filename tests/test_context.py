@@ -136,8 +136,7 @@ async def test_a_past_reference_widens_the_evidence(tmp_path, clock):
         clock.advance(days=30)  # nothing is recent any more
         plain = await app.context.build(USER, "咖啡")
         past = await app.context.build(USER, "咖啡 之前")
-        count = lambda p: p.text.count("手冲咖啡")  # noqa: E731
-        assert count(plain) == 3 and count(past) == 5
+        assert plain.text.count("手冲咖啡") == 3 and past.text.count("手冲咖啡") == 5
 
 
 async def test_the_budget_is_a_setting(tmp_path, clock):

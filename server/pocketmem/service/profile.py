@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import Conflict, InvalidInput
 from pocketmem.base.models import Category, EventKind, PendingItem, PendingStatus, ProfileRevision
 from pocketmem.base.results import ConfirmResult
 from pocketmem.core import privacy
@@ -167,7 +167,7 @@ class Profile:
         """Inside a transaction: merge the changed fields into each section, with a revision and an event."""
         sections = await tx.get_profile(user_id)
         changed: list[str] = []
-        await self.lifecycle._ensure_user(tx, user_id, now)
+        await tx.ensure_user(user_id, now)
         for section, values in changes.items():
             before = {k: str(v) for k, v in sections.get(section, {}).items()}
             after = {**before, **values}
@@ -191,10 +191,10 @@ class Profile:
         lang = "zh" if any(has_cjk(v) for values in changes.values() for v in values.values()) else "en"
         lines = [line for section, values in changes.items() for line in profile_summary(section, values, lang)]
         content = ("更新个人资料：" if lang == "zh" else "Profile update: ") + "; ".join(lines)
-        candidate = {"content": content, "category": Category.fact.value, "profile": changes,
-                     "content_hash": _digest(changes)}
+        digest = _digest(changes)
+        candidate = {"content": content, "category": Category.fact.value, "profile": changes, "content_hash": digest}
         async with self.store.write() as tx:
-            waiting = await tx.find_pending_by_hash(user_id, candidate["content_hash"])
+            waiting = await tx.find_pending_by_hash(user_id, digest)
             if waiting is not None:
                 pending_id = waiting.id
             else:
@@ -225,7 +225,9 @@ class Profile:
     async def _confirm_profile(self, user_id: str, pending_id: str) -> ConfirmResult:
         now = self.clock.now()
         async with self.store.write() as tx:
-            item = self.lifecycle._require_open(await tx.get_pending(user_id, pending_id), pending_id)
+            item = await tx.get_pending(user_id, pending_id)
+            if item is None or item.status not in (PendingStatus.pending, PendingStatus.snoozed):
+                raise Conflict(f"pending {pending_id} was settled meanwhile; see list_memories(status='pending')")
             changes = {s: {k: str(v) for k, v in f.items()} for s, f in item.candidate["profile"].items() if s in SECTIONS}
             changed = await self.apply_in(tx, user_id, changes, "confirmed", now)
             await tx.update_pending(user_id, pending_id, status=PendingStatus.confirmed, updated_at=now)

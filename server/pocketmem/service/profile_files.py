@@ -393,7 +393,7 @@ class ProfileFiles:
             content=text, category=category, scores={"persistence": 1.0} if core else None, supersedes=supersedes,
             source=name, confidence=1.0,
         )
-        req, kinds, refused = self.lifecycle.screen_secrets(self.lifecycle._clean_request(req))
+        req, kinds, refused = self.lifecycle.screen_secrets(req)  # add_many checks the rest
         if refused:
             problems.append(f"{name}: {text[:40]!r} holds a secret ({', '.join(kinds)}); not saved")
             return

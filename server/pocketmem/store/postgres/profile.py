@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Category, Memory, ProfileRevision
-from pocketmem.store.postgres.records import dt, ts
+from pocketmem.store.postgres.records import ts
 
 if TYPE_CHECKING:
     from pocketmem.store.base import MemoryFilter
@@ -55,7 +55,7 @@ class ProfileQueries:
         return [
             ProfileRevision(
                 id=r[0], user_id=r[1], section=r[2], previous=dict(r[3]), new=dict(r[4]), source=r[5],
-                created_at=dt(r[6]),
+                created_at=r[6].astimezone(UTC),
             )
             for r in rows
         ]

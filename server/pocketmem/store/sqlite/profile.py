@@ -7,8 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pocketmem.base.clock import from_iso
 from pocketmem.base.models import Category, Memory, ProfileRevision
-from pocketmem.store.sqlite.records import dt, placeholders, ts
+from pocketmem.store.sqlite.records import placeholders, ts
 
 if TYPE_CHECKING:
     from pocketmem.store.base import MemoryFilter
@@ -56,7 +57,7 @@ class ProfileQueries:
         return [
             ProfileRevision(
                 id=r[0], user_id=r[1], section=r[2], previous=json.loads(r[3]), new=json.loads(r[4]), source=r[5],
-                created_at=dt(r[6]),
+                created_at=from_iso(r[6]),
             )
             for r in rows
         ]
