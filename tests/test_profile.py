@@ -362,3 +362,27 @@ async def test_the_profile_travels_in_exports(app, client, tmp_path, clock):
         assert view.identity_confirmed and view.identity["tech"] == "Go" and view.persona == PROFILE["persona"]
         again = await copy.exporter.import_lines(buffer.getvalue().splitlines())
         assert again.imported.total == 0
+
+
+async def test_remember_conversation_proposes_profile_changes(tmp_path, clock):
+    from .fake_openai import FakeOpenAI
+    from .scripted_llm import ops
+
+    with FakeOpenAI() as fake:
+        settings = make_settings(tmp_path, llm_base_url=fake.base_url, llm_model="m", llm_api_key="sk-test")
+        async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+            await call(client, "update_profile", {**PROFILE, "confirmed": True})
+            fake.script_chat(ops(
+                {"op": "PROFILE", "identity": {"tech": "Rust"}, "confidence": 0.9, "reason": "换了技术栈"},
+                {"op": "PROFILE", "identity": {"age": "30"}, "confidence": 0.9},
+            ))
+            messages = [{"role": "user", "content": "我现在主要写 Rust 了"}, {"role": "assistant", "content": "好的"}]
+            out = await call(client, "remember_conversation", {"messages": messages})
+            good, bad = out["items"]
+            assert good["op"] == "PROFILE" and good["status"] == "pending" and good["pending_id"]
+            assert bad["status"] == "discarded" and "identity.age" in bad["message"]
+            assert (await app.profile.view(USER)).identity["tech"] == "Python、PostgreSQL"  # waits for the user
+            await call(client, "confirm_pending", {"pending_id": good["pending_id"], "action": "confirm"})
+            assert (await app.profile.view(USER)).identity["tech"] == "Rust"
+            rubric = fake.requests_to("/chat/completions")[0].json["messages"][0]["content"]
+            assert '"op": "PROFILE"' in rubric

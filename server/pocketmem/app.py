@@ -95,6 +95,7 @@ class PocketMem:
         )
         # The profile layer (seed 004): persona and identity, the Markdown files, the context package.
         self.profile = Profile(settings, self.store, self.lifecycle, self.clock)
+        self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
         self.profile_files.summary = self.project_summary

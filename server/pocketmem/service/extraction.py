@@ -15,9 +15,9 @@ other writes go on meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, Field
@@ -35,6 +35,7 @@ from pocketmem.core.operations import (
     ForgetOp,
     InvalidAnswer,
     PatchOp,
+    ProfileOp,
     SkipOp,
     UpdateOp,
     check_answer,
@@ -101,7 +102,7 @@ ItemStatus = Literal[
 
 
 class RememberItem(BaseModel):
-    op: Literal["ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP"]
+    op: Literal["ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP", "PROFILE"]
     status: ItemStatus
     memory_id: str | None = Field(None, description="the memory written, patched, reinforced or forgotten")
     pending_id: str | None = Field(None, description="set when the memory waits for the user's confirmation")
@@ -150,6 +151,9 @@ NO_MODEL_MESSAGE = (
 )
 
 
+ProfileProposer = Callable[[str, Mapping[str, str] | None, Mapping[str, str] | None], Awaitable[Any]]
+
+
 class Extraction:
     def __init__(
         self, settings: Settings, store: Store, lifecycle: Lifecycle, retrieval: Retrieval, clock: Clock
@@ -162,6 +166,8 @@ class Extraction:
         self.retrieval = Retrieval(wide, store, retrieval.embedder, clock, retrieval.calibration)
         self.clock = clock
         self.model = configured_model(settings)  # None unless POCKETMEM_LLM_MODEL is set
+        # PROFILE operations go here (the app wires Profile.update): persona / identity changes to confirm.
+        self.propose_profile: ProfileProposer | None = None
 
     async def aclose(self) -> None:
         if self.model is not None:
@@ -348,7 +354,11 @@ class Extraction:
                 steps.append(step)
             planned.append((item, len(steps) - 1 if step is not None else None))
         batch = await apply_batch(self.lifecycle, prepared.user_id, steps)
-        items = [self._item(item, batch.results[i] if i is not None else None) for item, i in planned]
+        items = [
+            await self._profile_item(prepared.user_id, item.op) if isinstance(item.op, ProfileOp)
+            else self._item(item, batch.results[i] if i is not None else None)
+            for item, i in planned
+        ]
         return RememberResult(
             items=items,
             source=extracted.source,
@@ -358,6 +368,20 @@ class Extraction:
             evicted=batch.evicted,
             message=_summary(items, len(batch.evicted), settings.trash_days),
         )
+
+    async def _profile_item(self, user_id: str, op: ProfileOp) -> RememberItem:
+        """A proposed profile change goes through update_profile's path (a pending confirmation once the
+        profile is confirmed; a draft during onboarding)."""
+        base = {"op": op.op, "reason": op.reason, "confidence": op.confidence}
+        if self.propose_profile is None or op.confidence < self.settings.pending_threshold:
+            return RememberItem(**base, status="discarded", message="Not applied: the profile is not changed here.")
+        try:
+            result = await self.propose_profile(user_id, op.persona, op.identity)
+        except InvalidInput as exc:
+            return RememberItem(**base, status="discarded", message=f"Not applied: {exc}")
+        status = {"pending": "pending", "saved": "stored", "unchanged": "duplicate"}[result.status]
+        return RememberItem(**base, status=status, pending_id=result.pending_id,  # type: ignore[arg-type]
+                            content="; ".join(result.changed) or None, message=result.message)
 
     def _add_request(self, op: AddOp) -> AddRequest:
         return AddRequest(
