@@ -38,7 +38,6 @@ from pocketmem.store import Store
 from pocketmem.store.base import MemoryFilter, StoreWriter
 
 INSIGHTS_LIMIT = 10  # Insights.md keeps the hot lessons only; the rest stays in the database
-PROFILE_SOURCES = ("tool", "confirmed", "file", "import")
 
 
 @dataclass
