@@ -20,6 +20,7 @@ from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.calibration import Calibration
+from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
@@ -71,6 +72,9 @@ class PocketMem:
         self.embedder = embedder or make_embedder(settings)
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
+        # Memories stored while the embedding endpoint was down get their vectors here, in the background.
+        self.embed_queue = EmbedQueue(self.store, self.embedder, self.lifecycle)
+        self.lifecycle.vector_deferred = self.embed_queue.wake
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (

@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound, ProviderUnavailable
 from pocketmem.base.models import (
     Category,
     DeleteReason,
@@ -69,6 +70,8 @@ from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.reinforcement import record_used
 from pocketmem.store import IndexedText, MemoryFilter, Store, StoreWriter
+
+log = logging.getLogger(__name__)
 
 MAX_KEYWORDS = 12
 MAX_KEYWORD_CHARS = 40
@@ -144,6 +147,8 @@ class Lifecycle:
         self.calibration = calibration
         self.vectors_ready = False
         self._known_users: set[str] = set()
+        # Called after a memory was stored without a vector; the app points it at the embed queue's wake-up.
+        self.vector_deferred: Callable[[], None] = lambda: None
 
     async def _ensure_user(self, tx: StoreWriter, user_id: str, now: datetime) -> None:
         if user_id not in self._known_users:
@@ -159,6 +164,15 @@ class Lifecycle:
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
             self.vectors_ready = True
         return vector
+
+    async def _embed_or_defer(self, content: str, keywords: Sequence[str]) -> list[float] | None:
+        """The vector, or None when the embedder cannot answer now: the memory is then stored without one,
+        found by keyword at once, and embedded later by the embed queue (embed_queue.py)."""
+        try:
+            return await self._embed(content, keywords)
+        except ProviderUnavailable as exc:
+            log.warning("embedder unavailable, storing without a vector for now: %s", exc)
+            return None
 
     # -- validation ---------------------------------------------------------------------------
     def _clean_request(self, req: AddRequest) -> AddRequest:
@@ -270,13 +284,15 @@ class Lifecycle:
             return result
         if req.confidence < self.settings.store_threshold:
             return await self._add_pending(user_id, req, request_hash, now)
-        vector = await self._embed(req.content, req.keywords)
+        vector = await self._embed_or_defer(req.content, req.keywords)
         async with self.store.write() as tx:
             replay = await self._replay(tx, user_id, req.operation_id, request_hash)
             if replay is not None:
                 return replay
             result = await self._store(tx, user_id, req, vector, now)
             await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
+        if vector is None and result.status == "stored":
+            self.vector_deferred()
         return result
 
     async def add_many(self, user_id: str, requests: Sequence[AddRequest]) -> list[AddResult]:
@@ -423,7 +439,7 @@ class Lifecycle:
         )
 
     async def _store(
-        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float], now: datetime,
+        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
         *, cap: bool = True,
     ) -> AddResult:
         """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
@@ -496,6 +512,11 @@ class Lifecycle:
         message = f"Stored as a {kind} (importance {imp:.2f})."
         if old is not None:
             message += f" It replaces {old.id}, kept as history (include_history)."
+        if vector is None:
+            message += (
+                " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
+                " in the background."
+            )
         if evicted:
             message += f" {len(evicted)} low-importance memories moved to the trash (restorable for {self.settings.trash_days} days)."
         return AddResult(
@@ -509,7 +530,7 @@ class Lifecycle:
         )
 
     async def _near_duplicate(
-        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float]
+        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float] | None
     ) -> Memory | None:
         """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
         sig = signature(content)
@@ -531,7 +552,7 @@ class Lifecycle:
             return None
         core = normalise(strip_subject(content))
         facts = numbers_and_negations(content)
-        similar = {} if self.embedder.lexical else await tx.similarities(user_id, hits, vector)
+        similar = {} if self.embedder.lexical or vector is None else await tx.similarities(user_id, hits, vector)
         # Inside a write transaction: use the scale only if already known (measuring it writes to the store).
         scale = self.calibration.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
