@@ -248,3 +248,36 @@ def test_dropping_the_index_really_breaks_it(tmp_path):
     drop_keyword_index(path)
     with pytest.raises(sqlite3.OperationalError):
         sqlite3.connect(path).execute("select * from memories_fts")
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------------
+@pytest.mark.postgres_only
+async def test_postgres_write_while_endpoint_down_then_embedded(
+    client: Client, openai_app: PocketMem, fake: FakeOpenAI, quick_backoff: None
+):
+    fake.close()
+    stored = await call(client, "add_memory", {"content": CORIANDER})
+    assert stored["status"] == "stored"
+    answer = await call(client, "recall_memories", {"query": "香菜能吃吗"})
+    assert [m["id"] for m in answer["memories"]] == [stored["memory_id"]]
+    assert answer["degraded"].startswith("keyword path")
+    assert await missing(openai_app) == [stored["memory_id"]]
+    fake.start()
+    await wait_until_embedded(openai_app)
+    async with openai_app.store.read() as reader:
+        assert len((await reader.memory_vectors(USER, [stored["memory_id"]]))[stored["memory_id"]]) == 64
+
+
+@pytest.mark.postgres_only
+async def test_postgres_keyword_statistics_gone_builtin_embedder_answers_from_vectors(hash_app: PocketMem):
+    import psycopg
+
+    async with Client(build_server(hash_app.settings, app=hash_app)) as client:
+        target = await call(client, "add_memory", {"content": CORIANDER})
+        await call(client, "add_memory", {"content": "用户明天上午十点要去银行办信用卡。"})
+        url = hash_app.settings.database_url.get_secret_value()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("drop table memory_term_counts cascade")
+        answer = await call(client, "recall_memories", {"query": "香菜能吃吗"})
+        assert [m["id"] for m in answer["memories"]] == [target["memory_id"]]
+        assert answer["degraded"].startswith("vector path")
