@@ -223,16 +223,15 @@ async def test_keyword_index_gone_and_nothing_near_gives_the_card(hash_app: Pock
 
 async def test_both_down_answers_with_the_card_core_memories(tmp_path, clock, fake: FakeOpenAI):
     settings = openai_settings(tmp_path, fake)
-    async with PocketMem(settings, clock=clock) as app:
-        async with Client(build_server(settings, app=app)) as client:
-            await call(client, "add_memory", {"content": CORIANDER, "scores": {"persistence": 1.0}})
-            fake.close()
-            drop_keyword_index(settings.db_path)
-            answer = await call(client, "recall_memories", {"query": "香菜能吃吗"})
-            assert answer["memories"] == []
-            assert "香菜" in answer["injection"]
-            assert answer["degraded"].startswith("user card only")
-            assert "embedder" in answer["degraded"] and "keyword index" in answer["degraded"]
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "add_memory", {"content": CORIANDER, "scores": {"persistence": 1.0}})
+        fake.close()
+        drop_keyword_index(settings.db_path)
+        answer = await call(client, "recall_memories", {"query": "香菜能吃吗"})
+        assert answer["memories"] == []
+        assert "香菜" in answer["injection"]
+        assert answer["degraded"].startswith("user card only")
+        assert "embedder" in answer["degraded"] and "keyword index" in answer["degraded"]
 
 
 def test_dropping_the_index_really_breaks_it(tmp_path):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -52,7 +52,7 @@ from pocketmem.base.results import (
     TrashList,
 )
 from pocketmem.core import privacy
-from pocketmem.core.ranking import semantic_score
+from pocketmem.core.sameness import facts_agree
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import (
     clean_text,
@@ -61,7 +61,6 @@ from pocketmem.core.text import (
     has_cjk,
     index_terms,
     normalise,
-    numbers_and_negations,
     query_terms,
     signature,
     strip_subject,
@@ -69,6 +68,7 @@ from pocketmem.core.text import (
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.reinforcement import record_used
+from pocketmem.service.sameness import Sameness
 from pocketmem.store import IndexedText, MemoryFilter, Store, StoreWriter
 
 log = logging.getLogger(__name__)
@@ -78,16 +78,16 @@ MAX_KEYWORD_CHARS = 40
 MAX_SOURCE_CHARS = 500
 MAX_OPERATION_ID_CHARS = 200
 MAX_SNOOZE_HOURS = 24 * 90
-# Near-duplicates. A new memory is the same as an active one when
+# Near-duplicates: a duplicate is the same fact, not the same topic. A new memory is the same as an active one when
 #   1. their content words are identical (text.signature: Han characters and Latin stems without filler;
 #      negations and numbers kept), whatever the order or punctuation, or
-#   2. the new text, subject words aside, is a verbatim part of the existing one (it says less) and both
-#      state the same numbers and negations, or
-#   3. with an embedder that captures meaning (not the built-in lexical one): calibrated similarity
-#      >= NEAR_DUPLICATE_SIMILARITY and the same numbers and negations.
-# Anything that adds a word, a negation or another number is stored. Merging paraphrases more eagerly
-# would risk losing a detail or flipping a meaning; recall's shadowing already orders such pairs.
-NEAR_DUPLICATE_SIMILARITY = 0.95
+#   2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
+#      a. the new text, subject words aside, is a verbatim part of the existing one (it says less), or
+#      b. with an embedder that captures meaning (not the built-in lexical one): their cosine similarity
+#         reaches the same-fact threshold calibrated for this embedder and language (service/sameness.py;
+#         none for a language the model cannot tell facts apart in).
+# Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
+# recall's shadowing already orders same-topic pairs, the newer first.
 NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
@@ -145,6 +145,7 @@ class Lifecycle:
         self.embedder = embedder
         self.clock = clock
         self.calibration = calibration
+        self.sameness = Sameness(store, embedder)
         self.vectors_ready = False
         self._known_users: set[str] = set()
         # Called after a memory was stored without a vector; the app points it at the embed queue's wake-up.
@@ -157,8 +158,9 @@ class Lifecycle:
 
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
-        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs it.
+        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs them.
         await self.calibration.scales()
+        await self.sameness.thresholds()
         if not self.vectors_ready:
             # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
@@ -308,6 +310,7 @@ class Lifecycle:
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
         await self.calibration.scales()
+        await self.sameness.thresholds()
         if vectors and not self.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
             self.vectors_ready = True
@@ -532,7 +535,7 @@ class Lifecycle:
     async def _near_duplicate(
         self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float] | None
     ) -> Memory | None:
-        """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
+        """An active memory that already says what `content` says (the rules above NEAR_DUPLICATE_MIN_CHARS)."""
         sig = signature(content)
         if not sig:
             return None
@@ -551,23 +554,17 @@ class Lifecycle:
         if not hits:
             return None
         core = normalise(strip_subject(content))
-        facts = numbers_and_negations(content)
         similar = {} if self.embedder.lexical or vector is None else await tx.similarities(user_id, hits, vector)
-        # Inside a write transaction: use the scale only if already known (measuring it writes to the store).
-        scale = self.calibration.known(guess_language(content))
+        # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
+        same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
-            other = signature(memory.content)
-            if other == sig:
+            if signature(memory.content) == sig:
                 return memory
-            if numbers_and_negations(memory.content) != facts:
+            if not facts_agree(content, memory.content):
                 continue
             if len(core) >= NEAR_DUPLICATE_MIN_CHARS and core in normalise(strip_subject(memory.content)):
                 return memory
-            if (
-                scale is not None
-                and memory.id in similar
-                and semantic_score(similar[memory.id], scale) >= NEAR_DUPLICATE_SIMILARITY
-            ):
+            if same_fact is not None and similar.get(memory.id, -1.0) >= same_fact:
                 return memory
         return None
 

@@ -39,7 +39,7 @@ from pocketmem.core.ranking import (
 )
 from pocketmem.core.text import clean_text, guess_language, keyword_terms, query_terms
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service import fallback
+from pocketmem.service import current, fallback
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import record_used
@@ -187,7 +187,9 @@ class Retrieval:
 
         ranked: list[Ranked] = []
         async with self.store.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale)
+            # Superseded memories are searched too: a hit on one brings its current version (current.py).
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, current.SEARCHED, failures, scale)
+            candidates = await current.bring_current(reader, user_id, candidates, statuses)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
             if req.categories:
