@@ -2,8 +2,7 @@
 
     prepare  check the messages; find the related memories (recall over each recent user message and the
              agent's note, every core memory, and any the agent named) and label them m1, m2, ...; write the
-             prompt: the rubric
-             (rubric.py), today's date, the labelled memories, the conversation
+             prompt: the rubric (rubric.py), today's date, the labelled memories, the conversation
     run      ask an LLM (llm.py, or MCP sampling in remember.py); check the whole answer (operations.py);
              one retry that quotes the problems; then a clear failure. All within POCKETMEM_LLM_TIMEOUT
     apply    turn the operations into write-path steps and apply them in one transaction (batch.py)
