@@ -123,6 +123,18 @@ async def test_write_while_endpoint_down_is_stored_searchable_and_embedded_later
     assert healthy["degraded"] is None
 
 
+async def test_confirming_while_endpoint_down_stores_and_doctor_counts_the_wait(
+    client: Client, openai_app: PocketMem, fake: FakeOpenAI
+):
+    pending = await call(client, "add_memory", {"content": CORIANDER, "confidence": 0.7})
+    assert pending["status"] == "pending"
+    fake.close()
+    confirmed = await call(client, "confirm_pending", {"pending_id": pending["pending_id"], "action": "confirm"})
+    assert confirmed["memory_id"] and await missing(openai_app) == [confirmed["memory_id"]]
+    report = await openai_app.doctor()
+    assert report["embedder"]["ok"] is False and report["embedder"]["waiting_for_vectors"] == 1
+
+
 async def test_rows_without_vector_are_found_again_after_a_restart(tmp_path, clock, fake: FakeOpenAI):
     settings = openai_settings(tmp_path, fake)
     fake.close()  # down from the very start: the vector index does not even know its size yet

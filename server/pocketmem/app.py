@@ -217,6 +217,10 @@ class PocketMem:
         except Exception as exc:  # noqa: BLE001 - the report says what failed
             report["embedder"] = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
         report["embedder"]["store_embedder"] = await self.store.get_meta("embedder")
+        async with self.store.read() as reader:
+            waiting = len(await reader.missing_vectors(1000))
+        # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
+        report["embedder"]["waiting_for_vectors"] = waiting if waiting < 1000 else "1000+"
         return report
 
 

@@ -796,7 +796,7 @@ class Lifecycle:
         if action == "confirm":
             candidate = {k: v for k, v in item.candidate.items() if k != "content_hash"}
             req = self._clean_request(AddRequest.model_validate(candidate).model_copy(update={"confidence": 1.0}))
-            vector = await self._embed(req.content, req.keywords)
+            vector = await self._embed_or_defer(req.content, req.keywords)
             async with self.store.write() as tx:
                 item = self._require_open(await tx.get_pending(user_id, pending_id), pending_id)
                 result = await self._store(tx, user_id, req, vector, now)
@@ -806,6 +806,8 @@ class Lifecycle:
                 await tx.add_event(
                     user_id, EventKind.confirmed, now, memory_id=result.memory_id, payload={"pending_id": pending_id}
                 )
+            if vector is None:
+                self.vector_deferred()
             return ConfirmResult(
                 status=PendingStatus.confirmed,
                 pending_id=pending_id,
