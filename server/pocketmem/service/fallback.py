@@ -39,12 +39,14 @@ class Health:
 
     vectors: bool  # a query vector and the vector index
     keywords: bool  # the keyword index
+    semantic: bool = True  # similarities for the shortlist (a query vector, and scoring worked)
 
     @classmethod
     def of(cls, failures: Sequence[str], has_vector: bool) -> Health:
         keyword_failed = any(f.startswith("keyword index") for f in failures)
         vector_failed = not has_vector or any(f.startswith("vector") for f in failures)
-        return cls(vectors=not vector_failed, keywords=not keyword_failed)
+        scoring_failed = not has_vector or any(f.startswith("vector scoring") for f in failures)
+        return cls(vectors=not vector_failed, keywords=not keyword_failed, semantic=not scoring_failed)
 
     @property
     def path(self) -> str | None:
@@ -57,9 +59,10 @@ class Health:
         return CARD_ONLY
 
 
-def threshold(configured: float, vectors_ok: bool, keywords_ok: bool, lexical: bool) -> float:
-    """The relevance bar for this recall: the configured one when both kinds of evidence are available."""
-    if vectors_ok and keywords_ok:
+def threshold(configured: float, semantic_ok: bool, keywords_ok: bool, lexical: bool) -> float:
+    """The relevance bar for this recall: the configured one when both kinds of evidence are available (a
+    nearest-neighbour search that failed loses candidates, not the similarity of those found by keyword)."""
+    if semantic_ok and keywords_ok:
         return configured
     if keywords_ok:
         return min(configured, KEYWORD_PATH_THRESHOLD)

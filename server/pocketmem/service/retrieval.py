@@ -345,7 +345,7 @@ class Retrieval:
     def _bar(self, health: fallback.Health) -> float:
         """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
         return fallback.threshold(
-            self.settings.relevance_threshold, health.vectors, health.keywords, self.embedder.lexical
+            self.settings.relevance_threshold, health.semantic, health.keywords, self.embedder.lexical
         )
 
     async def _library_search(
