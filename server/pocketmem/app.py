@@ -21,6 +21,7 @@ from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.context import ContextBuilder
+from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
@@ -75,6 +76,9 @@ class PocketMem:
         self.embedder = embedder or make_embedder(settings)
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
+        # Memories stored while the embedding endpoint was down get their vectors here, in the background.
+        self.embed_queue = EmbedQueue(self.store, self.embedder, self.lifecycle)
+        self.lifecycle.vector_deferred = self.embed_queue.wake
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (
@@ -226,6 +230,10 @@ class PocketMem:
         except Exception as exc:  # noqa: BLE001 - the report says what failed
             report["embedder"] = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
         report["embedder"]["store_embedder"] = await self.store.get_meta("embedder")
+        async with self.store.read() as reader:
+            waiting = len(await reader.missing_vectors(1000))
+        # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
+        report["embedder"]["waiting_for_vectors"] = waiting if waiting < 1000 else "1000+"
         return report
 
 

@@ -1,8 +1,8 @@
 """remember_conversation's service: from the recent messages to memories written, updated and patched.
 
-    prepare  check the messages; find the related memories (recall over each recent user message, every
-             core memory, and any the agent named) and label them m1, m2, ...; write the prompt: the rubric
-             (rubric.py), today's date, the labelled memories, the conversation
+    prepare  check the messages; find the related memories (recall over each recent user message and the
+             agent's note, every core memory, and any the agent named) and label them m1, m2, ...; write the
+             prompt: the rubric (rubric.py), today's date, the labelled memories, the conversation
     run      ask an LLM (llm.py, or MCP sampling in remember.py); check the whole answer (operations.py);
              one retry that quotes the problems; then a clear failure. All within POCKETMEM_LLM_TIMEOUT
     apply    turn the operations into write-path steps and apply them in one transaction (batch.py)
@@ -200,7 +200,7 @@ class Extraction:
         ]
         said = " ".join(m.content for m in turns if m.role == "user")
         language: Language = "zh" if guess_language(said) == "zh" else "en"
-        related = await self._related(user_id, turns, keywords, hints.memory_ids)
+        related = await self._related(user_id, turns, keywords, hints.memory_ids, note)
         known = {f"m{i}": memory for i, memory in enumerate(related, start=1)}
         system = server_rubric(language)
         prompt = self._prompt(turns, known, note, language)
@@ -214,17 +214,23 @@ class Extraction:
         return Prepared(user_id=user_id, language=language, known=known, request=request)
 
     async def _related(
-        self, user_id: str, turns: list[ConversationMessage], keywords: list[str], hinted: Sequence[str]
+        self, user_id: str, turns: list[ConversationMessage], keywords: list[str], hinted: Sequence[str],
+        note: str = "",
     ) -> list[Memory]:
         """The memories the model must see to update instead of duplicating: those recalled for the recent
-        user messages, every core memory (they are few, and changed only by patch), and the agent's picks."""
+        user messages and for the agent's note (each with the agent's keywords; a hit on an older version
+        brings the current one), every core memory (they are few, and changed only by patch), and the
+        agent's picks."""
         found: dict[str, None] = {}
         user_turns = [i for i, m in enumerate(turns) if m.role == "user"][-USER_MESSAGES_SEARCHED:]
-        for i in reversed(user_turns):
-            context = [m.content for m in turns[max(0, i - 3):i]]
+        searches = [(turns[i].content, [m.content for m in turns[max(0, i - 3):i]]) for i in reversed(user_turns)]
+        if note:
+            # The note often names what the messages only imply (用户以前住在北京 for 我搬到杭州了).
+            searches.append((note, []))
+        for query, context in searches:
             result = await self.retrieval.recall(
                 user_id,
-                RecallRequest(query=turns[i].content, context=context, keywords=keywords,
+                RecallRequest(query=query, context=context, keywords=keywords,
                               top_k=RELATED_PER_MESSAGE, record=False),
             )
             found.update(dict.fromkeys(hit.id for hit in result.memories))

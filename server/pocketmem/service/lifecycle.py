@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound, ProviderUnavailable
 from pocketmem.base.models import (
     Category,
     DeleteReason,
@@ -51,7 +52,7 @@ from pocketmem.base.results import (
     TrashList,
 )
 from pocketmem.core import privacy
-from pocketmem.core.ranking import semantic_score
+from pocketmem.core.sameness import facts_agree
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import (
     clean_text,
@@ -60,7 +61,6 @@ from pocketmem.core.text import (
     has_cjk,
     index_terms,
     normalise,
-    numbers_and_negations,
     query_terms,
     signature,
     strip_subject,
@@ -68,23 +68,26 @@ from pocketmem.core.text import (
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.reinforcement import record_used
+from pocketmem.service.sameness import Sameness
 from pocketmem.store import IndexedText, MemoryFilter, Store, StoreWriter
+
+log = logging.getLogger(__name__)
 
 MAX_KEYWORDS = 12
 MAX_KEYWORD_CHARS = 40
 MAX_SOURCE_CHARS = 500
 MAX_OPERATION_ID_CHARS = 200
 MAX_SNOOZE_HOURS = 24 * 90
-# Near-duplicates. A new memory is the same as an active one when
+# Near-duplicates: a duplicate is the same fact, not the same topic. A new memory is the same as an active one when
 #   1. their content words are identical (text.signature: Han characters and Latin stems without filler;
 #      negations and numbers kept), whatever the order or punctuation, or
-#   2. the new text, subject words aside, is a verbatim part of the existing one (it says less) and both
-#      state the same numbers and negations, or
-#   3. with an embedder that captures meaning (not the built-in lexical one): calibrated similarity
-#      >= NEAR_DUPLICATE_SIMILARITY and the same numbers and negations.
-# Anything that adds a word, a negation or another number is stored. Merging paraphrases more eagerly
-# would risk losing a detail or flipping a meaning; recall's shadowing already orders such pairs.
-NEAR_DUPLICATE_SIMILARITY = 0.95
+#   2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
+#      a. the new text, subject words aside, is a verbatim part of the existing one (it says less), or
+#      b. with an embedder that captures meaning (not the built-in lexical one): their cosine similarity
+#         reaches the same-fact threshold calibrated for this embedder and language (service/sameness.py;
+#         none for a language the model cannot tell facts apart in).
+# Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
+# recall's shadowing already orders same-topic pairs, the newer first.
 NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
@@ -142,8 +145,11 @@ class Lifecycle:
         self.embedder = embedder
         self.clock = clock
         self.calibration = calibration
+        self.sameness = Sameness(store, embedder)
         self.vectors_ready = False
         self._known_users: set[str] = set()
+        # Called after a memory was stored without a vector; the app points it at the embed queue's wake-up.
+        self.vector_deferred: Callable[[], None] = lambda: None
 
     async def _ensure_user(self, tx: StoreWriter, user_id: str, now: datetime) -> None:
         if user_id not in self._known_users:
@@ -152,13 +158,23 @@ class Lifecycle:
 
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
-        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs it.
+        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs them.
         await self.calibration.scales()
+        await self.sameness.thresholds()
         if not self.vectors_ready:
             # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
             self.vectors_ready = True
         return vector
+
+    async def _embed_or_defer(self, content: str, keywords: Sequence[str]) -> list[float] | None:
+        """The vector, or None when the embedder cannot answer now: the memory is then stored without one,
+        found by keyword at once, and embedded later by the embed queue (embed_queue.py)."""
+        try:
+            return await self._embed(content, keywords)
+        except ProviderUnavailable as exc:
+            log.warning("embedder unavailable, storing without a vector for now: %s", exc)
+            return None
 
     # -- validation ---------------------------------------------------------------------------
     def _clean_request(self, req: AddRequest) -> AddRequest:
@@ -271,13 +287,15 @@ class Lifecycle:
         if req.confidence < self.settings.store_threshold or self.settings.confirm_all:
             # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
             return await self._add_pending(user_id, req, request_hash, now)
-        vector = await self._embed(req.content, req.keywords)
+        vector = await self._embed_or_defer(req.content, req.keywords)
         async with self.store.write() as tx:
             replay = await self._replay(tx, user_id, req.operation_id, request_hash)
             if replay is not None:
                 return replay
             result = await self._store(tx, user_id, req, vector, now)
             await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
+        if vector is None and result.status == "stored":
+            self.vector_deferred()
         return result
 
     async def add_many(self, user_id: str, requests: Sequence[AddRequest]) -> list[AddResult]:
@@ -293,6 +311,7 @@ class Lifecycle:
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
         await self.calibration.scales()
+        await self.sameness.thresholds()
         if vectors and not self.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
             self.vectors_ready = True
@@ -428,7 +447,7 @@ class Lifecycle:
         )
 
     async def _store(
-        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float], now: datetime,
+        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
         *, cap: bool = True,
     ) -> AddResult:
         """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
@@ -501,6 +520,11 @@ class Lifecycle:
         message = f"Stored as a {kind} (importance {imp:.2f})."
         if old is not None:
             message += f" It replaces {old.id}, kept as history (include_history)."
+        if vector is None:
+            message += (
+                " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
+                " in the background."
+            )
         if evicted:
             message += f" {len(evicted)} low-importance memories moved to the trash (restorable for {self.settings.trash_days} days)."
         return AddResult(
@@ -514,9 +538,9 @@ class Lifecycle:
         )
 
     async def _near_duplicate(
-        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float]
+        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float] | None
     ) -> Memory | None:
-        """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
+        """An active memory that already says what `content` says (the rules above NEAR_DUPLICATE_MIN_CHARS)."""
         sig = signature(content)
         if not sig:
             return None
@@ -535,23 +559,17 @@ class Lifecycle:
         if not hits:
             return None
         core = normalise(strip_subject(content))
-        facts = numbers_and_negations(content)
-        similar = {} if self.embedder.lexical else await tx.similarities(user_id, hits, vector)
-        # Inside a write transaction: use the scale only if already known (measuring it writes to the store).
-        scale = self.calibration.known(guess_language(content))
+        similar = {} if self.embedder.lexical or vector is None else await tx.similarities(user_id, hits, vector)
+        # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
+        same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
-            other = signature(memory.content)
-            if other == sig:
+            if signature(memory.content) == sig:
                 return memory
-            if numbers_and_negations(memory.content) != facts:
+            if not facts_agree(content, memory.content):
                 continue
             if len(core) >= NEAR_DUPLICATE_MIN_CHARS and core in normalise(strip_subject(memory.content)):
                 return memory
-            if (
-                scale is not None
-                and memory.id in similar
-                and semantic_score(similar[memory.id], scale) >= NEAR_DUPLICATE_SIMILARITY
-            ):
+            if same_fact is not None and similar.get(memory.id, -1.0) >= same_fact:
                 return memory
         return None
 
@@ -783,7 +801,7 @@ class Lifecycle:
         if action == "confirm":
             candidate = {k: v for k, v in item.candidate.items() if k != "content_hash"}
             req = self._clean_request(AddRequest.model_validate(candidate).model_copy(update={"confidence": 1.0}))
-            vector = await self._embed(req.content, req.keywords)
+            vector = await self._embed_or_defer(req.content, req.keywords)
             async with self.store.write() as tx:
                 item = self._require_open(await tx.get_pending(user_id, pending_id), pending_id)
                 result = await self._store(tx, user_id, req, vector, now)
@@ -793,6 +811,8 @@ class Lifecycle:
                 await tx.add_event(
                     user_id, EventKind.confirmed, now, memory_id=result.memory_id, payload={"pending_id": pending_id}
                 )
+            if vector is None:
+                self.vector_deferred()
             return ConfirmResult(
                 status=PendingStatus.confirmed,
                 pending_id=pending_id,

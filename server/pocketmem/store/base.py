@@ -130,6 +130,11 @@ class StoreReader(ProfileReader):
     async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
         """The non-trashed memory that supersedes `memory_id`, if any."""
 
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        """Memories of every user stored without a vector (the embedder was down), in insertion order after
+        position `after`: (position, user_id, id, content, keywords). The embed queue's work list."""
+        raise NotImplementedError
+
     @abstractmethod
     async def count_active(self, user_id: str) -> int:
         """Active memories of the user (what the cap counts), cheap enough to ask after every write."""
@@ -329,7 +334,7 @@ class StoreWriter(StoreReader, ProfileWriter):
     """Writes; only available inside `Store.write()`."""
 
     @abstractmethod
-    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
+    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
         """Insert a memory with its vector and keyword terms (kept even before the vector index exists)."""
 
     @abstractmethod
@@ -543,8 +548,11 @@ class Store(ABC):
         """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
 
     @abstractmethod
-    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
-        """Store new vectors for (user_id, memory_id, vector), in one transaction."""
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
+        memory that has gained a vector meanwhile as it is."""
 
     @abstractmethod
     async def health(self) -> dict[str, Any]:

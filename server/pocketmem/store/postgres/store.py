@@ -236,12 +236,15 @@ class PostgresStore(Store):
             last = rows[-1][0]
             yield [(r[1], r[2], r[3], list(r[4])) for r in rows]
 
-    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
         async with self.write() as tx:
             assert isinstance(tx, PostgresTx)
             await tx._exec(
                 "update memories m set embedding = v.e::vector, embed_model = %s "
-                "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u",
+                "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u"
+                + (" and m.embedding is null" if only_missing else ""),
                 (
                     embed_tag,
                     [r[0] for r in rows],

@@ -13,6 +13,7 @@ same from its single writer) while different users write in parallel.
 from __future__ import annotations
 
 import functools
+import json
 import inspect
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -164,6 +165,14 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
             (user_id, memory_id),
         )
         return found[0] if found else None
+
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        rows = await self._all(
+            "select seq, user_id, id, content, keywords from memories where embedding is null and seq > %s "
+            "order by seq limit %s",
+            (after, limit),
+        )
+        return [(int(r[0]), r[1], r[2], r[3], _keyword_list(r[4])) for r in rows]
 
     async def count_active(self, user_id: str) -> int:
         row = await self._one("select count(*) from memories where user_id = %s and status = 'active'", (user_id,))
@@ -448,3 +457,7 @@ def _iso(value: datetime | None) -> str | None:
     from pocketmem.base.clock import to_iso
 
     return to_iso(value) if value is not None else None
+
+
+def _keyword_list(value: Any) -> list[str]:
+    return list(json.loads(value)) if isinstance(value, str) else list(value or [])

@@ -338,6 +338,14 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
         )
         return _memory(row) if row else None
 
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        rows = await self._all(
+            "select rowid, user_id, id, content, keywords from memories where embedding is null and rowid > ? "
+            "order by rowid limit ?",
+            (after, limit),
+        )
+        return [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+
     async def count_active(self, user_id: str) -> int:
         row = await self._one("select active from memory_counts where user_id = ?", (user_id,))
         return int(row[0]) if row else 0
@@ -629,8 +637,9 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
         return int(row[0])
 
     # -- writes ---------------------------------------------------------------------------------
-    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
-        blob = pack_vector(vector)
+    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
+        # No vector (the embedding endpoint was down): keyword-searchable now, embedded later (embed_queue.py).
+        blob = pack_vector(vector) if vector is not None else None
         cursor = await self._db.execute(
             f"insert into memories ({_MEMORY_COLUMNS}, embedding) values ({_placeholders(33)})",
             (*_memory_params(memory), blob),
@@ -641,7 +650,7 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
             "insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)",
             (rowid, text.terms, text.keyword_terms),
         )
-        if self._vectors:
+        if self._vectors and blob is not None:
             await self._exec(
                 "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                 (rowid, memory.user_id, memory.status.value, blob),
@@ -1085,7 +1094,9 @@ class SQLiteStore(Store):
             last = rows[-1][0]
             yield [(r[1], r[2], r[3], json.loads(r[4])) for r in rows]
 
-    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
             for user_id, memory_id, vector in rows:
@@ -1093,7 +1104,9 @@ class SQLiteStore(Store):
                 if rowid is None:
                     continue
                 blob = pack_vector(vector)
-                status = (await tx._one("select status from memories where rowid = ?", (rowid,)))[0]
+                status, had = await tx._one("select status, embedding is not null from memories where rowid = ?", (rowid,))
+                if only_missing and had:
+                    continue  # re-embedded meanwhile (a patch): that vector is the newer one
                 await tx._exec(
                     "update memories set embedding = ?, embed_model = ? where rowid = ?", (blob, embed_tag, rowid)
                 )
