@@ -50,7 +50,7 @@ from pocketmem.base.results import (
     TrashItem,
     TrashList,
 )
-from pocketmem.core import privacy
+from pocketmem.core import instants, privacy
 from pocketmem.core.ranking import semantic_score
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import (
@@ -90,8 +90,6 @@ NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
 
 DATE_FIELDS = ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
-# Far enough from datetime's limits that offsets and added days cannot overflow.
-MIN_YEAR, MAX_YEAR = 1000, 9000
 
 
 class AddRequest(BaseModel):
@@ -170,12 +168,12 @@ class Lifecycle:
             cleaned = clean_text(keyword, f"keywords[{i}]", max_chars=MAX_KEYWORD_CHARS)
             if cleaned not in keywords:
                 keywords.append(cleaned)
-        for name in ("source", "source_ref"):
-            value = getattr(req, name)
-            if value is not None:
-                clean_text(value, name, max_chars=MAX_SOURCE_CHARS)
-        if req.operation_id is not None:
-            clean_text(req.operation_id, "operation_id", max_chars=MAX_OPERATION_ID_CHARS)
+        side = {
+            name: privacy.kept_text(getattr(req, name), name, max_chars=limit)
+            for name, limit in (("source", MAX_SOURCE_CHARS), ("source_ref", MAX_SOURCE_CHARS),
+                                ("operation_id", MAX_OPERATION_ID_CHARS))
+            if getattr(req, name) is not None
+        }
         if not 0.0 <= req.confidence <= 1.0:
             raise InvalidInput("confidence", "must be between 0 and 1")
         for key, value in (req.scores or {}).items():
@@ -190,17 +188,11 @@ class Lifecycle:
             raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
         if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
             raise InvalidInput("remind_at", "must not be after due_at")
-        return req.model_copy(update={"content": content, "keywords": keywords})
+        return req.model_copy(update={"content": content, "keywords": keywords, **side})
 
     def _instant(self, field: str, value: datetime | None) -> datetime | None:
-        """An aware instant within the supported years; a value without an offset is in the user's zone."""
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=self.settings.zone)
-        if not MIN_YEAR <= value.year <= MAX_YEAR:
-            raise InvalidInput(field, f"must be between the years {MIN_YEAR} and {MAX_YEAR}")
-        return value
+        """An aware UTC instant within the supported years (checked in UTC); no offset means the user's zone."""
+        return None if value is None else instants.accept(field, value, self.settings.zone)
 
     @staticmethod
     def _request_hash(req: AddRequest) -> str:
@@ -602,7 +594,7 @@ class Lifecycle:
     ) -> PatchResult:
         patch, redacted = self.screen_patch(clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch")
         if reason is not None:
-            reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         async with self.store.read() as reader:
             memory = await reader.get_memory(user_id, memory_id)
         memory = self._require_core(memory, memory_id)
@@ -701,7 +693,7 @@ class Lifecycle:
     # -- forget / restore -------------------------------------------------------------------------
     async def forget(self, user_id: str, memory_id: str, reason: str | None) -> ForgetResult:
         if reason is not None:
-            reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         now = self.clock.now()
         async with self.store.write() as tx:
             return await self._forget_in(tx, user_id, memory_id, reason, now)
@@ -851,18 +843,7 @@ class Lifecycle:
         now = self.clock.now()
         async with self.store.read() as reader:
             if status == "pending":
-                pending, total = await reader.list_pending(
-                    user_id, (PendingStatus.pending, PendingStatus.snoozed), limit=limit, offset=offset
-                )
-                views: list[MemoryView | PendingView] = [PendingView.of(p) for p in pending]
-                if category is not None or text:
-                    views = [
-                        v for v in views
-                        if isinstance(v, PendingView)
-                        and (category is None or v.category == category)
-                        and (not text or text.casefold() in v.content.casefold())
-                    ]
-                return MemoryList(items=views, total=total if category is None and not text else len(views))
+                return await self._list_pending(reader, user_id, category, text, limit, offset)
             memories, total = await reader.list_memories(
                 user_id,
                 MemoryFilter(statuses=(Status(status),), category=category, text=text, limit=limit, offset=offset),
@@ -873,3 +854,23 @@ class Lifecycle:
             ],
             total=total,
         )
+
+    @staticmethod
+    async def _list_pending(
+        reader: Any, user_id: str, category: Category | None, text: str | None, limit: int, offset: int
+    ) -> MemoryList:
+        """Open candidates, filtered before paging so `total` and every page agree with the filter."""
+        open_ = (PendingStatus.pending, PendingStatus.snoozed)
+        if category is None and not text:
+            pending, total = await reader.list_pending(user_id, open_, limit=limit, offset=offset)
+            return MemoryList(items=[PendingView.of(p) for p in pending], total=total)
+        _, every = await reader.list_pending(user_id, open_, limit=1, offset=0)
+        pending, _ = await reader.list_pending(user_id, open_, limit=max(every, 1), offset=0)
+        needle = text.casefold() if text else None
+        kept = [
+            view for view in map(PendingView.of, pending)
+            if (category is None or view.category == category)
+            and (needle is None or needle in view.content.casefold())
+        ]
+        views: list[MemoryView | PendingView] = list(kept[offset : offset + limit])
+        return MemoryList(items=views, total=len(kept))

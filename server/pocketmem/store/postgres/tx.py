@@ -452,6 +452,6 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
 
 
 def _iso(value: datetime | None) -> str | None:
-    from pocketmem.base.clock import to_iso
+    from pocketmem.core.instants import encode as to_iso
 
     return to_iso(value) if value is not None else None

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pocketmem.base.clock import from_iso, to_iso
+from pocketmem.core.instants import decode as from_iso, encode as to_iso
 from pocketmem.base.models import DeleteReason, Event, EventKind, Revision, Tombstone, Usage
 
 TOMBSTONE_COLUMNS = (

@@ -23,7 +23,7 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from pocketmem.base.clock import from_iso, to_iso
+from pocketmem.core.instants import decode as from_iso, encode as to_iso
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import (
     ApiToken,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pocketmem.base.clock import to_iso
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory, Tombstone
 from pocketmem.store.base import IndexedText
