@@ -210,6 +210,14 @@ async def _token(settings: Settings, args: argparse.Namespace) -> int:
                 print(dumps(rows))
             else:
                 print(_token_table(rows))
+        elif args.token_command == "allow-anonymous":
+            active = await tokens.allow_anonymous()
+            print(
+                "loopback requests without a token act as POCKETMEM_USER again (--auth auto)"
+                + (f" once the {active} active token(s) are revoked" if active else "")
+                + "; the next `pocketmem token create` closes the server again",
+                file=sys.stderr,
+            )
         else:
             for token_id in args.token_id:
                 record = await tokens.revoke(token_id)
@@ -268,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON")
     revoke = token_sub.add_parser("revoke", help="revoke tokens by id; requests carrying them get 401 at once")
     revoke.add_argument("token_id", nargs="+", metavar="ID")
+    token_sub.add_parser(
+        "allow-anonymous",
+        help="loopback --auth auto: serve requests without a token again once no token is active "
+        "(revoking the last token alone keeps the server closed)",
+    )
 
     sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON (and the sync state, with a cloud library)")
     sub.add_parser(
