@@ -56,7 +56,7 @@ async def _sync(settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
-async def _doctor(settings: Settings) -> int:
+async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
 
     app = PocketMem(settings)
@@ -67,8 +67,14 @@ async def _doctor(settings: Settings) -> int:
         print(dumps({"database": settings.database_label, "ok": False, "error": str(exc)}))
         return 1
     try:
-        report = await app.doctor()
+        report = await app.doctor(repair=args.repair)
         store = report["store"]
+        times = report["unreadable_times"]
+        if times and not args.repair:
+            problems.append(
+                f"{len(times)} stored time(s) cannot be read back or lie outside the years 1000..9000 "
+                "(listed under unreadable_times): run `pocketmem doctor --repair`"
+            )
         if store["integrity"] != "ok":
             problems.append(f"integrity_check: {store['integrity']}")
         if not store["vectors_available"]:
@@ -122,7 +128,12 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem
 
+    from pocketmem.service.exporting import check_target
+
     users = [args.user] if args.user else None
+    if args.output is not None and str(args.output) != "-":
+        check_target(args.output, "-o")
+    skipped: list[dict[str, str]] = []
     async with PocketMem(settings) as app:
         if args.markdown is not None:
             for path in await app.exporter.export_markdown(args.user or settings.user, args.markdown):
@@ -130,16 +141,22 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             if args.output is None:
                 return 0
         if args.output is None or str(args.output) == "-":
-            counts = await app.exporter.export(sys.stdout, users, events=args.events)
+            counts = await app.exporter.export(sys.stdout, users, events=args.events, skipped=skipped)
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
             from pocketmem.service.exporting import atomic_write
 
             buffer = io.StringIO()
-            counts = await app.exporter.export(buffer, users, events=args.events)
+            counts = await app.exporter.export(buffer, users, events=args.events, skipped=skipped)
             atomic_write(args.output, buffer.getvalue())
     print(f"exported {counts.model_dump()}", file=sys.stderr)
-    return 0
+    for row in skipped:
+        print(
+            f"pocketmem: left out user {row['user_id']}: {row['table']} row {row['id']} cannot be read "
+            f"({row['why']}); run `pocketmem doctor --repair`, then export again",
+            file=sys.stderr,
+        )
+    return 1 if skipped else 0
 
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
@@ -287,7 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
         "sync",
         help="sync this notebook with the cloud library (POCKETMEM_CLOUD_URL) once, by POCKETMEM_SYNC_SCOPES",
     )
-    sub.add_parser("doctor", help="check the database, the sqlite-vec extension, the schema and the embedder")
+    doctor = sub.add_parser(
+        "doctor", help="check the database, every stored time, the sqlite-vec extension, the schema and the embedder"
+    )
+    doctor.add_argument(
+        "--repair", action="store_true", help="rewrite stored times that cannot be read back (listed in the report)"
+    )
     sub.add_parser("reindex", help="re-embed every memory with the configured embedder (after changing it)")
 
     maintain = sub.add_parser("maintain", help="decay, expiry and purge now (the server also runs it on a timer)")
@@ -315,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "serve": lambda: _serve(settings, args),
             "stats": lambda: _run(_stats, settings),
             "sync": lambda: _run(_sync, settings),
-            "doctor": lambda: _run(_doctor, settings),
+            "doctor": lambda: asyncio.run(_doctor(settings, args)),
             "reindex": lambda: _run(_reindex, settings),
             "maintain": lambda: asyncio.run(_maintain(settings, args)),
             "export": lambda: asyncio.run(_export(settings, args)),

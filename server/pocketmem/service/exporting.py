@@ -25,7 +25,9 @@ is written, and the whole import is one transaction.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -37,13 +39,14 @@ from pydantic import BaseModel, Field, ValidationError
 from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, UnreadableRow
 from pocketmem.base.models import Event, EventKind, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import Store
 
+log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
 VERSION = 1
 ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event")
@@ -80,6 +83,7 @@ def _line(kind: str, body: dict[str, Any]) -> str:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    check_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -91,6 +95,25 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_target(path: Path, field: str = "output") -> None:
+    """An export goes only to a new path or over an existing regular file: never a device, a directory,
+    a pipe or a symbolic link (the rename would replace whatever is there)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "directory" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode)
+        else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "pipe" if stat.S_ISFIFO(mode)
+        else "socket" if stat.S_ISSOCK(mode) else "special file"
+    )
+    raise InvalidInput(field, f"{path} is a {kind}; give a new file name or an existing regular file")
 
 
 class Exporter:
@@ -105,9 +128,17 @@ class Exporter:
 
     # -- export ---------------------------------------------------------------------------------
     async def export(
-        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False
+        self,
+        out: TextIO,
+        users: Sequence[str] | None = None,
+        events: bool = False,
+        skipped: list[dict[str, str]] | None = None,
     ) -> TypeCounts:
-        """Write the JSONL export of `users` (default: every user) to `out`."""
+        """Write the JSONL export of `users` (default: every user) to `out`.
+
+        A user with a row that cannot be read is left out whole (never half-written) and named in `skipped`
+        (table, user_id, id, why); every other user is exported.
+        """
         counts = TypeCounts()
         async with self.store.read() as reader:
             user_ids = list(users) if users is not None else await reader.user_ids()
@@ -122,7 +153,14 @@ class Exporter:
             }
             out.write(_line("header", header) + "\n")
             for user_id in user_ids:
-                for kind, body in await self._user_rows(reader, user_id, events):
+                try:
+                    rows = await self._user_rows(reader, user_id, events)
+                except UnreadableRow as exc:
+                    log.warning("export: user %s left out: %s", user_id, exc)
+                    if skipped is not None:
+                        skipped.append(exc.as_report())
+                    continue
+                for kind, body in rows:
                     out.write(_line(kind, body) + "\n")
                     counts.add(kind)
         return counts

@@ -543,6 +543,11 @@ class Store(ABC):
     async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
         """Store new vectors for (user_id, memory_id, vector), in one transaction."""
 
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
+        column, value, why); with repair, each rewritten in the stored form. Backends override it."""
+        return []
+
     @abstractmethod
     async def health(self) -> dict[str, Any]:
         """Integrity and index agreement, for `pocketmem doctor` and tests."""

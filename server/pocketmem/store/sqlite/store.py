@@ -16,7 +16,7 @@ import math
 import struct
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import aiosqlite
 import anyio
 
 from pocketmem.core.instants import decode as from_iso, encode as to_iso
-from pocketmem.base.errors import StoreError
+from pocketmem.base.errors import StoreError, UnreadableRow
 from pocketmem.base.models import (
     ApiToken,
     Category,
@@ -41,6 +41,7 @@ from pocketmem.base.models import (
 )
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.sqlite import instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
@@ -125,6 +126,13 @@ def unpack_vector(blob: bytes) -> list[float]:
 
 
 def _memory(row: Sequence[Any]) -> Memory:
+    try:
+        return _decode_memory(row)
+    except ValueError as exc:  # UnreadableInstant, or a value of the wrong kind: name the row, not just the value
+        raise UnreadableRow("memories", str(row[1]), str(row[0]), str(exc)) from None
+
+
+def _decode_memory(row: Sequence[Any]) -> Memory:
     (
         id_,
         user_id,
@@ -1110,6 +1118,15 @@ class SQLiteStore(Store):
                         "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                         (rowid, user_id, status, blob),
                     )
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the supported years; with repair, rewritten."""
+        conn = self._require(self._writer)
+        async with self._write_lock, self._hold_file_lock():
+            if not repair:
+                return await instants_check.check(conn, repair=False, now=now or datetime.now(UTC))
+            async with self._transaction(conn):
+                return await instants_check.check(conn, repair=True, now=now or datetime.now(UTC))
 
     async def health(self) -> dict[str, Any]:
         conn = self._require(self._writer)
