@@ -127,7 +127,6 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem
-
     from pocketmem.service.exporting import check_target
 
     users = [args.user] if args.user else None

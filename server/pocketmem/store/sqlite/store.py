@@ -23,7 +23,6 @@ from typing import Any
 import aiosqlite
 import anyio
 
-from pocketmem.core.instants import decode as from_iso, encode as to_iso
 from pocketmem.base.errors import StoreError, UnreadableRow
 from pocketmem.base.models import (
     ApiToken,
@@ -39,6 +38,8 @@ from pocketmem.base.models import (
     Status,
     Tombstone,
 )
+from pocketmem.core.instants import decode as from_iso
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from pocketmem.store.sqlite import instants_check

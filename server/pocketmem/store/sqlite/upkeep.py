@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pocketmem.core.instants import decode as from_iso, encode as to_iso
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.core.instants import decode as from_iso
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.store.base import IndexedText, ScoreRow
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
