@@ -42,6 +42,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, UnreadableRow
 from pocketmem.base.models import Event, EventKind, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import Store
@@ -75,6 +76,9 @@ class ImportReport(BaseModel):
     imported: TypeCounts = Field(default_factory=TypeCounts)
     skipped: TypeCounts = Field(default_factory=TypeCounts, description="already in the store (same id)")
     evicted: list[str] = Field(default_factory=list, description="moved to the trash to respect the cap")
+    refused: list[Refused] = Field(
+        default_factory=list, description="records that break add_memory's rules (line, type, id, field, why)"
+    )
 
 
 def _line(kind: str, body: dict[str, Any]) -> str:
@@ -212,8 +216,8 @@ class Exporter:
 
     # -- import ---------------------------------------------------------------------------------
     async def import_lines(self, lines: Iterable[str]) -> ImportReport:
-        records = parse(lines)
         report = ImportReport()
+        records = parse(lines, self.settings, report.refused)
         memories = [r for r in records if isinstance(r, _MemoryRow)]
         async with self.store.read() as reader:
             fresh = [m for m in memories if await reader.get_memory(m.memory.user_id, m.memory.id) is None]
@@ -308,8 +312,15 @@ class _UserRow(BaseModel):
     updated_at: datetime
 
 
-def parse(lines: Iterable[str]) -> list[Any]:
-    """Check every line before anything is written; errors name the line."""
+def parse(
+    lines: Iterable[str], settings: Settings | None = None, refused: list[Refused] | None = None
+) -> list[Any]:
+    """Check every line before anything is written; errors name the line.
+
+    A malformed file (not JSON, no header, a record that does not fit the format) is refused whole. With
+    `settings`, each well-formed record is also held to add_memory's rules (import_checks.check_record);
+    one that breaks them is left out and appended to `refused`, and the others are imported.
+    """
     records: list[Any] = []
     header_seen = False
     for number, raw in enumerate(lines, start=1):
@@ -337,7 +348,17 @@ def parse(lines: Iterable[str]) -> list[Any]:
             header_seen = True
             continue
         try:
-            records.append(_record(kind, row, where))
+            if settings is None:
+                records.append(_record(kind, row, where))
+                continue
+            row_id = next((str(row[k]) for k in ("id", "tombstone_id", "user_id") if row.get(k) is not None), None)
+            try:
+                if (field := numeric_times(row)) is not None:
+                    raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
+                records.append(_checked(_record(kind, row, where), settings))
+            except InvalidInput as exc:
+                if refused is not None:
+                    refused.append(Refused(line=number, type=kind, id=row_id, field=exc.field, why=exc.rule))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or kind
@@ -345,6 +366,12 @@ def parse(lines: Iterable[str]) -> list[Any]:
     if not header_seen:
         raise InvalidInput("file", f"empty; expected a {FORMAT} export")
     return records
+
+
+def _checked(record: Any, settings: Settings) -> Any:
+    if isinstance(record, _MemoryRow):
+        return _MemoryRow(check_record(record.memory, settings), record.usage)
+    return check_record(record, settings)
 
 
 def _record(kind: str, row: dict[str, Any], where: str) -> Any:
