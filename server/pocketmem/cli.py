@@ -72,7 +72,7 @@ async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
         times = report["unreadable_times"]
         if times and not args.repair:
             problems.append(
-                f"{len(times)} stored time(s) cannot be read back or lie outside the years 1000..9000 "
+                f"{len(times)} stored time(s) cannot be read back or lie outside the years 1000..9999 "
                 "(listed under unreadable_times): run `pocketmem doctor --repair`"
             )
         if store["integrity"] != "ok":

@@ -21,7 +21,8 @@ from typing import Any
 
 from pocketmem.base.errors import InvalidInput
 
-MIN_YEAR, MAX_YEAR = 1000, 9000
+MIN_YEAR, MAX_YEAR = 1000, 9000  # what is accepted from outside
+STORED_MAX_YEAR = 9999  # what a store can keep: accepted times plus the days the server adds to them
 _STORED = re.compile(r"^(-?\d{1,6})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})?$")
 _CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 RANGE_RULE = f"must be between the years {MIN_YEAR} and {MAX_YEAR} in UTC"
@@ -63,8 +64,8 @@ def not_a_number(value: Any) -> Any:
 def encode(when: datetime) -> str:
     """Store format: UTC, millisecond precision, `Z` suffix; sorts as text and SQLite's julianday() reads it."""
     utc = when.astimezone(UTC)
-    if not MIN_YEAR <= utc.year <= 9999:
-        raise UnreadableInstant(f"{utc.year} is outside the years a store can keep ({MIN_YEAR}..9999)")
+    if not MIN_YEAR <= utc.year <= STORED_MAX_YEAR:
+        raise UnreadableInstant(f"{utc.year} is outside the years a store can keep ({MIN_YEAR}..{STORED_MAX_YEAR})")
     return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
 
 
@@ -94,8 +95,8 @@ def problem(text: str) -> str | None:
         when = decode(text)
     except UnreadableInstant as exc:
         return str(exc)
-    if not MIN_YEAR <= when.year <= MAX_YEAR:
-        return f"year {when.year} is outside {MIN_YEAR}..{MAX_YEAR}"
+    if not MIN_YEAR <= when.year <= STORED_MAX_YEAR:
+        return f"year {when.year} is outside {MIN_YEAR}..{STORED_MAX_YEAR}"
     if not _CANONICAL.match(text):
         return f"not in the stored form YYYY-MM-DDTHH:MM:SS.mmmZ: {text[:40]!r}"
     return None
@@ -109,6 +110,6 @@ def repaired(text: str) -> str | None:
         return None
     if when.year < MIN_YEAR:
         when = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
-    elif when.year > MAX_YEAR:
-        when = datetime(MAX_YEAR, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+    elif when.year > STORED_MAX_YEAR:
+        when = datetime(STORED_MAX_YEAR, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
     return encode(when)

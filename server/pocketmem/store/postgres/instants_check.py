@@ -6,13 +6,13 @@ SQLite mirror, exports re-imported elsewhere and date arithmetic. SQL narrows by
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pocketmem.core import instants
 
 _LOW = datetime(instants.MIN_YEAR, 1, 1, tzinfo=UTC)
-_HIGH = datetime(instants.MAX_YEAR + 1, 1, 1, tzinfo=UTC)
+_HIGH = datetime(instants.STORED_MAX_YEAR, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 
 
 async def check(tx: Any, *, repair: bool) -> list[dict[str, Any]]:
@@ -34,18 +34,18 @@ async def check(tx: Any, *, repair: bool) -> list[dict[str, Any]]:
         ids = [c for c in ("user_id", "id", "tombstone_id", "memory_id") if c in keys][:2]
         rows = await tx._all(
             f'select ctid::text, {", ".join(ids) + ", " if ids else ""}"{column}" from "{table}" '
-            f'where "{column}" < %s or "{column}" >= %s',
+            f'where "{column}" < %s or "{column}" > %s',
             (_LOW, _HIGH),
         )
         for row in rows:
             when = row[-1]
             item: dict[str, Any] = {
                 "table": table, "column": column, "value": str(when),
-                "why": f"year {when.year} is outside {instants.MIN_YEAR}..{instants.MAX_YEAR}",
+                "why": f"year {when.year} is outside {instants.MIN_YEAR}..{instants.STORED_MAX_YEAR}",
             }
             item.update({name: row[1 + i] for i, name in enumerate(ids)})
             if repair:
-                fixed = _LOW if when < _LOW else _HIGH - timedelta(milliseconds=1)
+                fixed = _LOW if when < _LOW else _HIGH
                 await tx._exec(f'update "{table}" set "{column}" = %s where ctid = %s::tid', (fixed, row[0]))
                 item["repaired_to"] = instants.encode(fixed)
             problems.append(item)

@@ -53,7 +53,7 @@ async def check(conn: aiosqlite.Connection, *, repair: bool, now: datetime) -> l
                 f'select rowid, {", ".join(ids) + ", " if ids else ""}"{column}" from "{table}" '
                 f'where "{column}" is not null and (typeof("{column}") != \'text\' or "{column}" not glob ? '
                 f'or "{column}" < ? or "{column}" >= ?)',
-                (_SHAPE, f"{instants.MIN_YEAR:04d}", f"{instants.MAX_YEAR + 1:04d}"),
+                (_SHAPE, f"{instants.MIN_YEAR:04d}", "9999-12-31T23:59:59.999Z~"),
             )
             for row in rows:
                 value = row[-1]
