@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -188,6 +189,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
         from pocketmem.mcp.server import build_server
 
+        # Open the store once before the protocol starts: a store or embedder fault is then one line on
+        # stderr and a non-zero exit, not an ExceptionGroup from inside the server's lifespan.
+        asyncio.run(_preflight(settings))
         build_server(settings).run()
         return 0
     from pocketmem.mcp.http import AuthMode, NetworkOptions, serve
@@ -201,6 +205,13 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     )
     asyncio.run(serve(settings, options))
     return 0
+
+
+async def _preflight(settings: Settings) -> None:
+    from pocketmem.app import PocketMem
+
+    async with PocketMem(settings):
+        pass
 
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
@@ -259,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pocketmem {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
+    parser.add_argument(
+        "--debug", action="store_true", help="on a failure, print the full traceback instead of one line"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
@@ -327,6 +341,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cause(group: BaseExceptionGroup) -> BaseException:
+    """The first exception inside a (nested) group, preferring one pocketmem raised on purpose."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    return next((e for e in leaves if isinstance(e, PocketmemError)), leaves[0] if leaves else group)
+
+
+def _failed(cause: BaseException, debug: bool, shown: BaseException) -> int:
+    """One line on stderr naming the cause (and, for an unexpected one, how to see more); the exit code."""
+    if debug:
+        traceback.print_exception(shown)
+    if isinstance(cause, PocketmemError):
+        print(f"pocketmem: {cause}", file=sys.stderr)
+        return 2
+    if isinstance(cause, KeyboardInterrupt):
+        return 130
+    print(
+        f"pocketmem: unexpected {type(cause).__name__}: {cause}. Run `pocketmem doctor` to check the store; "
+        "add --debug to see the traceback",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
@@ -345,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         code = commands[args.command]()
     except PocketmemError as exc:
+        if args.debug:
+            traceback.print_exc()
         print(f"pocketmem: {exc}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
@@ -352,6 +400,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except BrokenPipeError:  # `pocketmem export | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    except BaseExceptionGroup as group:  # from a task group: report the cause, one line
+        code = _failed(_cause(group), args.debug, group)
+    except Exception as exc:  # noqa: BLE001 - the edge: one line naming the cause, the traceback only with --debug
+        code = _failed(exc, args.debug, exc)
     sys.exit(code)
 
 

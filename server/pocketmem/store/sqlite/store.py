@@ -901,6 +901,14 @@ def _exp(x: float | None) -> float | None:
     return math.exp(x) if x is not None else None
 
 
+def _probe(path: str) -> None:
+    conn = connect(path, load_vectors=True)
+    try:
+        conn.execute("select count(*) from sqlite_master").fetchall()
+    finally:
+        conn.close()
+
+
 class SQLiteStore(Store):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
@@ -939,6 +947,10 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                # Fails here, in a plain thread, for a file that is not a database: an aiosqlite connection that
+                # fails while opening leaves its worker thread to report into a closed event loop at exit.
+                await anyio.to_thread.run_sync(_probe, self.path)
             self._writer = await self._connect()
             await sqlite_migrations.migrate(self._writer)
             found = await self._writer.execute_fetchall(
