@@ -192,7 +192,11 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         # Open the store once before the protocol starts: a store or embedder fault is then one line on
         # stderr and a non-zero exit, not an ExceptionGroup from inside the server's lifespan.
         asyncio.run(_preflight(settings))
-        build_server(settings).run()
+        import anyio
+
+        from pocketmem.mcp.stdio import run_stdio
+
+        anyio.run(run_stdio, build_server(settings))
         return 0
     from pocketmem.mcp.http import AuthMode, NetworkOptions, serve
 

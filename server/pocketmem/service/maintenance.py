@@ -76,6 +76,7 @@ class Maintenance:
         self.lifecycle = lifecycle
         self._lock = anyio.Lock()
         self.last_run: float | None = None  # monotonic() of the last finished run
+        self._checked = False  # the structural check (store.quick_check) runs on the first run only
 
     async def run(self, now: datetime | None = None) -> MaintenanceReport:
         now = now or self.clock.now()
@@ -83,6 +84,9 @@ class Maintenance:
             async with self.store.read() as reader:
                 users = await reader.user_ids()
             reports = [await self._run_user(user_id, now) for user_id in users]
+            if not self._checked:  # once per process: a full read of the file, so not on every run
+                self._checked = True
+                await self.store.quick_check()
             await self.store.optimize()
             self.last_run = monotonic()
         changed = [r for r in reports if r.changed]

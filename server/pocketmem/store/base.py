@@ -543,6 +543,14 @@ class Store(ABC):
     async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
         """Store new vectors for (user_id, memory_id, vector), in one transaction."""
 
+    # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
+    damage: str | None = None
+
+    async def quick_check(self) -> str | None:
+        """A structural check of the stored data (pages and indexes); the problem found, or None.
+        Backends whose engine guarantees this (PostgreSQL) keep the default."""
+        return None
+
     async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
         """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
         column, value, why); with repair, each rewritten in the stored form. Backends override it."""

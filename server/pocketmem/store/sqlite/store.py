@@ -42,7 +42,7 @@ from pocketmem.core.instants import decode as from_iso
 from pocketmem.core.instants import encode as to_iso
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
-from pocketmem.store.sqlite import instants_check
+from pocketmem.store.sqlite import faults, instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
@@ -270,6 +270,14 @@ def _token(row: Sequence[Any]) -> ApiToken:
         last_used_at=_dt(last_used_at),
         revoked_at=_dt(revoked_at),
     )
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """Roll back what is open; after SQLITE_FULL or an I/O error SQLite may have rolled back already."""
+    try:
+        await conn.execute("rollback")
+    except Exception as exc:  # noqa: BLE001 - "no transaction is active" must not hide the original error
+        log.debug("rollback: %s", exc)
 
 
 def _is_locked(exc: BaseException) -> bool:
@@ -1001,21 +1009,38 @@ class SQLiteStore(Store):
     async def read(self) -> AsyncIterator[StoreReader]:
         conn = self._require(self._reader)
         lock = self._write_lock if conn is self._writer else self._read_lock
-        async with lock:
-            await conn.execute("begin")
-            try:
-                yield SQLiteTx(conn, self.vectors_available, self._owner_index)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await conn.execute("commit")
+        try:
+            async with lock:
+                await conn.execute("begin")
+                try:
+                    yield SQLiteTx(conn, self.vectors_available, self._owner_index)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await conn.execute("commit")
+        except Exception as exc:
+            fault = faults.classify(exc, self.path, writing=False)
+            if fault is None or fault is exc or fault.kind != "damaged":
+                raise
+            self.damage = str(exc)[:200]
+            raise fault from exc
 
     @asynccontextmanager
     async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
         conn = self._require(self._writer if durable else self._bookkeeper)
         tx: SQLiteTx | None = None
-        async with self._write_lock, self._hold_file_lock():
-            async with self._transaction(conn) as tx:
-                yield tx
+        try:
+            async with self._write_lock, self._hold_file_lock():
+                async with self._transaction(conn) as tx:
+                    yield tx
+        except Exception as exc:
+            # Disk full, a read-only file, a damaged page: one clear error saying nothing was written.
+            fault = faults.classify(exc, self.path, writing=True)
+            if fault is None or fault is exc:
+                raise
+            if fault.kind == "damaged":
+                self.damage = str(exc)[:200]
+            log.warning("write refused: %s (%s)", fault, exc)
+            raise fault from exc
         # Outside the lock: listeners may read (or even write) the store.
         if tx is not None and tx.changes:
             await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
@@ -1027,6 +1052,8 @@ class SQLiteStore(Store):
                 await conn.execute("begin immediate")
                 break
             except Exception as exc:
+                if not _is_locked(exc) and (fault := faults.classify(exc, self.path, writing=True)) is not None:
+                    raise fault from exc
                 if not _is_locked(exc) or attempt == LOCK_RETRIES:
                     raise StoreError(
                         "the memory store is busy (another pocketmem process holds the write lock); try again"
@@ -1036,7 +1063,7 @@ class SQLiteStore(Store):
             yield SQLiteTx(conn, self.vectors_available, self._owner_index)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await conn.execute("rollback")
+                await _rollback(conn)
             raise
         else:
             # Shielded: once the unit of work is done, a cancelled request must not leave it half-committed.
@@ -1044,7 +1071,7 @@ class SQLiteStore(Store):
                 try:
                     await conn.execute("commit")
                 except Exception:
-                    await conn.execute("rollback")
+                    await _rollback(conn)
                     raise
 
     def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
@@ -1131,6 +1158,21 @@ class SQLiteStore(Store):
                         "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                         (rowid, user_id, status, blob),
                     )
+
+    async def quick_check(self) -> str | None:
+        """`pragma quick_check`: every page and index, FTS5's included (SQLite >= 3.44); O(size of the file)."""
+        conn = self._require(self._reader)
+        lock = self._write_lock if conn is self._writer else self._read_lock
+        try:
+            async with lock:
+                found = [str(r[0]) for r in await conn.execute_fetchall("pragma quick_check")]
+        except Exception as exc:  # noqa: BLE001 - a check that cannot even run has found damage
+            found = [str(exc)]
+        problem = None if found == ["ok"] else "; ".join(found[:3])
+        if problem is not None:
+            log.error("the memory store at %s is damaged: %s; run `pocketmem doctor`", self.path, problem)
+        self.damage = problem
+        return problem
 
     async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
         """Stored times that cannot be read back or lie outside the supported years; with repair, rewritten."""
