@@ -119,7 +119,9 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
     clock = None
     if args.now is not None:
-        clock = FixedClock(args.now if args.now.tzinfo is not None else args.now.replace(tzinfo=settings.zone))
+        from pocketmem.core.instants import accept
+
+        clock = FixedClock(accept("--now", args.now, settings.zone))
     async with PocketMem(settings, clock=clock) as app:
         report = await app.maintenance.run()
     print(dumps(report.model_dump(mode="json")))
