@@ -201,6 +201,11 @@ async def test_a_row_that_cannot_be_read_is_skipped_and_reported_not_fatal(app, 
     exported = [json.loads(line) for line in out.getvalue().splitlines()]
     assert other in {row.get("id") for row in exported}  # bob is exported in full
 
+    await poison(app, bad, "created_at", "garbage")
+    stats = await app.stats(USER)
+    assert stats["active"] == 2 and "garbage" in stats["skipped"][0]["why"]
+    assert "skipped" not in await app.stats("bob")
+
     clock.advance(days=15)
     result = await app.maintenance.run()
     mine = next(u for u in result.users if u.user_id == USER)
@@ -208,7 +213,8 @@ async def test_a_row_that_cannot_be_read_is_skipped_and_reported_not_fatal(app, 
     assert other in next(u for u in result.users if u.user_id == "bob").expired
 
     report = await app.doctor(repair=True)
-    assert [(p["column"], p["repaired_to"]) for p in report["unreadable_times"]] == [("last_active_at", None)]
+    assert {(p["column"], p["repaired_to"]) for p in report["unreadable_times"]} == {
+        ("last_active_at", None), ("created_at", "2026-12-11T02:00:00.000Z")}
     skipped.clear()
     await app.exporter.export(io.StringIO(), None, skipped=skipped)
     assert skipped == []

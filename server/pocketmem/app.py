@@ -178,6 +178,7 @@ class PocketMem:
             "embedder": self.embedder.tag,
             "database": self.settings.database_label,
             **({"sync": await self.sync.status(user_id)} if self.sync is not None else {}),
+            **({"skipped": [{"user_id": user_id, "why": why} for why in stats.unreadable]} if stats.unreadable else {}),
         }
 
     # -- maintenance ------------------------------------------------------------------------------

@@ -107,6 +107,7 @@ class StoreStats:
     events: int = 0
     oldest: datetime | None = None
     newest: datetime | None = None
+    unreadable: list[str] = field(default_factory=list)  # why a value could not be read; the rest is counted
 
 
 class StoreReader(ABC):

@@ -605,7 +605,11 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         span = await self._one(
             "select min(created_at), max(created_at) from memories where user_id = ? and status = 'active'", (user_id,)
         )
-        out.oldest, out.newest = _dt(span[0]), _dt(span[1])
+        for name, value in zip(("oldest", "newest"), span, strict=True):
+            try:
+                setattr(out, name, _dt(value))
+            except ValueError as exc:  # counted anyway; `pocketmem doctor` names the row
+                out.unreadable.append(f"{name} created_at: {exc}")
         out.pending = (
             await self._one(
                 "select count(*) from memory_pending where user_id = ? and status in ('pending', 'snoozed')", (user_id,)
