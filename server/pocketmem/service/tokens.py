@@ -103,7 +103,7 @@ class TokenService:
             if await reader.count_active_tokens():
                 return False
             state = await reader.meta(ANONYMOUS_KEY)
-            if state is None:  # stores from before the setting: closed once any token exists
+            if not state:  # stores from before the setting: closed once any token exists
                 return not await reader.list_tokens(None, include_revoked=True)
             return state == "open"
 
