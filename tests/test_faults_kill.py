@@ -94,8 +94,8 @@ async def check(home: Path, tmp_path: Path, acked: Acked) -> None:
         health = await app.store.health()
         assert health["integrity"] == "ok" and health["keyword_orphans"] == 0, health
         assert (await app.doctor())["unreadable_times"] == []
-    with open(settings.db_path, "rb") as db:
-        assert SECRET.encode() not in db.read()
+    raw = await anyio.Path(settings.db_path).read_bytes()
+    assert SECRET.encode() not in raw
 
 
 async def test_a_sigkill_storm_over_stdio_loses_nothing_acknowledged(tmp_path):
