@@ -174,6 +174,8 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     async with PocketMem(settings) as app:
         report = await app.exporter.import_lines(lines)
     print(dumps(report.model_dump(mode="json")))
+    for item in report.refused:
+        print(f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}", file=sys.stderr)
     return 0
 
 
