@@ -210,6 +210,7 @@ async def test_a_row_that_cannot_be_read_is_skipped_and_reported_not_fatal(app, 
     result = await app.maintenance.run()
     mine = next(u for u in result.users if u.user_id == USER)
     assert mine.skipped and "yesterday-ish" in mine.skipped[0]["why"]
+    assert mine.skipped[0]["id"] == bad and mine.skipped[0]["user_id"] == USER
     assert other in next(u for u in result.users if u.user_id == "bob").expired
 
     report = await app.doctor(repair=True)
