@@ -195,6 +195,7 @@ class PocketMem:
             "embedder": self.embedder.tag,
             "database": self.settings.database_label,
             **({"sync": await self.sync.status(user_id)} if self.sync is not None else {}),
+            **({"skipped": [{"user_id": user_id, "why": why} for why in stats.unreadable]} if stats.unreadable else {}),
         }
 
     # -- maintenance ------------------------------------------------------------------------------
@@ -221,9 +222,10 @@ class PocketMem:
         self.lifecycle.vectors_ready = True
         return count
 
-    async def doctor(self) -> dict[str, Any]:
+    async def doctor(self, repair: bool = False) -> dict[str, Any]:
         report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
+        report["unreadable_times"] = await self.store.check_instants(repair=repair, now=self.clock.now())
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")
             report["embedder"] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}

@@ -19,6 +19,8 @@ from pocketmem.core.text import guess_language
 # The same rubric remember_conversation gives its LLM (rubric.py), with the tool calls that carry it out.
 EXTRACTION_RUBRIC_ZH = agent_rubric("zh")
 EXTRACTION_RUBRIC_EN = agent_rubric("en")
+# remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
+MAX_CONVERSATION_CHARS = 40_000
 
 
 def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
@@ -44,6 +46,12 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         language: Annotated[str | None, Field(description="zh or en; default follows the conversation.")] = None,
     ) -> str:
         """The rubric remember_conversation uses, for turning a conversation into add_memory calls yourself."""
+        if conversation is not None and len(conversation) > MAX_CONVERSATION_CHARS:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"invalid argument conversation: is {len(conversation)} characters; the limit is "
+                f"{MAX_CONVERSATION_CHARS} — send the most recent messages only",
+            )
         lang = language or (guess_language(conversation) if conversation else "zh")
         rubric = EXTRACTION_RUBRIC_ZH if lang == "zh" else EXTRACTION_RUBRIC_EN
         if conversation:

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput, PocketmemError
@@ -31,6 +31,7 @@ from pocketmem.base.results import (
     RestoreResult,
     TrashList,
 )
+from pocketmem.core.instants import not_a_number
 from pocketmem.core.text import guess_language
 from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
@@ -53,6 +54,8 @@ TOOL_NAMES = (
 )
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+# An ISO 8601 instant; JSON numbers are refused (expires_at=-1 is not a date). Range checks happen in the service.
+Instant = Annotated[datetime, BeforeValidator(not_a_number)]
 MemoryId = Annotated[str, Field(min_length=1, max_length=64, description="A memory id as returned by pocketmem.")]
 
 
@@ -193,11 +196,11 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             Field(description="Id of an older memory this one corrects or updates (it is kept as history). "
                   "For core memories use patch_core_memory instead.", max_length=64),
         ] = None,
-        created_at: Annotated[datetime | None, Field(description="When it was said, ISO 8601; default now.")] = None,
-        valid_from: Annotated[datetime | None, Field(description="When it became true; default created_at.")] = None,
-        due_at: Annotated[datetime | None, Field(description="For todos: when it is due, ISO 8601.")] = None,
-        remind_at: Annotated[datetime | None, Field(description="For todos: when to remind.")] = None,
-        expires_at: Annotated[datetime | None, Field(description="When it stops mattering.")] = None,
+        created_at: Annotated[Instant | None, Field(description="When it was said, ISO 8601; default now.")] = None,
+        valid_from: Annotated[Instant | None, Field(description="When it became true; default created_at.")] = None,
+        due_at: Annotated[Instant | None, Field(description="For todos: when it is due, ISO 8601.")] = None,
+        remind_at: Annotated[Instant | None, Field(description="For todos: when to remind.")] = None,
+        expires_at: Annotated[Instant | None, Field(description="When it stops mattering.")] = None,
         source: Annotated[str | None, Field(description="Where it came from, e.g. chat, import.", max_length=500)] = None,
         source_ref: Annotated[str | None, Field(description="Id of the source message or session.", max_length=500)] = None,
         operation_id: Annotated[

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
+from pocketmem.core import privacy
 from pocketmem.core.text import clean_text
 from pocketmem.service.lifecycle import MAX_SOURCE_CHARS, AddRequest, Lifecycle
 
@@ -134,4 +135,4 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
 
 
 def _reason(reason: str | None, i: int) -> str | None:
-    return clean_text(reason, f"steps[{i}].reason", max_chars=MAX_SOURCE_CHARS) if reason is not None else None
+    return privacy.kept_text(reason, f"steps[{i}].reason", max_chars=MAX_SOURCE_CHARS) if reason is not None else None

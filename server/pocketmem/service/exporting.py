@@ -27,7 +27,9 @@ is written, and the whole import is one transaction.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -39,7 +41,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, UnreadableRow
 from pocketmem.base.models import (
     Event,
     EventKind,
@@ -52,10 +54,12 @@ from pocketmem.base.models import (
     Usage,
 )
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import Store
 
+log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
 VERSION = 1
 ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event", "profile", "profile_revision")
@@ -86,6 +90,9 @@ class ImportReport(BaseModel):
     imported: TypeCounts = Field(default_factory=TypeCounts)
     skipped: TypeCounts = Field(default_factory=TypeCounts, description="already in the store (same id)")
     evicted: list[str] = Field(default_factory=list, description="moved to the trash to respect the cap")
+    refused: list[Refused] = Field(
+        default_factory=list, description="records that break add_memory's rules (line, type, id, field, why)"
+    )
 
 
 def _line(kind: str, body: dict[str, Any]) -> str:
@@ -94,6 +101,7 @@ def _line(kind: str, body: dict[str, Any]) -> str:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    check_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -105,6 +113,25 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_target(path: Path, field: str = "output") -> None:
+    """An export goes only to a new path or over an existing regular file: never a device, a directory,
+    a pipe or a symbolic link (the rename would replace whatever is there)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "directory" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode)
+        else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "pipe" if stat.S_ISFIFO(mode)
+        else "socket" if stat.S_ISSOCK(mode) else "special file"
+    )
+    raise InvalidInput(field, f"{path} is a {kind}; give a new file name or an existing regular file")
 
 
 class Exporter:
@@ -119,9 +146,17 @@ class Exporter:
 
     # -- export ---------------------------------------------------------------------------------
     async def export(
-        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False
+        self,
+        out: TextIO,
+        users: Sequence[str] | None = None,
+        events: bool = False,
+        skipped: list[dict[str, str]] | None = None,
     ) -> TypeCounts:
-        """Write the JSONL export of `users` (default: every user) to `out`."""
+        """Write the JSONL export of `users` (default: every user) to `out`.
+
+        A user with a row that cannot be read is left out whole (never half-written) and named in `skipped`
+        (table, user_id, id, why); every other user is exported.
+        """
         counts = TypeCounts()
         async with self.store.read() as reader:
             user_ids = list(users) if users is not None else await reader.user_ids()
@@ -136,7 +171,14 @@ class Exporter:
             }
             out.write(_line("header", header) + "\n")
             for user_id in user_ids:
-                for kind, body in await self._user_rows(reader, user_id, events):
+                try:
+                    rows = await self._user_rows(reader, user_id, events)
+                except UnreadableRow as exc:
+                    log.warning("export: user %s left out: %s", user_id, exc)
+                    if skipped is not None:
+                        skipped.append(exc.as_report())
+                    continue
+                for kind, body in rows:
                     out.write(_line(kind, body) + "\n")
                     counts.add(kind)
         return counts
@@ -193,8 +235,8 @@ class Exporter:
 
     # -- import ---------------------------------------------------------------------------------
     async def import_lines(self, lines: Iterable[str]) -> ImportReport:
-        records = parse(lines)
         report = ImportReport()
+        records = parse(lines, self.settings, report.refused)
         memories = [r for r in records if isinstance(r, _MemoryRow)]
         async with self.store.read() as reader:
             fresh = [m for m in memories if await reader.get_memory(m.memory.user_id, m.memory.id) is None]
@@ -306,8 +348,15 @@ class _UserRow(BaseModel):
     updated_at: datetime
 
 
-def parse(lines: Iterable[str]) -> list[Any]:
-    """Check every line before anything is written; errors name the line."""
+def parse(
+    lines: Iterable[str], settings: Settings | None = None, refused: list[Refused] | None = None
+) -> list[Any]:
+    """Check every line before anything is written; errors name the line.
+
+    A malformed file (not JSON, no header, a record that does not fit the format) is refused whole. With
+    `settings`, each well-formed record is also held to add_memory's rules (import_checks.check_record);
+    one that breaks them is left out and appended to `refused`, and the others are imported.
+    """
     records: list[Any] = []
     header_seen = False
     for number, raw in enumerate(lines, start=1):
@@ -335,7 +384,17 @@ def parse(lines: Iterable[str]) -> list[Any]:
             header_seen = True
             continue
         try:
-            records.append(_record(kind, row, where))
+            if settings is None:
+                records.append(_record(kind, row, where))
+                continue
+            row_id = next((str(row[k]) for k in ("id", "tombstone_id", "user_id") if row.get(k) is not None), None)
+            try:
+                if (field := numeric_times(row)) is not None:
+                    raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
+                records.append(_checked(_record(kind, row, where), settings))
+            except InvalidInput as exc:
+                if refused is not None:
+                    refused.append(Refused(line=number, type=kind, id=row_id, field=exc.field, why=exc.rule))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or kind
@@ -343,6 +402,12 @@ def parse(lines: Iterable[str]) -> list[Any]:
     if not header_seen:
         raise InvalidInput("file", f"empty; expected a {FORMAT} export")
     return records
+
+
+def _checked(record: Any, settings: Settings) -> Any:
+    if isinstance(record, _MemoryRow):
+        return _MemoryRow(check_record(record.memory, settings), record.usage)
+    return check_record(record, settings)
 
 
 def _record(kind: str, row: dict[str, Any], where: str) -> Any:

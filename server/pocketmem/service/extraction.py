@@ -27,6 +27,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, NotFound, ProviderUnavailable
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
+from pocketmem.core import privacy
 from pocketmem.core.operations import (
     OPERATIONS_SCHEMA,
     AddOp,
@@ -418,7 +419,8 @@ class Extraction:
 
     def _item(self, checked: Checked, result: StepResult | None) -> RememberItem:
         op, target = checked.op, checked.target
-        base = {"op": op.op, "reason": op.reason}
+        # What the model proposed is shown as it was stored: secrets redacted, in the text and in its reason.
+        base = {"op": op.op, "reason": _shown(op.reason)}
         if isinstance(op, SkipOp):
             return RememberItem(**base, status="skipped", message="Nothing to remember.")
         if isinstance(op, AddOp | UpdateOp):
@@ -429,7 +431,7 @@ class Extraction:
                 memory_id=result.memory_id,
                 pending_id=result.pending_id,
                 superseded=result.superseded,
-                content=op.content.strip(),
+                content=_shown(op.content.strip()),
                 category=op.category or (target.category if target else None),
                 confidence=op.confidence,
                 message=result.message,
@@ -460,15 +462,19 @@ class Extraction:
                 message=f"Not applied: confidence {op.confidence:g} is below {settings.pending_threshold:g}.",
             )
         call = (
-            f'patch_core_memory(memory_id="{target.id}", patch="{op.patch}", mode="{op.mode}")'
+            f'patch_core_memory(memory_id="{target.id}", patch="{_shown(op.patch)}", mode="{op.mode}")'
             if isinstance(op, PatchOp) else f'forget_memory(memory_id="{target.id}")'
         )
         return RememberItem(
             **base, status="needs_confirmation", memory_id=target.id,
-            content=op.patch if isinstance(op, PatchOp) else target.content, confidence=op.confidence,
+            content=_shown(op.patch) if isinstance(op, PatchOp) else target.content, confidence=op.confidence,
             message=f"Not applied: confidence {op.confidence:g} < {settings.store_threshold:g}. Ask the user; "
             f"if they agree, call {call}.",
         )
+
+
+def _shown(text: str | None) -> str | None:
+    return privacy.scrub(text).text if text else text
 
 
 def _keywords(raw: Sequence[str]) -> list[str]:

@@ -51,7 +51,7 @@ from pocketmem.base.results import (
     TrashItem,
     TrashList,
 )
-from pocketmem.core import privacy
+from pocketmem.core import instants, privacy
 from pocketmem.core.sameness import facts_agree
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import (
@@ -93,8 +93,6 @@ NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
 
 DATE_FIELDS = ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
-# Far enough from datetime's limits that offsets and added days cannot overflow.
-MIN_YEAR, MAX_YEAR = 1000, 9000
 
 
 class AddRequest(BaseModel):
@@ -186,12 +184,12 @@ class Lifecycle:
             cleaned = clean_text(keyword, f"keywords[{i}]", max_chars=MAX_KEYWORD_CHARS)
             if cleaned not in keywords:
                 keywords.append(cleaned)
-        for name in ("source", "source_ref"):
-            value = getattr(req, name)
-            if value is not None:
-                clean_text(value, name, max_chars=MAX_SOURCE_CHARS)
-        if req.operation_id is not None:
-            clean_text(req.operation_id, "operation_id", max_chars=MAX_OPERATION_ID_CHARS)
+        side = {
+            name: privacy.kept_text(getattr(req, name), name, max_chars=limit)
+            for name, limit in (("source", MAX_SOURCE_CHARS), ("source_ref", MAX_SOURCE_CHARS),
+                                ("operation_id", MAX_OPERATION_ID_CHARS))
+            if getattr(req, name) is not None
+        }
         if not 0.0 <= req.confidence <= 1.0:
             raise InvalidInput("confidence", "must be between 0 and 1")
         for key, value in (req.scores or {}).items():
@@ -206,17 +204,11 @@ class Lifecycle:
             raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
         if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
             raise InvalidInput("remind_at", "must not be after due_at")
-        return req.model_copy(update={"content": content, "keywords": keywords})
+        return req.model_copy(update={"content": content, "keywords": keywords, **side})
 
     def _instant(self, field: str, value: datetime | None) -> datetime | None:
-        """An aware instant within the supported years; a value without an offset is in the user's zone."""
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=self.settings.zone)
-        if not MIN_YEAR <= value.year <= MAX_YEAR:
-            raise InvalidInput(field, f"must be between the years {MIN_YEAR} and {MAX_YEAR}")
-        return value
+        """An aware UTC instant within the supported years (checked in UTC); no offset means the user's zone."""
+        return None if value is None else instants.accept(field, value, self.settings.zone)
 
     @staticmethod
     def _request_hash(req: AddRequest) -> str:
@@ -625,7 +617,7 @@ class Lifecycle:
     ) -> PatchResult:
         patch, redacted = self.screen_patch(clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch")
         if reason is not None:
-            reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         async with self.store.read() as reader:
             memory = await reader.get_memory(user_id, memory_id)
         memory = self._require_core(memory, memory_id)
@@ -724,7 +716,7 @@ class Lifecycle:
     # -- forget / restore -------------------------------------------------------------------------
     async def forget(self, user_id: str, memory_id: str, reason: str | None) -> ForgetResult:
         if reason is not None:
-            reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         now = self.clock.now()
         async with self.store.write() as tx:
             return await self._forget_in(tx, user_id, memory_id, reason, now)
@@ -881,22 +873,7 @@ class Lifecycle:
         now = self.clock.now()
         async with self.store.read() as reader:
             if status == "pending":
-                pending, total = await reader.list_pending(
-                    user_id, (PendingStatus.pending, PendingStatus.snoozed), limit=limit, offset=offset
-                )
-                views: list[MemoryView | PendingView] = [PendingView.of(p) for p in pending]
-                in_time = [
-                    v for v in views
-                    if isinstance(v, PendingView)
-                    and (since is None or v.created_at >= since) and (until is None or v.created_at < until)
-                    and (not text or text.casefold() in v.content.casefold())
-                ]
-                counts: dict[str, int] = {}
-                for v in in_time:
-                    counts[v.category.value] = counts.get(v.category.value, 0) + 1
-                filtered = category is not None or text or since is not None or until is not None
-                views = [v for v in in_time if category is None or v.category == category]
-                return MemoryList(items=views, total=len(views) if filtered else total, counts=counts)
+                return await self._list_pending(reader, user_id, category, text, since, until, limit, offset)
             flt = MemoryFilter(
                 statuses=(Status(status),), category=category, text=text, since=since, until=until, limit=limit,
                 offset=offset,
@@ -910,3 +887,32 @@ class Lifecycle:
             ],
             total=total,
         )
+
+    @staticmethod
+    async def _list_pending(
+        reader: Any,
+        user_id: str,
+        category: Category | None,
+        text: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+        offset: int,
+    ) -> MemoryList:
+        """Open candidates, filtered before paging so `total` and every page agree with the filter; `counts` per
+        category over the time range and text (before the category filter)."""
+        open_ = (PendingStatus.pending, PendingStatus.snoozed)
+        _, every = await reader.list_pending(user_id, open_, limit=1, offset=0)
+        pending, _ = await reader.list_pending(user_id, open_, limit=max(every, 1), offset=0)
+        needle = text.casefold() if text else None
+        in_range = [
+            view for view in map(PendingView.of, pending)
+            if (since is None or view.created_at >= since) and (until is None or view.created_at < until)
+            and (needle is None or needle in view.content.casefold())
+        ]
+        counts: dict[str, int] = {}
+        for view in in_range:
+            counts[view.category.value] = counts.get(view.category.value, 0) + 1
+        kept = [view for view in in_range if category is None or view.category == category]
+        views: list[MemoryView | PendingView] = list(kept[offset : offset + limit])
+        return MemoryList(items=views, total=len(kept), counts=counts)

@@ -21,7 +21,7 @@ from datetime import datetime, time, timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput, PocketmemError
+from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from pocketmem.core import timeexpr
@@ -169,9 +169,15 @@ class Retrieval:
         failures: list[str] = []
         reinforced: list[str] = []
         if req.used:
-            async with self.store.write() as tx:
-                reinforced = await record_used(tx, user_id, req.used, now)
+            try:
+                async with self.store.write() as tx:
+                    reinforced = await record_used(tx, user_id, req.used, now)
+            except StoreError as exc:  # the reinforcement is lost, the recall is not
+                log.warning("recall could not reinforce the used memories: %s", exc)
+                failures.append(f"store: {exc}")
 
+        if self.store.damage is not None:
+            failures.append(f"store damaged ({self.store.damage}): run `pocketmem doctor`")
         vector: list[float] | None = None
         try:
             vector = await self._query_vector(q)
@@ -244,13 +250,16 @@ class Retrieval:
             self.settings.injection_budget,
         )
         if req.record and (ranked or failures):
-            async with self.store.write(durable=False) as tx:
-                if ranked:
-                    ids = [r.memory.id for r in ranked]
-                    await tx.touch(user_id, ids, now)
-                    await tx.add_event(user_id, EventKind.recalled, now, payload={"ids": ids})
-                for failure in failures:
-                    await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+            try:
+                async with self.store.write(durable=False) as tx:
+                    if ranked:
+                        ids = [r.memory.id for r in ranked]
+                        await tx.touch(user_id, ids, now)
+                        await tx.add_event(user_id, EventKind.recalled, now, payload={"ids": ids})
+                    for failure in failures:
+                        await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+            except StoreError as exc:  # bookkeeping only: a read-only or full store still answers recall
+                log.warning("recall could not record its hits: %s", exc)
         return RecallResult(
             memories=hits,
             injection=injection,

@@ -110,6 +110,7 @@ class StoreStats:
     events: int = 0
     oldest: datetime | None = None
     newest: datetime | None = None
+    unreadable: list[str] = field(default_factory=list)  # why a value could not be read; the rest is counted
 
 
 class StoreReader(ProfileReader):
@@ -553,6 +554,19 @@ class Store(ABC):
     ) -> None:
         """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
         memory that has gained a vector meanwhile as it is."""
+
+    # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
+    damage: str | None = None
+
+    async def quick_check(self) -> str | None:
+        """A structural check of the stored data (pages and indexes); the problem found, or None.
+        Backends whose engine guarantees this (PostgreSQL) keep the default."""
+        return None
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
+        column, value, why); with repair, each rewritten in the stored form. Backends override it."""
+        return []
 
     @abstractmethod
     async def health(self) -> dict[str, Any]:

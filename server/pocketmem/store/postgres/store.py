@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -21,6 +22,7 @@ import anyio
 from pocketmem.base.config import mask_url
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, StoreReader, StoreWriter
+from pocketmem.store.postgres import instants_check
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres.records import vector_text
 from pocketmem.store.postgres.tx import PostgresTx
@@ -263,6 +265,14 @@ class PostgresStore(Store):
                 "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
                 "having sum(delta) <> 0"
             )
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times outside the supported years; with repair, clamped into them."""
+        if not repair:
+            async with self.read() as reader:
+                return await instants_check.check(reader, repair=False)
+        async with self.write() as tx:
+            return await instants_check.check(tx, repair=True)
 
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:

@@ -454,7 +454,7 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
 
 
 def _iso(value: datetime | None) -> str | None:
-    from pocketmem.base.clock import to_iso
+    from pocketmem.core.instants import encode as to_iso
 
     return to_iso(value) if value is not None else None
 
