@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from pocketmem.base.config import USER_ID_PATTERN, Settings
 from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Event, Memory, PendingItem, Revision, Tombstone
+from pocketmem.base.models import Event, Memory, PendingItem, ProfileRevision, Revision, Tombstone
 from pocketmem.core import instants, privacy
 from pocketmem.core.text import clean_text, content_hash
 
@@ -77,6 +77,11 @@ def check_record(record: Any, settings: Settings) -> Any:
     if isinstance(record, Tombstone):
         _times(record)
         return record
+    if isinstance(record, ProfileRevision):
+        instants.accept("created_at", record.created_at, UTC)
+        return record.model_copy(update={"previous": _payload(record.previous), "new": _payload(record.new)})
+    if hasattr(record, "section"):  # a profile section: its fields screened like any profile text
+        return record.model_copy(update={"fields": _payload(record.fields)})
     row = dict(record)  # a user row
     for key in ("created_at", "updated_at"):
         instants.accept(key, row[key], UTC)

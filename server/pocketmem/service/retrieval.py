@@ -220,7 +220,8 @@ class Retrieval:
                     pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
                     ranked = shadow_older(pool, pairs, scale)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
-        degraded = fallback.describe(health.path, failures) if health.path else None
+        # Both paths answered but something else failed (a damaged file, lost bookkeeping): still say so.
+        degraded = fallback.describe(health.path, failures) if health.path else ("; ".join(failures) or None)
         if health.path == fallback.CARD_ONLY or (health.path and not ranked):
             # Both indexes down, or a fallback path that found nothing: the card's core memories.
             result = await self._card_only(user_id, locale, pending, failures)
