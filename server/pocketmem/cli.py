@@ -1,4 +1,5 @@
-"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import.
+"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import,
+and the commands for people in cli_people (list, search, show, add, forget, restore, trash, pending).
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -21,13 +22,10 @@ from typing import Any
 from pocketmem import __version__
 from pocketmem.base.config import Settings, load_settings
 from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
+from pocketmem.cli_people import add_people_commands
+from pocketmem.cli_support import add_common_options, configure_logging, finish_parser, warn_unknown_variables
 
 log = logging.getLogger("pocketmem")
-
-
-def _configure_logging(settings: Settings, verbose: int) -> None:
-    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose == 1 else getattr(logging, settings.log_level)
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def _run(coro_fn: Callable[[Settings], Awaitable[int]], settings: Settings) -> int:
@@ -238,7 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
-    serve.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
+    serve.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio",
+                       help="stdio (default: the client starts this process), http (streamable HTTP at /mcp) "
+                       "or sse (the older HTTP+SSE transport at /sse)")
     serve.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765; 0 picks a free one)")
     serve.add_argument(
@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--all", action="store_true", help="include revoked tokens")
     listing.add_argument("--json", action="store_true", help="print JSON")
     revoke = token_sub.add_parser("revoke", help="revoke tokens by id; requests carrying them get 401 at once")
-    revoke.add_argument("token_id", nargs="+", metavar="ID")
+    revoke.add_argument("token_id", nargs="+", metavar="ID", help="token ids, as `pocketmem token list` shows them")
 
     sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON (and the sync state, with a cloud library)")
     sub.add_parser(
@@ -290,6 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")
     import_.add_argument("file", type=Path, metavar="FILE", help="a pocketmem export (JSONL), or - for stdin")
+
+    add_people_commands(sub)
+    add_common_options(parser, top=True)
+    finish_parser(sub)
     return parser
 
 
@@ -297,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings()
-        _configure_logging(settings, args.verbose)
+        configure_logging(settings, args.verbose, args.log_level)
+        warn_unknown_variables()
         commands: dict[str, Callable[[], int]] = {
             "serve": lambda: _serve(settings, args),
             "stats": lambda: _run(_stats, settings),
@@ -309,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "import": lambda: asyncio.run(_import(settings, args)),
             "token": lambda: asyncio.run(_token(settings, args)),
         }
-        code = commands[args.command]()
+        handler = getattr(args, "handler", None)
+        code = asyncio.run(handler(settings, args)) if handler is not None else commands[args.command]()
     except PocketmemError as exc:
         print(f"pocketmem: {exc}", file=sys.stderr)
         code = 2

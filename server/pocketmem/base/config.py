@@ -6,6 +6,7 @@ A malformed value is a start-up error naming the variable, never a silent defaul
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -128,6 +129,9 @@ class Settings(BaseSettings):
     pg_pool_size: int = Field(10, ge=1, le=500, description="Most PostgreSQL connections this process opens.")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING")
+    log_content: bool = Field(
+        False, description="Log tool arguments and memory text at DEBUG (off: logs name tools, users and timings only)."
+    )
 
     # -- derived ---------------------------------------------------------------------------------
     @field_validator("home", "db", "config", mode="after")
@@ -273,3 +277,28 @@ def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] |
         shown = f" (got {given!r})" if given is not None and not secret else ""
         lines.append(f"  {name}: {err['msg']}{shown}")
     return "\n".join(lines)
+
+
+def known_variables() -> set[str]:
+    """Every environment variable Settings reads: POCKETMEM_<FIELD> and the aliases (OPENAI_API_KEY)."""
+    names = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names |= {str(choice) for choice in alias.choices if str(choice).isupper()}
+    return names
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A warning for each POCKETMEM_* variable that is no setting (a typo is otherwise ignored silently)."""
+    environ = os.environ if environ is None else environ
+    known = known_variables()
+    suffixes = {n[len(ENV_PREFIX):]: n for n in known if n.startswith(ENV_PREFIX)}
+    warnings = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in known:
+            continue
+        close = difflib.get_close_matches(name[len(ENV_PREFIX):], sorted(suffixes), n=1, cutoff=0.6)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else "; see docs/cli.md for the settings"
+        warnings.append(f"{name} is not a pocketmem setting and is ignored{hint}")
+    return warnings
