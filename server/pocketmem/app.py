@@ -207,6 +207,11 @@ class PocketMem:
     async def doctor(self) -> dict[str, Any]:
         report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
+        if isinstance(self.store, SQLiteStore):
+            from pocketmem.store.sqlite.driver import sqlite_module
+
+            # Apart from the index itself, which a fresh store creates only with its first memory.
+            report["store"]["vector_extension"] = sqlite_module()[1]
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")
             report["embedder"] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}

@@ -23,7 +23,14 @@ from pocketmem import __version__
 from pocketmem.base.config import Settings, load_settings
 from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
 from pocketmem.cli_people import add_people_commands
-from pocketmem.cli_support import add_common_options, configure_logging, finish_parser, warn_unknown_variables
+from pocketmem.cli_safety import allow_import, allow_maintenance, import_summary
+from pocketmem.cli_support import (
+    add_common_options,
+    configure_logging,
+    finish_parser,
+    vector_problems,
+    warn_unknown_variables,
+)
 
 log = logging.getLogger("pocketmem")
 
@@ -69,11 +76,7 @@ async def _doctor(settings: Settings) -> int:
         store = report["store"]
         if store["integrity"] != "ok":
             problems.append(f"integrity_check: {store['integrity']}")
-        if not store["vectors_available"]:
-            problems.append(
-                "the vector index is missing: recall uses the keyword index only "
-                + ("(run `pocketmem reindex`)" if settings.database_url else "(pip install sqlean.py)")
-            )
+        problems += vector_problems(report, postgres=settings.database_url is not None)
         if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
             problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
         if not store["schema_current"]:
@@ -112,6 +115,8 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
     if args.now is not None:
         clock = FixedClock(args.now if args.now.tzinfo is not None else args.now.replace(tzinfo=settings.zone))
     async with PocketMem(settings, clock=clock) as app:
+        if not await allow_maintenance(app, app.clock.now(), args):
+            return 0 if args.dry_run else 1
         report = await app.maintenance.run()
     print(dumps(report.model_dump(mode="json")))
     return 0
@@ -151,8 +156,10 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
         except OSError as exc:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:
+        await allow_import(app, lines, args)
         report = await app.exporter.import_lines(lines)
     print(dumps(report.model_dump(mode="json")))
+    print(import_summary(report), file=sys.stderr)
     return 0
 
 
@@ -279,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintain = sub.add_parser("maintain", help="decay, expiry and purge now (the server also runs it on a timer)")
     maintain.add_argument("--now", type=_instant, metavar="ISO", help="run as if it were this time (default: now)")
+    maintain.add_argument("--dry-run", action="store_true", help="only show what would be purged; change nothing")
+    maintain.add_argument("--yes", action="store_true", help="purge without asking, even with --now in the future")
 
     export = sub.add_parser("export", help="write every memory, the trash, tombstones, revisions and pending as JSONL")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="file to write (default: stdout)")
@@ -290,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")
     import_.add_argument("file", type=Path, metavar="FILE", help="a pocketmem export (JSONL), or - for stdin")
+    import_.add_argument("--allow-evict", action="store_true",
+                         help="import even when it pushes a user over POCKETMEM_MAX_ACTIVE (the least important go to the trash)")
 
     add_people_commands(sub)
     add_common_options(parser, top=True)
