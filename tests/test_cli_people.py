@@ -97,7 +97,7 @@ def _parsers():
 
     def walk(p, name):
         yield name, p
-        for action in p._actions:
+        for action in p._actions:  # noqa: SLF001 - argparse lists options nowhere else
             if action.__class__.__name__ == "_SubParsersAction":
                 for sub_name, sub in action.choices.items():
                     yield from walk(sub, f"{name} {sub_name}".strip())
@@ -113,7 +113,7 @@ def test_every_subcommand_has_a_description_option_help_and_an_example():
     for name, parser in parsers:
         assert parser.description and len(parser.description) > 20, name
         assert parser.epilog and "pocketmem " + name.split()[0] in parser.epilog, name
-        for action in parser._actions:
+        for action in parser._actions:  # noqa: SLF001
             if action.__class__.__name__ in ("_HelpAction", "_SubParsersAction"):
                 continue
             assert action.help, (name, action.dest)
@@ -215,3 +215,32 @@ async def test_debug_log_of_a_stdio_server_holds_no_memory_text(tmp_path):
     assert "ready: database" in text and "transport stdio" in text
     assert "tool add_memory user=global outcome=ok" in text and "tool recall_memories user=global" in text
     assert "blue vase" not in text and "locker" not in text
+
+
+def _in_terminal(home: Path, *args: str) -> str:
+    env = f"POCKETMEM_HOME={shlex.quote(str(home))} PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}"
+    command = f"{env} {shlex.quote(sys.executable)} -m pocketmem " + " ".join(shlex.quote(a) for a in args)
+    out = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, text=True, timeout=120,
+                         check=False, input="")
+    return out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "bar", "summary"),
+    [
+        (("reindex",), "re-embedding", "re-embedded 3 memories"),
+        (("maintain",), "maintenance", "maintenance at "),
+        (("export", "-o", "OUT"), "exporting", "exported {"),
+        (("import", "IN"), "importing", "imported 0 memories"),
+    ],
+)
+def test_progress_bar_on_a_terminal_only_and_a_summary_always(tmp_path, args, bar, summary):
+    for i in range(3):
+        ok(run(tmp_path, "add", f"第{i}件事"))
+    ok(run(tmp_path, "export", "-o", str(tmp_path / "in.jsonl")))
+    args = tuple(str(tmp_path / "out.jsonl") if a == "OUT" else str(tmp_path / "in.jsonl") if a == "IN" else a
+                 for a in args)
+    terminal = _in_terminal(tmp_path, *args)
+    assert bar in terminal and "\x1b[" in terminal and summary in terminal, terminal
+    piped = ok(run(tmp_path, *args))
+    assert bar not in piped.stderr.replace(summary, "") and "\x1b[" not in piped.stderr and summary in piped.stderr

@@ -23,7 +23,8 @@ from pocketmem import __version__
 from pocketmem.base.config import Settings, load_settings
 from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
 from pocketmem.cli_people import add_people_commands
-from pocketmem.cli_safety import allow_import, allow_maintenance, import_summary
+from pocketmem.cli_progress import progress_bar
+from pocketmem.cli_safety import allow_import, allow_maintenance, import_summary, maintenance_summary
 from pocketmem.cli_support import (
     add_common_options,
     configure_logging,
@@ -56,8 +57,10 @@ async def _sync(settings: Settings) -> int:
         )
     async with PocketMem(settings) as app:
         assert app.sync is not None
-        report = await app.sync.run()
+        with progress_bar("syncing", "users") as progress:
+            report = await app.sync.run(progress)
     print(dumps(report.model_dump(mode="json")))
+    print(f"synced {len(report.users)} users: " + ("ok" if report.ok else f"failed: {report.error}"), file=sys.stderr)
     return 0 if report.ok else 1
 
 
@@ -100,7 +103,8 @@ async def _reindex(settings: Settings) -> int:
     app = PocketMem(settings)
     await app.open(check_embedder=False)
     try:
-        count = await app.reindex()
+        with progress_bar("re-embedding", "memories") as progress:
+            count = await app.reindex(progress)
     finally:
         await app.close()
     print(f"re-embedded {count} memories with {app.embedder.tag}", file=sys.stderr)
@@ -117,8 +121,10 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
     async with PocketMem(settings, clock=clock) as app:
         if not await allow_maintenance(app, app.clock.now(), args):
             return 0 if args.dry_run else 1
-        report = await app.maintenance.run()
+        with progress_bar("maintenance", "users") as progress:
+            report = await app.maintenance.run(progress=progress)
     print(dumps(report.model_dump(mode="json")))
+    print(maintenance_summary(report), file=sys.stderr)
     return 0
 
 
@@ -133,13 +139,15 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             if args.output is None:
                 return 0
         if args.output is None or str(args.output) == "-":
-            counts = await app.exporter.export(sys.stdout, users, events=args.events)
+            with progress_bar("exporting", "users") as progress:
+                counts = await app.exporter.export(sys.stdout, users, events=args.events, progress=progress)
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
             from pocketmem.service.exporting import atomic_write
 
             buffer = io.StringIO()
-            counts = await app.exporter.export(buffer, users, events=args.events)
+            with progress_bar("exporting", "users") as progress:
+                counts = await app.exporter.export(buffer, users, events=args.events, progress=progress)
             atomic_write(args.output, buffer.getvalue())
     print(f"exported {counts.model_dump()}", file=sys.stderr)
     return 0
@@ -157,7 +165,8 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:
         await allow_import(app, lines, args)
-        report = await app.exporter.import_lines(lines)
+        with progress_bar("importing (embedding)", "memories") as progress:
+            report = await app.exporter.import_lines(lines, progress)
     print(dumps(report.model_dump(mode="json")))
     print(import_summary(report), file=sys.stderr)
     return 0

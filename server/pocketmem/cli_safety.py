@@ -83,3 +83,10 @@ def import_summary(report: Any) -> str:
     if report.evicted:
         text += f"; {len(report.evicted)} memories moved to the trash by the cap (see `pocketmem trash`)"
     return text
+
+
+def maintenance_summary(report: Any) -> str:
+    users = report.users
+    return (f"maintenance at {report.now:%Y-%m-%d %H:%M}: {len(users)} users, "
+            f"{sum(len(u.expired) for u in users)} expired, {sum(len(u.purged) for u in users)} purged, "
+            f"{sum(u.rescored for u in users)} rescored, {sum(len(u.evicted) for u in users)} evicted")

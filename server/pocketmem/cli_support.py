@@ -83,7 +83,8 @@ def finish_parser(sub: Any) -> None:
         if epilog and not parser.epilog:
             parser.epilog = epilog
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        if not any("--log-level" in action.option_strings for action in parser._actions):
+        # argparse has no public list of a parser's options; _actions is the documented-by-use way.
+        if not any("--log-level" in action.option_strings for action in parser._actions):  # noqa: SLF001
             add_common_options(parser)
 
 
@@ -92,8 +93,8 @@ def _walk(sub: Any, prefix: str) -> list[tuple[str, argparse.ArgumentParser]]:
     for name, parser in sub.choices.items():
         full = f"{prefix}{name}"
         found.append((full, parser))
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
+        for action in parser._actions:  # noqa: SLF001
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
                 found += _walk(action, full + " ")
     return found
 

@@ -39,6 +39,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Event, EventKind, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
@@ -105,7 +106,8 @@ class Exporter:
 
     # -- export ---------------------------------------------------------------------------------
     async def export(
-        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False
+        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False,
+        progress: Progress = no_progress,
     ) -> TypeCounts:
         """Write the JSONL export of `users` (default: every user) to `out`."""
         counts = TypeCounts()
@@ -121,10 +123,11 @@ class Exporter:
                 "events": events,
             }
             out.write(_line("header", header) + "\n")
-            for user_id in user_ids:
+            for done, user_id in enumerate(user_ids, 1):
                 for kind, body in await self._user_rows(reader, user_id, events):
                     out.write(_line(kind, body) + "\n")
                     counts.add(kind)
+                progress(done, len(user_ids))
         return counts
 
     async def _user_rows(self, reader: Any, user_id: str, events: bool) -> list[tuple[str, dict[str, Any]]]:
@@ -173,7 +176,7 @@ class Exporter:
         return written
 
     # -- import ---------------------------------------------------------------------------------
-    async def import_lines(self, lines: Iterable[str]) -> ImportReport:
+    async def import_lines(self, lines: Iterable[str], progress: Progress = no_progress) -> ImportReport:
         records = parse(lines)
         report = ImportReport()
         memories = [r for r in records if isinstance(r, _MemoryRow)]
@@ -192,6 +195,7 @@ class Exporter:
             texts = [embedding_text(m.memory.content, m.memory.keywords) for m in chunk]
             for row, vector in zip(chunk, await self.embedder.embed_many(texts), strict=True):
                 vectors[row.memory.id] = vector
+            progress(len(vectors), len(fresh))
         if vectors and not self.lifecycle.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(next(iter(vectors.values()))))
             self.lifecycle.vectors_ready = True

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from pocketmem.base.clock import Clock, monotonic
 from pocketmem.base.config import Settings
 from pocketmem.base.models import DeleteReason, EventKind, Status
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.scoring import importance
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.store import Store
@@ -71,12 +72,15 @@ class Maintenance:
         self._lock = anyio.Lock()
         self.last_run: float | None = None  # monotonic() of the last finished run
 
-    async def run(self, now: datetime | None = None) -> MaintenanceReport:
+    async def run(self, now: datetime | None = None, progress: Progress = no_progress) -> MaintenanceReport:
         now = now or self.clock.now()
         async with self._lock:
             async with self.store.read() as reader:
                 users = await reader.user_ids()
-            reports = [await self._run_user(user_id, now) for user_id in users]
+            reports = []
+            for done, user_id in enumerate(users, 1):
+                reports.append(await self._run_user(user_id, now))
+                progress(done, len(users))
             await self.store.optimize()
             self.last_run = monotonic()
         changed = [r for r in reports if r.changed]
