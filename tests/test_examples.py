@@ -18,11 +18,12 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "openai_agents" / "memory_agent.py"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE = EXAMPLES / "openai_agents" / "memory_agent.py"
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("memory_agent", EXAMPLE)
+def load_example(path: Path = EXAMPLE):
+    spec = importlib.util.spec_from_file_location(f"example_{path.parent.name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -87,3 +88,49 @@ async def test_the_agent_recalls_before_answering_and_remembers_after(tmp_path):
     # The model saw the tools pocketmem offers, described for an LLM.
     names = {t.name for t in second.first_call.tools}
     assert {"recall_memories", "add_memory"} <= names
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"POCKETMEM_HOME": str(tmp_path / "home"), "POCKETMEM_TZ": "Asia/Shanghai",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "PATH": os.path.dirname(sys.executable)}
+
+
+async def test_the_pydantic_ai_agent_recalls_before_answering_and_remembers_after(tmp_path):
+    pytest.importorskip("pydantic_ai", reason="this example needs pydantic-ai-slim[mcp]: pip install -e '.[examples]'")
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    example = load_example(EXAMPLES / "pydantic_ai" / "memory_agent.py")
+    results: list[tuple[str, dict]] = []
+
+    def returns(messages) -> list[ToolReturnPart]:
+        return [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+
+    def first_turn(messages, info):
+        done = returns(messages)
+        if not done:  # recall before answering
+            return ModelResponse(parts=[ToolCallPart("recall_memories", {"query": "我下周一要去上海出差"})])
+        if len(done) == 1:  # then remember what the user said
+            results.append(("recall", done[0].content))
+            return ModelResponse(parts=[ToolCallPart("add_memory", {
+                "content": "用户下周一去上海出差", "category": "event", "keywords": ["上海", "出差", "行程"]})])
+        results.append(("add", done[1].content))
+        return ModelResponse(parts=[TextPart("好的，祝出差顺利！")])
+
+    def second_turn(messages, info):
+        done = returns(messages)
+        if not done:
+            return ModelResponse(parts=[ToolCallPart("recall_memories", {
+                "query": "下周有什么安排？", "keywords": ["行程", "出差", "安排"]})])
+        recalled = done[0].content
+        results.append(("recall", recalled))
+        trip = "，下周一去上海出差" if "上海" in recalled["injection"] else ""
+        return ModelResponse(parts=[TextPart(f"你记得的安排{trip}。")])
+
+    assert await example.chat("我下周一要去上海出差", model=FunctionModel(first_turn), env=_env(tmp_path)) == \
+        "好的，祝出差顺利！"
+    reply = await example.chat("下周有什么安排？", model=FunctionModel(second_turn), env=_env(tmp_path))
+    (_, empty), (_, added), (_, recalled) = results
+    assert empty["memories"] == [] and added["status"] == "stored"
+    assert [m["id"] for m in recalled["memories"]] == [added["memory_id"]]
+    assert reply == "你记得的安排，下周一去上海出差。"
