@@ -244,3 +244,15 @@ def test_progress_bar_on_a_terminal_only_and_a_summary_always(tmp_path, args, ba
     assert bar in terminal and "\x1b[" in terminal and summary in terminal, terminal
     piped = ok(run(tmp_path, *args))
     assert bar not in piped.stderr.replace(summary, "") and "\x1b[" not in piped.stderr and summary in piped.stderr
+
+
+@pytest.mark.parametrize(("host", "key"), [("claude-desktop", "mcpServers"), ("cursor", "mcpServers"),
+                                           ("vscode", "servers")])
+def test_client_config_prints_a_working_host_entry(tmp_path, host, key):
+    out = ok(run(tmp_path, "client-config", "--host", host, POCKETMEM_TZ="Asia/Shanghai"))
+    entry = json.loads(out.stdout)[key]["pocketmem"]
+    assert Path(entry["command"]).is_absolute() and entry["args"][-1] == "serve"
+    assert entry["env"] == {"POCKETMEM_HOME": str(tmp_path), "POCKETMEM_TZ": "Asia/Shanghai"}
+    assert "restart the host" in out.stderr
+    code = ok(run(tmp_path, "client-config", "--host", "claude-code")).stdout
+    assert code.startswith("claude mcp add pocketmem -e POCKETMEM_HOME=") and code.rstrip().endswith("serve")

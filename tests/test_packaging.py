@@ -63,10 +63,14 @@ def test_the_installed_command_answers_doctor(installed, tmp_path):
     assert doctor.returncode == 0 and report["ok"], report
 
 
-async def test_the_installed_command_serves_mcp_over_stdio(installed, tmp_path):
+async def test_the_printed_host_config_starts_the_installed_server(installed, tmp_path):
+    printed = subprocess.run([str(installed / "pocketmem"), "client-config"], capture_output=True, text=True,
+                             timeout=60, env=_clean_env(POCKETMEM_HOME=str(tmp_path / "home")))
+    entry = json.loads(printed.stdout)["mcpServers"]["pocketmem"]
+    assert entry["command"] == str(installed / "pocketmem") and entry["args"] == ["serve"]
+    # A host starts exactly that, with little more than the config's env.
     params = StdioServerParameters(
-        command=str(installed / "pocketmem"), args=["serve"],
-        env={"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(tmp_path / "home")},
+        command=entry["command"], args=entry["args"], env={"PATH": "/usr/bin:/bin", **entry["env"]}
     )
     async with Client(params) as client:
         added = await client.call_tool("add_memory", {"content": "用户不喜欢香菜", "category": "preference"})

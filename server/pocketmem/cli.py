@@ -22,6 +22,7 @@ from typing import Any
 from pocketmem import __version__
 from pocketmem.base.config import Settings, load_settings
 from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
+from pocketmem.cli_install import add_install_commands
 from pocketmem.cli_people import add_people_commands
 from pocketmem.cli_progress import progress_bar
 from pocketmem.cli_safety import allow_import, allow_maintenance, import_summary, maintenance_summary
@@ -312,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="import even when it pushes a user over POCKETMEM_MAX_ACTIVE (the least important go to the trash)")
 
     add_people_commands(sub)
+    add_install_commands(sub)
     add_common_options(parser, top=True)
     finish_parser(sub)
     return parser
