@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,13 @@ from mcp import Client, StdioServerParameters
 from pocketmem.cli import build_parser
 
 pytestmark = pytest.mark.slow
+
+# util-linux `script` gives a command a real terminal (for prompts and progress bars); `sh` runs the stdio server.
+needs_terminal = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or shutil.which("script") is None,
+    reason="needs util-linux `script` to give the command a terminal (Linux)",
+)
+needs_sh = pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell to capture the server's stderr")
 
 SECRET_TEXT = "my locker code is under the blue vase in Hangzhou"
 
@@ -172,6 +180,7 @@ def test_maintain_now_without_a_jump_runs_without_asking(tmp_path):
     assert memory_id in ok(run(tmp_path, "trash")).stdout
 
 
+@needs_terminal
 def test_maintain_in_the_future_asks_on_a_terminal(tmp_path):
     memory_id = _trash_one(tmp_path)
     env = f"POCKETMEM_HOME={shlex.quote(str(tmp_path))} POCKETMEM_TZ=UTC PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}"
@@ -201,6 +210,7 @@ def test_import_over_the_cap_refuses_unless_allow_evict(tmp_path):
     assert "imported 0 memories" in again.stderr and "skipped" in again.stderr
 
 
+@needs_sh
 @pytest.mark.anyio
 async def test_debug_log_of_a_stdio_server_holds_no_memory_text(tmp_path):
     log_file = tmp_path / "server.log"
@@ -225,6 +235,7 @@ def _in_terminal(home: Path, *args: str) -> str:
     return out.stdout
 
 
+@needs_terminal
 @pytest.mark.parametrize(
     ("args", "bar", "summary"),
     [

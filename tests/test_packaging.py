@@ -63,10 +63,16 @@ def test_the_installed_command_answers_doctor(installed, tmp_path):
     assert doctor.returncode == 0 and report["ok"], report
 
 
-async def test_the_printed_host_config_starts_the_installed_server(installed, tmp_path):
+@pytest.fixture
+def printed_entry(installed, tmp_path) -> dict:
+    """What `pocketmem client-config` tells a user to paste into Claude Desktop."""
     printed = subprocess.run([str(installed / "pocketmem"), "client-config"], capture_output=True, text=True,
                              timeout=60, env=_clean_env(POCKETMEM_HOME=str(tmp_path / "home")))
-    entry = json.loads(printed.stdout)["mcpServers"]["pocketmem"]
+    return json.loads(printed.stdout)["mcpServers"]["pocketmem"]
+
+
+async def test_the_printed_host_config_starts_the_installed_server(installed, printed_entry):
+    entry = printed_entry
     assert entry["command"] == str(installed / "pocketmem") and entry["args"] == ["serve"]
     # A host starts exactly that, with little more than the config's env.
     params = StdioServerParameters(
