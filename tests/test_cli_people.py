@@ -164,7 +164,7 @@ def _trash_one(home: Path) -> str:
 def test_maintain_in_the_future_shows_the_purge_and_refuses_without_yes(tmp_path):
     memory_id = _trash_one(tmp_path)
     dry = ok(run(tmp_path, "maintain", "--now", "2099-01-01T00:00", "--dry-run"))
-    assert "would purge 1 trashed memories" in dry.stderr and memory_id in dry.stderr and dry.stdout == ""
+    assert "would purge 1 trashed memory for good" in dry.stderr and memory_id in dry.stderr and dry.stdout == ""
     refused = run(tmp_path, "maintain", "--now", "2099-01-01T00:00")
     assert refused.returncode == 2 and "--yes" in refused.stderr and "nothing was changed" in refused.stderr
     assert memory_id in ok(run(tmp_path, "trash")).stdout
@@ -188,7 +188,7 @@ def test_maintain_in_the_future_asks_on_a_terminal(tmp_path):
     # `script` gives the command a real terminal; "n" declines.
     answered = subprocess.run(["script", "-qec", command, "/dev/null"], input="n\n", capture_output=True, text=True,
                               timeout=120)
-    assert "Purge these 1 memories for good" in answered.stdout, answered.stdout + answered.stderr
+    assert "Purge this memory for good" in answered.stdout, answered.stdout + answered.stderr
     assert "nothing was changed" in answered.stdout
     assert memory_id in ok(run(tmp_path, "trash")).stdout
 
