@@ -25,7 +25,7 @@ from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
 from pocketmem.cli_install import add_install_commands
 from pocketmem.cli_people import add_people_commands
 from pocketmem.cli_progress import progress_bar
-from pocketmem.cli_safety import allow_import, allow_maintenance, import_summary, maintenance_summary
+from pocketmem.cli_safety import allow_import, allow_maintenance, counted, import_summary, maintenance_summary
 from pocketmem.cli_support import (
     add_common_options,
     configure_logging,
@@ -61,7 +61,8 @@ async def _sync(settings: Settings) -> int:
         with progress_bar("syncing", "users") as progress:
             report = await app.sync.run(progress)
     print(dumps(report.model_dump(mode="json")))
-    print(f"synced {len(report.users)} users: " + ("ok" if report.ok else f"failed: {report.error}"), file=sys.stderr)
+    print(f"synced {counted(len(report.users), 'user')}: " + ("ok" if report.ok else f"failed: {report.error}"),
+          file=sys.stderr)
     return 0 if report.ok else 1
 
 

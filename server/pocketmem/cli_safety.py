@@ -14,7 +14,7 @@ from pocketmem.base.errors import ConfigError
 FUTURE_SLACK = timedelta(minutes=5)
 
 
-def count(n: int, noun: str) -> str:
+def counted(n: int, noun: str) -> str:
     """1 memory, 2 memories."""
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
     return f"{n} {noun if n == 1 else plural}"
@@ -39,7 +39,7 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
     total = sum(len(items) for items in doomed.values())
     future = now > datetime.now(now.tzinfo) + FUTURE_SLACK
     if total:
-        _say(f"maintenance at {now:%Y-%m-%d %H:%M %Z} would purge {count(total, 'trashed memory')} for good:")
+        _say(f"maintenance at {now:%Y-%m-%d %H:%M %Z} would purge {counted(total, 'trashed memory')} for good:")
         for user_id, items in doomed.items():
             for memory in items[:20]:
                 _say(f"  {user_id}  {memory.id}  {memory.delete_reason.value if memory.delete_reason else '-'}  "
@@ -54,7 +54,7 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
         return True
     if not sys.stdin.isatty():
         raise ConfigError(
-            f"--now {now:%Y-%m-%d %H:%M} is in the future and would purge {count(total, 'memory')} for good; "
+            f"--now {now:%Y-%m-%d %H:%M} is in the future and would purge {counted(total, 'memory')} for good; "
             "nothing was changed. Add --yes to go ahead, or --dry-run to only look"
         )
     if ask(f"Purge {'this memory' if total == 1 else f'these {total} memories'} for good (restore is impossible afterwards)?"):
@@ -83,16 +83,16 @@ async def allow_import(app: Any, lines: list[str], args: argparse.Namespace) -> 
 
 def import_summary(report: Any) -> str:
     imported, skipped = report.imported, report.skipped
-    text = (f"imported {count(imported.memory, 'memory')}, {count(imported.tombstone, 'tombstone')}, "
-            f"{count(imported.revision, 'revision')}, {imported.pending} pending, {count(imported.event, 'event')}, "
-            f"{count(imported.user, 'user')}; skipped {count(skipped.total, 'row')} already in the store")
+    text = (f"imported {counted(imported.memory, 'memory')}, {counted(imported.tombstone, 'tombstone')}, "
+            f"{counted(imported.revision, 'revision')}, {imported.pending} pending, {counted(imported.event, 'event')}, "
+            f"{counted(imported.user, 'user')}; skipped {counted(skipped.total, 'row')} already in the store")
     if report.evicted:
-        text += f"; {count(len(report.evicted), 'memory')} moved to the trash by the cap (see `pocketmem trash`)"
+        text += f"; {counted(len(report.evicted), 'memory')} moved to the trash by the cap (see `pocketmem trash`)"
     return text
 
 
 def maintenance_summary(report: Any) -> str:
     users = report.users
-    return (f"maintenance at {report.now:%Y-%m-%d %H:%M}: {count(len(users), 'user')}, "
+    return (f"maintenance at {report.now:%Y-%m-%d %H:%M}: {counted(len(users), 'user')}, "
             f"{sum(len(u.expired) for u in users)} expired, {sum(len(u.purged) for u in users)} purged, "
             f"{sum(u.rescored for u in users)} rescored, {sum(len(u.evicted) for u in users)} evicted")
