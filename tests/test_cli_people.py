@@ -267,3 +267,9 @@ def test_client_config_prints_a_working_host_entry(tmp_path, host, key):
     assert "restart the host" in out.stderr
     code = ok(run(tmp_path, "client-config", "--host", "claude-code")).stdout
     assert code.startswith("claude mcp add pocketmem -e POCKETMEM_HOME=") and code.rstrip().endswith("serve")
+
+
+def test_a_bad_user_id_is_refused_before_anything_opens(tmp_path):
+    out = run(tmp_path / "home", "add", "x", "--user", "a b")
+    assert out.returncode == 2 and "--user: 'a b' is not a user id" in out.stderr
+    assert not (tmp_path / "home").exists()

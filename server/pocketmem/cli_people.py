@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
-from pocketmem.base.config import Settings
+from pocketmem.base.config import USER_ID_PATTERN, Settings
 from pocketmem.base.models import Category
 
 Handler = Callable[[Settings, argparse.Namespace], Awaitable[int]]
@@ -255,9 +256,16 @@ async def _pending(app: Any, user: str, args: argparse.Namespace) -> int:
 def _user_and_json(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
     # Nested actions (pending confirm) must not reset what was given before them: no defaults there.
     default: Any = argparse.SUPPRESS if nested else None
-    parser.add_argument("--user", metavar="NAME", default=default, help="whose memories (default: POCKETMEM_USER)")
+    parser.add_argument("--user", metavar="NAME", type=_user_id, default=default,
+                        help="whose memories (default: POCKETMEM_USER)")
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS if nested else False,
                         help="print JSON instead of a table")
+
+
+def _user_id(text: str) -> str:
+    if not re.match(USER_ID_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a user id: 1-64 letters, digits and _ . @ : -")
+    return text
 
 
 def _paging(parser: argparse.ArgumentParser, default: int = 50) -> None:
