@@ -273,3 +273,19 @@ def test_a_bad_user_id_is_refused_before_anything_opens(tmp_path):
     out = run(tmp_path / "home", "add", "x", "--user", "a b")
     assert out.returncode == 2 and "--user: 'a b' is not a user id" in out.stderr
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.anyio
+async def test_show_lists_earlier_revisions(tmp_path):
+    from mcp import Client as McpClient
+
+    added = json.loads(ok(run(tmp_path, "add", "用户很爱吃辣", "--core", "--json")).stdout)
+    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(tmp_path),
+           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=env)
+    async with McpClient(params) as client:
+        patched = await client.call_tool("patch_core_memory", {"memory_id": added["memory_id"], "patch": "最近胃炎，暂时不吃辣",
+                                                              "reason": "doctor's advice"})
+        assert not patched.is_error, patched.content
+    shown = ok(run(tmp_path, "show", added["memory_id"]))
+    assert "最近胃炎" in shown.stdout and "append: was “用户很爱吃辣”" in shown.stderr and "doctor's advice" in shown.stderr

@@ -176,7 +176,8 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
         table.add_row(name, value)
     _console().print(table)
     for revision in memory["revisions"]:
-        _say(f"revision {revision.get('id')}: {revision.get('content', '')!s:.80}")
+        _say(f"{_day(revision['created_at'])} {revision['mode']}: was “{revision['previous_content'][:80]}”"
+             + (f" ({revision['reason']})" if revision.get("reason") else ""))
     return 0
 
 
