@@ -139,6 +139,11 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_any_case(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
     @field_validator("tz")
     @classmethod
     def _known_zone(cls, value: str | None) -> str | None:
@@ -275,7 +280,12 @@ def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] |
         given = environ.get(name)
         secret = "key" in name.lower() or name.endswith("_URL") and "://" in (given or "") and "@" in (given or "")
         shown = f" (got {given!r})" if given is not None and not secret else ""
-        lines.append(f"  {name}: {err['msg']}{shown}")
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and loc:
+            close = difflib.get_close_matches(loc[0].lower(), list(Settings.model_fields), n=1, cutoff=0.6)
+            name = f"{loc[0]} (in {_toml_path() or 'the config file'})"
+            message = "not a pocketmem setting" + (f"; did you mean {close[0]}?" if close else "")
+        lines.append(f"  {name}: {message}{shown}")
     return "\n".join(lines)
 
 
