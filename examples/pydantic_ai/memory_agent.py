@@ -34,7 +34,8 @@ def pocketmem_toolset(env: dict[str, str] | None = None) -> MCPToolset:
     exe, args = (command, ["serve"]) if command else (sys.executable, ["-m", "pocketmem", "serve"])
     keep = {k: v for k, v in os.environ.items() if k.startswith("POCKETMEM_") or k in ("PATH", "HOME", "PYTHONPATH")}
     transport = StdioTransport(command=exe, args=args, env={**keep, **(env or {})})
-    return MCPToolset(transport, id="pocketmem", tool_error_behavior="failed")
+    # init_timeout: the default 5 s is tight for a first start (Python imports) on a slow or busy machine.
+    return MCPToolset(transport, id="pocketmem", tool_error_behavior="failed", init_timeout=60)
 
 
 def build_agent(model: Any = None, env: dict[str, str] | None = None) -> Agent:
