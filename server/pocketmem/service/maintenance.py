@@ -31,6 +31,7 @@ from pocketmem.base.clock import Clock, monotonic
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Status
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
 from pocketmem.service.lifecycle import Lifecycle
@@ -78,12 +79,15 @@ class Maintenance:
         self.last_run: float | None = None  # monotonic() of the last finished run
         self._checked = False  # the structural check (store.quick_check) runs on the first run only
 
-    async def run(self, now: datetime | None = None) -> MaintenanceReport:
+    async def run(self, now: datetime | None = None, progress: Progress = no_progress) -> MaintenanceReport:
         now = now or self.clock.now()
         async with self._lock:
             async with self.store.read() as reader:
                 users = await reader.user_ids()
-            reports = [await self._run_user(user_id, now) for user_id in users]
+            reports = []
+            for done, user_id in enumerate(users, 1):
+                reports.append(await self._run_user(user_id, now))
+                progress(done, len(users))
             if not self._checked:  # once per process: a full read of the file, so not on every run
                 self._checked = True
                 await self.store.quick_check()

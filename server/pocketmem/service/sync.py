@@ -31,6 +31,7 @@ from pocketmem.base.clock import Clock, to_iso
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import EmbedderMismatch, PocketmemError
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
@@ -83,7 +84,7 @@ class Sync:
         self.failures = 0
 
     # -- one run ----------------------------------------------------------------------------------
-    async def run(self) -> SyncReport:
+    async def run(self, progress: Progress = no_progress) -> SyncReport:
         async with self._lock:
             report = SyncReport(started_at=self.clock.now(), scopes=list(self.settings.sync_scopes))
             try:
@@ -91,8 +92,9 @@ class Sync:
                 async with self.local.read() as reader:
                     # POCKETMEM_USER too: a new device has no rows yet and pulls its user's memories first.
                     users = sorted({*await reader.user_ids(), self.settings.user})
-                for user_id in users:
+                for done, user_id in enumerate(users, 1):
                     report.users.append(await self._sync_user(user_id))
+                    progress(done, len(users))
                 report.ok = True
                 self.failures = 0
             except (PocketmemError, OSError) as exc:

@@ -1,0 +1,143 @@
+"""What every `pocketmem` subcommand shares: descriptions and examples, -v / --log-level after the
+subcommand, the logging set-up, and warnings about misspelled POCKETMEM_* variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from pocketmem.base.config import Settings, unknown_variables
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+# Libraries whose INFO/DEBUG lines are noise for a pocketmem user (aiosqlite logs every statement at DEBUG).
+THIRD_PARTY = ("aiosqlite", "asyncio", "httpx", "httpcore", "mcp", "uvicorn", "sse_starlette", "openai",
+               "psycopg", "sentence_transformers", "transformers", "torch", "urllib3", "filelock", "jieba")
+
+# Descriptions and examples of the commands defined in cli.py (the people commands carry their own).
+HELP: dict[str, tuple[str, str]] = {
+    "serve": (
+        "Run the MCP server. stdio (default) is what Claude Desktop, Cursor and VS Code start; http and sse "
+        "listen on --host/--port for clients on the network, each with a bearer token (`pocketmem token`).",
+        "examples:\n  pocketmem serve\n  pocketmem serve --transport http --port 8765 -v\n"
+        "  pocketmem serve --transport http --host 0.0.0.0 --allowed-host mem.example.org",
+    ),
+    "token": (
+        "Create, list and revoke the bearer tokens of the http/sse transports. A token acts as one user.",
+        "examples:\n  pocketmem token create --user alice --name laptop\n  pocketmem token list\n"
+        "  pocketmem token revoke 0193c1d2e4f5",
+    ),
+    "token create": ("Create a token for a user and print it once; only its hash is stored.",
+                     "example:\n  pocketmem token create --user alice --name laptop"),
+    "token list": ("List tokens with their user, name and last use (never the tokens themselves).",
+                   "examples:\n  pocketmem token list\n  pocketmem token list --user alice --all --json"),
+    "token revoke": ("Revoke tokens by id; requests that carry them get 401 at once.",
+                     "example:\n  pocketmem token revoke 0193c1d2e4f5"),
+    "stats": ("Print counts for POCKETMEM_USER as JSON: active, core, trashed, pending, by category, and the "
+              "sync state when a cloud library is set.",
+              "examples:\n  pocketmem stats\n  POCKETMEM_USER=alice pocketmem stats"),
+    "sync": ("Sync this SQLite notebook with the cloud library (POCKETMEM_CLOUD_URL) once: upload what changed, "
+             "download what other notebooks added, by POCKETMEM_SYNC_SCOPES. Prints a JSON report.",
+             "example:\n  POCKETMEM_CLOUD_URL=postgresql://me:secret@db.example.org/mem pocketmem sync"),
+    "doctor": ("Check the database (integrity, schema, indexes), the sqlite-vec extension and the embedder; "
+               "print a JSON report with a hint for each problem. Exit code 1 when something needs attention.",
+               "example:\n  pocketmem doctor"),
+    "reindex": ("Re-embed every memory with the configured embedder and rebuild the vector index. Needed after "
+                "changing POCKETMEM_EMBEDDER or POCKETMEM_EMBED_MODEL: vectors of two models never mix.",
+                "example:\n  POCKETMEM_EMBEDDER=local POCKETMEM_EMBED_MODEL=all-MiniLM-L6-v2 pocketmem reindex"),
+    "maintain": ("Run maintenance now: decay, expiry of old episodes, the cap, and the purge of trash older than "
+                 "POCKETMEM_TRASH_DAYS (the server also runs it every POCKETMEM_MAINTAIN_INTERVAL seconds). "
+                 "With --now in the future it first shows what would be purged for good and asks.",
+                 "examples:\n  pocketmem maintain\n  pocketmem maintain --now 2026-12-26T10:00 --dry-run\n"
+                 "  pocketmem maintain --now 2026-12-26T10:00 --yes"),
+    "export": ("Write every memory, the trash, tombstones, revisions and pending items as JSONL (one JSON object "
+               "a line), or the user card as Markdown.",
+               "examples:\n  pocketmem export -o backup.jsonl\n  pocketmem export --user alice --events > alice.jsonl\n"
+               "  pocketmem export --markdown ~/notes"),
+    "import": ("Read a pocketmem export. Rows already in the store (same id) are skipped. Refuses when the import "
+               "would push a user over POCKETMEM_MAX_ACTIVE unless --allow-evict; prints what it did.",
+               "examples:\n  pocketmem import backup.jsonl\n  pocketmem import big.jsonl --allow-evict\n"
+               "  cat backup.jsonl | pocketmem import -"),
+}
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """-v and --log-level; on a subcommand they default to nothing, so they never undo the top-level ones."""
+    default: Any = None if top else argparse.SUPPRESS
+    if not top:
+        parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                            help="more logging on stderr: -v info, -vv debug, -vvv also libraries")
+    parser.add_argument("--log-level", type=str.upper, choices=LEVELS, default=default,
+                        help="log level on stderr (default POCKETMEM_LOG_LEVEL, WARNING)")
+
+
+def finish_parser(sub: Any) -> None:
+    """Give every subcommand (and nested action) a description, an example and the common options."""
+    for name, parser in _walk(sub, ""):
+        description, epilog = HELP.get(name, (None, None))
+        if description and not parser.description:
+            parser.description = description
+        if epilog and not parser.epilog:
+            parser.epilog = epilog
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        # argparse has no public list of a parser's options; _actions is the documented-by-use way.
+        if not any("--log-level" in action.option_strings for action in parser._actions):  # noqa: SLF001
+            add_common_options(parser)
+
+
+def _walk(sub: Any, prefix: str) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = []
+    for name, parser in sub.choices.items():
+        full = f"{prefix}{name}"
+        found.append((full, parser))
+        for action in parser._actions:  # noqa: SLF001
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                found += _walk(action, full + " ")
+    return found
+
+
+def configure_logging(settings: Settings, verbose: int, level_name: str | None) -> None:
+    """pocketmem's own loggers at the asked level; libraries at WARNING unless -vvv.
+
+    Library DEBUG output can carry request bodies (memory text), so it needs POCKETMEM_LOG_CONTENT=1 too.
+    """
+    if level_name:
+        level = getattr(logging, level_name)
+    elif verbose:
+        level = logging.DEBUG if verbose > 1 else logging.INFO
+    else:
+        level = getattr(logging, settings.log_level)
+    libraries = logging.WARNING
+    if verbose >= 3:
+        libraries = logging.DEBUG if settings.log_content else logging.INFO
+    logging.basicConfig(stream=sys.stderr, level=libraries, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(libraries)
+    for name in THIRD_PARTY:
+        logging.getLogger(name).setLevel(libraries)
+    logging.getLogger("pocketmem").setLevel(level)
+
+
+def warn_unknown_variables(environ: Any = None) -> None:
+    for message in unknown_variables(environ):
+        logging.getLogger("pocketmem").warning("%s", message)
+
+
+def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
+    """doctor: what is wrong with the vector index, with the step that fixes that cause (nothing on a fresh store)."""
+    store = report["store"]
+    if store["vectors_available"]:
+        return []
+    stored_embedder = report["embedder"].get("store_embedder")
+    if postgres:
+        return ["the vector index is missing: recall uses the keyword index only; run `pocketmem reindex` "
+                "(the database needs the pgvector extension: CREATE EXTENSION vector)"]
+    if not store.get("vector_extension", False):
+        return ["the sqlite-vec extension cannot be loaded by this Python's sqlite3: recall uses the keyword index "
+                "only. Install sqlean.py (pip install sqlean.py), which can load it, and check that sqlite-vec is "
+                "installed for this platform (pip install sqlite-vec)"]
+    if stored_embedder is None and not store["memories"]:
+        return []  # a fresh store: the index is created with the first memory
+    return ["the vector index is missing although sqlite-vec loads: run `pocketmem reindex` to rebuild it"]

@@ -1,0 +1,102 @@
+"""Every tool call, as the server sees it: one INFO log line (tool, user, outcome, milliseconds) and
+argument errors in plain words ("category must be one of: …"), never the validation library's text.
+
+Tool arguments and memory text reach the log only with POCKETMEM_LOG_CONTENT=1 (at DEBUG).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
+
+log = logging.getLogger("pocketmem.calls")
+
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def plain_errors(exc: ValidationError) -> str:
+    """One sentence per bad argument: the field, then the rule it broke."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in err["loc"]) or "arguments"
+        lines.append(f"{field} {_rule(err)}")
+    return "invalid arguments: " + "; ".join(dict.fromkeys(lines))
+
+
+def _rule(err: Any) -> str:
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind in ("enum", "literal_error"):
+        choices = _QUOTED.findall(str(ctx.get("expected", "")))
+        return "must be one of: " + ", ".join(choices) if choices else "has a value that is not allowed"
+    limit = next((ctx[k] for k in ("ge", "gt", "le", "lt", "min_length", "max_length") if k in ctx), None)
+    rules = {
+        "missing": "is required",
+        "missing_argument": "is required",
+        "unexpected_keyword_argument": "is not an argument of this tool",
+        "extra_forbidden": "is not an argument of this tool",
+        "string_too_short": "must not be empty" if limit == 1 else f"must be at least {limit} characters",
+        "string_too_long": f"must be at most {limit} characters",
+        "too_short": f"needs at least {limit} items",
+        "too_long": f"takes at most {limit} items",
+        "greater_than_equal": f"must be at least {limit}",
+        "greater_than": f"must be more than {limit}",
+        "less_than_equal": f"must be at most {limit}",
+        "less_than": f"must be less than {limit}",
+        "int_parsing": "must be a whole number",
+        "int_type": "must be a whole number",
+        "int_from_float": "must be a whole number",
+        "float_parsing": "must be a number",
+        "float_type": "must be a number",
+        "finite_number": "must be a finite number",
+        "bool_parsing": "must be true or false",
+        "bool_type": "must be true or false",
+        "string_type": "must be text",
+        "list_type": "must be a list",
+        "dict_type": "must be an object",
+        "model_type": "must be an object",
+        "model_attributes_type": "must be an object",
+        "datetime_parsing": "must be an ISO 8601 time, e.g. 2026-11-28T18:00+08:00",
+        "datetime_from_date_parsing": "must be an ISO 8601 time, e.g. 2026-11-28T18:00+08:00",
+        "datetime_type": "must be an ISO 8601 time, e.g. 2026-11-28T18:00+08:00",
+    }
+    return rules.get(kind) or str(err.get("msg", "is not valid")).rstrip(".").lower()
+
+
+class PocketMCPServer(MCPServer):
+    """MCPServer that logs each tool call and words argument errors plainly."""
+
+    def __init__(self, *args: Any, current_user: Callable[[], str], log_content: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._current_user = current_user
+        self._log_content = log_content
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        started = time.perf_counter()
+        outcome = "error"
+        if self._log_content:
+            log.debug("tool %s arguments: %r", name, arguments)
+        try:
+            result = await super().call_tool(name, arguments, context)
+            outcome = "error" if getattr(result, "is_error", False) else "ok"
+            return result
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                outcome = "invalid"
+                raise ToolError(plain_errors(exc.__cause__)) from exc.__cause__
+            raise
+        finally:
+            ms = (time.perf_counter() - started) * 1000
+            log.info("tool %s user=%s outcome=%s ms=%.1f", name, self._user(), outcome, ms)
+
+    def _user(self) -> str:
+        try:
+            return self._current_user()
+        except Exception:  # noqa: BLE001 - a log line never fails a call
+            return "?"
