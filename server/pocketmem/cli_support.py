@@ -36,6 +36,10 @@ HELP: dict[str, tuple[str, str]] = {
                    "examples:\n  pocketmem token list\n  pocketmem token list --user alice --all --json"),
     "token revoke": ("Revoke tokens by id; requests that carry them get 401 at once.",
                      "example:\n  pocketmem token revoke 0193c1d2e4f5"),
+    "token allow-anonymous": ("On loopback with --auth auto, serve requests without a token again once no token "
+                              "is active. Revoking the last token alone keeps the server closed; the next token "
+                              "created closes it again.",
+                              "example:\n  pocketmem token revoke 0193c1d2e4f5\n  pocketmem token allow-anonymous"),
     "stats": ("Print counts for POCKETMEM_USER as JSON: active, core, trashed, pending, by category, and the "
               "sync state when a cloud library is set.",
               "examples:\n  pocketmem stats\n  POCKETMEM_USER=alice pocketmem stats"),
