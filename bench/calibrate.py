@@ -69,11 +69,11 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
             req = RecallRequest(
                 query=q["query"], context=q.get("context", []), keywords=q.get("keywords", []) if keywords else []
             )
-            parsed = r._parse(req)
-            vector = await r._query_vector(parsed)
+            parsed = r.parse(req)
+            vector = await r.query_vector(parsed)
             scale = scales.get(guess_language(parsed.message), NEUTRAL)
             async with app.store.read() as reader:
-                candidates, rarities = await r._candidates(
+                candidates, rarities = await r.candidates(
                     reader, "eval", parsed, vector, (Status.active,), [], scale
                 )
             # Candidates with no signal at all can never pass a positive threshold: drop them once here.

@@ -31,16 +31,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx2  # noqa: E402 - after common, which puts the package on the path
+import httpx2  # after common, which puts the package on the path
 from common import DATA, machine, percentile, write_section
-from mcp import Client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.base.models import Category  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
-from pocketmem.service.tokens import TokenService  # noqa: E402
+from pocketmem.app import PocketMem
+from pocketmem.base.config import Settings
+from pocketmem.base.models import Category
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.tokens import TokenService
 
 MARKER = "load"
 ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")

@@ -247,7 +247,7 @@ async def world(request: pytest.FixtureRequest, app: PocketMem, settings) -> Asy
             w.db.close()
 
 
-def fuzz_tool(tool: str):  # noqa: ANN201 - builds one test per tool
+def fuzz_tool(tool: str):  # builds one test per tool
     @settings(FUZZ, max_examples=EXAMPLES.get(tool, 25))
     @given(drawn=TOOL_ARGS[tool])
     async def test(world: World, drawn: dict[str, Any]) -> None:

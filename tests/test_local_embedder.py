@@ -71,7 +71,7 @@ class SlowToLoad(LocalEmbedder):
         self.release = threading.Event()
         self.loading = threading.Event()
 
-    def _load(self):  # noqa: ANN202
+    def _load(self):
         self.loading.set()
         if not self.release.wait(timeout=60):
             raise RuntimeError("never released")

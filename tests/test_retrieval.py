@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from pocketmem.app import PocketMem
@@ -165,9 +163,9 @@ async def break_indexes(app, settings, backend, *, keywords: bool = False) -> No
     """Break the vector (and keyword) index behind the server's back, as a corrupt or missing table would."""
     if backend == "postgres":
         async with app.store.write() as tx:
-            await tx._exec("alter table memories rename column embedding to embedding_lost")  # noqa: SLF001
+            await tx.execute("alter table memories rename column embedding to embedding_lost")
             if keywords:
-                await tx._exec("drop table memory_term_counts")  # noqa: SLF001
+                await tx.execute("drop table memory_term_counts")
         return
     raw = connect(str(settings.db_path), load_vectors=True)
     raw.execute("drop table memory_vectors")

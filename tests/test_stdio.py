@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -40,9 +41,11 @@ async def test_a_bad_setting_stops_the_server_with_a_clear_message(tmp_path):
     import subprocess
 
     env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pocketmem", "serve"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
+    with anyio.fail_after(60):
+        proc = await anyio.run_process(
+            [sys.executable, "-m", "pocketmem", "serve"], env=env, check=False, stdin=subprocess.DEVNULL
+        )
+    stderr = proc.stderr.decode()
     assert proc.returncode == 2
-    assert "POCKETMEM_MAX_ACTIVE" in proc.stderr and "greater than 0" in proc.stderr and "'-5'" in proc.stderr
-    assert proc.stdout == ""
+    assert "POCKETMEM_MAX_ACTIVE" in stderr and "greater than 0" in stderr and "'-5'" in stderr
+    assert proc.stdout == b""

@@ -873,3 +873,18 @@ class Lifecycle:
             ],
             total=total,
         )
+
+    # -- the write path's steps, public for batch import (service/batch.py) -------------------------
+    # Batch import runs the same steps per item inside one transaction. They are named here, once, so
+    # no other module reaches into this one's private methods.
+    embed = _embed
+    clean_request = _clean_request
+    require_core = _require_core
+    patched = _patched
+    refuse_secret_in = _refuse_secret_in
+    discard_in = _discard_in
+    pending_in = _pending_in
+    store_in = _store
+    patch_in = _patch_in
+    forget_in = _forget_in
+    reinforce_in = _reinforce_in

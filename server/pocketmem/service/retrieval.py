@@ -22,7 +22,7 @@ from datetime import datetime, time, timedelta
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError
-from pocketmem.base.models import Category, EventKind, Memory, Status
+from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from pocketmem.core import timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
@@ -407,3 +407,8 @@ class Retrieval:
             pending_confirmations=[PendingView.of(p) for p in pending],
             degraded=(degraded or "") + " — answered with the user card only",
         )
+
+    # -- recall's stages, public for the calibration benchmark (bench/calibrate.py) ----------------------
+    parse = _parse
+    query_vector = _query_vector
+    candidates = _candidates

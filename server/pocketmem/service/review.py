@@ -22,7 +22,6 @@ Decisions (mark_memory):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -36,7 +35,7 @@ from pocketmem.base.results import MarkResult, MemoryView
 from pocketmem.core.scoring import importance, info_importance
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
-from pocketmem.store import Store, StoreWriter
+from pocketmem.store import Store
 
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10

@@ -340,7 +340,7 @@ class Sync:
         while True:
             try:
                 await self.run()
-            except Exception:  # noqa: BLE001 - a failed run must not stop the timer or the server
+            except Exception:  # a failed run must not stop the timer or the server
                 log.exception("sync run failed")
                 self.failures += 1
             await anyio.sleep(backoff(interval, self.failures))

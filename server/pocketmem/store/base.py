@@ -504,7 +504,7 @@ class Store(ABC):
         for listener in list(self.__dict__.get("_commit_listeners", ())):
             try:
                 await listener(changes)
-            except Exception:  # noqa: BLE001 - the write is committed; a listener cannot fail it
+            except Exception:  # the write is committed; a listener cannot fail it
                 log.exception("commit listener failed")
 
     @abstractmethod
@@ -549,3 +549,4 @@ class Store(ABC):
 
     async def optimize(self) -> None:
         """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""
+        return None

@@ -129,6 +129,15 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
         cur = await self._conn.execute(sql, params)
         return cur.rowcount
 
+    # Raw SQL inside this transaction, for the store that opened it (index upkeep, health) and for tests.
+    execute = _exec
+    fetch_one = _one
+    fetch_all = _all
+
+    @property
+    def connection(self) -> Any:
+        return self._conn
+
     async def _guarded(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """A query recall may survive failing (an index gone bad): inside a savepoint, so a failure leaves
         the transaction usable for the next query, as in SQLite."""

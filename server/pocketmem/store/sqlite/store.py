@@ -304,6 +304,12 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
         return row[0] if row else None
 
+    # Raw SQL inside this transaction, for the store that opened it (index upkeep, health) and for tests.
+    execute = _exec
+    fetch_one = _one
+    fetch_all = _all
+    rowid = _rowid
+
     # -- reads ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
         row = await self._one(
@@ -342,7 +348,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         return int(row[0]) if row else 0
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        where = [f"user_id = ?", f"status in ({_placeholders(len(flt.statuses))})"]
+        where = ["user_id = ?", f"status in ({_placeholders(len(flt.statuses))})"]
         params: list[Any] = [user_id, *flt.statuses]
         if flt.category is not None:
             where.append("category = ?")
@@ -939,7 +945,7 @@ class SQLiteStore(Store):
             try:
                 # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
                 await self._writer.execute("pragma optimize = 0x10002")
-            except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
+            except Exception:  # older SQLite: the queries do not depend on it
                 log.debug("pragma optimize failed", exc_info=True)
             self._reader = await self._connect() if self.path != ":memory:" else self._writer
             self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
@@ -962,12 +968,12 @@ class SQLiteStore(Store):
             try:
                 # Keeps the query planner's statistics current so it picks the right index.
                 await self._writer.execute("pragma optimize")
-            except Exception:  # noqa: BLE001 - an old SQLite without it loses nothing
+            except Exception:  # an old SQLite without it loses nothing
                 log.debug("pragma optimize failed", exc_info=True)
         for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
             try:
                 await conn.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the original error
+            except Exception:  # closing must not hide the original error
                 log.debug("error closing connection", exc_info=True)
         self._writer = self._reader = self._bookkeeper = None
 
@@ -1037,7 +1043,7 @@ class SQLiteStore(Store):
     async def set_meta(self, key: str, value: str) -> None:
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
-            await tx._exec(
+            await tx.execute(
                 "insert into store_meta (key, value) values (?, ?) on conflict (key) do update set value = excluded.value",
                 (key, value),
             )
@@ -1047,19 +1053,19 @@ class SQLiteStore(Store):
             return
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
-            exists = await tx._one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
+            exists = await tx.fetch_one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
             if not exists:
-                await tx._exec(
+                await tx.execute(
                     "create virtual table memory_vectors using vec0 (user_id text partition key, status text, "
                     f"embedding float[{int(dimensions)}] distance_metric=cosine)"
                 )
                 # Memories written while the index was missing (e.g. sqlite-vec unavailable) join it now.
-                await tx._exec(
+                await tx.execute(
                     "insert into memory_vectors (rowid, user_id, status, embedding) "
                     "select rowid, user_id, status, embedding from memories where embedding is not null "
                     f"and length(embedding) = {4 * int(dimensions)}"
                 )
-            await tx._exec(
+            await tx.execute(
                 "insert into store_meta (key, value) values ('embedder', ?), ('dimensions', ?) "
                 "on conflict (key) do update set value = excluded.value",
                 (embed_tag, str(dimensions)),
@@ -1069,9 +1075,9 @@ class SQLiteStore(Store):
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
-            await tx._exec("drop table if exists memory_vectors")
-            await tx._exec("update memories set embedding = null")
-            await tx._exec(
+            await tx.execute("drop table if exists memory_vectors")
+            await tx.execute("update memories set embedding = null")
+            await tx.execute(
                 "delete from store_meta where key in ('embedder', 'dimensions') or key like 'calibration:%'"
             )
         self._vector_table = False
@@ -1096,17 +1102,17 @@ class SQLiteStore(Store):
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
             for user_id, memory_id, vector in rows:
-                rowid = await tx._rowid(user_id, memory_id)
+                rowid = await tx.rowid(user_id, memory_id)
                 if rowid is None:
                     continue
                 blob = pack_vector(vector)
-                status = (await tx._one("select status from memories where rowid = ?", (rowid,)))[0]
-                await tx._exec(
+                status = (await tx.fetch_one("select status from memories where rowid = ?", (rowid,)))[0]
+                await tx.execute(
                     "update memories set embedding = ?, embed_model = ? where rowid = ?", (blob, embed_tag, rowid)
                 )
                 if self.vectors_available:
-                    await tx._exec("delete from memory_vectors where rowid = ?", (rowid,))
-                    await tx._exec(
+                    await tx.execute("delete from memory_vectors where rowid = ?", (rowid,))
+                    await tx.execute(
                         "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                         (rowid, user_id, status, blob),
                     )
