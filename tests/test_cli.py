@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow
 
 def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), **env}
-    return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=full, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pocketmem", *args], env=full, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_help_lists_every_command(tmp_path):

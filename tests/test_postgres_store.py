@@ -90,7 +90,9 @@ async def test_one_users_writes_never_interleave_across_processes(tmp_path, cloc
 
 async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock, monkeypatch):
     async with PocketMem(settings, clock=clock, embedder=NeighbourSearchingEmbedder()) as app:
-        texts = [f"用户的第{i}个爱好是{h}" for i, h in enumerate("跑步 吉他 摄影 游泳 爬山 读书 下棋 钓鱼 画画 滑雪".split())]
+        texts = [
+            f"用户的第{i}个爱好是{h}" for i, h in enumerate("跑步 吉他 摄影 游泳 爬山 读书 下棋 钓鱼 画画 滑雪".split())
+        ]
         await app.lifecycle.add_many(USER, [AddRequest(content=t) for t in texts])
         vector = await app.embedder.embed("爬山")
         async with app.store.read() as r:

@@ -92,7 +92,10 @@ async def test_the_configured_model_updates_and_patches(app, fake, mode):
     home = await add(app, "用户住在北京")
     label = await labels_for(app, MOVED)
     fake.script_chat(ops(
-        {"op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月从北京搬到杭州", "confidence": 0.95},
+        {
+            "op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月从北京搬到杭州",
+            "confidence": 0.95,
+        },
         {"op": "PATCH", "memory_id": label["你很爱吃辣。"], "patch": "最近胃炎，暂时不吃辣", "confidence": 0.9},
     ))
     async with connect(app, mode) as client:
@@ -237,7 +240,8 @@ async def test_an_english_contradiction_supersedes(app, fake):
         result = await call(client, messages)
     [item] = result.structured_content["items"]
     assert item["superseded"] == job
-    assert (await get(app, item["memory_id"])).content == "The user works at Alibaba since November 2026 (left ByteDance)"
+    updated = await get(app, item["memory_id"])
+    assert updated.content == "The user works at Alibaba since November 2026 (left ByteDance)"
     body = fake.requests_to("/chat/completions")[0].json
     assert body["messages"][0]["content"] == server_rubric("en")
 

@@ -64,7 +64,9 @@ async def test_top_k_and_touching_hits(app, clock):
     assert len(result.memories) == 2
     async with app.store.read() as r:
         touched = [await r.get_memory(USER, m.id) for m in result.memories]
-        untouched = [m for m in [await r.get_memory(USER, i) for i in ids.values()] if m.id not in {t.id for t in touched}]
+        untouched = [
+            m for m in [await r.get_memory(USER, i) for i in ids.values()] if m.id not in {t.id for t in touched}
+        ]
         events = await r.list_events(USER, kinds=[EventKind.recalled])
     assert all(m.use_count == 1 and m.last_active_at == clock.now() for m in touched)
     assert all(m.use_count == 0 and m.last_active_at is None for m in untouched)
@@ -96,7 +98,9 @@ async def test_superseded_only_with_history_and_marked_outdated(app, clock):
     old = await app.lifecycle.add(USER, AddRequest(content="用户喜欢用 Vue 3 写前端", keywords=["vue", "前端框架"]))
     clock.advance(days=150)
     new = await app.lifecycle.add(
-        USER, AddRequest(content="用户现在更喜欢用 React 写前端", keywords=["react", "前端框架"], supersedes=old.memory_id)
+        USER, AddRequest(
+            content="用户现在更喜欢用 React 写前端", keywords=["react", "前端框架"], supersedes=old.memory_id
+        )
     )
     plain = await recall(app, "前端框架用哪个")
     assert [m.id for m in plain.memories] == [new.memory_id]
@@ -119,7 +123,9 @@ async def test_categories_filter(app):
 
 
 async def test_expired_memories_are_not_recalled(app, clock):
-    await app.lifecycle.add(USER, AddRequest(content="聊了下周二的面试准备", category=Category.episode, keywords=["面试"]))
+    await app.lifecycle.add(
+        USER, AddRequest(content="聊了下周二的面试准备", category=Category.episode, keywords=["面试"])
+    )
     assert (await recall(app, "面试")).memories
     clock.advance(days=15)
     assert (await recall(app, "面试")).memories == []

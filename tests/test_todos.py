@@ -30,7 +30,9 @@ async def recall(app: PocketMem, query: str = "今天有什么安排"):
 
 
 async def test_a_reminder_appears_when_due_and_turns_overdue(app, clock):
-    report = await todo(app, "周五前把季度报告发给王总", due_at=START + timedelta(days=2), remind_at=START + timedelta(days=1))
+    report = await todo(
+        app, "周五前把季度报告发给王总", due_at=START + timedelta(days=2), remind_at=START + timedelta(days=1)
+    )
     undated = await todo(app, "找时间给猫买猫砂")
     assert (await recall(app)).reminders == []
 

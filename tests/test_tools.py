@@ -140,7 +140,9 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "args", "pattern"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)])
+@pytest.mark.parametrize(
+    ("tool", "args", "pattern"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)]
+)
 async def test_bad_input_is_a_clear_tool_error_and_changes_nothing(client, tool, args, pattern):
     await call(client, "add_memory", {"content": "已有的记忆", "keywords": ["已有"]})
     before = await state(client)

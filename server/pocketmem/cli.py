@@ -169,7 +169,9 @@ def _instant(text: str) -> datetime:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         if args.auth != "auto" or args.allowed_host:
-            raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
+            raise ConfigError(
+                "--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER"
+            )
         from pocketmem.mcp.server import build_server
 
         build_server(settings).run()

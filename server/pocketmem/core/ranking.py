@@ -172,7 +172,9 @@ def same_topic(a: Ranked, b: Ranked, pair_similarity: Mapping[tuple[str, str], f
     return overlap >= SHADOW_OVERLAP
 
 
-def shadow_older(ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], scale: Scale) -> list[Ranked]:
+def shadow_older(
+    ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], scale: Scale
+) -> list[Ranked]:
     """Demote a memory when a newer recalled memory says nearly the same thing; re-sort."""
     out = list(ranked)
     for i, older in enumerate(out):

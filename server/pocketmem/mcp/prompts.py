@@ -41,10 +41,13 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         zh = guess_language(message) == "zh"
         parts = [card.strip()]
         if result.injection:
-            parts.append(("[关于用户的相关记忆]\n" if zh else "[Relevant memories about the user]\n") + result.injection)
+            parts.append(
+                ("[关于用户的相关记忆]\n" if zh else "[Relevant memories about the user]\n") + result.injection
+            )
         if result.pending_confirmations:
             head = "[待用户确认的记忆]" if zh else "[Memories waiting for the user's confirmation]"
-            parts.append(head + "\n" + "\n".join(f"- {p.content} (pending_id {p.pending_id})" for p in result.pending_confirmations))
+            waiting = "\n".join(f"- {p.content} (pending_id {p.pending_id})" for p in result.pending_confirmations)
+            parts.append(head + "\n" + waiting)
         parts.append(
             "自然地运用这些记忆，不要生硬地说“我记得你说过……”。"
             if zh

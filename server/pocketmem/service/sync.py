@@ -153,7 +153,9 @@ class Sync:
             async with self.local.read() as reader:
                 page = await reader.changed_memories(user_id, since, after, PAGE)
                 memories = [
-                    sync_view(m) for _, m in page if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
+                    sync_view(m)
+                    for _, m in page
+                    if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
                 ]
                 vectors = await reader.memory_vectors(user_id, [m.id for m in memories])
                 revisions = [r for m in memories if m.core for r in await reader.list_revisions(user_id, m.id)]

@@ -371,7 +371,9 @@ class StoreWriter(StoreReader):
         """use_count += by, last_active_at = now."""
 
     @abstractmethod
-    async def eviction_candidates(self, user_id: str, count: int, now: datetime, exclude: Sequence[str]) -> list[Memory]:
+    async def eviction_candidates(
+        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+    ) -> list[Memory]:
         """The `count` non-core active memories of lowest current importance."""
 
     @abstractmethod

@@ -205,7 +205,8 @@ class PostgresStore(Store):
                 await tx.execute("update memories set embedding = null where vector_dims(embedding) <> %s", (dims,))
                 await tx.execute(f"alter table memories alter column embedding type vector({dims})")
             await tx.execute(
-                "create index if not exists memories_embedding_hnsw on memories using hnsw (embedding vector_cosine_ops)"
+                "create index if not exists memories_embedding_hnsw "
+                "on memories using hnsw (embedding vector_cosine_ops)"
             )
             await tx.put_meta("embedder", embed_tag)
             await tx.put_meta("dimensions", str(dims))
@@ -256,7 +257,8 @@ class PostgresStore(Store):
             assert isinstance(tx, PostgresTx)
             await tx.execute(
                 "with busy as (select term from memory_term_counts group by term having count(*) > 1), "
-                "gone as (delete from memory_term_counts c using busy where c.term = busy.term returning c.term, c.delta) "
+                "gone as (delete from memory_term_counts c using busy "
+                "where c.term = busy.term returning c.term, c.delta) "
                 "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
                 "having sum(delta) <> 0"
             )
@@ -269,7 +271,9 @@ class PostgresStore(Store):
             lexeme_gaps = (
                 await reader.fetch_one("select count(*) from memories where lexemes = ''::tsvector and terms <> ''")
             )[0]
-            counted = (await reader.fetch_one("select coalesce(sum(delta), 0) from memory_term_counts where term = ''"))[0]
+            counted = (
+                await reader.fetch_one("select coalesce(sum(delta), 0) from memory_term_counts where term = ''")
+            )[0]
             migrations = await postgres_migrations.applied(reader.connection)
             version = (await reader.fetch_one("select current_setting('server_version')"))[0]
         return {

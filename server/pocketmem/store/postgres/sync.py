@@ -178,6 +178,7 @@ class SyncQueries:
 
     async def put_meta(self, key: str, value: str) -> None:
         await self._exec(
-            "insert into store_meta (key, value) values (%s, %s) on conflict (key) do update set value = excluded.value",
+            "insert into store_meta (key, value) values (%s, %s) on "
+            "conflict (key) do update set value = excluded.value",
             (key, value),
         )

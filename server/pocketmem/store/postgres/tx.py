@@ -161,13 +161,15 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
 
     async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
         found = await self._memories(
-            "user_id = %s and status = any(%s) and content_hash = %s limit 1", (user_id, [str(s) for s in statuses], content_hash)
+            "user_id = %s and status = any(%s) and content_hash = %s limit 1",
+            (user_id, [str(s) for s in statuses], content_hash),
         )
         return found[0] if found else None
 
     async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
         found = await self._memories(
-            "user_id = %s and supersedes = %s and status in ('active', 'superseded') order by created_at desc, seq desc "
+            "user_id = %s and supersedes = %s and status in ('active', "
+            "'superseded') order by created_at desc, seq desc "
             "limit 1",
             (user_id, memory_id),
         )
@@ -196,12 +198,14 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         return await self._memories(
-            "user_id = %s and status = 'active' and persistence >= 1 order by created_at, seq limit %s", (user_id, limit)
+            "user_id = %s and status = 'active' and persistence >= 1 order by created_at, seq limit %s",
+            (user_id, limit),
         )
 
     async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
         return await self._memories(
-            "user_id = %s and status = any(%s) order by importance desc, seq limit %s", (user_id, [str(s) for s in statuses], limit)
+            "user_id = %s and status = any(%s) order by importance desc, seq limit %s",
+            (user_id, [str(s) for s in statuses], limit),
         )
 
     async def vector_neighbours(
@@ -227,7 +231,9 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
                 (vector_text(vector), user_id, wanted, k),
             )
         else:
-            total = (await self._one("select greatest(reltuples, 1)::bigint from pg_class where relname = 'memories'"))[0]
+            total = (
+                await self._one("select greatest(reltuples, 1)::bigint from pg_class where relname = 'memories'")
+            )[0]
             ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, int(k * max(1, total) / rows_of_user)))
             await self._exec(f"set local hnsw.ef_search = {ef}")
             rows = await self._guarded(

@@ -1044,7 +1044,8 @@ class SQLiteStore(Store):
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
             await tx.execute(
-                "insert into store_meta (key, value) values (?, ?) on conflict (key) do update set value = excluded.value",
+                "insert into store_meta (key, value) values (?, ?) on "
+                "conflict (key) do update set value = excluded.value",
                 (key, value),
             )
 
@@ -1125,7 +1126,8 @@ class SQLiteStore(Store):
             fts = (await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
             fts_orphans = (
                 await conn.execute_fetchall(
-                    "select count(*) from memories_fts f left join memories m on m.rowid = f.rowid where m.rowid is null"
+                    "select count(*) from memories_fts f left join "
+                    "memories m on m.rowid = f.rowid where m.rowid is null"
                 )
             )[0][0]
             vectors = None
@@ -1144,7 +1146,9 @@ class SQLiteStore(Store):
                     "group by user_id) c left join memory_counts k using (user_id) where coalesce(k.active, 0) != c.n"
                 )
             )[0][0]
-            migrations = [r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")]
+            migrations = [
+                r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")
+            ]
         return {
             "integrity": integrity[0] if integrity == ["ok"] else "; ".join(integrity[:5]),
             "memories": memories,
