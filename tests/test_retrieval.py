@@ -226,4 +226,7 @@ async def test_explain_adds_the_breakdown(app):
 
 async def test_other_users_memories_are_never_recalled(app):
     await fill(app)
-    assert (await app.retrieval.recall("alice", RecallRequest(query="香菜"))).memories == []
+    owner = await recall(app, "香菜")
+    assert owner.memories and "香菜" in owner.injection  # the same query finds them for their owner
+    other = await app.retrieval.recall("alice", RecallRequest(query="香菜"))
+    assert other.memories == [] and "香菜" not in (other.injection or "")

@@ -161,4 +161,5 @@ async def test_unknown_resource_is_an_error(client):
 def test_mcp_json_example_names_the_console_script():
     config = json.loads((Path(__file__).parents[1] / "mcp.json.example").read_text())
     servers = config["mcpServers"]
+    assert servers, "mcp.json.example registers no server"
     assert all("pocketmem" in json.dumps(s) for s in servers.values())

@@ -13,7 +13,7 @@ import io
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ def _configure_logging(settings: Settings, verbose: int) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def _run(coro_fn: Callable[[Settings], Awaitable[int]], settings: Settings) -> int:
+def _run(coro_fn: Callable[[Settings], Coroutine[Any, Any, int]], settings: Settings) -> int:
     return asyncio.run(coro_fn(settings))
 
 

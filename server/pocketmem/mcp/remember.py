@@ -18,7 +18,7 @@ The extraction itself — prompt, checks, retry, applying — is extraction.py; 
 # and the resolvers are closures over this server's services.
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
@@ -105,7 +105,7 @@ def answer_of(result: CreateMessageResult) -> ChatAnswer:
 class SessionSampler:
     """The client's model over a 2025-11-25 connection: one sampling/createMessage request per ask."""
 
-    source = "sampling"
+    source: Literal["sampling", "openai"] = "sampling"
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -138,7 +138,7 @@ def register_remember_tool(mcp: MCPServer, app: PocketMem, current_user: Callabl
     max_messages = app.settings.extract_max_messages
 
     @tool_errors
-    async def prepare(messages, ctx: Context, hints=None) -> Prepared:  # tool arguments by name
+    async def prepare(messages: Any, ctx: Context, hints: Any = None) -> Prepared:  # tool arguments, by name
         return await extraction.prepare(current_user(), messages, hints)
 
     @tool_errors

@@ -374,7 +374,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         to the trash (restorable for 7 days). Nothing is promoted or forgotten unless you decide so.
         """
         user = current_user()
-        if action in ("complete", "reopen"):
+        if action == "complete" or action == "reopen":
             return await app.todos.set_done(user, memory_id, done=action == "complete", reason=reason)
         return await app.review.decide(user, memory_id, action, reason)
 

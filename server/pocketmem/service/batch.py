@@ -67,7 +67,8 @@ class BatchResult:
 async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step]) -> BatchResult:
     settings = lifecycle.settings
     now = lifecycle.clock.now()
-    ready: list[tuple[Step, list[float] | None]] = []
+    ready: list[tuple[Step | RefusedStep, list[float] | None]] = []
+    step: Step | RefusedStep
     for i, step in enumerate(steps):
         if isinstance(step, AddStep):
             req = lifecycle.clean_request(step.request)
@@ -126,7 +127,11 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 results.append(await lifecycle.forget_in(tx, user_id, step.memory_id, step.reason, now))
             else:
                 results.append(await lifecycle.reinforce_in(tx, user_id, step.memory_ids, now))
-        written = [r.memory_id for r in results if isinstance(r, AddResult) and r.status == "stored"]
+        written = [
+            r.memory_id
+            for r in results
+            if isinstance(r, AddResult) and r.status == "stored" and r.memory_id is not None
+        ]
         evicted = await lifecycle.enforce_cap(tx, user_id, now, keep=written)
     return BatchResult(results=results, evicted=evicted)
 

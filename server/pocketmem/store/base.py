@@ -44,8 +44,6 @@ from pocketmem.base.models import (
 
 log = logging.getLogger(__name__)
 
-SEARCHABLE = (Status.active, Status.superseded)
-
 # After a write commits: {user_id: the event kinds that transaction wrote}.
 CommitListener = Callable[[Mapping[str, frozenset[EventKind]]], Awaitable[None]]
 
@@ -140,10 +138,6 @@ class StoreReader(ABC):
     @abstractmethod
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         """Active memories with persistence 1, oldest first (ties in insertion order)."""
-
-    @abstractmethod
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
-        """The `limit` memories of highest stored importance (ties in insertion order)."""
 
     @abstractmethod
     async def vector_neighbours(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from pocketmem.base.models import (
     ApiToken,
@@ -41,6 +41,10 @@ EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at
 USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
 
 
+@overload
+def ts(value: datetime) -> datetime: ...
+@overload
+def ts(value: None) -> None: ...
 def ts(value: datetime | None) -> datetime | None:
     """What the store keeps of an instant: UTC, millisecond precision (as the SQLite backend)."""
     if value is None:
@@ -49,6 +53,10 @@ def ts(value: datetime | None) -> datetime | None:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
+@overload
+def dt(value: datetime) -> datetime: ...
+@overload
+def dt(value: None) -> None: ...
 def dt(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
 

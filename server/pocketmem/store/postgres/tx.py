@@ -121,7 +121,7 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
         cur = await self._conn.execute(sql, params)
         return await cur.fetchall()
 
-    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:  # a row, or None when there is none
         cur = await self._conn.execute(sql, params)
         return await cur.fetchone()
 
@@ -200,12 +200,6 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
         return await self._memories(
             "user_id = %s and status = 'active' and persistence >= 1 order by created_at, seq limit %s",
             (user_id, limit),
-        )
-
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
-        return await self._memories(
-            "user_id = %s and status = any(%s) order by importance desc, seq limit %s",
-            (user_id, [str(s) for s in statuses], limit),
         )
 
     async def vector_neighbours(

@@ -56,7 +56,7 @@ class WriteQueries:
     if TYPE_CHECKING:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
         async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]: ...
 
@@ -78,7 +78,8 @@ class WriteQueries:
         unknown = set(fields) - UPDATABLE
         if unknown:
             raise ValueError(f"not updatable here: {sorted(unknown)}")
-        assignments, params = [], []
+        assignments: list[str] = []
+        params: list[Any] = []
         for key, value in fields.items():
             assignments.append(f"{key} = %s")
             if key in TIME_FIELDS:
@@ -235,7 +236,8 @@ class WriteQueries:
         allowed = {"status", "cooldown_until", "memory_id", "updated_at"}
         if set(fields) - allowed:
             raise ValueError(f"not updatable here: {sorted(set(fields) - allowed)}")
-        assignments, params = [], []
+        assignments: list[str] = []
+        params: list[Any] = []
         for key, value in fields.items():
             assignments.append(f"{key} = %s")
             if key in TIME_FIELDS:

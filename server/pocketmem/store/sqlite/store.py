@@ -290,7 +290,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
     async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await self._db.execute_fetchall(sql, params))
 
-    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:  # a row, or None when there is none
         rows = await self._all(sql, params)
         return rows[0] if rows else None
 
@@ -370,14 +370,6 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= 1 "
             "order by created_at limit ?",
             (user_id, limit),
-        )
-        return [_memory(r) for r in rows]
-
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status in ({_placeholders(len(statuses))}) "
-            "order by importance desc limit ?",
-            (user_id, *statuses, limit),
         )
         return [_memory(r) for r in rows]
 
@@ -1122,9 +1114,9 @@ class SQLiteStore(Store):
         conn = self._require(self._writer)
         async with self._write_lock:
             integrity = [r[0] for r in await conn.execute_fetchall("pragma integrity_check")]
-            memories = (await conn.execute_fetchall("select count(*) from memories"))[0][0]
-            fts = (await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
-            fts_orphans = (
+            memories = list(await conn.execute_fetchall("select count(*) from memories"))[0][0]
+            fts = list(await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
+            fts_orphans = list(
                 await conn.execute_fetchall(
                     "select count(*) from memories_fts f left join "
                     "memories m on m.rowid = f.rowid where m.rowid is null"
@@ -1133,14 +1125,14 @@ class SQLiteStore(Store):
             vectors = None
             vector_mismatch = None
             if self.vectors_available:
-                vectors = (await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
-                vector_mismatch = (
+                vectors = list(await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
+                vector_mismatch = list(
                     await conn.execute_fetchall(
                         "select count(*) from memories m left join memory_vectors v on v.rowid = m.rowid "
                         "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
                     )
                 )[0][0]
-            count_mismatches = (
+            count_mismatches = list(
                 await conn.execute_fetchall(
                     "select count(*) from (select user_id, count(*) as n from memories where status = 'active' "
                     "group by user_id) c left join memory_counts k using (user_id) where coalesce(k.active, 0) != c.n"
