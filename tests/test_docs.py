@@ -1,4 +1,5 @@
-"""The README documents the whole surface: every tool, resource, CLI command and setting."""
+"""The README and docs/ document the whole surface: every tool, resource and CLI command in the README,
+every setting in docs/configuration.md, and every page of docs/ reachable from the README."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pocketmem.cli import build_parser
 from pocketmem.mcp.resources import MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI
 from pocketmem.mcp.tools import TOOL_NAMES
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", TOOL_NAMES)
@@ -35,6 +38,16 @@ def test_every_command_is_in_the_readme(command):
 
 
 @pytest.mark.parametrize("field", [f for f in Settings.model_fields if not f.startswith("llm_")])
-def test_every_setting_is_in_the_readme(field):
+def test_every_setting_is_in_the_configuration_page(field):
     name = f"POCKETMEM_{field.upper()}"
-    assert name in README or (field.startswith("weight_") and f"_{field[7:].upper()}`" in README), name
+    page = CONFIGURATION
+    assert name in page or (field.startswith("weight_") and f"_{field[7:].upper()}`" in page), name
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_every_docs_page_is_linked_from_the_readme(page):
+    assert f"](docs/{page})" in README, page
+
+
+def test_the_readme_stays_short():
+    assert README.count("\n") <= 260
