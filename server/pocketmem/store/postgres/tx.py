@@ -30,6 +30,7 @@ from pocketmem.base.models import (
     Tombstone,
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
+from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     MEMORY_COLUMNS,
@@ -198,8 +199,8 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         return await self._memories(
-            "user_id = %s and status = 'active' and persistence >= 1 order by created_at, seq limit %s",
-            (user_id, limit),
+            "user_id = %s and status = 'active' and persistence >= %s order by created_at, seq limit %s",
+            (user_id, CORE_PERSISTENCE, limit),
         )
 
     async def vector_neighbours(
@@ -407,9 +408,9 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
         ):
             out.by_category[category] = count
         row = await self._one(
-            "select count(*) filter (where persistence >= 1), min(created_at), max(created_at) from memories "
+            "select count(*) filter (where persistence >= %s), min(created_at), max(created_at) from memories "
             "where user_id = %s and status = 'active'",
-            (user_id,),
+            (CORE_PERSISTENCE, user_id),
         )
         out.core, out.oldest, out.newest = row[0], dt(row[1]), dt(row[2])
         counts = await self._one(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pocketmem.base.clock import from_iso
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from pocketmem.store.base import IndexedText, ScoreRow
+from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     PENDING_COLUMNS,
@@ -73,8 +74,8 @@ class UpkeepQueries:
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         return await self._memories(
             "user_id = %s and expires_at is not null and expires_at <= %s and status in ('active', 'superseded') "
-            'and persistence < 1 order by expires_at, id collate "C" limit %s',
-            (user_id, ts(now), limit),
+            'and persistence < %s order by expires_at, id collate "C" limit %s',
+            (user_id, ts(now), CORE_PERSISTENCE, limit),
         )
 
     async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:

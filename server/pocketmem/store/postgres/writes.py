@@ -25,6 +25,7 @@ from pocketmem.base.models import (
     Tombstone,
 )
 from pocketmem.store.base import IndexedText
+from pocketmem.store.policy import CORE_PERSISTENCE, DECAY_RATE_PER_DAY, TIME_COEF_FLOOR
 from pocketmem.store.postgres.records import (
     MEMORY_COLUMNS,
     REVISION_COLUMNS,
@@ -178,12 +179,13 @@ class WriteQueries:
     async def eviction_candidates(
         self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
     ) -> list[Memory]:
-        # Current importance, not the stored snapshot: info_importance * max(0.8, exp(-0.01 (1-P) d)).
+        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days), with
+        # time_coef = max(TIME_COEF_FLOOR, exp(-DECAY_RATE_PER_DAY * (1 - P) * max(0, days))) bound from scoring.py.
         return await self._memories(
-            "user_id = %s and status = 'active' and persistence < 1 and not (id = any(%s)) "
-            "order by info_importance * greatest(0.8, exp(-0.01 * (1 - persistence) * "
-            "extract(epoch from (%s - coalesce(last_active_at, created_at))) / 86400.0)), created_at, seq limit %s",
-            (user_id, list(exclude), ts(now), count),
+            "user_id = %s and status = 'active' and persistence < %s and not (id = any(%s)) "
+            "order by info_importance * greatest(%s::float8, exp(-%s::float8 * (1 - persistence) * greatest(0, "
+            "extract(epoch from (%s - coalesce(last_active_at, created_at))) / 86400.0))), created_at, seq limit %s",
+            (user_id, CORE_PERSISTENCE, list(exclude), TIME_COEF_FLOOR, DECAY_RATE_PER_DAY, ts(now), count),
         )
 
     async def insert_tombstone(self, tombstone: Tombstone) -> None:

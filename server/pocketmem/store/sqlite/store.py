@@ -41,6 +41,7 @@ from pocketmem.base.models import (
 )
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
@@ -367,9 +368,9 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= 1 "
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= ? "
             "order by created_at limit ?",
-            (user_id, limit),
+            (user_id, CORE_PERSISTENCE, limit),
         )
         return [_memory(r) for r in rows]
 
@@ -579,8 +580,8 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             out.by_category[category] = count
         row = await self._one(
             "select count(*), min(created_at), max(created_at) from memories "
-            "where user_id = ? and status = 'active' and persistence >= 1",
-            (user_id,),
+            "where user_id = ? and status = 'active' and persistence >= ?",
+            (user_id, CORE_PERSISTENCE),
         )
         out.core = row[0]
         span = await self._one(
@@ -749,13 +750,13 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
     async def eviction_candidates(
         self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
     ) -> list[Memory]:
-        # Current importance, not the stored snapshot: info_importance * max(0.8, exp(-0.01 (1-P) d)).
+        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days).
         rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence < 1 "
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence < ? "
             f"and id not in ({_placeholders(len(exclude))}) "
-            "order by info_importance * max(0.8, pm_exp(-0.01 * (1 - persistence) * "
-            "(julianday(?) - julianday(coalesce(last_active_at, created_at))))), created_at limit ?",
-            (user_id, *exclude, to_iso(now), count),
+            "order by info_importance * pm_time_coef(persistence, "
+            "julianday(?) - julianday(coalesce(last_active_at, created_at))), created_at limit ?",
+            (user_id, CORE_PERSISTENCE, *exclude, to_iso(now), count),
         )
         return [_memory(r) for r in rows]
 
@@ -886,10 +887,6 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-def _exp(x: float | None) -> float | None:
-    return math.exp(x) if x is not None else None
-
-
 class SQLiteStore(Store):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
@@ -914,8 +911,8 @@ class SQLiteStore(Store):
 
         def factory() -> Any:
             conn = connect(path, load_vectors=True)
-            # Registered on every connection so SQL can use exp() whether or not SQLite was built with math functions.
-            conn.create_function("pm_exp", 1, _exp, deterministic=True)
+            # The decay rule of scoring.py, for the eviction order (registered on every connection).
+            conn.create_function("pm_time_coef", 2, sql_time_coef, deterministic=True)
             return conn
 
         conn = aiosqlite.Connection(factory, iter_chunk_size=256)

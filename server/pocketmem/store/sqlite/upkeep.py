@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pocketmem.base.clock import from_iso, to_iso
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from pocketmem.store.base import IndexedText, ScoreRow
+from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
     REVISION_COLUMNS,
@@ -86,8 +87,8 @@ class UpkeepQueries:
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         return await self._memories(
             "user_id = ? and expires_at is not null and expires_at <= ? and status in ('active', 'superseded') "
-            "and persistence < 1 order by expires_at, id limit ?",
-            (user_id, to_iso(now), limit),
+            "and persistence < ? order by expires_at, id limit ?",
+            (user_id, to_iso(now), CORE_PERSISTENCE, limit),
         )
 
     async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
