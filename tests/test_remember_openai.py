@@ -260,14 +260,18 @@ def test_the_openai_package_is_not_imported_at_server_start(tmp_path):
     assert json.loads(proc.stdout) is False
 
 
-def test_the_readme_documents_the_tool_its_settings_and_both_paths():
+def test_the_docs_document_the_tool_its_settings_and_both_paths():
     from pathlib import Path
 
     from pocketmem.base.config import Settings
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    extraction = (root / "docs" / "extraction.md").read_text()
+    configuration = (root / "docs" / "configuration.md").read_text()
+    assert "| `remember_conversation` |" in readme and "](docs/extraction.md)" in readme
     for name in ("llm_model", "llm_base_url", "llm_api_key", "llm_timeout", "extract_max_messages"):
-        assert f"POCKETMEM_{name.upper()}" in readme and name in Settings.model_fields
-    for needle in ("| `remember_conversation` |", "MCP sampling", "sampling/createMessage", "OpenAI-compatible chat",
+        assert f"POCKETMEM_{name.upper()}" in configuration and name in Settings.model_fields
+    for needle in ("MCP sampling", "sampling/createMessage", "OpenAI-compatible chat",
                    "`extract_memories` prompt", "| `BOOST` |", "needs_confirmation"):
-        assert needle in readme, needle
+        assert needle in extraction, needle
