@@ -62,3 +62,30 @@ async def test_the_core_rule_is_scorings(app, clock):
         stats = await r.stats(USER)
     assert [m.id for m in core] == [ids["用户不吃香菜"]]
     assert stats.core == 1
+
+
+@pytest.mark.postgres_only
+async def test_postgres_writes_lock_the_user_by_argument_or_by_record(app, clock, backend):
+    from pocketmem.base.models import DeleteReason, Tombstone
+    from pocketmem.store.postgres.tx import USER_LOCK_SPACE
+
+    async def user_locks(tx) -> int:
+        row = await tx.fetch_one(
+            "select count(*) from pg_locks where locktype = 'advisory' and classid = %s and pid = pg_backend_pid()",
+            (USER_LOCK_SPACE,),
+        )
+        return row[0]
+
+    async with app.store.write() as tx:
+        assert await user_locks(tx) == 0
+        await tx.get_memory("alice", "nope")  # a method taking the user id
+        assert await user_locks(tx) == 1
+        stone = Tombstone(tombstone_id="t1", memory_id="m1", user_id="bob", deleted_at=clock.now(), purge_at=None,
+                          reason=DeleteReason.user_delete)
+        await tx.insert_tombstone(stone)  # a method taking a record that carries the user
+        assert await user_locks(tx) == 2
+        await tx.get_memory("alice", "nope")  # each user once per transaction
+        assert await user_locks(tx) == 2
+    async with app.store.read() as r:
+        await r.get_memory("carol", "nope")  # reads take no lock
+        assert await user_locks(r) == 0

@@ -316,6 +316,7 @@ async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, 
                 assert (await synced(b)).users[0].downloaded == 0
 
 
+@pytest.mark.slow
 async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
     import json
     import subprocess

@@ -57,25 +57,19 @@ USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
 EF_SEARCH_MIN, EF_SEARCH_MAX = 100, 1000
 
-# Methods whose first argument is a record carrying the user id rather than the id itself.
-_RECORD_METHODS = {
-    "insert_memory", "insert_tombstone", "insert_revision", "insert_pending", "put_usage", "import_memory",
-    "import_tombstone", "import_revision", "import_pending", "import_event", "import_user", "upsert_memory",
-    "upsert_tombstone",
-}
-
-
-def _user_of(name: str, args: tuple[Any, ...]) -> str | None:
-    if not args:
-        return None
-    first = args[0]
-    if name in _RECORD_METHODS:
-        return first.get("user_id") if isinstance(first, Mapping) else getattr(first, "user_id", None)
-    return first if isinstance(first, str) else None
+def _user_of_record(record: Any) -> str | None:
+    """The user a record (a model or a mapping with `user_id`) belongs to, if it says."""
+    user = record.get("user_id") if isinstance(record, Mapping) else getattr(record, "user_id", None)
+    return user if isinstance(user, str) else None
 
 
 def per_user_locked(cls: type) -> type:
-    """Wrap every public coroutine method taking a user (its first argument) to lock that user first."""
+    """Lock the user first in every public coroutine method that acts for one user.
+
+    A method acts for a user when its first parameter is `user_id`, or when its first argument is a record
+    carrying a `user_id` (a memory, tombstone, revision, pending item, usage row, imported row). No list of
+    method names to keep: a new method is locked by its signature or by the record it is given.
+    """
     for name in dir(cls):
         if name.startswith("_"):
             continue
@@ -83,20 +77,24 @@ def per_user_locked(cls: type) -> type:
         if not inspect.iscoroutinefunction(fn):
             continue
         params = list(inspect.signature(fn).parameters)
-        if name not in _RECORD_METHODS and (len(params) < 2 or params[1] != "user_id"):
+        if len(params) < 2:
             continue
+        by_id = params[1] == "user_id"
 
-        def wrap(fn: Any, name: str) -> Any:
+        def wrap(fn: Any, by_id: bool) -> Any:
             @functools.wraps(fn)
             async def locked(self: PostgresTx, *args: Any, **kwargs: Any) -> Any:
-                user = _user_of(name, args) if args else kwargs.get("user_id")
-                if user is not None:
+                if by_id:
+                    user = args[0] if args else kwargs.get("user_id")
+                else:
+                    user = _user_of_record(args[0]) if args else None
+                if isinstance(user, str):
                     await self._lock_user(user)
                 return await fn(self, *args, **kwargs)
 
             return locked
 
-        setattr(cls, name, wrap(fn, name))
+        setattr(cls, name, wrap(fn, by_id))
     return cls
 
 
