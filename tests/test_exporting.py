@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -21,6 +20,7 @@ from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import START, backend_env, make_settings
+from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -188,7 +188,7 @@ def test_cli_export_and_import(tmp_path):
     anyio.run(seed)
 
     def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+        env = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
                **backend_env(home)}
         return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True,
                               text=True, timeout=120)

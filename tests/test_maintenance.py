@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -20,6 +19,7 @@ from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import START, backend_env, make_settings
+from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -235,7 +235,7 @@ def test_cli_maintain_now(tmp_path):
             return await add(app, "聊了周末的计划", category=Category.episode)
 
     episode = anyio.run(seed)
-    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+    env = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
            **backend_env(home)}
 
     def maintain(now: str) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -10,12 +9,14 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from .servers import checkout_env
+
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def server_params(home: Path, **env: str) -> StdioServerParameters:
     # Hosts give the server a minimal environment; pass only what it needs.
-    base = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+    base = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
     base.update(env)
     return StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=base)
 
@@ -40,7 +41,7 @@ async def test_memories_survive_a_server_restart(tmp_path, mode):
 async def test_a_bad_setting_stops_the_server_with_a_clear_message(tmp_path):
     import subprocess
 
-    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
+    env = {**checkout_env(), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
     with anyio.fail_after(60):
         proc = await anyio.run_process(
             [sys.executable, "-m", "pocketmem", "serve"], env=env, check=False, stdin=subprocess.DEVNULL
