@@ -89,3 +89,27 @@ async def test_postgres_writes_lock_the_user_by_argument_or_by_record(app, clock
     async with app.store.read() as r:
         await r.get_memory("carol", "nope")  # reads take no lock
         assert await user_locks(r) == 0
+
+
+async def test_token_rows_read_back_the_same_on_both_backends(app, clock):
+    """One set of token queries (store/sql/tokens.py) over each backend's dialect."""
+    from pocketmem.base.models import ApiToken
+
+    created = clock.now()
+    token = ApiToken(id="t1", user_id="alice", name="laptop", token_hash="h" * 64, created_at=created)
+    async with app.store.write() as tx:
+        await tx.insert_token(token)
+        await tx.insert_token(token.model_copy(update={"id": "t2", "user_id": "bob", "name": None}))
+    clock.advance(minutes=5)
+    async with app.store.write() as tx:
+        await tx.touch_token("t1", clock.now())
+        assert await tx.revoke_token("t2", clock.now()) is True
+        assert await tx.revoke_token("t2", clock.now()) is False  # once
+    async with app.store.read() as r:
+        got = await r.get_token("t1")
+        assert got == token.model_copy(update={"last_used_at": clock.now()})
+        assert got is not None and got.created_at.tzinfo is not None
+        assert [t.id for t in await r.list_tokens()] == ["t1"]
+        assert [t.id for t in await r.list_tokens("bob", include_revoked=True)] == ["t2"]
+        assert await r.count_active_tokens() == 1
+        assert await r.get_token("nope") is None

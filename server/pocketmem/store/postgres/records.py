@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any, overload
 
 from pocketmem.base.models import (
-    ApiToken,
     Category,
     DeleteReason,
     Event,
@@ -31,7 +30,6 @@ MEMORY_COLUMNS = (
 )
 MEMORY_COLUMN_LIST = [c.strip() for c in MEMORY_COLUMNS.split(",")]
 PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
-TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
 TOMBSTONE_COLUMNS = (
     "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
     "purged_at"
@@ -173,19 +171,6 @@ def pending_from_row(row: Sequence[Any]) -> PendingItem:
         memory_id=memory_id,
         created_at=dt(created_at),
         updated_at=dt(updated_at),
-    )
-
-
-def token_from_row(row: Sequence[Any]) -> ApiToken:
-    id_, user_id, name, token_hash, created_at, last_used_at, revoked_at = row
-    return ApiToken(
-        id=id_,
-        user_id=user_id,
-        name=name,
-        token_hash=token_hash,
-        created_at=dt(created_at),
-        last_used_at=dt(last_used_at),
-        revoked_at=dt(revoked_at),
     )
 
 

@@ -19,7 +19,6 @@ from datetime import datetime
 from typing import Any
 
 from pocketmem.base.models import (
-    ApiToken,
     Event,
     EventKind,
     Memory,
@@ -31,19 +30,18 @@ from pocketmem.base.models import (
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
 from pocketmem.store.policy import CORE_PERSISTENCE
+from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     MEMORY_COLUMNS,
     PENDING_COLUMNS,
     REVISION_COLUMNS,
-    TOKEN_COLUMNS,
     TOMBSTONE_COLUMNS,
     dt,
     event_from_row,
     memory_from_row,
     pending_from_row,
     revision_from_row,
-    token_from_row,
     tombstone_from_row,
     ts,
     tsquery_text,
@@ -52,6 +50,7 @@ from pocketmem.store.postgres.records import (
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
+from pocketmem.store.sql.tokens import TokenQueries
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
@@ -99,8 +98,10 @@ def per_user_locked(cls: type) -> type:
 
 
 @per_user_locked
-class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
+class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, TokenQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
+
+    dialect = POSTGRES
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:
         self._conn = conn
@@ -437,27 +438,6 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
             "created_at": _iso(row[4]),
             "updated_at": _iso(row[5]),
         }
-
-    async def get_token(self, token_id: str) -> ApiToken | None:
-        row = await self._one(f"select {TOKEN_COLUMNS} from api_tokens where id = %s", (token_id,))
-        return token_from_row(row) if row else None
-
-    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
-        where: list[str] = []
-        params: list[Any] = []
-        if user_id is not None:
-            where.append("user_id = %s")
-            params.append(user_id)
-        if not include_revoked:
-            where.append("revoked_at is null")
-        clause = f"where {' and '.join(where)}" if where else ""
-        rows = await self._all(f"select {TOKEN_COLUMNS} from api_tokens {clause} order by created_at, id", params)
-        return [token_from_row(r) for r in rows]
-
-    async def count_active_tokens(self) -> int:
-        row = await self._one("select count(*) from api_tokens where revoked_at is null")
-        return int(row[0])
-
 
 def _iso(value: datetime | None) -> str | None:
     from pocketmem.base.clock import to_iso

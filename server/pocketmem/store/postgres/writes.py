@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import (
-    ApiToken,
     Category,
     DeleteReason,
     EventKind,
@@ -29,7 +28,6 @@ from pocketmem.store.policy import CORE_PERSISTENCE, DECAY_RATE_PER_DAY, TIME_CO
 from pocketmem.store.postgres.records import (
     MEMORY_COLUMNS,
     REVISION_COLUMNS,
-    TOKEN_COLUMNS,
     TOMBSTONE_COLUMNS,
     json_text,
     lexemes,
@@ -285,25 +283,3 @@ class WriteQueries:
             (user_id, ts(now), ts(now)),
         )
 
-    async def insert_token(self, token: ApiToken) -> None:
-        await self._exec(
-            f"insert into api_tokens ({TOKEN_COLUMNS}) values (%s, %s, %s, %s, %s, %s, %s)",
-            (
-                token.id,
-                token.user_id,
-                token.name,
-                token.token_hash,
-                ts(token.created_at),
-                ts(token.last_used_at),
-                ts(token.revoked_at),
-            ),
-        )
-
-    async def revoke_token(self, token_id: str, when: datetime) -> bool:
-        changed = await self._exec(
-            "update api_tokens set revoked_at = %s where id = %s and revoked_at is null", (ts(when), token_id)
-        )
-        return changed > 0
-
-    async def touch_token(self, token_id: str, when: datetime) -> None:
-        await self._exec("update api_tokens set last_used_at = %s where id = %s", (ts(when), token_id))

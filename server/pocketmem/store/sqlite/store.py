@@ -26,7 +26,6 @@ import anyio
 from pocketmem.base.clock import from_iso, to_iso
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import (
-    ApiToken,
     Category,
     DeleteReason,
     Event,
@@ -42,7 +41,9 @@ from pocketmem.base.models import (
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
+from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sqlite import migrations as sqlite_migrations
+from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import connect, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.records import (
@@ -248,20 +249,6 @@ def _pending(row: Sequence[Any]) -> PendingItem:
 
 
 _PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
-_TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
-
-
-def _token(row: Sequence[Any]) -> ApiToken:
-    id_, user_id, name, token_hash, created_at, last_used_at, revoked_at = row
-    return ApiToken(
-        id=id_,
-        user_id=user_id,
-        name=name,
-        token_hash=token_hash,
-        created_at=from_iso(created_at),
-        last_used_at=_dt(last_used_at),
-        revoked_at=_dt(revoked_at),
-    )
 
 
 def _is_locked(exc: BaseException) -> bool:
@@ -269,7 +256,7 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
+class SQLiteTx(UpkeepQueries, SyncQueries, TokenQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS
@@ -279,6 +266,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
     _unpack = staticmethod(unpack_vector)
     _to_pending = staticmethod(_pending)
     _pending_columns = _PENDING_COLUMNS
+    dialect = SQLITE
 
     def __init__(self, db: aiosqlite.Connection, vectors: bool, owner_index: bool = True) -> None:
         self._db = db
@@ -615,25 +603,6 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             "updated_at": row[5],
         }
 
-    async def get_token(self, token_id: str) -> ApiToken | None:
-        row = await self._one(f"select {_TOKEN_COLUMNS} from api_tokens where id = ?", (token_id,))
-        return _token(row) if row else None
-
-    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
-        where, params = [], []
-        if user_id is not None:
-            where.append("user_id = ?")
-            params.append(user_id)
-        if not include_revoked:
-            where.append("revoked_at is null")
-        clause = f"where {' and '.join(where)}" if where else ""
-        rows = await self._all(f"select {_TOKEN_COLUMNS} from api_tokens {clause} order by created_at, id", params)
-        return [_token(r) for r in rows]
-
-    async def count_active_tokens(self) -> int:
-        row = await self._one("select count(*) from api_tokens where revoked_at is null")
-        return int(row[0])
-
     # -- writes ---------------------------------------------------------------------------------
     async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
         blob = pack_vector(vector)
@@ -855,30 +824,6 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             "insert into users (user_id, created_at, updated_at) values (?, ?, ?) on conflict (user_id) do nothing",
             (user_id, to_iso(now), to_iso(now)),
         )
-
-    async def insert_token(self, token: ApiToken) -> None:
-        await self._exec(
-            f"insert into api_tokens ({_TOKEN_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?)",
-            (
-                token.id,
-                token.user_id,
-                token.name,
-                token.token_hash,
-                to_iso(token.created_at),
-                _ts(token.last_used_at),
-                _ts(token.revoked_at),
-            ),
-        )
-
-    async def revoke_token(self, token_id: str, when: datetime) -> bool:
-        changed = await self._exec(
-            "update api_tokens set revoked_at = ? where id = ? and revoked_at is null", (to_iso(when), token_id)
-        )
-        return changed > 0
-
-    async def touch_token(self, token_id: str, when: datetime) -> None:
-        await self._exec("update api_tokens set last_used_at = ? where id = ?", (to_iso(when), token_id))
-
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
