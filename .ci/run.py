@@ -12,13 +12,14 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = "torch==2.13.0"
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# An extra index with torch's CPU builds, for machines whose package index resolves torch to a GPU build:
+# e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu (docs/development.md). Nothing is probed otherwise.
+TORCH_INDEX = os.environ.get("TORCH_INDEX", "")
 
 
 def sh(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -30,20 +31,12 @@ def python_of(env_dir: Path) -> str:
     return str(env_dir / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python"))
 
 
-def reachable(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5):
-            return True
-    except OSError:
-        return False
-
-
 def torch_plan(py: str) -> list[str] | None:
     """pip arguments that install a CPU-only torch, or None when none can be had here."""
     if os.environ.get("TORCH", "cpu") == "none":
         return None
-    if reachable(CPU_INDEX + "/"):
-        return [TORCH, "--index-url", CPU_INDEX]
+    if TORCH_INDEX:
+        return [TORCH, "--index-url", TORCH_INDEX]
     # No PyTorch index: accept what the configured index offers only if it brings no GPU packages.
     report = subprocess.run([py, "-m", "pip", "install", "--dry-run", "-q", "--report", "-", TORCH],
                             capture_output=True, text=True)
@@ -65,7 +58,7 @@ def main() -> int:
     py = python_of(env_dir)
     sh(py, "-m", "pip", "install", "-q", "--upgrade", "pip")
     plan = torch_plan(py)
-    extras = "test,examples"
+    extras = "test,examples,dev"
     if plan is None:
         print("torch's CPU build is not available here (or TORCH=none): the local-embedder tests will be skipped",
               flush=True)
@@ -77,6 +70,14 @@ def main() -> int:
     sh(py, "-m", "build", "--outdir", str(dist), ".", cwd=ROOT, stdout=subprocess.DEVNULL)
     env = {**os.environ, "TEST_DIST_DIR": str(dist)}
     env.pop("PYTHONPATH", None)
+    bin_dir = str(Path(py).parent)
+    # The static checks gate the tests: lint, the layer contracts, types (.ci/checks; the same three commands).
+    for check in (["ruff", "check", "server", "tests", "bench"], ["lint-imports", "--no-cache"], ["mypy"]):
+        print("==", " ".join(check), flush=True)
+        tool = str(Path(bin_dir) / check[0])
+        done = subprocess.run([tool, *check[1:]], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT / "server")})
+        if done.returncode != 0:
+            return done.returncode
     return subprocess.run([py, "-m", "pytest", *sys.argv[1:]], cwd=ROOT, env=env).returncode
 
 

@@ -69,11 +69,11 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
             req = RecallRequest(
                 query=q["query"], context=q.get("context", []), keywords=q.get("keywords", []) if keywords else []
             )
-            parsed = r._parse(req)
-            vector = await r._query_vector(parsed)
+            parsed = r.parse(req)
+            vector = await r.query_vector(parsed)
             scale = scales.get(guess_language(parsed.message), NEUTRAL)
             async with app.store.read() as reader:
-                candidates, rarities = await r._candidates(
+                candidates, rarities = await r.candidates(
                     reader, "eval", parsed, vector, (Status.active,), [], scale
                 )
             # Candidates with no signal at all can never pass a positive threshold: drop them once here.
@@ -112,7 +112,9 @@ def replay(ex: Extracted, p: dict[str, float]) -> dict[str, float]:
             conflicts += 1
             stale = [i for i, k in enumerate(got) if k in case.stale]
             conflict_ok += bool(ranks) and ranks[0] < 3 and (not stale or stale[0] > ranks[0])
-    return {"hit@1": hit1 / n, "hit@3": hit3 / n, "neg": neg_ok / max(neg, 1), "conflict": conflict_ok / max(conflicts, 1)}
+    return {
+        "hit@1": hit1 / n, "hit@3": hit3 / n, "neg": neg_ok / max(neg, 1), "conflict": conflict_ok / max(conflicts, 1)
+    }
 
 
 GRID = {
@@ -168,7 +170,8 @@ def main() -> None:
         for name in sets:
             for keywords in (True, False):
                 m = replay(extracted[(name, keywords)], p)
-                print(f"    {name:7s} {'kw' if keywords else 'no-kw':5s} " + " ".join(f"{k} {v:.3f}" for k, v in m.items()))
+                figures = " ".join(f"{k} {v:.3f}" for k, v in m.items())
+                print(f"    {name:7s} {'kw' if keywords else 'no-kw':5s} " + figures)
 
 
 if __name__ == "__main__":

@@ -31,16 +31,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx2  # noqa: E402 - after common, which puts the package on the path
+import httpx2  # after common, which puts the package on the path
 from common import DATA, machine, percentile, write_section
-from mcp import Client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from pocketmem.app import PocketMem  # noqa: E402
-from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.base.models import Category  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
-from pocketmem.service.tokens import TokenService  # noqa: E402
+from pocketmem.app import PocketMem
+from pocketmem.base.config import Settings
+from pocketmem.base.models import Category
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.tokens import TokenService
 
 MARKER = "load"
 ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")
@@ -187,7 +187,8 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "process running every client): near 100% means calls queue for the server's one event loop, so",
         "latency grows with the number of clients while throughput stays level.",
         "",
-        "| clients | calls/s | recall p50 | recall p95 | add p50 | add p95 | all p50 | all p95 | server CPU | client CPU | errors |",
+        "| clients | calls/s | recall p50 | recall p95 | add p50 | add "
+        "p95 | all p50 | all p95 | server CPU | client CPU | errors |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -227,7 +228,9 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=int, action="append", help="concurrent clients (repeatable; default 1, 8, 32)")
+    parser.add_argument(
+        "--clients", type=int, action="append", help="concurrent clients (repeatable; default 1, 8, 32)"
+    )
     parser.add_argument("--seconds", type=float, default=15.0, help="measured time per level")
     parser.add_argument("--add-share", type=float, default=0.2, help="share of add_memory calls (default 0.2)")
     parser.add_argument("--memories", type=int, default=100, help="memories per user before the run")

@@ -82,7 +82,9 @@ def rows(size: int, users: int, seed: int) -> str:
         info, coef, imp = importance(scores, created, NOW)
         vector = embedder.vector(embedding_text(req.content, req.keywords))
         text = indexed_text(req.content, req.keywords)
-        lexeme_text = " ".join("'" + lx.replace("'", "''") + "'" for lx in lexemes(user, text.terms, text.keyword_terms))
+        lexeme_text = " ".join(
+            "'" + lx.replace("'", "''") + "'" for lx in lexemes(user, text.terms, text.keyword_terms)
+        )
         values = [
             uuid.UUID(int=rnd.getrandbits(128)).hex, user, req.content, req.category.value,
             json.dumps(req.keywords, ensure_ascii=False), scores.emotion, scores.info, scores.persistence,

@@ -143,7 +143,7 @@ class FakeOpenAI:
             return [r for r in self.requests if r.path.endswith(path)]
 
     # -- answers (called from request threads) -----------------------------------------------
-    def _record(self, request: RecordedRequest) -> None:
+    def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
 
@@ -151,7 +151,7 @@ class FakeOpenAI:
         if seconds > 0:
             self._closing.wait(seconds)
 
-    def _answer_embeddings(self, body: Any) -> tuple[int, Any]:
+    def answer_embeddings(self, body: Any) -> tuple[int, Any]:
         with self._lock:
             failure = self._failures.popleft() if self._failures else None
         self._sleep(self.embedding_delay)
@@ -174,7 +174,7 @@ class FakeOpenAI:
         usage = {"prompt_tokens": 0, "total_tokens": 0}
         return 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
-    def _answer_chat(self, body: Any) -> tuple[int, Any]:
+    def answer_chat(self, body: Any) -> tuple[int, Any]:
         with self._lock:
             reply = self._chat.popleft() if self._chat else None
         if reply is None:
@@ -214,18 +214,18 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         fake = self.server.fake
         path = self.path.split("?", 1)[0]
-        fake._record(RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
+        fake.record(RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
         if path == "/v1/embeddings":
-            status, answer = fake._answer_embeddings(body)
+            status, answer = fake.answer_embeddings(body)
         elif path == "/v1/chat/completions":
-            status, answer = fake._answer_chat(body)
+            status, answer = fake.answer_chat(body)
         else:
             status, answer = 404, _error_body(404, f"no route {path}")
         self._send(status, answer)
 
     def do_GET(self) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.fake._record(RecordedRequest("GET", self.path, headers, None))
+        self.server.fake.record(RecordedRequest("GET", self.path, headers, None))
         self._send(404, _error_body(404, f"no route {self.path}"))
 
     def _send(self, status: int, answer: Any) -> None:

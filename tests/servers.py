@@ -29,12 +29,21 @@ from mcp.client.streamable_http import streamable_http_client
 _ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")
 
 
+SERVER_SOURCE = str(Path(__file__).resolve().parents[1] / "server")
+
+
+def checkout_env() -> dict[str, str]:
+    """PATH, and this checkout's code first: a child process runs the code under test, not whichever copy of
+    pocketmem happens to be installed."""
+    return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": SERVER_SOURCE}
+
+
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     # Hosts start servers with a minimal environment; give it only what pocketmem needs.
     from .conftest import backend_env
 
     return {
-        "PATH": os.environ.get("PATH", ""),
+        **checkout_env(),
         "POCKETMEM_HOME": str(home),
         "POCKETMEM_TZ": "Asia/Shanghai",
         # The package under test, when it is not the installed one (a checkout run with PYTHONPATH=server).

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .servers import checkout_env
+
 pytestmark = pytest.mark.slow
 
 
 def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), **env}
-    return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=full, capture_output=True, text=True, timeout=120)
+    full = {**checkout_env(), "POCKETMEM_HOME": str(home), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "pocketmem", *args], env=full, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_help_lists_every_command(tmp_path):

@@ -79,7 +79,8 @@ async def test_stdio_servers_and_http_clients_share_one_file(tmp_path):
         async with anyio.create_task_group() as tg:
             for n, user in enumerate(("alice", "carol", "carol")):
                 tg.start_soon(over_stdio, user, f"stdio{n}-{user}")
-            for n, (user, mode) in enumerate((("alice", "legacy"), ("alice", "auto"), ("bob", "legacy"), ("bob", "auto"))):
+            pairs = (("alice", "legacy"), ("alice", "auto"), ("bob", "legacy"), ("bob", "auto"))
+            for n, (user, mode) in enumerate(pairs):
                 tg.start_soon(over_http, server.url, user, f"http{n}-{user}", mode)
         log = server.log()
     assert errors == []

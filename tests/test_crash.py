@@ -144,7 +144,9 @@ async def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path, seed):
             async with anyio.create_task_group() as tg:
                 for w in range(WRITERS):
                     mode = "legacy" if w % 2 == 0 else "auto"
-                    tg.start_soon(writer, server.url, mode, f"r{round_no}w{w}", random.Random(rng.random()), acked, free)
+                    tg.start_soon(
+                        writer, server.url, mode, f"r{round_no}w{w}", random.Random(rng.random()), acked, free
+                    )
                 with anyio.move_on_after(20):
                     await acked.first.wait()
                 await anyio.sleep(kill_after)  # somewhere in a stream of writes, mid-transaction or between

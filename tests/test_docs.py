@@ -1,4 +1,5 @@
-"""The README documents the whole surface: every tool, resource, CLI command and setting."""
+"""The README and docs/ document the whole surface: every tool, resource and CLI command in the README,
+every setting in docs/configuration.md, and every page of docs/ reachable from the README."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pocketmem.mcp.tools import TOOL_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-# A short README links one page per topic in docs/ (style.md, section e): commands and settings may live there.
+CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+# A short README links one page per topic in docs/: commands may be documented there.
 DOCS = README + "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")))
 
 
@@ -33,11 +35,21 @@ def _commands() -> list[str]:
 
 
 @pytest.mark.parametrize("command", _commands())
-def test_every_command_is_in_the_readme(command):
+def test_every_command_is_documented(command):
     assert f"pocketmem {command}" in DOCS
 
 
 @pytest.mark.parametrize("field", [f for f in Settings.model_fields if not f.startswith("llm_")])
-def test_every_setting_is_in_the_readme(field):
+def test_every_setting_is_in_the_configuration_page(field):
     name = f"POCKETMEM_{field.upper()}"
-    assert name in DOCS or (field.startswith("weight_") and f"_{field[7:].upper()}`" in README), name
+    page = CONFIGURATION
+    assert name in page or (field.startswith("weight_") and f"_{field[7:].upper()}`" in page), name
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_every_docs_page_is_linked_from_the_readme(page):
+    assert f"](docs/{page})" in README, page
+
+
+def test_the_readme_stays_short():
+    assert README.count("\n") <= 260

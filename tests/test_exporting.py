@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -21,6 +20,7 @@ from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import START, backend_env, make_settings
+from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -144,7 +144,7 @@ async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
 
 async def test_import_respects_the_cap(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
-        for i, hobby in enumerate(["象棋", "围棋", "书法", "绘画"]):
+        for hobby in ["象棋", "围棋", "书法", "绘画"]:
             await app.lifecycle.add(USER, AddRequest(content=f"用户的爱好之一是{hobby}", category=Category.context))
         text = await export_text(app)
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db", max_active=3), clock=clock) as small:
@@ -157,7 +157,7 @@ async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path, b
     await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
     mark = "%s" if backend == "postgres" else "?"
     async with app.store.write() as tx:
-        await tx._exec(f"update users set persona = {mark} where user_id = {mark}", ("# 十一\n温柔、直接。", USER))  # noqa: SLF001
+        await tx.execute(f"update users set persona = {mark} where user_id = {mark}", ("# 十一\n温柔、直接。", USER))
     out = tmp_path / "cards"
     written = await app.exporter.export_markdown(USER, out)
     assert [p.name for p in written] == ["User.md", "Persona.md"]
@@ -188,7 +188,7 @@ def test_cli_export_and_import(tmp_path):
     anyio.run(seed)
 
     def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+        env = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
                **backend_env(home)}
         return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True,
                               text=True, timeout=120)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import anyio
 import pytest
@@ -49,8 +48,12 @@ async def test_another_process_waits_for_the_holder(tmp_path):
         "t = time.monotonic(); fcntl.flock(fd, fcntl.LOCK_EX); print(round(time.monotonic() - t, 2))\n"
     )
     async with FileWriteLock(path, timeout=5).hold():
-        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-        time.sleep(0.5)
-        assert child.poll() is None  # still waiting
-    waited = float(child.communicate(timeout=10)[0])
+        child = await anyio.open_process([sys.executable, "-c", script], stdout=subprocess.PIPE)
+        await anyio.sleep(0.5)
+        assert child.returncode is None  # still waiting
+    assert child.stdout is not None
+    with anyio.fail_after(10):
+        output = b"".join([chunk async for chunk in child.stdout])
+        await child.wait()
+    waited = float(output.decode())
     assert waited >= 0.3

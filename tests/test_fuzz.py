@@ -58,18 +58,21 @@ FTS_AND_SQL = st.sampled_from([
 ])
 CONTROL = st.characters(min_codepoint=0, max_codepoint=0x1F) | st.just("\x7f")
 SURROGATE = st.characters(categories=["Cs"])
+SCORE_NAMES = ("emotion", "info", "persistence", "judge")
 FRIENDLY = st.sampled_from(["用户不喜欢香菜", "The user prefers tea", "用户下周二面试", "小白是用户的猫"])
 # Valid strings with hostile content: what gets past the schema into pocketmem's own code.
 hostile_text = st.one_of(
     FRIENDLY,
     st.text(max_size=40),
     st.text(alphabet=CONTROL | st.characters(exclude_categories=["Cs"]), max_size=30),
-    st.lists(FTS_AND_SQL | st.sampled_from(["香菜", "用户", "coriander", " ", "的"]) | st.text(max_size=4), max_size=8).map(
-        "".join
-    ),
+    st.lists(
+        FTS_AND_SQL | st.sampled_from(["香菜", "用户", "coriander", " ", "的"]) | st.text(max_size=4), max_size=8
+    ).map("".join),
 )
 # Around the length limits (2000 for content, 4000 for a query).
-long_text = st.builds(operator.mul, st.sampled_from(["a", "香", " ", "\x00", '"', "NEAR( ", "\u200b"]), st.integers(0, 4100))
+long_text = st.builds(
+    operator.mul, st.sampled_from(["a", "香", " ", "\x00", '"', "NEAR( ", "\u200b"]), st.integers(0, 4100)
+)
 # Anything at all: lone surrogates, megabyte-scale strings, numbers out of every range, wrong types.
 numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
@@ -119,7 +122,7 @@ def tool_args(tool: str, wild: bool) -> st.SearchStrategy[dict[str, Any]]:
         "add_memory": (
             {"content": body},
             {"category": v(CATEGORIES), "keywords": texts,
-             "scores": v(st.fixed_dictionaries({}, optional={k: v(st.floats(0, 1)) for k in ("emotion", "info", "persistence", "judge")})),
+             "scores": v(st.fixed_dictionaries({}, optional={k: v(st.floats(0, 1)) for k in SCORE_NAMES})),
              "confidence": v(st.floats(0, 1)), "supersedes": v(memory_ref), "created_at": v(iso_dates),
              "valid_from": v(iso_dates), "due_at": v(iso_dates), "remind_at": v(iso_dates),
              "expires_at": v(iso_dates), "source": text, "source_ref": text,
@@ -128,7 +131,10 @@ def tool_args(tool: str, wild: bool) -> st.SearchStrategy[dict[str, Any]]:
         ),
         "patch_core_memory": (
             {"memory_id": v(memory_ref), "patch": body},
-            {"mode": v(st.sampled_from(["append", "replace"])), "reason": v(hostile_text.filter(lambda t: len(t) <= 500))},
+            {
+                "mode": v(st.sampled_from(["append", "replace"])),
+                "reason": v(hostile_text.filter(lambda t: len(t) <= 500)),
+            },
         ),
         "confirm_pending": (
             {"pending_id": v(pending_ref), "action": v(st.sampled_from(["confirm", "reject", "snooze"]))},
@@ -138,7 +144,10 @@ def tool_args(tool: str, wild: bool) -> st.SearchStrategy[dict[str, Any]]:
         "restore": ({"memory_id": v(memory_ref)}, {}),
         "forget_memory": ({"memory_id": v(memory_ref)}, {"reason": v(hostile_text.filter(lambda t: len(t) <= 500))}),
         "mark_memory": (
-            {"memory_id": v(memory_ref), "action": v(st.sampled_from(["complete", "reopen", "promote", "keep", "forget"]))},
+            {
+                "memory_id": v(memory_ref),
+                "action": v(st.sampled_from(["complete", "reopen", "promote", "keep", "forget"])),
+            },
             {"reason": v(hostile_text.filter(lambda t: len(t) <= 500))},
         ),
         # No sampling client and no model configured here: every call must end in a clear error, changing nothing.
@@ -247,7 +256,7 @@ async def world(request: pytest.FixtureRequest, app: PocketMem, settings) -> Asy
             w.db.close()
 
 
-def fuzz_tool(tool: str):  # noqa: ANN201 - builds one test per tool
+def fuzz_tool(tool: str):  # builds one test per tool
     @settings(FUZZ, max_examples=EXAMPLES.get(tool, 25))
     @given(drawn=TOOL_ARGS[tool])
     async def test(world: World, drawn: dict[str, Any]) -> None:

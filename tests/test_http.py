@@ -25,7 +25,9 @@ INITIALIZE = {
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
-async def post_initialize(url: str, headers: dict[str, str] | None = None, body: bytes | None = None) -> httpx2.Response:
+async def post_initialize(
+    url: str, headers: dict[str, str] | None = None, body: bytes | None = None
+) -> httpx2.Response:
     async with httpx2.AsyncClient(timeout=30) as http:
         content = body if body is not None else json.dumps(INITIALIZE).encode()
         return await http.post(url, content=content, headers={**JSON_HEADERS, **(headers or {})})
@@ -263,7 +265,9 @@ async def test_malformed_requests_get_clean_errors(home):
                 assert answer.status_code == 200, arguments
                 assert '"isError":true' in answer.text, (arguments, answer.text)
             # No tool takes a user id; one smuggled in is ignored and the write stays the caller's.
-            answer = await http.post(server.url, content=call(20, '{"content":"ok","user_id":"alice"}'), headers=session)
+            answer = await http.post(
+                server.url, content=call(20, '{"content":"ok","user_id":"alice"}'), headers=session
+            )
             assert '"status\\": \\"stored' in answer.text, answer.text
         async with connect(server.url) as client:
             assert await contents(client) == ["ok"]

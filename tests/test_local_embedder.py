@@ -57,9 +57,13 @@ async def test_a_missing_model_is_a_clear_error(tmp_path):
 async def test_recall_with_the_local_embedder_finds_paraphrases(tmp_path, clock, shared_embedder):
     settings = make_settings(tmp_path, embedder="local", embed_model=MODEL_DIR)
     async with PocketMem(settings, clock=clock, embedder=shared_embedder) as app:
-        coffee = await app.lifecycle.add("global", AddRequest(content="The user drinks two cups of coffee every morning"))
+        coffee = await app.lifecycle.add(
+            "global", AddRequest(content="The user drinks two cups of coffee every morning")
+        )
         await app.lifecycle.add("global", AddRequest(content="The user's cat is called Snowball"))
-        result = await app.retrieval.recall("global", RecallRequest(query="what caffeinated drink do I have at breakfast?"))
+        result = await app.retrieval.recall(
+            "global", RecallRequest(query="what caffeinated drink do I have at breakfast?")
+        )
         assert [m.id for m in result.memories][:1] == [coffee.memory_id]
         assert await app.store.get_meta("embedder") == shared_embedder.tag
         assert await app.store.get_meta("dimensions") == "384"
@@ -73,7 +77,7 @@ class SlowToLoad(LocalEmbedder):
         self.release = threading.Event()
         self.loading = threading.Event()
 
-    def _load(self):  # noqa: ANN202
+    def _load(self):
         self.loading.set()
         if not self.release.wait(timeout=60):
             raise RuntimeError("never released")
@@ -109,5 +113,7 @@ async def test_reindex_moves_a_store_from_hash_to_local(tmp_path, clock, shared_
     finally:
         await app.close()
     async with PocketMem(local, clock=clock, embedder=shared_embedder) as app:
-        result = await app.retrieval.recall("global", RecallRequest(query="what caffeinated drink do I have at breakfast?"))
+        result = await app.retrieval.recall(
+            "global", RecallRequest(query="what caffeinated drink do I have at breakfast?")
+        )
         assert [m.id for m in result.memories] == [kept.memory_id]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -20,6 +19,7 @@ from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import START, backend_env, make_settings
+from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -63,7 +63,8 @@ async def test_episodes_expire_on_day_14_and_the_trash_is_purged_7_days_later(ap
     async with app.store.read() as r:
         assert await r.get_memory(USER, forgotten) is None
         (tombstone,) = await r.all_tombstones(USER)
-    assert (tombstone.memory_id, tombstone.reason, tombstone.purged_at) == (forgotten, DeleteReason.user_delete, clock.now())
+    seen = (tombstone.memory_id, tombstone.reason, tombstone.purged_at)
+    assert seen == (forgotten, DeleteReason.user_delete, clock.now())
     health = await app.store.health()
     assert health["memories"] == 3 and health["keyword_rows"] == 3 and health["vector_rows"] == 3
     assert health["keyword_orphans"] == 0 and health["vector_mismatches"] == 0
@@ -135,7 +136,8 @@ async def test_rescoring_pages_through_every_memory_in_batches(app, clock, monke
     from pocketmem.service import maintenance
 
     monkeypatch.setattr(maintenance, "RESCORE_BATCH", 3)
-    ids = [await add(app, f"用户计划第{i}年去{'冰岛挪威芬兰瑞典丹麦荷兰比利时'[i * 2:i * 2 + 2]}", category=Category.goal) for i in range(7)]
+    places = "冰岛挪威芬兰瑞典丹麦荷兰比利时"
+    ids = [await add(app, f"用户计划第{i}年去{places[i * 2:i * 2 + 2]}", category=Category.goal) for i in range(7)]
     old = await add(app, "用户以前住在南京", category=Category.goal)
     await app.lifecycle.add(USER, AddRequest(content="用户现在住在苏州", category=Category.goal, supersedes=old))
     clock.advance(days=30)
@@ -233,7 +235,7 @@ def test_cli_maintain_now(tmp_path):
             return await add(app, "聊了周末的计划", category=Category.episode)
 
     episode = anyio.run(seed)
-    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+    env = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
            **backend_env(home)}
 
     def maintain(now: str) -> dict:

@@ -30,12 +30,12 @@ async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch
         # Trashed the way the m001 code did it (its tombstones had no purged_at column).
         now, purge = to_iso(clock.now()), to_iso(clock.now() + timedelta(days=7))
         async with old.store.write() as tx:
-            await tx._exec(  # noqa: SLF001
+            await tx.execute(
                 "update memories set status = 'trashed', deleted_at = ?, purge_at = ?, delete_reason = 'user_delete' "
                 "where id = ?", (now, purge, gone))
-            await tx._exec("update memory_vectors set status = 'trashed' where rowid = "  # noqa: SLF001
+            await tx.execute("update memory_vectors set status = 'trashed' where rowid = "
                            "(select rowid from memories where id = ?)", (gone,))
-            await tx._exec(  # noqa: SLF001
+            await tx.execute(
                 "insert into memory_tombstones (tombstone_id, memory_id, user_id, deleted_at, purge_at, reason) "
                 "values ('t1', ?, ?, ?, ?, 'user_delete')", (gone, USER, now, purge))
         assert (await old.store.health())["schema"] == "m001_initial"
@@ -50,7 +50,7 @@ async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch
             assert (tombstone.memory_id, tombstone.purged_at) == (gone, None)
             assert [t.id for t in await r.open_todos(USER, 10, due_by=clock.now())] == [chore]
             assert await r.usage(USER) == {}
-            indexes = {row[0] for row in await r._all("select name from sqlite_master where type = 'index'")}  # noqa: SLF001
+            indexes = {row[0] for row in await r.fetch_all("select name from sqlite_master where type = 'index'")}
         assert {"memories_open_todos", "memories_expiring", "events_by_user_time"} <= indexes
         clock.advance(days=7)
         report = await new.maintenance.run()

@@ -92,10 +92,16 @@ def test_common_shape_slips_are_forgiven(text):
          "operations[0].confidence: Input should be less than or equal to 1"),
         (ops({"op": "MERGE", "memory_id": "m1"}), "operations[0]: op must be one of ADD, UPDATE"),
         (ops({"memory_id": "m1"}), "every operation needs an op"),
-        (ops({"op": "BOOST", "memory_id": "m9"}), "operations[0].memory_id: 'm9' is not one of the listed memories (m1, m2)"),
+        (
+            ops({"op": "BOOST", "memory_id": "m9"}),
+            "operations[0].memory_id: 'm9' is not one of the listed memories (m1, m2)",
+        ),
         (ops({"op": "UPDATE", "memory_id": "m1", "content": "用户不吃辣", "confidence": 0.9}),
          "m1 is a core memory; use PATCH"),
-        (ops({"op": "PATCH", "memory_id": "m2", "patch": "搬家了", "confidence": 0.9}), "m2 is not a core memory; use UPDATE"),
+        (
+            ops({"op": "PATCH", "memory_id": "m2", "patch": "搬家了", "confidence": 0.9}),
+            "m2 is not a core memory; use UPDATE",
+        ),
         (ops({"op": "BOOST", "memory_id": "m2"}, {"op": "FORGET", "memory_id": "m2", "confidence": 0.9}),
          "operations[1].memory_id: 'm2' is already the target of operations[0]"),
         (ops({"op": "ADD", "content": "长" * 51, "category": "fact", "confidence": 0.9}),
@@ -120,7 +126,8 @@ def test_a_date_without_zone_is_the_users_local_time():
     [checked] = check(ops({"op": "ADD", "content": "面试", "category": "event", "confidence": 0.9,
                            "due_at": "2026-12-01T10:00:00"}))
     assert checked.op.due_at == datetime(2026, 12, 1, 10, 0, tzinfo=SHANGHAI)
-    [dated] = check(ops({"op": "ADD", "content": "面试", "category": "event", "confidence": 0.9, "due_at": "2026-12-01"}))
+    add = {"op": "ADD", "content": "面试", "category": "event", "confidence": 0.9, "due_at": "2026-12-01"}
+    [dated] = check(ops(add))
     assert dated.op.due_at == datetime(2026, 12, 1, 0, 0, tzinfo=SHANGHAI)
 
 

@@ -25,7 +25,7 @@ USER = "global"
 
 async def recount(store) -> dict[str, int]:
     async with store.read() as r:
-        rows = await r._all(  # noqa: SLF001
+        rows = await r.fetch_all(
             "select t, count(*) from memories, unnest(pm_term_set(terms, keyword_terms)) t group by t"
         )
     return {t: n for t, n in rows}
@@ -41,7 +41,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
         health = await stores[0].health()
         assert health["schema"] == "pg002_user_scan" and health["schema_current"]
         async with stores[1].read() as r:
-            assert await postgres_migrations.applied(r._conn) == [  # noqa: SLF001
+            assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
                 "pg002_user_scan",
             ]
@@ -60,7 +60,7 @@ async def test_term_counters_follow_every_write_and_fold(app, clock):
     counts, total = await _counts(app, list(await recount(app.store)))
     assert counts == await recount(app.store) and total == 3
     async with app.store.read() as r:
-        folded = await r._all("select term, count(*) from memory_term_counts group by term having count(*) > 1")  # noqa: SLF001
+        folded = await r.fetch_all("select term, count(*) from memory_term_counts group by term having count(*) > 1")
     assert folded == []
     health = await app.store.health()
     assert health["count_mismatches"] == 0 and health["keyword_orphans"] == 0
@@ -90,7 +90,9 @@ async def test_one_users_writes_never_interleave_across_processes(tmp_path, cloc
 
 async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock, monkeypatch):
     async with PocketMem(settings, clock=clock, embedder=NeighbourSearchingEmbedder()) as app:
-        texts = [f"用户的第{i}个爱好是{h}" for i, h in enumerate("跑步 吉他 摄影 游泳 爬山 读书 下棋 钓鱼 画画 滑雪".split())]
+        texts = [
+            f"用户的第{i}个爱好是{h}" for i, h in enumerate("跑步 吉他 摄影 游泳 爬山 读书 下棋 钓鱼 画画 滑雪".split())
+        ]
         await app.lifecycle.add_many(USER, [AddRequest(content=t) for t in texts])
         vector = await app.embedder.embed("爬山")
         async with app.store.read() as r:

@@ -21,12 +21,28 @@ pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 SECRETS = [
-    ("my OpenAI key is sk-proj-abcdefghijklmnopqrstuvwxyz123456", "api_key", "sk-proj-abcdefghijklmnopqrstuvwxyz123456"),
-    ("anthropic: sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123", "api_key", "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123"),
+    (
+        "my OpenAI key is sk-proj-abcdefghijklmnopqrstuvwxyz123456",
+        "api_key",
+        "sk-proj-abcdefghijklmnopqrstuvwxyz123456",
+    ),
+    (
+        "anthropic: sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "api_key",
+        "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+    ),
     ("AWS key AKIAIOSFODNN7EXAMPLE for the backup bucket", "api_key", "AKIAIOSFODNN7EXAMPLE"),
-    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "api_key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "api_key",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
     ("deploy token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "api_key", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
-    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "api_key", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"),
+    (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        "api_key",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    ),
     ("slack bot xoxb-123456789012-abcdefghijKL", "api_key", "xoxb-123456789012-abcdefghijKL"),
     ("password: hunter2", "password", "hunter2"),
     ("my password is Tr0ub4dor&3", "password", "Tr0ub4dor&3"),
@@ -83,7 +99,9 @@ async def _events(app: PocketMem) -> list:
 
 async def test_add_memory_redacts_and_says_so(app):
     result = await app.lifecycle.add(
-        USER, AddRequest(content="用户的服务器密码是Hunter2!，部署时要用", keywords=["服务器", "sk-abcdefghijklmnopqrstuvwx12"])
+        USER, AddRequest(
+            content="用户的服务器密码是Hunter2!，部署时要用", keywords=["服务器", "sk-abcdefghijklmnopqrstuvwx12"]
+        )
     )
     assert result.status == "stored" and result.redacted == ["password", "api_key"]
     assert "password" in result.message and "API key" in result.message

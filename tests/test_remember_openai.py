@@ -92,7 +92,10 @@ async def test_the_configured_model_updates_and_patches(app, fake, mode):
     home = await add(app, "用户住在北京")
     label = await labels_for(app, MOVED)
     fake.script_chat(ops(
-        {"op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月从北京搬到杭州", "confidence": 0.95},
+        {
+            "op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月从北京搬到杭州",
+            "confidence": 0.95,
+        },
         {"op": "PATCH", "memory_id": label["你很爱吃辣。"], "patch": "最近胃炎，暂时不吃辣", "confidence": 0.9},
     ))
     async with connect(app, mode) as client:
@@ -237,7 +240,8 @@ async def test_an_english_contradiction_supersedes(app, fake):
         result = await call(client, messages)
     [item] = result.structured_content["items"]
     assert item["superseded"] == job
-    assert (await get(app, item["memory_id"])).content == "The user works at Alibaba since November 2026 (left ByteDance)"
+    updated = await get(app, item["memory_id"])
+    assert updated.content == "The user works at Alibaba since November 2026 (left ByteDance)"
     body = fake.requests_to("/chat/completions")[0].json
     assert body["messages"][0]["content"] == server_rubric("en")
 
@@ -256,14 +260,18 @@ def test_the_openai_package_is_not_imported_at_server_start(tmp_path):
     assert json.loads(proc.stdout) is False
 
 
-def test_the_readme_documents_the_tool_its_settings_and_both_paths():
+def test_the_docs_document_the_tool_its_settings_and_both_paths():
     from pathlib import Path
 
     from pocketmem.base.config import Settings
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    extraction = (root / "docs" / "extraction.md").read_text()
+    configuration = (root / "docs" / "configuration.md").read_text()
+    assert "| `remember_conversation` |" in readme and "](docs/extraction.md)" in readme
     for name in ("llm_model", "llm_base_url", "llm_api_key", "llm_timeout", "extract_max_messages"):
-        assert f"POCKETMEM_{name.upper()}" in readme and name in Settings.model_fields
-    for needle in ("| `remember_conversation` |", "MCP sampling", "sampling/createMessage", "OpenAI-compatible chat",
+        assert f"POCKETMEM_{name.upper()}" in configuration and name in Settings.model_fields
+    for needle in ("MCP sampling", "sampling/createMessage", "OpenAI-compatible chat",
                    "`extract_memories` prompt", "| `BOOST` |", "needs_confirmation"):
-        assert needle in readme, needle
+        assert needle in extraction, needle

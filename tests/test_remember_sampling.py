@@ -87,8 +87,8 @@ async def known(app: PocketMem, clock) -> dict[str, str]:
 def full_answer(prompt: str) -> str:
     label = labels(prompt)
     return ops(
-        {"op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月搬到杭州住了", "confidence": 0.95,
-         "reason": "搬家了"},
+        {"op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月搬到杭州住了",
+         "confidence": 0.95, "reason": "搬家了"},
         {"op": "PATCH", "memory_id": label["你很爱吃辣。"], "patch": "最近胃炎，医生说暂时不能吃辣", "confidence": 0.9},
         {"op": "ADD", "content": "用户 2026-12-01 上午十点有字节跳动的面试", "category": "event",
          "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8}, "confidence": 0.95,
@@ -169,7 +169,9 @@ async def test_a_contradiction_supersedes_instead_of_duplicating(app, settings, 
 
     async with connect(app, settings, mode, ScriptedSampler([answer])) as client:
         result = await remember(client, [{"role": "user", "content": "纠正一下，我不住北京，我住杭州。"}])
-        recalled = await client.call_tool("recall_memories", {"query": "我住在哪个城市？", "keywords": ["北京", "杭州"]})
+        recalled = await client.call_tool(
+            "recall_memories", {"query": "我住在哪个城市？", "keywords": ["北京", "杭州"]}
+        )
     [item] = result["items"]
     contents = [m["content"] for m in recalled.structured_content["memories"]]
     assert "用户现在住在杭州" in contents and "用户住在北京" not in contents
@@ -189,15 +191,20 @@ async def test_a_malformed_answer_is_retried_with_its_problems(app, settings, kn
     assert [m.role for m in retry.messages] == ["user", "assistant", "user"]
     assert retry.messages[0].content.text == first.messages[0].content.text
     assert retry.messages[1].content.text == "好的，我记住了：用户不吃香菜。"
-    assert "holds no JSON" in retry.messages[2].content.text and '{"operations": [...]}' in retry.messages[2].content.text
+    text = retry.messages[2].content.text
+    assert "holds no JSON" in text and '{"operations": [...]}' in text
 
 
 async def test_a_wrong_operation_is_corrected_on_the_retry(app, settings, known, mode):
     def wrong(prompt: str) -> str:  # UPDATE on a core memory: the retry must say to PATCH it
-        return ops({"op": "UPDATE", "memory_id": labels(prompt)["你很爱吃辣。"], "content": "用户不吃辣", "confidence": 0.9})
+        return ops(
+            {"op": "UPDATE", "memory_id": labels(prompt)["你很爱吃辣。"], "content": "用户不吃辣", "confidence": 0.9}
+        )
 
     def right(prompt: str) -> str:
-        return ops({"op": "PATCH", "memory_id": labels(prompt)["你很爱吃辣。"], "patch": "胃炎，暂时不吃辣", "confidence": 0.9})
+        return ops(
+            {"op": "PATCH", "memory_id": labels(prompt)["你很爱吃辣。"], "patch": "胃炎，暂时不吃辣", "confidence": 0.9}
+        )
 
     sampler = ScriptedSampler([wrong, right])
     async with connect(app, settings, mode, sampler) as client:
@@ -264,7 +271,11 @@ async def test_no_sampling_and_no_model_is_a_clear_error(app, settings, known, m
         ([{"role": "system", "content": "x"}], None, "role"),
         ([{"role": "user", "content": "   "}], None, r"messages\[0\]\.content: must not be empty"),
         ([{"role": "user", "content": "x" * 4001}], None, "content"),
-        ([{"role": "user", "content": "记住这个"}], {"memory_ids": ["nope"]}, r"hints\.memory_ids\[0\]: no active memory"),
+        (
+            [{"role": "user", "content": "记住这个"}],
+            {"memory_ids": ["nope"]},
+            r"hints\.memory_ids\[0\]: no active memory",
+        ),
     ],
 )
 async def test_bad_input_is_refused_before_any_model_is_asked(app, settings, known, mode, messages, hints, pattern):

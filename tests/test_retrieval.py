@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from pocketmem.app import PocketMem
@@ -66,7 +64,9 @@ async def test_top_k_and_touching_hits(app, clock):
     assert len(result.memories) == 2
     async with app.store.read() as r:
         touched = [await r.get_memory(USER, m.id) for m in result.memories]
-        untouched = [m for m in [await r.get_memory(USER, i) for i in ids.values()] if m.id not in {t.id for t in touched}]
+        untouched = [
+            m for m in [await r.get_memory(USER, i) for i in ids.values()] if m.id not in {t.id for t in touched}
+        ]
         events = await r.list_events(USER, kinds=[EventKind.recalled])
     assert all(m.use_count == 1 and m.last_active_at == clock.now() for m in touched)
     assert all(m.use_count == 0 and m.last_active_at is None for m in untouched)
@@ -98,7 +98,9 @@ async def test_superseded_only_with_history_and_marked_outdated(app, clock):
     old = await app.lifecycle.add(USER, AddRequest(content="用户喜欢用 Vue 3 写前端", keywords=["vue", "前端框架"]))
     clock.advance(days=150)
     new = await app.lifecycle.add(
-        USER, AddRequest(content="用户现在更喜欢用 React 写前端", keywords=["react", "前端框架"], supersedes=old.memory_id)
+        USER, AddRequest(
+            content="用户现在更喜欢用 React 写前端", keywords=["react", "前端框架"], supersedes=old.memory_id
+        )
     )
     plain = await recall(app, "前端框架用哪个")
     assert [m.id for m in plain.memories] == [new.memory_id]
@@ -121,7 +123,9 @@ async def test_categories_filter(app):
 
 
 async def test_expired_memories_are_not_recalled(app, clock):
-    await app.lifecycle.add(USER, AddRequest(content="聊了下周二的面试准备", category=Category.episode, keywords=["面试"]))
+    await app.lifecycle.add(
+        USER, AddRequest(content="聊了下周二的面试准备", category=Category.episode, keywords=["面试"])
+    )
     assert (await recall(app, "面试")).memories
     clock.advance(days=15)
     assert (await recall(app, "面试")).memories == []
@@ -165,9 +169,9 @@ async def break_indexes(app, settings, backend, *, keywords: bool = False) -> No
     """Break the vector (and keyword) index behind the server's back, as a corrupt or missing table would."""
     if backend == "postgres":
         async with app.store.write() as tx:
-            await tx._exec("alter table memories rename column embedding to embedding_lost")  # noqa: SLF001
+            await tx.execute("alter table memories rename column embedding to embedding_lost")
             if keywords:
-                await tx._exec("drop table memory_term_counts")  # noqa: SLF001
+                await tx.execute("drop table memory_term_counts")
         return
     raw = connect(str(settings.db_path), load_vectors=True)
     raw.execute("drop table memory_vectors")
@@ -222,4 +226,7 @@ async def test_explain_adds_the_breakdown(app):
 
 async def test_other_users_memories_are_never_recalled(app):
     await fill(app)
-    assert (await app.retrieval.recall("alice", RecallRequest(query="香菜"))).memories == []
+    owner = await recall(app, "香菜")
+    assert owner.memories and "香菜" in owner.injection  # the same query finds them for their owner
+    other = await app.retrieval.recall("alice", RecallRequest(query="香菜"))
+    assert other.memories == [] and "香菜" not in (other.injection or "")

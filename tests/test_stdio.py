@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+
+from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def server_params(home: Path, **env: str) -> StdioServerParameters:
     # Hosts give the server a minimal environment; pass only what it needs.
-    base = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+    base = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
     base.update(env)
     return StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=base)
 
@@ -39,10 +41,12 @@ async def test_memories_survive_a_server_restart(tmp_path, mode):
 async def test_a_bad_setting_stops_the_server_with_a_clear_message(tmp_path):
     import subprocess
 
-    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pocketmem", "serve"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
+    env = {**checkout_env(), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
+    with anyio.fail_after(60):
+        proc = await anyio.run_process(
+            [sys.executable, "-m", "pocketmem", "serve"], env=env, check=False, stdin=subprocess.DEVNULL
+        )
+    stderr = proc.stderr.decode()
     assert proc.returncode == 2
-    assert "POCKETMEM_MAX_ACTIVE" in proc.stderr and "greater than 0" in proc.stderr and "'-5'" in proc.stderr
-    assert proc.stdout == ""
+    assert "POCKETMEM_MAX_ACTIVE" in stderr and "greater than 0" in stderr and "'-5'" in stderr
+    assert proc.stdout == b""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import anyio
 import pytest
 
 from pocketmem.app import PocketMem
@@ -315,6 +316,7 @@ async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, 
                 assert (await synced(b)).users[0].downloaded == 0
 
 
+@pytest.mark.slow
 async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
     import json
     import subprocess
@@ -326,17 +328,18 @@ async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
     async with PocketMem(make_settings(tmp_path, cloud_url=library_url), clock=FixedClock(START)) as app:
         await add(app, "用户喜欢爬山")
     env = server_env(home, POCKETMEM_CLOUD_URL=library_url)
-    out = subprocess.run([sys.executable, "-m", "pocketmem", "sync"], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
+    async def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+        with anyio.fail_after(120):
+            return await anyio.run_process([sys.executable, "-m", "pocketmem", *args], env=env, check=False)
+
+    out = await cli("sync", env=env)
+    assert out.returncode == 0, out.stderr.decode()
     assert json.loads(out.stdout)["users"][0]["uploaded"] == 1
-    stats = json.loads(subprocess.run([sys.executable, "-m", "pocketmem", "stats"], env=env, capture_output=True,
-                                      text=True, timeout=120).stdout)
+    stats = json.loads((await cli("stats", env=env)).stdout)
     assert stats["sync"]["pending_uploads"] == 0 and stats["sync"]["last_success_at"]
     assert "memory" in stats["sync"]["scopes"]
-    missing = subprocess.run([sys.executable, "-m", "pocketmem", "sync"], env=server_env(home), capture_output=True,
-                             text=True, timeout=120)
-    assert missing.returncode == 2 and "POCKETMEM_CLOUD_URL" in missing.stderr
+    missing = await cli("sync", env=server_env(home))
+    assert missing.returncode == 2 and "POCKETMEM_CLOUD_URL" in missing.stderr.decode()
 
 
 async def test_a_library_store_opens_without_waiting_for_the_server():
@@ -382,7 +385,7 @@ async def test_the_server_syncs_on_a_timer(tmp_path, library_url):
         result = await client.call_tool("add_memory", {"content": "用户喜欢爬山"})
         memory_id = result.structured_content["memory_id"]
         with anyio.fail_after(10):
-            while memory_id not in await library_rows(app):
+            while memory_id not in await library_rows(app):  # noqa: ASYNC110 - the library has no change event
                 await anyio.sleep(0.05)
         stats = await client.read_resource("memory://stats")
         assert '"sync"' in stats.contents[0].text

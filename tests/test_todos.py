@@ -30,7 +30,9 @@ async def recall(app: PocketMem, query: str = "今天有什么安排"):
 
 
 async def test_a_reminder_appears_when_due_and_turns_overdue(app, clock):
-    report = await todo(app, "周五前把季度报告发给王总", due_at=START + timedelta(days=2), remind_at=START + timedelta(days=1))
+    report = await todo(
+        app, "周五前把季度报告发给王总", due_at=START + timedelta(days=2), remind_at=START + timedelta(days=1)
+    )
     undated = await todo(app, "找时间给猫买猫砂")
     assert (await recall(app)).reminders == []
 
@@ -106,7 +108,7 @@ async def test_only_active_todos_can_be_completed(app):
 async def test_reminders_are_one_indexed_range_scan(app):
     """Recall must stay fast: the due-todo query walks the partial index, never the whole table."""
     async with app.store.read() as r:
-        plan = await r._all(  # noqa: SLF001 - checking the SQL plan of the store's own query
+        plan = await r.fetch_all(  # checking the SQL plan of the store's own query
             "explain query plan select id from memories where user_id = ? and status = 'active' and category = 'todo' "
             "and completed_at is null and coalesce(remind_at, due_at) <= ? order by coalesce(remind_at, due_at), id "
             "limit 3",

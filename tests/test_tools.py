@@ -143,7 +143,9 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "args", "pattern"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)])
+@pytest.mark.parametrize(
+    ("tool", "args", "pattern"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)]
+)
 async def test_bad_input_is_a_clear_tool_error_and_changes_nothing(client, tool, args, pattern):
     await call(client, "add_memory", {"content": "已有的记忆", "keywords": ["已有"]})
     before = await state(client)
@@ -162,4 +164,5 @@ async def test_unknown_resource_is_an_error(client):
 def test_mcp_json_example_names_the_console_script():
     config = json.loads((Path(__file__).parents[1] / "mcp.json.example").read_text())
     servers = config["mcpServers"]
+    assert servers, "mcp.json.example registers no server"
     assert all("pocketmem" in json.dumps(s) for s in servers.values())

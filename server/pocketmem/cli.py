@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from pocketmem.cli_support import (
 log = logging.getLogger("pocketmem")
 
 
-def _run(coro_fn: Callable[[Settings], Awaitable[int]], settings: Settings) -> int:
+def _run(coro_fn: Callable[[Settings], Coroutine[Any, Any, int]], settings: Settings) -> int:
     return asyncio.run(coro_fn(settings))
 
 
@@ -213,7 +213,9 @@ def _instant(text: str) -> datetime:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         if args.auth != "auto" or args.allowed_host:
-            raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
+            raise ConfigError(
+                "--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER"
+            )
         from pocketmem.mcp.server import build_server
 
         # Open the store once before the protocol starts: a store or embedder fault is then one line on

@@ -47,19 +47,30 @@ class Settings(BaseSettings):
     user: str = Field("global", pattern=USER_ID_PATTERN, description="User id for stdio connections.")
 
     # -- store shape ---------------------------------------------------------------------------
-    max_active: int = Field(800, gt=0, description="Cap on active memories; the least important non-core ones go to the trash.")
-    candidate_limit: int = Field(300, gt=0, le=100_000, description="Top memories by importance always considered by recall.")
+    max_active: int = Field(
+        800, gt=0, description="Cap on active memories; the least important non-core ones go to the trash."
+    )
+    candidate_limit: int = Field(
+        300, gt=0, le=100_000, description="Top memories by importance always considered by recall."
+    )
     top_k: int = Field(3, ge=1, le=50, description="Memories returned by recall when the call does not say.")
     trash_days: int = Field(7, gt=0, le=3650, description="Days a trashed memory can be restored before it is purged.")
-    episode_days: int = Field(14, gt=0, le=3650, description="Days after which an episode (conversation summary) expires.")
+    episode_days: int = Field(
+        14, gt=0, le=3650, description="Days after which an episode (conversation summary) expires."
+    )
     max_content_chars: int = Field(2000, ge=50, le=100_000, description="Longest memory content accepted.")
     max_request_bytes: int = Field(
-        1_048_576, ge=16_384, le=67_108_864, description="Largest HTTP request body (http/sse transports); larger gets 413."
+        1_048_576,
+        ge=16_384,
+        le=67_108_864,
+        description="Largest HTTP request body (http/sse transports); larger gets 413.",
     )
 
     # -- write routing ---------------------------------------------------------------------------
     store_threshold: float = Field(0.85, ge=0, le=1, description="Confidence at or above which add_memory stores.")
-    pending_threshold: float = Field(0.60, ge=0, le=1, description="Confidence at or above which a memory waits for confirmation.")
+    pending_threshold: float = Field(
+        0.60, ge=0, le=1, description="Confidence at or above which a memory waits for confirmation."
+    )
     confirm_all: bool = Field(
         False, description="Confirm everything: every write from the agent waits for the user's confirmation (pending).",
     )
@@ -75,7 +86,9 @@ class Settings(BaseSettings):
     )
 
     # -- recall and injection --------------------------------------------------------------------
-    locale: Literal["auto", "zh", "en"] = Field("auto", description="Language of the injection text; auto follows the query.")
+    locale: Literal["auto", "zh", "en"] = Field(
+        "auto", description="Language of the injection text; auto follows the query."
+    )
     tz: str | None = Field(None, description="IANA time zone for calendar days (default: the machine's).")
     injection_budget: int = Field(500, ge=40, le=20_000, description="Character budget of the injection block.")
     relevance_threshold: float = Field(0.40, ge=0, le=1, description="Minimum relevance for a memory to be recalled.")
@@ -85,7 +98,9 @@ class Settings(BaseSettings):
     weight_importance: float = Field(0.0, ge=0, le=1)
 
     # -- embeddings ------------------------------------------------------------------------------
-    embedder: Literal["hash", "openai", "local"] = Field("hash", description="hash (built in, offline), openai, or local.")
+    embedder: Literal["hash", "openai", "local"] = Field(
+        "hash", description="hash (built in, offline), openai, or local."
+    )
     embed_model: str | None = Field(None, description="Model name (openai/local) or a local folder (local).")
     embed_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1.")
     embed_api_key: SecretStr | None = Field(
@@ -99,13 +114,17 @@ class Settings(BaseSettings):
 
     # -- server-side extraction (remember_conversation) ---------------------------------------------
     llm_base_url: str | None = Field(None, description="OpenAI-compatible chat endpoint for remember_conversation.")
-    llm_model: str | None = Field(None, description="Chat model for remember_conversation when the client cannot sample.")
+    llm_model: str | None = Field(
+        None, description="Chat model for remember_conversation when the client cannot sample."
+    )
     llm_api_key: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("POCKETMEM_LLM_API_KEY", "OPENAI_API_KEY", "llm_api_key"),
         description="API key for the chat endpoint; falls back to OPENAI_API_KEY.",
     )
-    llm_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds an extraction may wait for the LLM (both attempts).")
+    llm_timeout: float = Field(
+        60.0, gt=0, le=3600, description="Seconds an extraction may wait for the LLM (both attempts)."
+    )
     extract_max_messages: int = Field(
         10, ge=1, le=100, description="Most messages remember_conversation accepts in one call."
     )
@@ -212,7 +231,9 @@ class Settings(BaseSettings):
         if self.embedder == "local" and not self.embed_model:
             raise ValueError("POCKETMEM_EMBEDDER=local needs POCKETMEM_EMBED_MODEL (a model name or a local folder)")
         if self.llm_base_url and not self.llm_model:
-            raise ValueError("POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL (the chat model to ask, e.g. qwen2.5:7b)")
+            raise ValueError(
+                "POCKETMEM_LLM_BASE_URL needs POCKETMEM_LLM_MODEL (the chat model to ask, e.g. qwen2.5:7b)"
+            )
         if self.database_url is not None and self.cloud_url is not None:
             raise ValueError(
                 "POCKETMEM_CLOUD_URL syncs a local SQLite notebook; with POCKETMEM_DATABASE_URL the store is "

@@ -29,6 +29,12 @@ class Status(StrEnum):
 
 
 class DeleteReason(StrEnum):
+    """Why a memory went to the trash (tombstone reasons in the design's contract).
+
+    `replaced` and `conflict_patch` are not written by this version (a superseded memory stays recallable as
+    history; a core patch keeps its revision instead) but remain valid values for stored data and sync peers.
+    """
+
     evicted = "evicted"
     replaced = "replaced"
     user_delete = "user_delete"

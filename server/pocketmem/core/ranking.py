@@ -2,7 +2,7 @@
 
 For each candidate memory:
 
-    semantic  = the cosine similarity on the embedder's calibrated scale (calibration.Scale):
+    semantic  = the cosine similarity on the embedder's calibrated scale (similarity.Scale):
                 0 for what unrelated texts score, PARAPHRASE_SCORE for a typical paraphrase, capped at 1
     keyword   = saturation * (0.8 + 0.2 * coverage)
                 rarity(t) = IDF(t) / IDF of a term found in one memory   (1 for a rare term, ~0 for a common one)
@@ -38,7 +38,7 @@ from datetime import datetime
 
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core.scoring import importance
-from pocketmem.service.calibration import Scale
+from pocketmem.core.similarity import Scale
 
 KEYWORD_SATURATION = 2.0
 TEMPORAL_BONUS = 0.2
@@ -172,7 +172,9 @@ def same_topic(a: Ranked, b: Ranked, pair_similarity: Mapping[tuple[str, str], f
     return overlap >= SHADOW_OVERLAP
 
 
-def shadow_older(ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], scale: Scale) -> list[Ranked]:
+def shadow_older(
+    ranked: Sequence[Ranked], pair_similarity: Mapping[tuple[str, str], float], scale: Scale
+) -> list[Ranked]:
     """Demote a memory when a newer recalled memory says nearly the same thing; re-sort."""
     out = list(ranked)
     for i, older in enumerate(out):

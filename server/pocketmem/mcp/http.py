@@ -173,7 +173,7 @@ class StoreTokenVerifier(TokenVerifier):
             return AccessToken(token=token, client_id=LocalAccess.CLIENT_ID, subject=self.local.user_id, scopes=[SCOPE])
         try:
             record = await self.tokens.verify(token)
-        except Exception:  # noqa: BLE001 - fail closed: a store error must never let a request through
+        except Exception:  # fail closed: a store error must never let a request through
             log.warning("token check failed: the store is unavailable", exc_info=True)
             return None
         if record is None:
@@ -237,7 +237,7 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             return True
         try:
             return await tokens.anonymous_allowed()
-        except Exception:  # noqa: BLE001 - fail closed: when unsure whether tokens exist, ask for one
+        except Exception:  # fail closed: when unsure whether tokens exist, ask for one
             log.warning("could not count tokens; asking for one", exc_info=True)
             return False
 
@@ -294,7 +294,7 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
         )
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(sockets=[listen(options.host, options.port)]))
-        while not server.started and not serving.done():
+        while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn has a started flag, no event
             await asyncio.sleep(0.02)
         if server.started:
             port = server.servers[0].sockets[0].getsockname()[1]

@@ -69,7 +69,7 @@ class UserScopedBus:
             if user_id is None or owner == user_id:
                 try:
                     listener(event)
-                except Exception:  # noqa: BLE001 - one broken stream must not starve the others
+                except Exception:  # one broken stream must not starve the others
                     log.exception("subscription listener failed")
         await anyio.lowlevel.checkpoint()
 
@@ -169,7 +169,7 @@ class CardNotifier:
                 continue
             try:
                 await connection.send_resource_updated(uri)
-            except Exception:  # noqa: BLE001 - a closed session stops being notified
+            except Exception:  # a closed session stops being notified
                 log.debug("dropping a closed subscription", exc_info=True)
                 self._sessions.pop(key, None)
         await self._bus.publish_to(user_id, ResourceUpdated(uri=uri))

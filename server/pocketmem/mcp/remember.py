@@ -18,7 +18,7 @@ The extraction itself — prompt, checks, retry, applying — is extraction.py; 
 # and the resolvers are closures over this server's services.
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
@@ -105,23 +105,23 @@ def answer_of(result: CreateMessageResult) -> ChatAnswer:
 class SessionSampler:
     """The client's model over a 2025-11-25 connection: one sampling/createMessage request per ask."""
 
-    source = "sampling"
+    source: Literal["sampling", "openai"] = "sampling"
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def complete(self, request: ChatRequest, timeout: float) -> ChatAnswer:
+    async def complete(self, request: ChatRequest, timeout_seconds: float) -> ChatAnswer:
         try:
             result = await self.ctx.session.send_request(
                 CreateMessageRequest(params=sampling_params(request)),
                 CreateMessageResult,
-                request_read_timeout_seconds=timeout,
+                request_read_timeout_seconds=timeout_seconds,
                 metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
             )
         except MCPError as exc:
             if "timed out" in str(exc):
                 raise ProviderUnavailable(
-                    f"the client's model did not answer within {timeout:g}s (POCKETMEM_LLM_TIMEOUT); "
+                    f"the client's model did not answer within {timeout_seconds:g}s (POCKETMEM_LLM_TIMEOUT); "
                     "nothing was stored"
                 ) from None
             raise ProviderUnavailable(
@@ -138,7 +138,7 @@ def register_remember_tool(mcp: MCPServer, app: PocketMem, current_user: Callabl
     max_messages = app.settings.extract_max_messages
 
     @tool_errors
-    async def prepare(messages, ctx: Context, hints=None) -> Prepared:  # noqa: ANN001 - tool arguments by name
+    async def prepare(messages: Any, ctx: Context, hints: Any = None) -> Prepared:  # tool arguments, by name
         return await extraction.prepare(current_user(), messages, hints)
 
     @tool_errors

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -45,7 +45,7 @@ Every few turns you may instead call remember_conversation with the recent messa
 pocketmem then decides with an LLM what to add, update, patch, reinforce or forget."""
 
 
-def current_user_resolver(settings: Settings):  # noqa: ANN201 - a small closure factory
+def current_user_resolver(settings: Settings) -> Callable[[], str]:
     """The user of the current request: the bearer token's user over HTTP, POCKETMEM_USER otherwise."""
 
     def current_user() -> str:

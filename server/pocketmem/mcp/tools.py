@@ -1,6 +1,6 @@
-"""The 8 contract tools and mark_memory (todos and review decisions). Each body checks types (pydantic, via the signature), makes one call into
-the service and maps pocketmem errors to MCP tool errors whose text says what to send instead.
-No SQL here.
+"""The 8 contract tools and mark_memory (todos and review decisions). Each body checks types (pydantic, via the
+signature), makes one call into the service and maps pocketmem errors to MCP tool errors whose text says what to
+send instead. No SQL here.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except Exception as exc:
             log.exception("tool %s failed", fn.__name__)
             raise ToolError(
-                f"internal error ({type(exc).__name__}); nothing was changed by this call. Details are in the server log."
+                f"internal error ({type(exc).__name__}); nothing was "
+                "changed by this call. Details are in the server log."
             ) from None
 
     wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # the tool description, without source indentation
@@ -185,7 +186,9 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             Field(description="3-6 short terms that help find it later: synonyms, broader topic, the other "
                   "language's words (香菜 -> coriander, 忌口, 饮食).", max_length=12),
         ] = None,
-        scores: Annotated[ScoresIn | None, Field(description="E/I/P/J scores; persistence 1 makes a core memory.")] = None,
+        scores: Annotated[
+            ScoresIn | None, Field(description="E/I/P/J scores; persistence 1 makes a core memory.")
+        ] = None,
         confidence: Annotated[
             Unit,
             Field(description="How sure you are the user meant this. >=0.85 stored; 0.60-0.85 waits for the "
@@ -201,8 +204,12 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         due_at: Annotated[Instant | None, Field(description="For todos: when it is due, ISO 8601.")] = None,
         remind_at: Annotated[Instant | None, Field(description="For todos: when to remind.")] = None,
         expires_at: Annotated[Instant | None, Field(description="When it stops mattering.")] = None,
-        source: Annotated[str | None, Field(description="Where it came from, e.g. chat, import.", max_length=500)] = None,
-        source_ref: Annotated[str | None, Field(description="Id of the source message or session.", max_length=500)] = None,
+        source: Annotated[
+            str | None, Field(description="Where it came from, e.g. chat, import.", max_length=500)
+        ] = None,
+        source_ref: Annotated[
+            str | None, Field(description="Id of the source message or session.", max_length=500)
+        ] = None,
         operation_id: Annotated[
             str | None,
             Field(description="Idempotency key: retrying with the same id returns the first result and writes "
@@ -255,7 +262,9 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             Field(description="append adds a dated note: 你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣） ; "
                   "replace swaps the whole content."),
         ] = "append",
-        reason: Annotated[str | None, Field(description="Why it changed (kept with the revision).", max_length=500)] = None,
+        reason: Annotated[
+            str | None, Field(description="Why it changed (kept with the revision).", max_length=500)
+        ] = None,
     ) -> PatchResult:
         """Update a core memory (persistence 1) when the user's newer words contradict or refine it.
 
@@ -273,13 +282,17 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
     )
     @tool_errors
     async def confirm_pending(
-        pending_id: Annotated[str, Field(min_length=1, max_length=64, description="pending_id from add_memory or recall.")],
+        pending_id: Annotated[
+            str, Field(min_length=1, max_length=64, description="pending_id from add_memory or recall.")
+        ],
         action: Annotated[
             Literal["confirm", "reject", "snooze"],
             Field(description="confirm stores it; reject drops it for good; snooze asks again later."),
         ],
         snooze_hours: Annotated[
-            float | None, Field(gt=0, le=2160, allow_inf_nan=False, description="For snooze: hours to wait (default 24).")
+            float | None, Field(
+                gt=0, le=2160, allow_inf_nan=False, description="For snooze: hours to wait (default 24)."
+            )
         ] = None,
     ) -> ConfirmResult:
         """Act on the user's answer about an uncertain memory (one that add_memory left pending)."""
@@ -317,7 +330,9 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
     @tool_errors
     async def forget_memory(
         memory_id: MemoryId,
-        reason: Annotated[str | None, Field(description="Why, e.g. the user asked; kept in the log.", max_length=500)] = None,
+        reason: Annotated[
+            str | None, Field(description="Why, e.g. the user asked; kept in the log.", max_length=500)
+        ] = None,
     ) -> ForgetResult:
         """Move a memory to the trash when it is wrong or the user asks you to forget it.
 
@@ -381,7 +396,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         to the trash (restorable for 7 days). Nothing is promoted or forgotten unless you decide so.
         """
         user = current_user()
-        if action in ("complete", "reopen"):
+        if action == "complete" or action == "reopen":
             return await app.todos.set_done(user, memory_id, done=action == "complete", reason=reason)
         return await app.review.decide(user, memory_id, action, reason)
 

@@ -1,6 +1,6 @@
 """Where remember_conversation gets its LLM: a chat request, and the sources that answer it.
 
-    ChatModel          the interface: complete(request, timeout) -> ChatAnswer
+    ChatModel          the interface: complete(request, timeout_seconds) -> ChatAnswer
     OpenAIChatModel    any OpenAI-compatible /v1/chat/completions endpoint (POCKETMEM_LLM_*)
     (MCP sampling, the client's own model, is the other source; it lives with the MCP tool in
     remember.py because it needs the connection.)
@@ -47,7 +47,7 @@ class ChatAnswer:
 class ChatModel(Protocol):
     source: Literal["sampling", "openai"]
 
-    async def complete(self, request: ChatRequest, timeout: float) -> ChatAnswer: ...
+    async def complete(self, request: ChatRequest, timeout_seconds: float) -> ChatAnswer: ...
 
     async def aclose(self) -> None: ...
 
@@ -100,7 +100,7 @@ class OpenAIChatModel:
     def endpoint(self) -> str:
         return self.base_url or "https://api.openai.com/v1"
 
-    async def complete(self, request: ChatRequest, timeout: float) -> ChatAnswer:
+    async def complete(self, request: ChatRequest, timeout_seconds: float) -> ChatAnswer:
         openai = await _import_openai()
         client = await self._get_client()
         messages = [{"role": "system", "content": request.system}]
@@ -108,20 +108,20 @@ class OpenAIChatModel:
         try:
             try:
                 response = await client.chat.completions.create(
-                    model=self.model, messages=messages, timeout=timeout, **self._extra_args(request)
+                    model=self.model, messages=messages, timeout=timeout_seconds, **self._extra_args(request)
                 )
             except (openai.BadRequestError, openai.UnprocessableEntityError):
                 if not self._extras:
                     raise
                 self._extras = False
                 response = await client.chat.completions.create(
-                    model=self.model, messages=messages, timeout=timeout
+                    model=self.model, messages=messages, timeout=timeout_seconds
                 )
             content = response.choices[0].message.content
             model = getattr(response, "model", None) or self.model
         except openai.APITimeoutError:
             raise ProviderUnavailable(
-                f"the chat endpoint {self.endpoint} did not answer within {timeout:g}s (POCKETMEM_LLM_TIMEOUT)"
+                f"the chat endpoint {self.endpoint} did not answer within {timeout_seconds:g}s (POCKETMEM_LLM_TIMEOUT)"
             ) from None
         except openai.APIConnectionError:
             raise ProviderUnavailable(

@@ -68,10 +68,11 @@ class BatchResult:
 async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step]) -> BatchResult:
     settings = lifecycle.settings
     now = lifecycle.clock.now()
-    ready: list[tuple[Step, list[float] | None]] = []
+    ready: list[tuple[Step | RefusedStep, list[float] | None]] = []
+    step: Step | RefusedStep
     for i, step in enumerate(steps):
         if isinstance(step, AddStep):
-            req = lifecycle._clean_request(step.request)
+            req = lifecycle.clean_request(step.request)
             if req.operation_id is not None:
                 raise InvalidInput(f"steps[{i}].operation_id", "is not supported inside a batch")
             req, kinds, refused = lifecycle.screen_secrets(req)
@@ -79,7 +80,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 ready.append((RefusedStep(kinds), None))
                 continue
             stored = req.confidence >= settings.store_threshold and not settings.confirm_all
-            vector = await lifecycle._embed_or_defer(req.content, req.keywords) if stored else None
+            vector = await lifecycle.embed_or_defer(req.content, req.keywords) if stored else None
             ready.append((AddStep(req, kinds), vector))
         elif isinstance(step, PatchStep):
             patch, redacted = lifecycle.screen_patch(
@@ -87,14 +88,14 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             )
             reason = _reason(step.reason, i)
             async with lifecycle.store.read() as reader:
-                memory = lifecycle._require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
-            new_content = lifecycle._patched(memory.content, patch, step.mode, now)
+                memory = lifecycle.require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
+            new_content = lifecycle.patched(memory.content, patch, step.mode, now)
             if len(new_content) > settings.max_content_chars:
                 raise InvalidInput(
                     f"steps[{i}].patch",
                     f"would make the memory {len(new_content)} characters (limit {settings.max_content_chars})",
                 )
-            vector = await lifecycle._embed(new_content, memory.keywords)
+            vector = await lifecycle.embed(new_content, memory.keywords)
             ready.append((PatchStep(step.memory_id, patch, step.mode, reason, redacted, new_content), vector))
         elif isinstance(step, ForgetStep):
             ready.append((ForgetStep(step.memory_id, _reason(step.reason, i)), None))
@@ -105,29 +106,33 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
     async with lifecycle.store.write() as tx:
         for step, vector in ready:
             if isinstance(step, RefusedStep):
-                results.append(await lifecycle._refuse_secret_in(tx, user_id, step.kinds, now))
+                results.append(await lifecycle.refuse_secret_in(tx, user_id, step.kinds, now))
             elif isinstance(step, AddStep):
                 req = step.request
                 if req.confidence < settings.pending_threshold:
-                    result = await lifecycle._discard_in(tx, user_id, req, now)
-                elif req.confidence < settings.store_threshold:
-                    result = await lifecycle._pending_in(tx, user_id, req, now)
+                    result = await lifecycle.discard_in(tx, user_id, req, now)
+                elif req.confidence < settings.store_threshold or settings.confirm_all:
+                    result = await lifecycle.pending_in(tx, user_id, req, now)
                 else:
-                    result = await lifecycle._store(tx, user_id, req, vector, now, cap=False)
+                    result = await lifecycle.store_in(tx, user_id, req, vector, now, cap=False)
                 results.append(lifecycle.note_redactions(result, step.redacted))
             elif isinstance(step, PatchStep):
                 assert vector is not None
                 results.append(
-                    await lifecycle._patch_in(
+                    await lifecycle.patch_in(
                         tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now, step.redacted,
                         prepared=step.prepared,
                     )
                 )
             elif isinstance(step, ForgetStep):
-                results.append(await lifecycle._forget_in(tx, user_id, step.memory_id, step.reason, now))
+                results.append(await lifecycle.forget_in(tx, user_id, step.memory_id, step.reason, now))
             else:
-                results.append(await lifecycle._reinforce_in(tx, user_id, step.memory_ids, now))
-        written = [r.memory_id for r in results if isinstance(r, AddResult) and r.status == "stored"]
+                results.append(await lifecycle.reinforce_in(tx, user_id, step.memory_ids, now))
+        written = [
+            r.memory_id
+            for r in results
+            if isinstance(r, AddResult) and r.status == "stored" and r.memory_id is not None
+        ]
         evicted = await lifecycle.enforce_cap(tx, user_id, now, keep=written)
     if any(isinstance(step, AddStep) and vector is None for step, vector in ready):
         lifecycle.vector_deferred()  # stored without a vector: the embed queue computes it

@@ -10,8 +10,8 @@ So, once per embedder and per language (Chinese, English), pocketmem embeds two 
                            in other words (a modest paraphrase, not the easiest)
 
 and rescales every similarity so that the baseline maps to 0 and a typical paraphrase to
-PARAPHRASE_SCORE (ranking.semantic_score). When paraphrases do not stand out from unrelated texts
-(related - baseline < MIN_SPAN: a lexical embedder, or a model that cannot read the language), the
+PARAPHRASE_SCORE (core/similarity.py). When paraphrases do not stand out from unrelated texts
+(related - baseline < similarity.MIN_SPAN: a lexical embedder, or a model that cannot read the language), the
 scale falls back to baseline -> 0, identical -> 1, so no meaning is read into noise.
 """
 
@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import statistics
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
+from pocketmem.core.similarity import NEUTRAL, Scale, dot, fit
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.store import Store
 
-BASELINE_PERCENTILE = 0.95
-PARAPHRASE_SCORE = 0.7
-MIN_SPAN = 0.25
+# Scale and NEUTRAL live in core/similarity.py; they are re-exported here for existing imports.
+__all__ = ["NEUTRAL", "Calibration", "Scale", "measure"]
+
 LANGUAGES = ("zh", "en")
 
 # Pairwise unrelated on purpose: different topics, short and long.
@@ -88,42 +87,16 @@ PARAPHRASES = {
 }
 
 
-@dataclass(frozen=True)
-class Scale:
-    """Maps a cosine similarity onto 0..1: `baseline` -> 0, `top` -> 1 (see the module docstring)."""
-
-    baseline: float
-    top: float = 1.0
-
-    def score(self, cosine: float) -> float:
-        return min(1.0, max(0.0, (cosine - self.baseline) / (self.top - self.baseline)))
-
-    def cosine_for(self, score: float) -> float:
-        """The cosine whose score is `score`."""
-        return self.baseline + score * (self.top - self.baseline)
-
-
-NEUTRAL = Scale(baseline=0.0)
-
-
-def _dot(u: Sequence[float], v: Sequence[float]) -> float:
-    return sum(a * b for a, b in zip(u, v, strict=True))
-
-
 async def measure(embedder: Embedder) -> dict[str, Scale]:
     scales: dict[str, Scale] = {}
     for lang in LANGUAGES:
         unrelated = await embedder.embed_many(list(UNRELATED[lang]))
-        sims = sorted(_dot(u, v) for u, v in itertools.combinations(unrelated, 2))
-        baseline = max(0.0, min(0.95, sims[min(len(sims) - 1, int(BASELINE_PERCENTILE * len(sims)))]))
         flat = [text for pair in PARAPHRASES[lang] for text in pair]
         vectors = await embedder.embed_many(flat)
-        related = statistics.quantiles([_dot(vectors[i], vectors[i + 1]) for i in range(0, len(vectors), 2)], n=4)[0]
-        if related - baseline >= MIN_SPAN:
-            top = baseline + (related - baseline) / PARAPHRASE_SCORE
-            scales[lang] = Scale(baseline=baseline, top=min(1.0, top))
-        else:
-            scales[lang] = Scale(baseline=baseline)
+        scales[lang] = fit(
+            [dot(u, v) for u, v in itertools.combinations(unrelated, 2)],
+            [dot(vectors[i], vectors[i + 1]) for i in range(0, len(vectors), 2)],
+        )
     return scales
 
 

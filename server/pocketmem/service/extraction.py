@@ -242,14 +242,14 @@ class Extraction:
                 memories.setdefault(memory.id, memory)
                 ids.append(memory.id)
             for i, memory_id in enumerate(hinted):
-                memory = await reader.get_memory(user_id, memory_id)
-                if memory is None or memory.status != Status.active:
+                hinted_memory = await reader.get_memory(user_id, memory_id)
+                if hinted_memory is None or hinted_memory.status != Status.active:
                     raise NotFound(
                         f"hints.memory_ids[{i}]: no active memory with id {memory_id!r}; "
                         "take ids from recall_memories"
                     )
-                memories.setdefault(memory.id, memory)
-                ids.append(memory.id)
+                memories.setdefault(hinted_memory.id, hinted_memory)
+                ids.append(hinted_memory.id)
         return [memories[i] for i in dict.fromkeys(ids) if i in memories and memories[i].status == Status.active]
 
     def _prompt(

@@ -53,7 +53,9 @@ class LibraryRecall:
                 tag = await self.library.get_meta("embedder")
                 self._compatible = tag is None or tag == self.embed_tag
                 if not self._compatible:
-                    log.warning("the cloud library is embedded by %s, not %s: recall does not ask it", tag, self.embed_tag)
+                    log.warning(
+                        "the cloud library is embedded by %s, not %s: recall does not ask it", tag, self.embed_tag
+                    )
             if not self._compatible:
                 return []
             return await search()

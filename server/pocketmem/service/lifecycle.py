@@ -237,14 +237,17 @@ class Lifecycle:
             return req, [], False
         if self.settings.secrets == "refuse" or not privacy.meaningful(screened.content):
             return req, screened.kinds, True
-        return req.model_copy(update={"content": screened.content, "keywords": screened.keywords}), screened.kinds, False
+        cleaned = req.model_copy(update={"content": screened.content, "keywords": screened.keywords})
+        return cleaned, screened.kinds, False
 
     @staticmethod
     def note_redactions(result: AddResult, kinds: list[str]) -> AddResult:
         if not kinds:
             return result
         return result.model_copy(
-            update={"redacted": kinds, "message": f"{result.message} Removed before storing: {privacy.describe(kinds)}."}
+            update={
+                "redacted": kinds, "message": f"{result.message} Removed before storing: {privacy.describe(kinds)}."
+            }
         )
 
     async def _refuse_secret_in(self, tx: StoreWriter, user_id: str, kinds: list[str], now: datetime) -> AddResult:
@@ -299,7 +302,8 @@ class Lifecycle:
         for i, req in enumerate(cleaned):
             if req.confidence < self.settings.store_threshold:
                 raise InvalidInput(
-                    f"[{i}].confidence", f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}"
+                    f"[{i}].confidence",
+                    f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}",
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
         await self.calibration.scales()
@@ -351,7 +355,13 @@ class Lifecycle:
         return AddResult.model_validate(result)
 
     async def _finish(
-        self, tx: StoreWriter, user_id: str, operation_id: str | None, request_hash: str, result: AddResult, now: datetime
+        self,
+        tx: StoreWriter,
+        user_id: str,
+        operation_id: str | None,
+        request_hash: str,
+        result: AddResult,
+        now: datetime,
     ) -> None:
         if operation_id is not None:
             await tx.record_operation(user_id, operation_id, request_hash, result.model_dump(mode="json"), now)
@@ -616,7 +626,9 @@ class Lifecycle:
     async def patch_core(
         self, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"], reason: str | None
     ) -> PatchResult:
-        patch, redacted = self.screen_patch(clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch")
+        patch, redacted = self.screen_patch(
+            clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch"
+        )
         if reason is not None:
             reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         async with self.store.read() as reader:
@@ -642,7 +654,9 @@ class Lifecycle:
         if not screened.findings:
             return patch, []
         if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
-            raise InvalidInput(field, f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out")
+            raise InvalidInput(
+                field, f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out"
+            )
         return screened.text, screened.kinds
 
     async def _patch_in(
@@ -696,7 +710,9 @@ class Lifecycle:
     @staticmethod
     def _require_core(memory: Memory | None, memory_id: str) -> Memory:
         if memory is None:
-            raise NotFound(f"memory_id: no memory with id {memory_id!r}; find ids with list_memories or recall_memories")
+            raise NotFound(
+                f"memory_id: no memory with id {memory_id!r}; find ids with list_memories or recall_memories"
+            )
         if memory.status != Status.active:
             raise Conflict(f"memory {memory_id} is {memory.status.value}; only an active core memory can be patched")
         if not memory.core:
@@ -917,3 +933,19 @@ class Lifecycle:
         kept = [view for view in in_range if category is None or view.category == category]
         views: list[MemoryView | PendingView] = list(kept[offset : offset + limit])
         return MemoryList(items=views, total=len(kept), counts=counts)
+
+    # -- the write path's steps, public for batch import (service/batch.py) -------------------------
+    # Batch import runs the same steps per item inside one transaction. They are named here, once, so
+    # no other module reaches into this one's private methods.
+    embed = _embed
+    embed_or_defer = _embed_or_defer
+    clean_request = _clean_request
+    require_core = _require_core
+    patched = _patched
+    refuse_secret_in = _refuse_secret_in
+    discard_in = _discard_in
+    pending_in = _pending_in
+    store_in = _store
+    patch_in = _patch_in
+    forget_in = _forget_in
+    reinforce_in = _reinforce_in

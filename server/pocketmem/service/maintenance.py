@@ -203,6 +203,6 @@ class Maintenance:
                     report = await self.run()
                     if after_run is not None:
                         await after_run(report)
-                except Exception:  # noqa: BLE001 - a failed run must not stop the timer or the server
+                except Exception:  # a failed run must not stop the timer or the server
                     log.exception("maintenance run failed; trying again in %s s", interval)
             await anyio.sleep(interval)

@@ -56,7 +56,6 @@ CONTEXT_WEIGHT = 0.5
 KEYWORDS_VECTOR_WEIGHT = 0.5
 VECTOR_NEIGHBOURS = 64
 KEYWORD_HITS = 64
-MAX_CORE_CANDIDATES = 500
 MAX_MATCH_TERMS = 32
 COMMON_TERM_SHARE = 0.05
 COMMON_TERM_FLOOR = 200
@@ -427,3 +426,8 @@ class Retrieval:
             pending_confirmations=[PendingView.of(p) for p in pending],
             degraded=fallback.describe(fallback.CARD_ONLY, failures),
         )
+
+    # -- recall's stages, public for the calibration benchmark (bench/calibrate.py) ----------------------
+    parse = _parse
+    query_vector = _query_vector
+    candidates = _candidates

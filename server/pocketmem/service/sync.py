@@ -155,7 +155,9 @@ class Sync:
             async with self.local.read() as reader:
                 page = await reader.changed_memories(user_id, since, after, PAGE)
                 memories = [
-                    sync_view(m) for _, m in page if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
+                    sync_view(m)
+                    for _, m in page
+                    if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
                 ]
                 vectors = await reader.memory_vectors(user_id, [m.id for m in memories])
                 revisions = [r for m in memories if m.core for r in await reader.list_revisions(user_id, m.id)]
@@ -342,7 +344,7 @@ class Sync:
         while True:
             try:
                 await self.run()
-            except Exception:  # noqa: BLE001 - a failed run must not stop the timer or the server
+            except Exception:  # a failed run must not stop the timer or the server
                 log.exception("sync run failed")
                 self.failures += 1
             await anyio.sleep(backoff(interval, self.failures))

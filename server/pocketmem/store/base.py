@@ -45,8 +45,6 @@ from pocketmem.store.profile_base import ProfileReader, ProfileWriter
 
 log = logging.getLogger(__name__)
 
-SEARCHABLE = (Status.active, Status.superseded)
-
 # After a write commits: {user_id: the event kinds that transaction wrote}.
 CommitListener = Callable[[Mapping[str, frozenset[EventKind]]], Awaitable[None]]
 
@@ -149,10 +147,6 @@ class StoreReader(ProfileReader):
     @abstractmethod
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         """Active memories with persistence 1, oldest first (ties in insertion order)."""
-
-    @abstractmethod
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
-        """The `limit` memories of highest stored importance (ties in insertion order)."""
 
     @abstractmethod
     async def vector_neighbours(
@@ -380,7 +374,9 @@ class StoreWriter(StoreReader, ProfileWriter):
         """use_count += by, last_active_at = now."""
 
     @abstractmethod
-    async def eviction_candidates(self, user_id: str, count: int, now: datetime, exclude: Sequence[str]) -> list[Memory]:
+    async def eviction_candidates(
+        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+    ) -> list[Memory]:
         """The `count` non-core active memories of lowest current importance."""
 
     @abstractmethod
@@ -513,7 +509,7 @@ class Store(ABC):
         for listener in list(self.__dict__.get("_commit_listeners", ())):
             try:
                 await listener(changes)
-            except Exception:  # noqa: BLE001 - the write is committed; a listener cannot fail it
+            except Exception:  # the write is committed; a listener cannot fail it
                 log.exception("commit listener failed")
 
     @abstractmethod
@@ -574,3 +570,4 @@ class Store(ABC):
 
     async def optimize(self) -> None:
         """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""
+        return None

@@ -1,4 +1,5 @@
-"""Embedders: `hash` (built in, offline, the default), `openai` (any OpenAI-compatible endpoint), `local` (optional extra)."""
+"""Embedders: `hash` (built in, offline, the default), `openai` (any OpenAI-compatible endpoint),
+`local` (optional extra)."""
 
 from __future__ import annotations
 

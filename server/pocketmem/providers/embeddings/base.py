@@ -60,9 +60,11 @@ class Embedder(ABC):
 
     async def warm_up(self) -> None:
         """Load whatever is slow to load; called in the background, never before the MCP handshake."""
+        return None
 
     async def aclose(self) -> None:
         """Release connections or models."""
+        return None
 
 
 def _unit(vector: Sequence[float]) -> list[float]:

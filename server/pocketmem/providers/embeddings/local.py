@@ -65,7 +65,10 @@ class LocalEmbedder(Embedder):
                     "local folder with a sentence-transformers model, or a model name the machine can download"
                 ) from None
             size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-            self._dimensions = int(size())
+            dimensions = size()
+            if dimensions is None:
+                raise ProviderUnavailable(f"the local embedding model {self._source!r} does not say its vector size")
+            self._dimensions = int(dimensions)
             self._model = model
             return model
 

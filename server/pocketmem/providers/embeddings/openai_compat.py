@@ -1,4 +1,5 @@
-"""Embeddings from any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Azure-style gateways, Ollama, vLLM, LM Studio)."""
+"""Embeddings from any OpenAI-compatible `/v1/embeddings` endpoint
+(OpenAI, Azure-style gateways, Ollama, vLLM, LM Studio)."""
 
 from __future__ import annotations
 

@@ -117,7 +117,8 @@ async def pg001_initial(conn: Any) -> None:
 
         create function pm_term_set(terms text, keyword_terms text) returns text[]
         language sql immutable as $$
-            select coalesce(array_agg(distinct t), '{{}}') from unnest(string_to_array(terms || ' ' || keyword_terms, ' ')) t
+            select coalesce(array_agg(distinct t), '{{}}')
+            from unnest(string_to_array(terms || ' ' || keyword_terms, ' ')) t
             where t <> ''
         $$;
 
@@ -143,7 +144,8 @@ async def pg001_initial(conn: Any) -> None:
         create trigger memories_term_counts_delete after delete on memories
             for each row execute function pm_count_terms();
         create trigger memories_term_counts_update after update of terms, keyword_terms on memories
-            for each row when (old.terms is distinct from new.terms or old.keyword_terms is distinct from new.keyword_terms)
+            for each row
+            when (old.terms is distinct from new.terms or old.keyword_terms is distinct from new.keyword_terms)
             execute function pm_count_terms();
 
         -- Changes written with `set local pocketmem.quiet = 'on'` are copies of changes made elsewhere

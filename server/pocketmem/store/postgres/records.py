@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from pocketmem.base.models import (
-    ApiToken,
     Category,
     DeleteReason,
     Event,
@@ -31,7 +30,6 @@ MEMORY_COLUMNS = (
 )
 MEMORY_COLUMN_LIST = [c.strip() for c in MEMORY_COLUMNS.split(",")]
 PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
-TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
 TOMBSTONE_COLUMNS = (
     "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
     "purged_at"
@@ -41,6 +39,10 @@ EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at
 USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
 
 
+@overload
+def ts(value: datetime) -> datetime: ...
+@overload
+def ts(value: None) -> None: ...
 def ts(value: datetime | None) -> datetime | None:
     """What the store keeps of an instant: UTC, millisecond precision (as the SQLite backend)."""
     if value is None:
@@ -49,6 +51,10 @@ def ts(value: datetime | None) -> datetime | None:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
+@overload
+def dt(value: datetime) -> datetime: ...
+@overload
+def dt(value: None) -> None: ...
 def dt(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
 
@@ -165,19 +171,6 @@ def pending_from_row(row: Sequence[Any]) -> PendingItem:
         memory_id=memory_id,
         created_at=dt(created_at),
         updated_at=dt(updated_at),
-    )
-
-
-def token_from_row(row: Sequence[Any]) -> ApiToken:
-    id_, user_id, name, token_hash, created_at, last_used_at, revoked_at = row
-    return ApiToken(
-        id=id_,
-        user_id=user_id,
-        name=name,
-        token_hash=token_hash,
-        created_at=dt(created_at),
-        last_used_at=dt(last_used_at),
-        revoked_at=dt(revoked_at),
     )
 
 

@@ -134,7 +134,7 @@ class PostgresStore(Store):
             pool, self._pool = self._pool, None
             try:
                 await pool.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the original error
+            except Exception:  # closing must not hide the original error
                 log.debug("error closing the PostgreSQL pool", exc_info=True)
 
     def _require(self) -> Any:
@@ -197,17 +197,18 @@ class PostgresStore(Store):
         dims = int(dimensions)
         async with self.write() as tx:
             assert isinstance(tx, PostgresTx)
-            await tx._exec("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-            row = await tx._one(
+            await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+            row = await tx.fetch_one(
                 "select atttypmod from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'"
             )
             if row[0] != dims:
-                await tx._exec("drop index if exists memories_embedding_hnsw")
+                await tx.execute("drop index if exists memories_embedding_hnsw")
                 # Vectors of another size cannot join the index (they are rewritten by reindex).
-                await tx._exec("update memories set embedding = null where vector_dims(embedding) <> %s", (dims,))
-                await tx._exec(f"alter table memories alter column embedding type vector({dims})")
-            await tx._exec(
-                "create index if not exists memories_embedding_hnsw on memories using hnsw (embedding vector_cosine_ops)"
+                await tx.execute("update memories set embedding = null where vector_dims(embedding) <> %s", (dims,))
+                await tx.execute(f"alter table memories alter column embedding type vector({dims})")
+            await tx.execute(
+                "create index if not exists memories_embedding_hnsw "
+                "on memories using hnsw (embedding vector_cosine_ops)"
             )
             await tx.put_meta("embedder", embed_tag)
             await tx.put_meta("dimensions", str(dims))
@@ -216,11 +217,11 @@ class PostgresStore(Store):
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         async with self.write() as tx:
             assert isinstance(tx, PostgresTx)
-            await tx._exec("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-            await tx._exec("drop index if exists memories_embedding_hnsw")
-            await tx._exec("update memories set embedding = null")
-            await tx._exec("alter table memories alter column embedding type vector")
-            await tx._exec("delete from store_meta where key in ('embedder', 'dimensions', 'calibration')")
+            await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+            await tx.execute("drop index if exists memories_embedding_hnsw")
+            await tx.execute("update memories set embedding = null")
+            await tx.execute("alter table memories alter column embedding type vector")
+            await tx.execute("delete from store_meta where key in ('embedder', 'dimensions', 'calibration')")
         self._vectors = False
         await self.prepare_vectors(embed_tag, dimensions)
 
@@ -229,7 +230,7 @@ class PostgresStore(Store):
         while True:
             async with self.read() as reader:
                 assert isinstance(reader, PostgresTx)
-                rows = await reader._all(
+                rows = await reader.fetch_all(
                     "select seq, user_id, id, content, keywords from memories where seq > %s order by seq limit %s",
                     (last, batch),
                 )
@@ -243,7 +244,7 @@ class PostgresStore(Store):
     ) -> None:
         async with self.write() as tx:
             assert isinstance(tx, PostgresTx)
-            await tx._exec(
+            await tx.execute(
                 "update memories m set embedding = v.e::vector, embed_model = %s "
                 "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u"
                 + (" and m.embedding is null" if only_missing else ""),
@@ -259,9 +260,10 @@ class PostgresStore(Store):
         """Fold the keyword counters' +1/-1 rows into one row per term."""
         async with self.write() as tx:
             assert isinstance(tx, PostgresTx)
-            await tx._exec(
+            await tx.execute(
                 "with busy as (select term from memory_term_counts group by term having count(*) > 1), "
-                "gone as (delete from memory_term_counts c using busy where c.term = busy.term returning c.term, c.delta) "
+                "gone as (delete from memory_term_counts c using busy "
+                "where c.term = busy.term returning c.term, c.delta) "
                 "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
                 "having sum(delta) <> 0"
             )
@@ -277,14 +279,16 @@ class PostgresStore(Store):
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:
             assert isinstance(reader, PostgresTx)
-            memories = (await reader._one("select count(*) from memories"))[0]
-            vectors = (await reader._one("select count(*) from memories where embedding is not null"))[0]
+            memories = (await reader.fetch_one("select count(*) from memories"))[0]
+            vectors = (await reader.fetch_one("select count(*) from memories where embedding is not null"))[0]
             lexeme_gaps = (
-                await reader._one("select count(*) from memories where lexemes = ''::tsvector and terms <> ''")
+                await reader.fetch_one("select count(*) from memories where lexemes = ''::tsvector and terms <> ''")
             )[0]
-            counted = (await reader._one("select coalesce(sum(delta), 0) from memory_term_counts where term = ''"))[0]
-            migrations = await postgres_migrations.applied(reader._conn)
-            version = (await reader._one("select current_setting('server_version')"))[0]
+            counted = (
+                await reader.fetch_one("select coalesce(sum(delta), 0) from memory_term_counts where term = ''")
+            )[0]
+            migrations = await postgres_migrations.applied(reader.connection)
+            version = (await reader.fetch_one("select current_setting('server_version')"))[0]
         return {
             "integrity": "ok",
             "backend": "postgresql",
@@ -304,7 +308,7 @@ class PostgresStore(Store):
 async def _finish(conn: Any, statement: str) -> None:
     try:
         await conn.execute(statement)
-    except Exception:  # noqa: BLE001 - a broken connection is discarded by the pool
+    except Exception:  # a broken connection is discarded by the pool
         log.debug("%s failed", statement, exc_info=True)
 
 

@@ -48,7 +48,7 @@ class SyncQueries:
     if TYPE_CHECKING:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
         async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None: ...
 
@@ -178,6 +178,7 @@ class SyncQueries:
 
     async def put_meta(self, key: str, value: str) -> None:
         await self._exec(
-            "insert into store_meta (key, value) values (%s, %s) on conflict (key) do update set value = excluded.value",
+            "insert into store_meta (key, value) values (%s, %s) on "
+            "conflict (key) do update set value = excluded.value",
             (key, value),
         )

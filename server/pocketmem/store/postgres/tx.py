@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 from pocketmem.base.models import (
-    ApiToken,
     Event,
     EventKind,
     Memory,
@@ -31,20 +30,20 @@ from pocketmem.base.models import (
     Tombstone,
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
+from pocketmem.store.policy import CORE_PERSISTENCE
+from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     MEMORY_COLUMNS,
     PENDING_COLUMNS,
     REVISION_COLUMNS,
-    TOKEN_COLUMNS,
     TOMBSTONE_COLUMNS,
     dt,
     event_from_row,
     memory_from_row,
     pending_from_row,
     revision_from_row,
-    token_from_row,
     tombstone_from_row,
     ts,
     tsquery_text,
@@ -53,30 +52,25 @@ from pocketmem.store.postgres.records import (
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
+from pocketmem.store.sql.tokens import TokenQueries
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
 EF_SEARCH_MIN, EF_SEARCH_MAX = 100, 1000
 
-# Methods whose first argument is a record carrying the user id rather than the id itself.
-_RECORD_METHODS = {
-    "insert_memory", "insert_tombstone", "insert_revision", "insert_pending", "put_usage", "import_memory",
-    "import_tombstone", "import_revision", "import_pending", "import_event", "import_user", "upsert_memory",
-    "upsert_tombstone",
-}
-
-
-def _user_of(name: str, args: tuple[Any, ...]) -> str | None:
-    if not args:
-        return None
-    first = args[0]
-    if name in _RECORD_METHODS:
-        return first.get("user_id") if isinstance(first, Mapping) else getattr(first, "user_id", None)
-    return first if isinstance(first, str) else None
+def _user_of_record(record: Any) -> str | None:
+    """The user a record (a model or a mapping with `user_id`) belongs to, if it says."""
+    user = record.get("user_id") if isinstance(record, Mapping) else getattr(record, "user_id", None)
+    return user if isinstance(user, str) else None
 
 
 def per_user_locked(cls: type) -> type:
-    """Wrap every public coroutine method taking a user (its first argument) to lock that user first."""
+    """Lock the user first in every public coroutine method that acts for one user.
+
+    A method acts for a user when its first parameter is `user_id`, or when its first argument is a record
+    carrying a `user_id` (a memory, tombstone, revision, pending item, usage row, imported row). No list of
+    method names to keep: a new method is locked by its signature or by the record it is given.
+    """
     for name in dir(cls):
         if name.startswith("_"):
             continue
@@ -84,26 +78,32 @@ def per_user_locked(cls: type) -> type:
         if not inspect.iscoroutinefunction(fn):
             continue
         params = list(inspect.signature(fn).parameters)
-        if name not in _RECORD_METHODS and (len(params) < 2 or params[1] != "user_id"):
+        if len(params) < 2:
             continue
+        by_id = params[1] == "user_id"
 
-        def wrap(fn: Any, name: str) -> Any:
+        def wrap(fn: Any, by_id: bool) -> Any:
             @functools.wraps(fn)
             async def locked(self: PostgresTx, *args: Any, **kwargs: Any) -> Any:
-                user = _user_of(name, args) if args else kwargs.get("user_id")
-                if user is not None:
+                if by_id:
+                    user = args[0] if args else kwargs.get("user_id")
+                else:
+                    user = _user_of_record(args[0]) if args else None
+                if isinstance(user, str):
                     await self._lock_user(user)
                 return await fn(self, *args, **kwargs)
 
             return locked
 
-        setattr(cls, name, wrap(fn, name))
+        setattr(cls, name, wrap(fn, by_id))
     return cls
 
 
 @per_user_locked
-class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
+class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, TokenQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
+
+    dialect = POSTGRES
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:
         self._conn = conn
@@ -123,13 +123,22 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
         cur = await self._conn.execute(sql, params)
         return await cur.fetchall()
 
-    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:  # a row, or None when there is none
         cur = await self._conn.execute(sql, params)
         return await cur.fetchone()
 
     async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
         cur = await self._conn.execute(sql, params)
         return cur.rowcount
+
+    # Raw SQL inside this transaction, for the store that opened it (index upkeep, health) and for tests.
+    execute = _exec
+    fetch_one = _one
+    fetch_all = _all
+
+    @property
+    def connection(self) -> Any:
+        return self._conn
 
     async def _guarded(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """A query recall may survive failing (an index gone bad): inside a savepoint, so a failure leaves
@@ -154,13 +163,15 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
 
     async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
         found = await self._memories(
-            "user_id = %s and status = any(%s) and content_hash = %s limit 1", (user_id, [str(s) for s in statuses], content_hash)
+            "user_id = %s and status = any(%s) and content_hash = %s limit 1",
+            (user_id, [str(s) for s in statuses], content_hash),
         )
         return found[0] if found else None
 
     async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
         found = await self._memories(
-            "user_id = %s and supersedes = %s and status in ('active', 'superseded') order by created_at desc, seq desc "
+            "user_id = %s and supersedes = %s and status in ('active', "
+            "'superseded') order by created_at desc, seq desc "
             "limit 1",
             (user_id, memory_id),
         )
@@ -189,12 +200,8 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         return await self._memories(
-            "user_id = %s and status = 'active' and persistence >= 1 order by created_at, seq limit %s", (user_id, limit)
-        )
-
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
-        return await self._memories(
-            "user_id = %s and status = any(%s) order by importance desc, seq limit %s", (user_id, [str(s) for s in statuses], limit)
+            "user_id = %s and status = 'active' and persistence >= %s order by created_at, seq limit %s",
+            (user_id, CORE_PERSISTENCE, limit),
         )
 
     async def vector_neighbours(
@@ -220,7 +227,9 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
                 (vector_text(vector), user_id, wanted, k),
             )
         else:
-            total = (await self._one("select greatest(reltuples, 1)::bigint from pg_class where relname = 'memories'"))[0]
+            total = (
+                await self._one("select greatest(reltuples, 1)::bigint from pg_class where relname = 'memories'")
+            )[0]
             ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, int(k * max(1, total) / rows_of_user)))
             await self._exec(f"set local hnsw.ef_search = {ef}")
             rows = await self._guarded(
@@ -400,9 +409,9 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
         ):
             out.by_category[category] = count
         row = await self._one(
-            "select count(*) filter (where persistence >= 1), min(created_at), max(created_at) from memories "
+            "select count(*) filter (where persistence >= %s), min(created_at), max(created_at) from memories "
             "where user_id = %s and status = 'active'",
-            (user_id,),
+            (CORE_PERSISTENCE, user_id),
         )
         out.core, out.oldest, out.newest = row[0], dt(row[1]), dt(row[2])
         counts = await self._one(
@@ -431,27 +440,6 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Store
             "created_at": _iso(row[4]),
             "updated_at": _iso(row[5]),
         }
-
-    async def get_token(self, token_id: str) -> ApiToken | None:
-        row = await self._one(f"select {TOKEN_COLUMNS} from api_tokens where id = %s", (token_id,))
-        return token_from_row(row) if row else None
-
-    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
-        where: list[str] = []
-        params: list[Any] = []
-        if user_id is not None:
-            where.append("user_id = %s")
-            params.append(user_id)
-        if not include_revoked:
-            where.append("revoked_at is null")
-        clause = f"where {' and '.join(where)}" if where else ""
-        rows = await self._all(f"select {TOKEN_COLUMNS} from api_tokens {clause} order by created_at, id", params)
-        return [token_from_row(r) for r in rows]
-
-    async def count_active_tokens(self) -> int:
-        row = await self._one("select count(*) from api_tokens where revoked_at is null")
-        return int(row[0])
-
 
 def _iso(value: datetime | None) -> str | None:
     from pocketmem.core.instants import encode as to_iso

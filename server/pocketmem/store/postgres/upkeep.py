@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from pocketmem.core.instants import decode as from_iso
 from pocketmem.store.base import IndexedText, ScoreRow
+from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     PENDING_COLUMNS,
@@ -38,7 +39,7 @@ class UpkeepQueries:
     if TYPE_CHECKING:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
         async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]: ...
         async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None: ...
@@ -73,8 +74,8 @@ class UpkeepQueries:
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         return await self._memories(
             "user_id = %s and expires_at is not null and expires_at <= %s and status in ('active', 'superseded') "
-            'and persistence < 1 order by expires_at, id collate "C" limit %s',
-            (user_id, ts(now), limit),
+            'and persistence < %s order by expires_at, id collate "C" limit %s',
+            (user_id, ts(now), CORE_PERSISTENCE, limit),
         )
 
     async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:

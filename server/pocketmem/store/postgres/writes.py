@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import (
-    ApiToken,
     Category,
     DeleteReason,
     EventKind,
@@ -25,10 +24,10 @@ from pocketmem.base.models import (
     Tombstone,
 )
 from pocketmem.store.base import IndexedText
+from pocketmem.store.policy import CORE_PERSISTENCE, DECAY_RATE_PER_DAY, TIME_COEF_FLOOR
 from pocketmem.store.postgres.records import (
     MEMORY_COLUMNS,
     REVISION_COLUMNS,
-    TOKEN_COLUMNS,
     TOMBSTONE_COLUMNS,
     json_text,
     lexemes,
@@ -56,7 +55,7 @@ class WriteQueries:
     if TYPE_CHECKING:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
         async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]: ...
 
@@ -78,7 +77,8 @@ class WriteQueries:
         unknown = set(fields) - UPDATABLE
         if unknown:
             raise ValueError(f"not updatable here: {sorted(unknown)}")
-        assignments, params = [], []
+        assignments: list[str] = []
+        params: list[Any] = []
         for key, value in fields.items():
             assignments.append(f"{key} = %s")
             if key in TIME_FIELDS:
@@ -177,12 +177,13 @@ class WriteQueries:
     async def eviction_candidates(
         self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
     ) -> list[Memory]:
-        # Current importance, not the stored snapshot: info_importance * max(0.8, exp(-0.01 (1-P) d)).
+        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days), with
+        # time_coef = max(TIME_COEF_FLOOR, exp(-DECAY_RATE_PER_DAY * (1 - P) * max(0, days))) bound from scoring.py.
         return await self._memories(
-            "user_id = %s and status = 'active' and persistence < 1 and not (id = any(%s)) "
-            "order by info_importance * greatest(0.8, exp(-0.01 * (1 - persistence) * "
-            "extract(epoch from (%s - coalesce(last_active_at, created_at))) / 86400.0)), created_at, seq limit %s",
-            (user_id, list(exclude), ts(now), count),
+            "user_id = %s and status = 'active' and persistence < %s and not (id = any(%s)) "
+            "order by info_importance * greatest(%s::float8, exp(-%s::float8 * (1 - persistence) * greatest(0, "
+            "extract(epoch from (%s - coalesce(last_active_at, created_at))) / 86400.0))), created_at, seq limit %s",
+            (user_id, CORE_PERSISTENCE, list(exclude), TIME_COEF_FLOOR, DECAY_RATE_PER_DAY, ts(now), count),
         )
 
     async def insert_tombstone(self, tombstone: Tombstone) -> None:
@@ -235,7 +236,8 @@ class WriteQueries:
         allowed = {"status", "cooldown_until", "memory_id", "updated_at"}
         if set(fields) - allowed:
             raise ValueError(f"not updatable here: {sorted(set(fields) - allowed)}")
-        assignments, params = [], []
+        assignments: list[str] = []
+        params: list[Any] = []
         for key, value in fields.items():
             assignments.append(f"{key} = %s")
             if key in TIME_FIELDS:
@@ -281,25 +283,3 @@ class WriteQueries:
             (user_id, ts(now), ts(now)),
         )
 
-    async def insert_token(self, token: ApiToken) -> None:
-        await self._exec(
-            f"insert into api_tokens ({TOKEN_COLUMNS}) values (%s, %s, %s, %s, %s, %s, %s)",
-            (
-                token.id,
-                token.user_id,
-                token.name,
-                token.token_hash,
-                ts(token.created_at),
-                ts(token.last_used_at),
-                ts(token.revoked_at),
-            ),
-        )
-
-    async def revoke_token(self, token_id: str, when: datetime) -> bool:
-        changed = await self._exec(
-            "update api_tokens set revoked_at = %s where id = %s and revoked_at is null", (ts(when), token_id)
-        )
-        return changed > 0
-
-    async def touch_token(self, token_id: str, when: datetime) -> None:
-        await self._exec("update api_tokens set last_used_at = %s where id = %s", (ts(when), token_id))

@@ -25,7 +25,6 @@ import anyio
 
 from pocketmem.base.errors import StoreError, UnreadableRow
 from pocketmem.base.models import (
-    ApiToken,
     Category,
     DeleteReason,
     Event,
@@ -42,8 +41,11 @@ from pocketmem.core.instants import decode as from_iso
 from pocketmem.core.instants import encode as to_iso
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
+from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sqlite import faults, instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
+from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import connect, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.profile import ProfileQueries, memory_filter_clause
@@ -257,20 +259,6 @@ def _pending(row: Sequence[Any]) -> PendingItem:
 
 
 _PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
-_TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
-
-
-def _token(row: Sequence[Any]) -> ApiToken:
-    id_, user_id, name, token_hash, created_at, last_used_at, revoked_at = row
-    return ApiToken(
-        id=id_,
-        user_id=user_id,
-        name=name,
-        token_hash=token_hash,
-        created_at=from_iso(created_at),
-        last_used_at=_dt(last_used_at),
-        revoked_at=_dt(revoked_at),
-    )
 
 
 async def _rollback(conn: aiosqlite.Connection) -> None:
@@ -286,7 +274,7 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
+class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS
@@ -296,6 +284,7 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
     _unpack = staticmethod(unpack_vector)
     _to_pending = staticmethod(_pending)
     _pending_columns = _PENDING_COLUMNS
+    dialect = SQLITE
 
     def __init__(self, db: aiosqlite.Connection, vectors: bool, owner_index: bool = True) -> None:
         self._db = db
@@ -308,7 +297,7 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
     async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await self._db.execute_fetchall(sql, params))
 
-    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:  # a row, or None when there is none
         rows = await self._all(sql, params)
         return rows[0] if rows else None
 
@@ -321,6 +310,12 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
     async def _rowid(self, user_id: str, memory_id: str) -> int | None:
         row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
         return row[0] if row else None
+
+    # Raw SQL inside this transaction, for the store that opened it (index upkeep, health) and for tests.
+    execute = _exec
+    fetch_one = _one
+    fetch_all = _all
+    rowid = _rowid
 
     # -- reads ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
@@ -379,17 +374,9 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= 1 "
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= ? "
             "order by created_at limit ?",
-            (user_id, limit),
-        )
-        return [_memory(r) for r in rows]
-
-    async def top_by_importance(self, user_id: str, limit: int, statuses: Sequence[Status]) -> list[Memory]:
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status in ({_placeholders(len(statuses))}) "
-            "order by importance desc limit ?",
-            (user_id, *statuses, limit),
+            (user_id, CORE_PERSISTENCE, limit),
         )
         return [_memory(r) for r in rows]
 
@@ -599,8 +586,8 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
             out.by_category[category] = count
         row = await self._one(
             "select count(*), min(created_at), max(created_at) from memories "
-            "where user_id = ? and status = 'active' and persistence >= 1",
-            (user_id,),
+            "where user_id = ? and status = 'active' and persistence >= ?",
+            (user_id, CORE_PERSISTENCE),
         )
         out.core = row[0]
         span = await self._one(
@@ -637,25 +624,6 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
             "created_at": row[4],
             "updated_at": row[5],
         }
-
-    async def get_token(self, token_id: str) -> ApiToken | None:
-        row = await self._one(f"select {_TOKEN_COLUMNS} from api_tokens where id = ?", (token_id,))
-        return _token(row) if row else None
-
-    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
-        where, params = [], []
-        if user_id is not None:
-            where.append("user_id = ?")
-            params.append(user_id)
-        if not include_revoked:
-            where.append("revoked_at is null")
-        clause = f"where {' and '.join(where)}" if where else ""
-        rows = await self._all(f"select {_TOKEN_COLUMNS} from api_tokens {clause} order by created_at, id", params)
-        return [_token(r) for r in rows]
-
-    async def count_active_tokens(self) -> int:
-        row = await self._one("select count(*) from api_tokens where revoked_at is null")
-        return int(row[0])
 
     # -- writes ---------------------------------------------------------------------------------
     async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
@@ -774,13 +742,13 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
     async def eviction_candidates(
         self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
     ) -> list[Memory]:
-        # Current importance, not the stored snapshot: info_importance * max(0.8, exp(-0.01 (1-P) d)).
+        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days).
         rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence < 1 "
+            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence < ? "
             f"and id not in ({_placeholders(len(exclude))}) "
-            "order by info_importance * max(0.8, pm_exp(-0.01 * (1 - persistence) * "
-            "(julianday(?) - julianday(coalesce(last_active_at, created_at))))), created_at limit ?",
-            (user_id, *exclude, to_iso(now), count),
+            "order by info_importance * pm_time_coef(persistence, "
+            "julianday(?) - julianday(coalesce(last_active_at, created_at))), created_at limit ?",
+            (user_id, CORE_PERSISTENCE, *exclude, to_iso(now), count),
         )
         return [_memory(r) for r in rows]
 
@@ -880,39 +848,11 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
             (user_id, to_iso(now), to_iso(now)),
         )
 
-    async def insert_token(self, token: ApiToken) -> None:
-        await self._exec(
-            f"insert into api_tokens ({_TOKEN_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?)",
-            (
-                token.id,
-                token.user_id,
-                token.name,
-                token.token_hash,
-                to_iso(token.created_at),
-                _ts(token.last_used_at),
-                _ts(token.revoked_at),
-            ),
-        )
-
-    async def revoke_token(self, token_id: str, when: datetime) -> bool:
-        changed = await self._exec(
-            "update api_tokens set revoked_at = ? where id = ? and revoked_at is null", (to_iso(when), token_id)
-        )
-        return changed > 0
-
-    async def touch_token(self, token_id: str, when: datetime) -> None:
-        await self._exec("update api_tokens set last_used_at = ? where id = ?", (to_iso(when), token_id))
-
-
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(y * y for y in b))
     return dot / (na * nb) if na and nb else 0.0
-
-
-def _exp(x: float | None) -> float | None:
-    return math.exp(x) if x is not None else None
 
 
 def _probe(path: str) -> None:
@@ -955,8 +895,8 @@ class SQLiteStore(Store):
 
         def factory() -> Any:
             conn = connect(path, load_vectors=True)
-            # Registered on every connection so SQL can use exp() whether or not SQLite was built with math functions.
-            conn.create_function("pm_exp", 1, _exp, deterministic=True)
+            # The decay rule of scoring.py, for the eviction order (registered on every connection).
+            conn.create_function("pm_time_coef", 2, sql_time_coef, deterministic=True)
             return conn
 
         conn = aiosqlite.Connection(factory, iter_chunk_size=256)
@@ -982,7 +922,7 @@ class SQLiteStore(Store):
             try:
                 # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
                 await self._writer.execute("pragma optimize = 0x10002")
-            except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
+            except Exception:  # older SQLite: the queries do not depend on it
                 log.debug("pragma optimize failed", exc_info=True)
             self._reader = await self._connect() if self.path != ":memory:" else self._writer
             self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
@@ -1005,12 +945,12 @@ class SQLiteStore(Store):
             try:
                 # Keeps the query planner's statistics current so it picks the right index.
                 await self._writer.execute("pragma optimize")
-            except Exception:  # noqa: BLE001 - an old SQLite without it loses nothing
+            except Exception:  # an old SQLite without it loses nothing
                 log.debug("pragma optimize failed", exc_info=True)
         for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
             try:
                 await conn.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the original error
+            except Exception:  # closing must not hide the original error
                 log.debug("error closing connection", exc_info=True)
         self._writer = self._reader = self._bookkeeper = None
 
@@ -1099,8 +1039,9 @@ class SQLiteStore(Store):
     async def set_meta(self, key: str, value: str) -> None:
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
-            await tx._exec(
-                "insert into store_meta (key, value) values (?, ?) on conflict (key) do update set value = excluded.value",
+            await tx.execute(
+                "insert into store_meta (key, value) values (?, ?) on "
+                "conflict (key) do update set value = excluded.value",
                 (key, value),
             )
 
@@ -1109,19 +1050,19 @@ class SQLiteStore(Store):
             return
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
-            exists = await tx._one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
+            exists = await tx.fetch_one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
             if not exists:
-                await tx._exec(
+                await tx.execute(
                     "create virtual table memory_vectors using vec0 (user_id text partition key, status text, "
                     f"embedding float[{int(dimensions)}] distance_metric=cosine)"
                 )
                 # Memories written while the index was missing (e.g. sqlite-vec unavailable) join it now.
-                await tx._exec(
+                await tx.execute(
                     "insert into memory_vectors (rowid, user_id, status, embedding) "
                     "select rowid, user_id, status, embedding from memories where embedding is not null "
                     f"and length(embedding) = {4 * int(dimensions)}"
                 )
-            await tx._exec(
+            await tx.execute(
                 "insert into store_meta (key, value) values ('embedder', ?), ('dimensions', ?) "
                 "on conflict (key) do update set value = excluded.value",
                 (embed_tag, str(dimensions)),
@@ -1131,9 +1072,9 @@ class SQLiteStore(Store):
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
-            await tx._exec("drop table if exists memory_vectors")
-            await tx._exec("update memories set embedding = null")
-            await tx._exec(
+            await tx.execute("drop table if exists memory_vectors")
+            await tx.execute("update memories set embedding = null")
+            await tx.execute(
                 "delete from store_meta where key in ('embedder', 'dimensions') or key like 'calibration:%'"
             )
         self._vector_table = False
@@ -1160,19 +1101,21 @@ class SQLiteStore(Store):
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
             for user_id, memory_id, vector in rows:
-                rowid = await tx._rowid(user_id, memory_id)
+                rowid = await tx.rowid(user_id, memory_id)
                 if rowid is None:
                     continue
                 blob = pack_vector(vector)
-                status, had = await tx._one("select status, embedding is not null from memories where rowid = ?", (rowid,))
+                status, had = await tx.fetch_one(
+                    "select status, embedding is not null from memories where rowid = ?", (rowid,)
+                )
                 if only_missing and had:
                     continue  # re-embedded meanwhile (a patch): that vector is the newer one
-                await tx._exec(
+                await tx.execute(
                     "update memories set embedding = ?, embed_model = ? where rowid = ?", (blob, embed_tag, rowid)
                 )
                 if self.vectors_available:
-                    await tx._exec("delete from memory_vectors where rowid = ?", (rowid,))
-                    await tx._exec(
+                    await tx.execute("delete from memory_vectors where rowid = ?", (rowid,))
+                    await tx.execute(
                         "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                         (rowid, user_id, status, blob),
                     )
@@ -1208,30 +1151,33 @@ class SQLiteStore(Store):
         conn = self._require(self._writer)
         async with self._write_lock:
             integrity = [r[0] for r in await conn.execute_fetchall("pragma integrity_check")]
-            memories = (await conn.execute_fetchall("select count(*) from memories"))[0][0]
-            fts = (await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
-            fts_orphans = (
+            memories = list(await conn.execute_fetchall("select count(*) from memories"))[0][0]
+            fts = list(await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
+            fts_orphans = list(
                 await conn.execute_fetchall(
-                    "select count(*) from memories_fts f left join memories m on m.rowid = f.rowid where m.rowid is null"
+                    "select count(*) from memories_fts f left join "
+                    "memories m on m.rowid = f.rowid where m.rowid is null"
                 )
             )[0][0]
             vectors = None
             vector_mismatch = None
             if self.vectors_available:
-                vectors = (await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
-                vector_mismatch = (
+                vectors = list(await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
+                vector_mismatch = list(
                     await conn.execute_fetchall(
                         "select count(*) from memories m left join memory_vectors v on v.rowid = m.rowid "
                         "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
                     )
                 )[0][0]
-            count_mismatches = (
+            count_mismatches = list(
                 await conn.execute_fetchall(
                     "select count(*) from (select user_id, count(*) as n from memories where status = 'active' "
                     "group by user_id) c left join memory_counts k using (user_id) where coalesce(k.active, 0) != c.n"
                 )
             )[0][0]
-            migrations = [r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")]
+            migrations = [
+                r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")
+            ]
         return {
             "integrity": integrity[0] if integrity == ["ok"] else "; ".join(integrity[:5]),
             "memories": memories,

@@ -15,6 +15,7 @@ from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, 
 from pocketmem.core.instants import decode as from_iso
 from pocketmem.core.instants import encode as to_iso
 from pocketmem.store.base import IndexedText, ScoreRow
+from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
     REVISION_COLUMNS,
@@ -49,7 +50,7 @@ class UpkeepQueries:
     if TYPE_CHECKING:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
         async def _rowid(self, user_id: str, memory_id: str) -> int | None: ...
         async def remove_memory(self, user_id: str, memory_id: str) -> bool: ...
@@ -96,8 +97,8 @@ class UpkeepQueries:
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         return await self._memories(
             "user_id = ? and expires_at is not null and expires_at <= ? and status in ('active', 'superseded') "
-            "and persistence < 1 order by expires_at, id limit ?",
-            (user_id, to_iso(now), limit),
+            "and persistence < ? order by expires_at, id limit ?",
+            (user_id, to_iso(now), CORE_PERSISTENCE, limit),
         )
 
     async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
