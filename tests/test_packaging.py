@@ -37,11 +37,11 @@ def installed(tmp_path_factory) -> Path:
     sdist = max(dist.glob("pocketmem-*.tar.gz"), key=lambda p: p.stat().st_mtime)
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-    assert "pocketmem/cli.py" in names and any(n.endswith("licenses/LICENSE") for n in names)
+    assert "pocketmem/cli/__init__.py" in names and any(n.endswith("licenses/LICENSE") for n in names)
     assert not any(n.startswith(("tests/", "server/")) for n in names)
     with tarfile.open(sdist) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
-    assert {"LICENSE", "pyproject.toml", "README.md", "server/pocketmem/cli.py"} <= members
+    assert {"LICENSE", "pyproject.toml", "README.md", "server/pocketmem/cli/__init__.py"} <= members
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")

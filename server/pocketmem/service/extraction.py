@@ -387,7 +387,7 @@ class Extraction:
         except InvalidInput as exc:
             return RememberItem(**base, status="discarded", message=f"Not applied: {exc}")
         status = {"pending": "pending", "saved": "stored", "unchanged": "duplicate"}[result.status]
-        return RememberItem(**base, status=status, pending_id=result.pending_id,  # type: ignore[arg-type]
+        return RememberItem(**base, status=status, pending_id=result.pending_id,
                             content="; ".join(result.changed) or None, message=result.message)
 
     def _add_request(self, op: AddOp) -> AddRequest:

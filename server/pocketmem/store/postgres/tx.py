@@ -13,8 +13,8 @@ same from its single writer) while different users write in parallel.
 from __future__ import annotations
 
 import functools
-import json
 import inspect
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any

@@ -1,5 +1,5 @@
 """The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import,
-and the commands for people in cli_people (list, search, show, add, forget, restore, trash, pending).
+and the commands for people in cli/people.py (list, search, show, add, forget, restore, trash, pending).
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -23,11 +23,11 @@ from typing import Any
 from pocketmem import __version__
 from pocketmem.base.config import Settings, load_settings
 from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
-from pocketmem.cli_install import add_install_commands
-from pocketmem.cli_people import add_people_commands
-from pocketmem.cli_progress import progress_bar
-from pocketmem.cli_safety import allow_import, allow_maintenance, counted, import_summary, maintenance_summary
-from pocketmem.cli_support import (
+from pocketmem.cli.install import add_install_commands
+from pocketmem.cli.people import add_people_commands
+from pocketmem.cli.progress import progress_bar
+from pocketmem.cli.safety import allow_import, allow_maintenance, counted, import_summary, maintenance_summary
+from pocketmem.cli.support import (
     add_common_options,
     configure_logging,
     finish_parser,
