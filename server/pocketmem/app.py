@@ -19,7 +19,9 @@ from pocketmem.base.models import EventKind
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
+from pocketmem.service.browse import Browse
 from pocketmem.service.calibration import Calibration
+from pocketmem.service.curation import Curation
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
@@ -84,6 +86,8 @@ class PocketMem:
         self.todos = Todos(settings, self.store, self.clock)
         self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
         self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
+        self.browse = Browse(settings, self.store, self.clock, self.retrieval)
+        self.curation = Curation(settings, self.store, self.clock, self.lifecycle)
         self.sync = (
             Sync(settings, self.store, self.library, self.lifecycle, self.embedder, self.clock)
             if self.library is not None

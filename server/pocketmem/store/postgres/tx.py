@@ -48,6 +48,7 @@ from pocketmem.store.postgres.records import (
     tsquery_text,
     vector_text,
 )
+from pocketmem.store.postgres.browse import BrowseQueries
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
@@ -100,7 +101,7 @@ def per_user_locked(cls: type) -> type:
 
 
 @per_user_locked
-class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
+class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, BrowseQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:

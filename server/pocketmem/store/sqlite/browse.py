@@ -1,0 +1,108 @@
+"""SQLite queries for the management page: the filtered, sorted list, a memory's events, chart counts.
+
+A mixin of `SQLiteTx` (store/sqlite/store.py), which provides `_all`, `_one`, `_memories` and
+`eviction_candidates`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pocketmem.base.clock import to_iso
+from pocketmem.base.models import Event, EventKind, Memory, Status
+from pocketmem.store.base import BrowseFilter
+from pocketmem.store.sqlite.records import EVENT_COLUMNS, event_from_row, placeholders
+
+_ORDERS = {
+    "newest": "created_at desc, rowid desc",
+    "oldest": "created_at, rowid",
+    "importance": "importance desc, rowid desc",
+    "uses": "use_count desc, rowid desc",
+}
+
+
+def browse_where(user_id: str, flt: BrowseFilter) -> tuple[str, list[Any]]:
+    where = ["user_id = ?", f"status in ({placeholders(len(flt.statuses))})"]
+    params: list[Any] = [user_id, *flt.statuses]
+    if flt.category is not None:
+        where.append("category = ?")
+        params.append(flt.category.value)
+    if flt.core is not None:
+        where.append("persistence >= 1" if flt.core else "persistence < 1")
+    if flt.source is not None:
+        where.append("source = ?")
+        params.append(flt.source)
+    if flt.since is not None:
+        where.append("created_at >= ?")
+        params.append(to_iso(flt.since))
+    if flt.until is not None:
+        where.append("created_at < ?")
+        params.append(to_iso(flt.until))
+    if flt.text:
+        where.append("(instr(lower(content), lower(?)) > 0 or instr(lower(keywords), lower(?)) > 0)")
+        params.extend([flt.text, flt.text])
+    return " and ".join(where), params
+
+
+class BrowseQueries:
+    if TYPE_CHECKING:
+
+        async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
+        async def _memories(self, sql: str, params: Sequence[Any]) -> list[Memory]: ...
+        async def eviction_candidates(
+            self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+        ) -> list[Memory]: ...
+
+    async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
+        clause, params = browse_where(user_id, flt)
+        total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
+        order = _ORDERS[flt.order]
+        if flt.order in ("newest", "oldest") and tuple(flt.statuses) == (Status.trashed,):
+            order = order.replace("created_at", "deleted_at")
+        found = await self._memories(f"{clause} order by {order} limit ? offset ?", (*params, flt.limit, flt.offset))
+        return found, int(total)
+
+    async def memory_events(self, user_id: str, memory_id: str, limit: int) -> list[Event]:
+        rows = await self._all(
+            f"select {EVENT_COLUMNS} from memory_events where memory_id = ? and user_id = ? order by id desc limit ?",
+            (memory_id, user_id, limit),
+        )
+        return [event_from_row(r) for r in rows]
+
+    async def latest_event_id(self, user_id: str) -> int:
+        row = await self._one("select max(id) from memory_events where user_id = ?", (user_id,))
+        return int(row[0] or 0)
+
+    async def created_per_day(
+        self, user_id: str, since: datetime, statuses: Sequence[Status]
+    ) -> list[tuple[str, str, int]]:
+        rows = await self._all(
+            "select substr(created_at, 1, 10), category, count(*) from memories "
+            f"where user_id = ? and status in ({placeholders(len(statuses))}) and created_at >= ? group by 1, 2",
+            (user_id, *statuses, to_iso(since)),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
+    async def events_per_day(
+        self, user_id: str, kinds: Sequence[EventKind], since: datetime
+    ) -> list[tuple[str, str, int]]:
+        rows = await self._all(
+            "select substr(created_at, 1, 10), kind, count(*) from memory_events "
+            f"where user_id = ? and created_at >= ? and kind in ({placeholders(len(kinds))}) group by 1, 2",
+            (user_id, to_iso(since), *kinds),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
+    async def importance_histogram(self, user_id: str, buckets: int) -> list[tuple[int, int]]:
+        rows = await self._all(
+            "select min(max(cast(importance * ? as integer), 0), ? - 1), count(*) from memories "
+            "where user_id = ? and status = 'active' and persistence < 1 group by 1 order by 1",
+            (buckets, buckets, user_id),
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+    async def next_evictions(self, user_id: str, count: int, now: datetime) -> list[Memory]:
+        return await self.eviction_candidates(user_id, count, now, ())
