@@ -1,4 +1,4 @@
-"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import.
+"""The `pocketmem` command: serve, ui, token, stats, sync, doctor, reindex, maintain, export, import.
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
 one readable message on stderr and a non-zero exit. stdout is kept for results (and, for
@@ -168,8 +168,10 @@ def _instant(text: str) -> datetime:
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if args.transport == "stdio":
-        if args.auth != "auto" or args.allowed_host:
-            raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
+        if args.auth != "auto" or args.allowed_host or args.ui:
+            raise ConfigError(
+                "--auth, --allowed-host and --ui apply to --transport http or sse; stdio acts as POCKETMEM_USER"
+            )
         from pocketmem.mcp.server import build_server
 
         build_server(settings).run()
@@ -182,8 +184,16 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port,
         auth=AuthMode(args.auth),
         allowed_hosts=tuple(args.allowed_host),
+        ui=args.ui,
     )
     asyncio.run(serve(settings, options))
+    return 0
+
+
+def _ui(settings: Settings, args: argparse.Namespace) -> int:
+    from pocketmem.web.server import serve_ui
+
+    asyncio.run(serve_ui(settings, port=args.port, open_browser=not args.no_browser))
     return 0
 
 
@@ -257,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
         "rebinding); repeatable; needed with --host 0.0.0.0 and behind a reverse proxy",
     )
 
+    serve.add_argument(
+        "--ui", action="store_true", help="http/sse: also serve the memory management page under /ui (same access rules)"
+    )
+    ui = sub.add_parser("ui", help="open the memory management page in the browser (127.0.0.1, a free port)")
+    ui.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    ui.add_argument("--no-browser", action="store_true", help="print the address without opening a browser")
+
     token = sub.add_parser("token", help="manage bearer tokens of the http/sse transports (one user per token)")
     token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_sub.add_parser("create", help="create a token for a user and print it (only this once)")
@@ -308,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "export": lambda: asyncio.run(_export(settings, args)),
             "import": lambda: asyncio.run(_import(settings, args)),
             "token": lambda: asyncio.run(_token(settings, args)),
+            "ui": lambda: _ui(settings, args),
         }
         code = commands[args.command]()
     except PocketmemError as exc:

@@ -202,6 +202,7 @@ class NetworkOptions:
     port: int = 8765
     auth: AuthMode = AuthMode.auto
     allowed_hosts: tuple[str, ...] = ()
+    ui: bool = False  # also serve the memory management page under /ui (web/)
 
 
 def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anonymous: Anonymous) -> ASGIApp:
@@ -226,6 +227,10 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             transport_security=security,
             host=options.host,
         )
+    if options.ui:
+        from pocketmem.web.server import make_access, mount_ui
+
+        mount_ui(starlette, app, make_access(app, anonymous, options.host, options.allowed_hosts))
     if local is None:
         return starlette
 
@@ -290,4 +295,7 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
         if server.started:
             port = server.servers[0].sockets[0].getsockname()[1]
             print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
+            if options.ui:
+                host = f"[{options.host}]" if ":" in options.host else options.host
+                print(f"pocketmem: memory management page at http://{host}:{port}/ui/memories", file=sys.stderr, flush=True)
         await serving

@@ -35,6 +35,7 @@ HISTOGRAM_BUCKETS = 20
 NEXT_EVICTED = 5
 MOST_RECALLED = 10
 CREATED_DAYS = 90
+TODO_LIMIT = 200
 RECALL_DAYS = 30
 ALL_STATUSES = (Status.active, Status.superseded, Status.trashed)
 
@@ -96,6 +97,12 @@ class Insights(BaseModel):
     max_active: int
     next_evicted: list[MemoryView]
     most_recalled: list[MemoryView]
+
+
+class TodoOverview(BaseModel):
+    todos: list[MemoryView]
+    due: list[str] = Field(description="ids whose reminder time has come")
+    overdue: list[str]
 
 
 class Browse:
@@ -205,6 +212,18 @@ class Browse:
             max_active=self.settings.max_active,
             next_evicted=[self._view(m, now) for m in evicted],
             most_recalled=[self._view(m, now) for m in most if m.use_count > 0],
+        )
+
+    async def todos(self, user_id: str, limit: int = TODO_LIMIT) -> TodoOverview:
+        """Open todos, soonest first (undated last), and which of them should remind the user now."""
+        now = self.clock.now()
+        async with self.store.read() as reader:
+            open_todos = await reader.open_todos(user_id, limit)
+            due = await reader.open_todos(user_id, limit, due_by=now)
+        return TodoOverview(
+            todos=[self._view(m, now) for m in open_todos],
+            due=[m.id for m in due],
+            overdue=[m.id for m in open_todos if m.due_at is not None and m.due_at < now],
         )
 
     async def latest_event_id(self, user_id: str) -> int:
