@@ -261,7 +261,7 @@ async def test_insights_draw_the_store(app, browser, clock):
     assert re.search(r"<title>\d{4}-\d\d-\d\d fact: 7</title>", page.text)
     assert re.search(r"<title>\d{4}-\d\d-\d\d recalled: 1</title>", page.text)
     assert "6 of 800 places used; 1 core memories do not count" in page.text
-    evicted = re.search(r'<ol id="next-evicted">(.*?)</ol>', page.text, re.S)
+    evicted = re.search(r'<ol id="next-evicted">(.*?)</ol>', page.text, re.DOTALL)
     assert evicted is not None
     assert re.findall(r"fact number (\d)", evicted.group(1)) == ["0", "1", "2", "3", "4"]  # least important first
     health = await browser.get("/insights/health")

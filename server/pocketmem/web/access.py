@@ -85,7 +85,7 @@ class WebAccess:
             return False
         try:
             return await self.tokens.count_active() == 0
-        except Exception:  # noqa: BLE001 - fail closed: when unsure whether tokens exist, ask for one
+        except Exception:
             log.warning("could not count tokens; asking for a sign-in", exc_info=True)
             return False
 
@@ -105,7 +105,7 @@ class WebAccess:
         try:
             async with self.tokens.store.read() as reader:
                 record = await reader.get_token(token_id)
-        except Exception:  # noqa: BLE001 - fail closed
+        except Exception:
             log.warning("token check failed: the store is unavailable", exc_info=True)
             return False
         return record is not None and record.active

@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from pocketmem.app import PocketMem
@@ -153,7 +153,7 @@ def build_web_app(pm: PocketMem, access: WebAccess) -> Starlette:
     from pocketmem.web import views
 
     web = WebUI(pm, access)
-    routes = [Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static")]
+    routes: list[BaseRoute] = [Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static")]
     for path, handler, methods in views.ROUTES:
         if handler in views.PUBLIC:
             routes.append(Route(path, views.public(web, handler), methods=methods))

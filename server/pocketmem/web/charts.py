@@ -44,7 +44,7 @@ def stacked_days(counts: Sequence[tuple[str, str, int]], days: Sequence[str], la
     parts = [_open(label)]
     parts.append(_axis(top))
     for i, day in enumerate(days):
-        y = HEIGHT - PAD
+        y = float(HEIGHT - PAD)
         for key in keys:
             n = by_day[day].get(key, 0)
             if not n:

@@ -22,8 +22,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "sign_out": ("Sign out", "退出"),
     "sign_in": ("Sign in", "登录"),
     "sign_in.help": (
-        "Paste a pocketmem token (create one with `pocketmem token create --user NAME`). "
-        "The page then shows that user's memories only.",
+        (
+            "Paste a pocketmem token (create one with `pocketmem token create --user NAME`). "
+            "The page then shows that user's memories only."
+        ),
         "粘贴一个 pocketmem 令牌（用 `pocketmem token create --user 名字` 创建）。之后页面只显示该用户的记忆。",
     ),
     "sign_in.bad": ("That token is not valid or has been revoked.", "令牌无效或已被吊销。"),

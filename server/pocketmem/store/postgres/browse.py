@@ -58,7 +58,8 @@ class BrowseQueries:
 
     async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
         clause, params = browse_where(user_id, flt)
-        total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
+        row = await self._one(f"select count(*) from memories where {clause}", params)
+        total = row[0] if row else 0
         order = _ORDERS[flt.order]
         if flt.order in ("newest", "oldest") and tuple(flt.statuses) == (Status.trashed,):
             order = order.replace("created_at", "deleted_at")
@@ -74,7 +75,7 @@ class BrowseQueries:
 
     async def latest_event_id(self, user_id: str) -> int:
         row = await self._one("select max(id) from memory_events where user_id = %s", (user_id,))
-        return int(row[0] or 0)
+        return int(row[0] or 0) if row else 0
 
     async def created_per_day(
         self, user_id: str, since: datetime, statuses: Sequence[Status]
