@@ -52,14 +52,18 @@ class BrowseQueries:
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
         async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
         async def _memories(self, sql: str, params: Sequence[Any]) -> list[Memory]: ...
+        async def count_active(self, user_id: str) -> int: ...
         async def eviction_candidates(
             self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
         ) -> list[Memory]: ...
 
     async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
         clause, params = browse_where(user_id, flt)
-        row = await self._one(f"select count(*) from memories where {clause}", params)
-        total = row[0] if row else 0
+        if tuple(flt.statuses) == (Status.active,) and len(params) == 2:
+            total = await self.count_active(user_id)  # the kept count (memory_counts), not a scan of the index
+        else:
+            row = await self._one(f"select count(*) from memories where {clause}", params)
+            total = row[0] if row else 0
         order = _ORDERS[flt.order]
         if flt.order in ("newest", "oldest") and tuple(flt.statuses) == (Status.trashed,):
             order = order.replace("created_at", "deleted_at")
