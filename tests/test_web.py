@@ -395,3 +395,19 @@ async def test_http_transport_serves_the_page_under_ui(app, settings):
     events = await app.browse.detail(USER, memory_id)
     assert [e.kind for e in events.events] == [EventKind.created]
     assert events.memory.status == Status.active
+
+
+async def test_plain_text_search_uses_the_keyword_index_and_falls_back_to_a_scan(app, browser, clock, monkeypatch):
+    from pocketmem.service import browse
+
+    tea = []
+    for n in range(3):
+        clock.advance(minutes=1)
+        tea.append(await add(app, f"用户第{n}次说喜欢喝绿茶", category=Category.preference))
+    sure = await add(app, "User is 100% sure about the move", category=Category.fact)
+    assert set(ids_on(await browser.get("/memories?q=绿茶"))) == set(tea)
+    assert ids_on(await browser.get("/memories?q=绿茶&sort=oldest")) == tea
+    assert ids_on(await browser.get("/memories?q=绿茶&per_page=2&page=2")) == [tea[0]]
+    assert ids_on(await browser.get("/memories?q=%25")) == [sure]  # no index terms: a substring scan
+    monkeypatch.setattr(browse, "TEXT_CANDIDATES", 2)  # too many matches for the index path: a scan
+    assert set(ids_on(await browser.get("/memories?q=绿茶"))) == set(tea)

@@ -3,7 +3,9 @@ history, and the figures behind the pictures. Nothing here writes; changes go th
 review, todos and curation like the tools' do.
 
 Search modes:
-    text     case-insensitive substring of the content or keywords, every filter and order applies
+    text     memories holding every word of the query (Han bigrams, stemmed words) through the keyword
+             index, every filter and order applies; a query without index terms, or one matching more than
+             TEXT_CANDIDATES memories, falls back to a case-insensitive substring scan of content and keywords
     recall   the recall ranking of retrieval.py (semantic + keyword + freshness + importance) over the
              query, without counting the hits as used; the best RECALL_PAGE, then the filters
 """
@@ -11,7 +13,8 @@ Search modes:
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -21,14 +24,15 @@ from pocketmem.base.errors import InvalidInput, NotFound
 from pocketmem.base.models import Category, Event, EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import days_between, importance
-from pocketmem.core.text import clean_text
+from pocketmem.core.text import clean_text, query_terms
 from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.store import Store
+from pocketmem.store import Store, StoreReader
 from pocketmem.store.base import BrowseFilter, BrowseOrder
 
 MAX_PER_PAGE = 200
 MAX_QUERY_CHARS = 200
 RECALL_PAGE = 50
+TEXT_CANDIDATES = 5000
 DETAIL_EVENTS = 50
 CHAIN_LIMIT = 20
 HISTOGRAM_BUCKETS = 20
@@ -135,12 +139,29 @@ class Browse:
         if query.mode == "recall" and text:
             return await self._recall_page(user_id, query, flt, text, now)
         async with self.store.read() as reader:
-            found, total = await reader.browse_memories(user_id, flt)
+            indexed = await self._indexed_text_page(reader, user_id, flt, text) if text else None
+            found, total = indexed if indexed is not None else await reader.browse_memories(user_id, flt)
         return BrowsePage(
             items=[ListedMemory(memory=self._view(m, now)) for m in found],
             total=total, page=query.page, pages=max(1, -(-total // query.per_page)), per_page=query.per_page,
             mode="text" if not text else query.mode,
         )
+
+    async def _indexed_text_page(
+        self, reader: StoreReader, user_id: str, flt: BrowseFilter, text: str
+    ) -> tuple[list[Memory], int] | None:
+        """Plain-text search through the keyword index: memories holding every term of the query (Han bigrams,
+        stemmed words), then the filters and the order. None when the index cannot answer it whole (no
+        terms, or more than TEXT_CANDIDATES matches): the caller scans the table instead."""
+        terms = query_terms(text)
+        if not terms:
+            return None
+        hits = await reader.keyword_hits(user_id, terms, TEXT_CANDIDATES, flt.statuses, all_terms=True)
+        if len(hits) >= TEXT_CANDIDATES:
+            return None
+        found = [m for m in await reader.get_memories(user_id, [h[0] for h in hits]) if _matches(m, flt)]
+        found.sort(key=_ORDER_KEYS[flt.order])
+        return found[flt.offset : flt.offset + flt.limit], len(found)
 
     async def _recall_page(
         self, user_id: str, query: BrowseQuery, flt: BrowseFilter, text: str, now: datetime
@@ -231,9 +252,22 @@ class Browse:
             return await reader.latest_event_id(user_id)
 
 
+def _newest(memory: Memory) -> datetime:
+    return memory.deleted_at or memory.created_at if memory.status == Status.trashed else memory.created_at
+
+
+_ORDER_KEYS: dict[str, Callable[[Memory], Any]] = {
+    "newest": lambda m: -_newest(m).timestamp(),
+    "oldest": lambda m: _newest(m).timestamp(),
+    "importance": lambda m: -m.importance,
+    "uses": lambda m: -m.use_count,
+}
+
+
 def _matches(memory: Memory, flt: BrowseFilter) -> bool:
     return (
         memory.status in flt.statuses
+        and (flt.category is None or memory.category == flt.category)
         and (flt.core is None or memory.core == flt.core)
         and (flt.source is None or memory.source == flt.source)
         and (flt.since is None or memory.created_at >= flt.since)
