@@ -12,8 +12,8 @@ Search modes:
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
 from collections.abc import Callable
+from datetime import date, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
