@@ -411,3 +411,11 @@ async def test_plain_text_search_uses_the_keyword_index_and_falls_back_to_a_scan
     assert ids_on(await browser.get("/memories?q=%25")) == [sure]  # no index terms: a substring scan
     monkeypatch.setattr(browse, "TEXT_CANDIDATES", 2)  # too many matches for the index path: a scan
     assert set(ids_on(await browser.get("/memories?q=绿茶"))) == set(tea)
+
+
+async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
+    memory_id = await add(app, "用户喜欢喝绿茶", category=Category.preference)
+    await browser.get("/memories")
+    big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
+    assert big.status_code == 400 and "form: is larger than" in big.text
+    assert (await app.get_memory(USER, memory_id))["status"] == "active"

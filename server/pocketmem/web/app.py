@@ -96,11 +96,9 @@ class WebUI:
                     return Response("pocketmem: sign in first", status_code=401)
                 return RedirectResponse(f"{base}/login", status_code=303)
             page = Page(self, request, visitor)
-            if change:
-                problem = await self._refuse_change(request, visitor)
-                if problem is not None:
-                    return page.render("error.html", status_code=403, message=page.t(problem))
             try:
+                if change and (problem := await self._refuse_change(request, visitor)) is not None:
+                    return page.render("error.html", status_code=403, message=page.t(problem))
                 return await handler(request, page)
             except PocketmemError as exc:
                 status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
