@@ -84,7 +84,7 @@ async def measure(home: Path, size: int, runs: int) -> dict[str, tuple[float, fl
                 "by importance": "/ui/memories?sort=importance",
                 "by uses": "/ui/memories?sort=uses",
                 "text search": "/ui/memories?q=香菜",
-                "recall search": "/ui/memories?q=香菜能吃吗&mode=recall",
+                "recall search": "/ui/memories?q=香菜&mode=recall",
                 "one memory": f"/ui/memories/{some_id}",
                 "insights": "/ui/insights",
             }
@@ -106,13 +106,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the filled stores in DIR/SIZE and reuse them")
     args = parser.parse_args()
     results: dict[int, dict[str, tuple[float, float]]] = {}
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="pocketmem-ui-bench-") as folder:
-            took = asyncio.run(fill(Path(folder), size))
-            print(f"{size:,} memories imported in {took:.0f} s", file=sys.stderr)
-            results[size] = asyncio.run(measure(Path(folder), size, args.runs))
+            home = args.keep / str(size) if args.keep else Path(folder)
+            if not (home / "memory.db").exists():
+                home.mkdir(parents=True, exist_ok=True)
+                took = asyncio.run(fill(home, size))
+                print(f"{size:,} memories imported in {took:.0f} s", file=sys.stderr)
+            results[size] = asyncio.run(measure(home, size, args.runs))
         for name, (p50, p95) in results[size].items():
             print(f"{size:>7,}  {name:<14} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
     if args.write:

@@ -139,6 +139,7 @@ def test_a_person_fixes_and_undoes_without_an_agent(ui_server: tuple[str, Path])
 
         # Confirm the pending memory.
         page.click("nav a[href$='/pending']")
+        expect(page.locator(f"tr[data-id='{ids['hiking']}']")).to_have_count(1)
         page.screenshot(path=str(SHOTS / "pending.png"), full_page=True)
         page.click(f"tr[data-id='{ids['hiking']}'] button:has-text('确认')")
         expect(page.locator("tr.pending")).to_have_count(0)
