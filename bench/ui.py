@@ -81,6 +81,7 @@ async def measure(home: Path, size: int, runs: int) -> dict[str, tuple[float, fl
             some_id = f"{size // 2:032x}"
             requests = {
                 "first page": "/ui/memories",
+                "last page": f"/ui/memories?page={size // 50}",
                 "by importance": "/ui/memories?sort=importance",
                 "by uses": "/ui/memories?sort=uses",
                 "text search": "/ui/memories?q=香菜",

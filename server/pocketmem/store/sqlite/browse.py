@@ -67,7 +67,12 @@ class BrowseQueries:
         order = _ORDERS[flt.order]
         if flt.order in ("newest", "oldest") and tuple(flt.statuses) == (Status.trashed,):
             order = order.replace("created_at", "deleted_at")
-        found = await self._memories(f"{clause} order by {order} limit ? offset ?", (*params, flt.limit, flt.offset))
+        # The page's rowids first, from the index alone where the order allows, then those rows: a deep
+        # offset then skips index entries, not whole rows (each carries its vector).
+        found = await self._memories(
+            f"rowid in (select rowid from memories where {clause} order by {order} limit ? offset ?) order by {order}",
+            (*params, flt.limit, flt.offset),
+        )
         return found, int(total)
 
     async def memory_events(self, user_id: str, memory_id: str, limit: int) -> list[Event]:
