@@ -37,6 +37,8 @@ DETAIL_EVENTS = 50
 CHAIN_LIMIT = 20
 HISTOGRAM_BUCKETS = 20
 NEXT_EVICTED = 5
+# Next evicted: the lowest stored importance (refreshed by maintenance), this many times over, re-ranked at now.
+EVICTION_POOL = 10
 MOST_RECALLED = 10
 CREATED_DAYS = 90
 TODO_LIMIT = 200
@@ -222,7 +224,7 @@ class Browse:
             )
             buckets = dict(await reader.importance_histogram(user_id, HISTOGRAM_BUCKETS))
             stats = await reader.stats(user_id)
-            evicted = await reader.next_evictions(user_id, NEXT_EVICTED, now)
+            lowest = await reader.lowest_importance(user_id, NEXT_EVICTED * EVICTION_POOL)
             most, _ = await reader.browse_memories(user_id, BrowseFilter(order="uses", limit=MOST_RECALLED))
         return Insights(
             created=[DayCount(day=d, key=k, count=n) for d, k, n in sorted(created)],
@@ -231,7 +233,7 @@ class Browse:
             active_non_core=stats.by_status.get("active", 0) - stats.core,
             core=stats.core,
             max_active=self.settings.max_active,
-            next_evicted=[self._view(m, now) for m in evicted],
+            next_evicted=sorted((self._view(m, now) for m in lowest), key=lambda v: v.importance)[:NEXT_EVICTED],
             most_recalled=[self._view(m, now) for m in most if m.use_count > 0],
         )
 

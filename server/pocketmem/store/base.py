@@ -328,8 +328,9 @@ class StoreReader(ABC):
         the top one closed (importance 1 falls in buckets - 1)."""
 
     @abstractmethod
-    async def next_evictions(self, user_id: str, count: int, now: datetime) -> list[Memory]:
-        """The active non-core memories the cap would move to the trash first (as StoreWriter.eviction_candidates)."""
+    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
+        """The active non-core memories with the lowest stored importance (refreshed by maintenance), lowest first;
+        read through the importance index, unlike StoreWriter.eviction_candidates which recomputes every row."""
 
     # Tokens are looked up by their id before the user is known (the id is the public part of a
     # presented token), so these are the only reads not scoped by a user id.

@@ -1,7 +1,6 @@
 """PostgreSQL queries for the management page, the counterpart of store/sqlite/browse.py.
 
-A mixin of `PostgresTx` (store/postgres/tx.py), which provides `_all`, `_one`, `_memories` and
-`eviction_candidates`.
+A mixin of `PostgresTx` (store/postgres/tx.py), which provides `_all`, `_one` and `_memories`.
 """
 
 from __future__ import annotations
@@ -52,9 +51,6 @@ class BrowseQueries:
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
         async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
         async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]: ...
-        async def eviction_candidates(
-            self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
-        ) -> list[Memory]: ...
 
     async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
         clause, params = browse_where(user_id, flt)
@@ -105,5 +101,7 @@ class BrowseQueries:
         )
         return [(int(r[0]), int(r[1])) for r in rows]
 
-    async def next_evictions(self, user_id: str, count: int, now: datetime) -> list[Memory]:
-        return await self.eviction_candidates(user_id, count, now, ())
+    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
+        return await self._memories(
+            "user_id = %s and status = 'active' and persistence < 1 order by importance limit %s", (user_id, count)
+        )

@@ -1,7 +1,7 @@
 """SQLite queries for the management page: the filtered, sorted list, a memory's events, chart counts.
 
 A mixin of `SQLiteTx` (store/sqlite/store.py), which provides `_all`, `_one`, `_memories` and
-`eviction_candidates`.
+`count_active`.
 """
 
 from __future__ import annotations
@@ -53,9 +53,6 @@ class BrowseQueries:
         async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None: ...
         async def _memories(self, sql: str, params: Sequence[Any]) -> list[Memory]: ...
         async def count_active(self, user_id: str) -> int: ...
-        async def eviction_candidates(
-            self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
-        ) -> list[Memory]: ...
 
     async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
         clause, params = browse_where(user_id, flt)
@@ -107,12 +104,21 @@ class BrowseQueries:
         return [(r[0], r[1], int(r[2])) for r in rows]
 
     async def importance_histogram(self, user_id: str, buckets: int) -> list[tuple[int, int]]:
+        # Every active memory through the importance index, less the (few) core ones: no scan of the table.
+        bucket = "min(max(cast(importance * ? as integer), 0), ? - 1)"
         rows = await self._all(
-            "select min(max(cast(importance * ? as integer), 0), ? - 1), count(*) from memories "
-            "where user_id = ? and status = 'active' and persistence < 1 group by 1 order by 1",
+            f"select {bucket}, count(*) from memories where user_id = ? and status = 'active' group by 1",
             (buckets, buckets, user_id),
         )
-        return [(int(r[0]), int(r[1])) for r in rows]
+        core = dict(await self._all(
+            f"select {bucket}, count(*) from memories where user_id = ? and status = 'active' and persistence >= 1 "
+            "group by 1",
+            (buckets, buckets, user_id),
+        ))
+        counts = [(int(b), int(n) - int(core.get(b, 0))) for b, n in rows]
+        return sorted((b, n) for b, n in counts if n > 0)
 
-    async def next_evictions(self, user_id: str, count: int, now: datetime) -> list[Memory]:
-        return await self.eviction_candidates(user_id, count, now, ())
+    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
+        return await self._memories(
+            "user_id = ? and status = 'active' and persistence < 1 order by importance limit ?", (user_id, count)
+        )
