@@ -18,7 +18,7 @@ from pocketmem.store.sqlite.records import EVENT_COLUMNS, event_from_row, placeh
 _ORDERS = {
     "newest": "created_at desc, rowid desc",
     "oldest": "created_at, rowid",
-    "importance": "importance desc, rowid desc",
+    "importance": "importance desc, rowid",  # the order of memories_by_importance, ties included
     "uses": "use_count desc, rowid desc",
 }
 
