@@ -419,3 +419,21 @@ async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
     assert big.status_code == 400 and "form: is larger than" in big.text
     assert (await app.get_memory(USER, memory_id))["status"] == "active"
+
+
+async def test_a_session_holds_across_workers_and_restarts_and_cannot_be_forged(app, clock):
+    await add(app, "alice 喜欢猫", user="alice")
+    tokens = TokenService(app.store, app.clock)
+    alice = (await tokens.create("alice")).token
+    async with make_browser(app) as first:
+        signed = await first.post("/ui/login", data={"token": alice})
+        cookie = signed.cookies["pocketmem_ui"]
+    assert alice not in cookie
+    async with make_browser(app) as second:  # another worker, or the page after a restart
+        page = await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})
+        assert page.status_code == 200 and 'id="user">alice<' in page.text
+        token_id, expires, signature = cookie.split(".")
+        for forged in (f"{token_id}.{int(expires) + 86400}.{signature}", f"{token_id}.{expires}.{'0' * 64}", "x"):
+            assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={forged}"})).status_code == 303
+        clock.advance(days=8)
+        assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})).status_code == 303

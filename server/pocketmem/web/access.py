@@ -7,24 +7,28 @@ The rules of the HTTP transport (mcp/http.py), applied to a browser:
                              with --auth none always; the visitor acts as POCKETMEM_USER
     signed in                a bearer token typed into the sign-in form; the page then acts as the
                              token's user and sees nothing of anyone else's. The token itself is not
-                             kept: a random session id in an HttpOnly, SameSite=Strict cookie maps to
-                             the token's id, whose record is re-read on every request, so revoking
-                             the token ends its sessions at once
-    every change (POST)      carries the session's CSRF token (a form field or X-CSRF-Token header),
+                             kept: an HttpOnly, SameSite=Strict cookie holds the token's public id and
+                             an expiry, signed (HMAC-SHA256) with a key kept in the store, so every
+                             worker and restart accepts it; the token's record is re-read on every
+                             request, so revoking the token ends its sessions at once
+    every change (POST)      carries the session's CSRF token (an HMAC of the session cookie; a form
+                             field or X-CSRF-Token header),
                              and an Origin header, when sent, must name this server
     every request            its Host header must be one the server answers to (DNS rebinding)
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from pocketmem.base.clock import Clock
+from pocketmem.base.models import ApiToken
 from pocketmem.mcp.http import Anonymous
 from pocketmem.service.tokens import TokenService
 
@@ -32,7 +36,8 @@ log = logging.getLogger(__name__)
 
 COOKIE = "pocketmem_ui"
 SESSION_DAYS = 7
-MAX_SESSIONS = 1000
+# The key that signs session cookies and CSRF tokens, kept in the store so every worker and restart agrees.
+SECRET_META = "ui_session_secret"
 
 
 @dataclass(frozen=True)
@@ -48,22 +53,13 @@ class Visitor:
 
 
 @dataclass
-class _Session:
-    token_id: str
-    user_id: str
-    csrf: str
-    expires: datetime
-
-
-@dataclass
 class WebAccess:
     tokens: TokenService
     clock: Clock
     anonymous: Anonymous
     local_user: str
     allowed_hosts: tuple[str, ...]  # host names (without port) the server answers to
-    _sessions: dict[str, _Session] = field(default_factory=dict)
-    _anonymous_csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    _key: bytes | None = field(default=None, repr=False)
 
     def host_allowed(self, host_header: str | None) -> bool:
         if not host_header:
@@ -89,48 +85,58 @@ class WebAccess:
             log.warning("could not count tokens; asking for a sign-in", exc_info=True)
             return False
 
-    async def visitor(self, session_id: str | None) -> Visitor | None:
+    async def visitor(self, session: str | None) -> Visitor | None:
         """Who sends this request: the signed-in session, else the anonymous visitor where allowed."""
-        if session_id:
-            session = self._sessions.get(session_id)
-            if session is not None:
-                if session.expires > self.clock.now() and await self._token_active(session.token_id):
-                    return Visitor(session.user_id, session.csrf, session.token_id, session_id)
-                self._sessions.pop(session_id, None)
+        if session:
+            token_id = await self._session_token(session)
+            if token_id is not None:
+                record = await self._active_token(token_id)
+                if record is not None:
+                    return Visitor(record.user_id, await self._sign(f"csrf:{session}"), record.id, session)
         if await self.anonymous_allowed():
-            return Visitor(self.local_user, self._anonymous_csrf)
+            return Visitor(self.local_user, await self._sign("csrf:anonymous"))
         return None
-
-    async def _token_active(self, token_id: str) -> bool:
-        try:
-            async with self.tokens.store.read() as reader:
-                record = await reader.get_token(token_id)
-        except Exception:
-            log.warning("token check failed: the store is unavailable", exc_info=True)
-            return False
-        return record is not None and record.active
 
     async def sign_in(self, token: str) -> Visitor | None:
         record = await self.tokens.verify(token.strip())
         if record is None:
             return None
-        now = self.clock.now()
-        if len(self._sessions) >= MAX_SESSIONS:
-            self._forget_expired(now)
-            while len(self._sessions) >= MAX_SESSIONS:
-                self._sessions.pop(next(iter(self._sessions)))
-        session_id = secrets.token_urlsafe(32)
-        csrf = secrets.token_urlsafe(32)
-        self._sessions[session_id] = _Session(record.id, record.user_id, csrf, now + timedelta(days=SESSION_DAYS))
-        return Visitor(record.user_id, csrf, record.id, session_id)
+        expires = int((self.clock.now() + timedelta(days=SESSION_DAYS)).timestamp())
+        body = f"{record.id}.{expires}"
+        session = f"{body}.{await self._sign(body)}"
+        return Visitor(record.user_id, await self._sign(f"csrf:{session}"), record.id, session)
 
-    def sign_out(self, session_id: str | None) -> None:
-        if session_id:
-            self._sessions.pop(session_id, None)
+    async def _session_token(self, session: str) -> str | None:
+        """The token id a session cookie names, if its signature holds and it has not expired."""
+        parts = session.split(".")
+        if len(parts) != 3 or not parts[1].isdigit() or len(session) > 200:
+            return None
+        body = f"{parts[0]}.{parts[1]}"
+        if not hmac.compare_digest(parts[2].encode(), (await self._sign(body)).encode()):
+            return None
+        if int(parts[1]) <= self.clock.now().timestamp():
+            return None
+        return parts[0]
 
-    def _forget_expired(self, now: datetime) -> None:
-        for key in [k for k, s in self._sessions.items() if s.expires <= now]:
-            del self._sessions[key]
+    async def _active_token(self, token_id: str) -> ApiToken | None:
+        try:
+            async with self.tokens.store.read() as reader:
+                record = await reader.get_token(token_id)
+        except Exception:
+            log.warning("token check failed: the store is unavailable", exc_info=True)
+            return None
+        return record if record is not None and record.active else None
+
+    async def _sign(self, text: str) -> str:
+        if self._key is None:
+            store = self.tokens.store
+            value = await store.get_meta(SECRET_META)
+            if value is None:
+                await store.set_meta(SECRET_META, secrets.token_hex(32))
+                value = await store.get_meta(SECRET_META)
+            assert value is not None
+            self._key = bytes.fromhex(value)
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
 
     @staticmethod
     def csrf_ok(visitor: Visitor, sent: str | None) -> bool:

@@ -89,7 +89,6 @@ async def login(request: Request, page: Page) -> Response:
 async def logout(request: Request, page: Page) -> Response:
     if not page.web.access.origin_allowed(request.headers.get("origin")):
         return page.render("error.html", status_code=403, message=page.t("error.csrf"))
-    page.web.access.sign_out(request.cookies.get(COOKIE))
     response = RedirectResponse(f"{page.base}/login", status_code=303)
     response.delete_cookie(COOKIE, path=page.base or "/")
     return response
