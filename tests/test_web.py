@@ -437,3 +437,11 @@ async def test_a_session_holds_across_workers_and_restarts_and_cannot_be_forged(
             assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={forged}"})).status_code == 303
         clock.advance(days=8)
         assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})).status_code == 303
+
+
+async def test_pending_trash_and_todos_pages_refresh_themselves(app, browser):
+    for path in ("/pending", "/trash", "/todos"):
+        page = await browser.get(path)
+        assert 'hx-trigger="pm-changed from:body" hx-target="#view"' in page.text, path
+        assert re.search(r"/live\?after=\d+", page.text), path
+    assert 'hx-target="#view"' not in (await browser.get("/memories")).text  # the list refreshes its rows only

@@ -64,9 +64,9 @@ async def seed(home: Path) -> dict[str, str]:
     return ids
 
 
-async def add_later(home: Path, content: str) -> None:
+async def add_later(home: Path, content: str, confidence: float = 1.0) -> None:
     async with PocketMem(settings_for(home)) as pm:
-        await pm.lifecycle.add("alice", AddRequest(content=content, category=Category.fact))
+        await pm.lifecycle.add("alice", AddRequest(content=content, category=Category.fact, confidence=confidence))
 
 
 @pytest.fixture
@@ -143,6 +143,9 @@ def test_a_person_fixes_and_undoes_without_an_agent(ui_server: tuple[str, Path])
         page.screenshot(path=str(SHOTS / "pending.png"), full_page=True)
         page.click(f"tr[data-id='{ids['hiking']}'] button:has-text('确认')")
         expect(page.locator("tr.pending")).to_have_count(0)
+        with ThreadPoolExecutor(1) as pool:  # the agent proposes another one meanwhile
+            pool.submit(asyncio.run, add_later(home, "用户可能喜欢游泳", 0.7)).result()
+        expect(page.locator("tr.pending")).to_have_count(1, timeout=15_000)
         page.click("nav a[href$='/memories']")
         expect(page.locator("tr.memory")).to_have_count(5)
         expect(page.locator("table")).to_contain_text("用户可能喜欢爬山")

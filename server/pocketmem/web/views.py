@@ -178,7 +178,10 @@ async def forget(request: Request, page: Page) -> Response:
 async def trash(request: Request, page: Page) -> Response:
     number, offset = _offset(request, TRASH_PAGE)
     listing = await page.pm.lifecycle.list_trash(page.user, TRASH_PAGE, offset)
-    return page.render("trash.html", listing=listing, number=number, pages=max(1, -(-listing.total // TRASH_PAGE)))
+    return page.render(
+        "trash.html", listing=listing, number=number, pages=max(1, -(-listing.total // TRASH_PAGE)),
+        live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
+    )
 
 
 async def restore(request: Request, page: Page) -> Response:
@@ -192,7 +195,10 @@ async def pending(request: Request, page: Page) -> Response:
     listing = await page.pm.lifecycle.list_memories(
         page.user, category=None, status="pending", text=None, limit=PENDING_PAGE, offset=offset
     )
-    return page.render("pending.html", listing=listing, number=number, pages=max(1, -(-listing.total // PENDING_PAGE)))
+    return page.render(
+        "pending.html", listing=listing, number=number, pages=max(1, -(-listing.total // PENDING_PAGE)),
+        live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
+    )
 
 
 async def decide_pending(request: Request, page: Page) -> Response:
@@ -220,7 +226,10 @@ async def decide_review(request: Request, page: Page) -> Response:
 
 
 async def todos(request: Request, page: Page) -> Response:
-    return page.render("todos.html", overview=await page.pm.browse.todos(page.user))
+    return page.render(
+        "todos.html", overview=await page.pm.browse.todos(page.user),
+        live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
+    )
 
 
 # -- insights, profile, transfer, live -----------------------------------------------------------------
