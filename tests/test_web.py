@@ -340,6 +340,8 @@ async def test_tokens_sign_in_and_see_only_their_user(app, clock):
         browser = Browser(client)
         page = await browser.get("/memories")
         assert page.status_code == 303 and page.headers["location"] == "/ui/login"
+        polled = await browser.get("/live?after=0", headers={"HX-Request": "true"})
+        assert polled.headers["HX-Redirect"] == "/ui/login"
         assert (await client.post(f"/ui/memories/{local}/forget", data={"csrf": "x"})).status_code == 401
         wrong = await client.post("/ui/login", data={"token": alice[:-2] + "xx"})
         assert wrong.status_code == 401 and "not valid" in wrong.text

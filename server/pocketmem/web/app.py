@@ -92,6 +92,8 @@ class WebUI:
             visitor = await self.access.visitor(request.cookies.get(COOKIE))
             if visitor is None:
                 base = request.scope.get("root_path", "").rstrip("/")
+                if request.headers.get("hx-request"):  # a polled fragment: send the whole page to the sign-in
+                    return Response(status_code=200, headers={"HX-Redirect": f"{base}/login"})
                 if change:
                     return Response("pocketmem: sign in first", status_code=401)
                 return RedirectResponse(f"{base}/login", status_code=303)
