@@ -14,10 +14,17 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from .servers import ServerProcess, cli, create_token, server_env
+from .servers import ServerProcess, cli, server_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.backends]
 _ANNOUNCE = re.compile(r"memory management page at (http://\S+)/ui/memories")
+
+
+def create_token(home: Path, user: str) -> str:
+    """`pocketmem token create` from this checkout (subprocesses get a minimal environment otherwise)."""
+    out = cli(home, "token", "create", "--user", user, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
 
 
 @pytest.fixture
