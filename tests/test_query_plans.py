@@ -67,3 +67,25 @@ def _recall(query: str):
     from pocketmem.service.retrieval import RecallRequest
 
     return RecallRequest(query=query, record=False)
+
+
+@pytest.mark.parametrize(
+    ("query", "index"),
+    [
+        ("?", "memories_by_created"),
+        ("?sort=importance", "memories_by_importance"),
+        ("?page=3&per_page=1", "memories_by_created"),
+    ],
+)
+async def test_the_management_lists_pages_come_from_an_index_without_sorting(app, query, index):
+    from pocketmem.service.browse import BrowseQuery
+
+    for i in range(3):
+        await app.lifecycle.add(USER, AddRequest(content=f"用户的第{i}个爱好是{'琴棋书'[i]}"))
+    params = dict(p.split("=") for p in query.lstrip("?").split("&") if p)
+    recorder = PlanRecorder(app)
+    await recorder.explain_during(lambda: app.browse.page(USER, BrowseQuery.model_validate(params)))
+    plan = recorder.plan_of("rowid in (select rowid from memories")
+    inner = plan.split("LIST SUBQUERY 1 | ")[1].removesuffix(" | USE TEMP B-TREE FOR ORDER BY")  # outer: 50 rows
+    assert f"COVERING INDEX {index}" in inner and "TEMP B-TREE" not in inner, plan
+    assert not any("count(*)" in sql for sql, _ in recorder.plans)  # the kept active count, not a scan

@@ -20,8 +20,10 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
+from pocketmem.service.browse import Browse
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.context import ContextBuilder
+from pocketmem.service.curation import Curation
 from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
@@ -93,6 +95,8 @@ class PocketMem:
         self.todos = Todos(settings, self.store, self.clock)
         self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
         self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
+        self.browse = Browse(settings, self.store, self.clock, self.retrieval)
+        self.curation = Curation(settings, self.store, self.clock, self.lifecycle)
         self.sync = (
             Sync(settings, self.store, self.library, self.lifecycle, self.embedder, self.clock)
             if self.library is not None

@@ -1,4 +1,4 @@
-"""The `pocketmem` command: serve, token, stats, sync, doctor, reindex, maintain, export, import,
+"""The `pocketmem` command: serve, ui, token, stats, sync, doctor, reindex, maintain, export, import,
 and the commands for people in cli/people.py (list, search, show, add, forget, restore, trash, pending).
 
 Settings come from the environment (POCKETMEM_*) and are validated here, once; errors become
@@ -212,9 +212,9 @@ def _instant(text: str) -> datetime:
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if args.transport == "stdio":
-        if args.auth != "auto" or args.allowed_host:
+        if args.auth != "auto" or args.allowed_host or args.ui:
             raise ConfigError(
-                "--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER"
+                "--auth, --allowed-host and --ui apply to --transport http or sse; stdio acts as POCKETMEM_USER"
             )
         from pocketmem.mcp.server import build_server
 
@@ -235,6 +235,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port,
         auth=AuthMode(args.auth),
         allowed_hosts=tuple(args.allowed_host),
+        ui=args.ui,
     )
     asyncio.run(serve(settings, options))
     return 0
@@ -245,6 +246,13 @@ async def _preflight(settings: Settings) -> None:
 
     async with PocketMem(settings):
         pass
+
+
+def _ui(settings: Settings, args: argparse.Namespace) -> int:
+    from pocketmem.web.server import serve_ui
+
+    asyncio.run(serve_ui(settings, port=args.port, open_browser=not args.no_browser))
+    return 0
 
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
@@ -329,6 +337,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="http/sse: a host name or address clients use to reach the server (Host header check against DNS "
         "rebinding); repeatable; needed with --host 0.0.0.0 and behind a reverse proxy",
     )
+
+    serve.add_argument(
+        "--ui", action="store_true", help="http/sse: also serve the memory management page under /ui (same access rules)"
+    )
+    ui = sub.add_parser("ui", help="open the memory management page in the browser (127.0.0.1, a free port)")
+    ui.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    ui.add_argument("--no-browser", action="store_true", help="print the address without opening a browser")
 
     token = sub.add_parser("token", help="manage bearer tokens of the http/sse transports (one user per token)")
     token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
@@ -433,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "export": lambda: asyncio.run(_export(settings, args)),
             "import": lambda: asyncio.run(_import(settings, args)),
             "token": lambda: asyncio.run(_token(settings, args)),
+            "ui": lambda: _ui(settings, args),
         }
         handler = getattr(args, "handler", None)
         code = asyncio.run(handler(settings, args)) if handler is not None else commands[args.command]()

@@ -205,6 +205,7 @@ class NetworkOptions:
     port: int = 8765
     auth: AuthMode = AuthMode.auto
     allowed_hosts: tuple[str, ...] = ()
+    ui: bool = False  # also serve the memory management page under /ui (web/)
 
 
 def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anonymous: Anonymous) -> ASGIApp:
@@ -229,6 +230,10 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             transport_security=security,
             host=options.host,
         )
+    if options.ui:
+        from pocketmem.web.server import make_access, mount_ui
+
+        mount_ui(starlette, app, make_access(app, anonymous, options.host, options.allowed_hosts))
     if local is None:
         return starlette
 
@@ -300,4 +305,8 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
             port = server.servers[0].sockets[0].getsockname()[1]
             open_ = await TokenService(app.store, app.clock).anonymous_allowed()
             print(_describe(options, port, anonymous, active_tokens, open_), file=sys.stderr, flush=True)
+            if options.ui:
+                host = f"[{options.host}]" if ":" in options.host else options.host
+                print(f"pocketmem: memory management page at http://{host}:{port}/ui/memories", file=sys.stderr,
+                      flush=True)
         await serving

@@ -238,9 +238,18 @@ class Exporter:
         return written
 
     # -- import ---------------------------------------------------------------------------------
-    async def import_lines(self, lines: Iterable[str], progress: Progress = no_progress) -> ImportReport:
+    async def import_lines(
+        self, lines: Iterable[str], progress: Progress = no_progress, *, only_user: str | None = None
+    ) -> ImportReport:
+        """Import an export file. With `only_user`, a file holding another user's rows is refused whole."""
         report = ImportReport()
         records = parse(lines, self.settings, report.refused)
+        if only_user is not None:
+            others = sorted({owner for r in records if (owner := _owner(r)) != only_user})
+            if others:
+                raise InvalidInput(
+                    "file", f"holds rows of user {others[0]!r}; only rows of {only_user!r} can be imported here"
+                )
         memories = [r for r in records if isinstance(r, _MemoryRow)]
         async with self.store.read() as reader:
             fresh = [m for m in memories if await reader.get_memory(m.memory.user_id, m.memory.id) is None]
@@ -315,6 +324,14 @@ class Exporter:
         if isinstance(record, ProfileRevision):
             return "profile_revision", record.user_id, await tx.import_profile_revision(record)
         return "user", record["user_id"], await tx.import_user(record)
+
+
+def _owner(record: Any) -> str:
+    if isinstance(record, _MemoryRow):
+        return record.memory.user_id
+    if isinstance(record, Tombstone | Revision | PendingItem | Event):
+        return record.user_id
+    return str(record["user_id"])
 
 
 def _kind(record: Any) -> str:

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pocketmem.base.models import (
     ApiToken,
@@ -93,6 +93,25 @@ class MemoryFilter:
     text: str | None = None  # plain substring match on content
     since: datetime | None = None  # created_at at or after
     until: datetime | None = None  # created_at before
+    limit: int = 50
+    offset: int = 0
+
+
+BrowseOrder = Literal["newest", "oldest", "importance", "uses"]
+
+
+@dataclass(frozen=True)
+class BrowseFilter:
+    """The management page's list: MemoryFilter plus core, source, a created_at range and an order."""
+
+    statuses: Sequence[Status] = (Status.active,)
+    category: Category | None = None
+    core: bool | None = None  # True: persistence >= 1 only; False: the others
+    source: str | None = None  # exact match
+    since: datetime | None = None  # created_at at or after
+    until: datetime | None = None  # created_at before
+    text: str | None = None  # as MemoryFilter.text
+    order: BrowseOrder = "newest"  # newest / oldest: created_at (deleted_at for the trash alone)
     limit: int = 50
     offset: int = 0
 
@@ -280,6 +299,41 @@ class StoreReader(ProfileReader):
     @abstractmethod
     async def events_after(self, user_id: str, after_id: int, limit: int) -> list[Event]:
         """Events with an id greater than `after_id`, oldest first."""
+
+    # -- browsing (the management page) ---------------------------------------------------------
+    @abstractmethod
+    async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
+        """A page of memories by the filter, and the total matching; ties in reverse order of insertion."""
+
+    @abstractmethod
+    async def memory_events(self, user_id: str, memory_id: str, limit: int) -> list[Event]:
+        """The most recent events about one memory, newest first."""
+
+    @abstractmethod
+    async def latest_event_id(self, user_id: str) -> int:
+        """The id of the user's newest event (0 when none): a page polls it to see that something changed."""
+
+    @abstractmethod
+    async def created_per_day(
+        self, user_id: str, since: datetime, statuses: Sequence[Status]
+    ) -> list[tuple[str, str, int]]:
+        """(UTC day YYYY-MM-DD, category, memories created that day) for created_at at or after `since`."""
+
+    @abstractmethod
+    async def events_per_day(
+        self, user_id: str, kinds: Sequence[EventKind], since: datetime
+    ) -> list[tuple[str, str, int]]:
+        """(UTC day YYYY-MM-DD, event kind, count) for events at or after `since`."""
+
+    @abstractmethod
+    async def importance_histogram(self, user_id: str, buckets: int) -> list[tuple[int, int]]:
+        """(bucket, count) of active non-core memories by stored importance; bucket = floor(importance * buckets),
+        the top one closed (importance 1 falls in buckets - 1)."""
+
+    @abstractmethod
+    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
+        """The active non-core memories with the lowest stored importance (refreshed by maintenance), lowest first;
+        read through the importance index, unlike StoreWriter.eviction_candidates which recomputes every row."""
 
     # Tokens are looked up by their id before the user is known (the id is the public part of a
     # presented token), so these are the only reads not scoped by a user id.

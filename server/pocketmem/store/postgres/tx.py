@@ -49,6 +49,7 @@ from pocketmem.store.postgres.records import (
     tsquery_text,
     vector_text,
 )
+from pocketmem.store.postgres.browse import BrowseQueries
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
@@ -100,7 +101,7 @@ def per_user_locked(cls: type) -> type:
 
 
 @per_user_locked
-class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, TokenQueries, StoreWriter):
+class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, TokenQueries, BrowseQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     dialect = POSTGRES

@@ -62,6 +62,7 @@ from pocketmem.store.sqlite.records import (
 from pocketmem.store.sqlite.records import dt as _dt
 from pocketmem.store.sqlite.records import placeholders as _placeholders
 from pocketmem.store.sqlite.records import ts as _ts
+from pocketmem.store.sqlite.browse import BrowseQueries
 from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
 
@@ -274,7 +275,7 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, StoreWriter):
+class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS

@@ -1,0 +1,158 @@
+"""Who is looking at the management page, and whether a change may go through.
+
+The rules of the HTTP transport (mcp/http.py), applied to a browser:
+
+    anonymous (no sign-in)   only on a loopback host, and only while the policy allows it: with
+                             --auth auto until the first token exists (re-checked on every request),
+                             with --auth none always; the visitor acts as POCKETMEM_USER
+    signed in                a bearer token typed into the sign-in form; the page then acts as the
+                             token's user and sees nothing of anyone else's. The token itself is not
+                             kept: an HttpOnly, SameSite=Strict cookie holds the token's public id and
+                             an expiry, signed (HMAC-SHA256) with a key kept in the store, so every
+                             worker and restart accepts it; the token's record is re-read on every
+                             request, so revoking the token ends its sessions at once
+    every change (POST)      carries the session's CSRF token (an HMAC of the session cookie; a form
+                             field or X-CSRF-Token header),
+                             and an Origin header, when sent, must name this server
+    every request            its Host header must be one the server answers to (DNS rebinding)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.models import ApiToken
+from pocketmem.mcp.http import Anonymous
+from pocketmem.service.tokens import TokenService
+
+log = logging.getLogger(__name__)
+
+COOKIE = "pocketmem_ui"
+SESSION_DAYS = 7
+# The key that signs session cookies and CSRF tokens, kept in the store so every worker and restart agrees.
+SECRET_META = "ui_session_secret"
+
+
+@dataclass(frozen=True)
+class Visitor:
+    user_id: str
+    csrf: str
+    token_id: str | None = None  # None: the anonymous loopback visitor
+    session_id: str | None = None
+
+    @property
+    def signed_in(self) -> bool:
+        return self.token_id is not None
+
+
+@dataclass
+class WebAccess:
+    tokens: TokenService
+    clock: Clock
+    anonymous: Anonymous
+    local_user: str
+    allowed_hosts: tuple[str, ...]  # host names (without port) the server answers to
+    _key: bytes | None = field(default=None, repr=False)
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        if not host_header:
+            return False
+        return _host_name(host_header) in self.allowed_hosts
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        if origin is None:
+            return True
+        if origin == "null":
+            return False
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.netloc != "" and self.host_allowed(parts.netloc)
+
+    async def anonymous_allowed(self) -> bool:
+        if self.anonymous is Anonymous.always:
+            return True
+        if self.anonymous is Anonymous.never:
+            return False
+        try:
+            return await self.tokens.count_active() == 0
+        except Exception:
+            log.warning("could not count tokens; asking for a sign-in", exc_info=True)
+            return False
+
+    async def visitor(self, session: str | None) -> Visitor | None:
+        """Who sends this request: the signed-in session, else the anonymous visitor where allowed."""
+        if session:
+            token_id = await self._session_token(session)
+            if token_id is not None:
+                record = await self._active_token(token_id)
+                if record is not None:
+                    return Visitor(record.user_id, await self._sign(f"csrf:{session}"), record.id, session)
+        if await self.anonymous_allowed():
+            return Visitor(self.local_user, await self._sign("csrf:anonymous"))
+        return None
+
+    async def sign_in(self, token: str) -> Visitor | None:
+        record = await self.tokens.verify(token.strip())
+        if record is None:
+            return None
+        expires = int((self.clock.now() + timedelta(days=SESSION_DAYS)).timestamp())
+        body = f"{record.id}.{expires}"
+        session = f"{body}.{await self._sign(body)}"
+        return Visitor(record.user_id, await self._sign(f"csrf:{session}"), record.id, session)
+
+    async def _session_token(self, session: str) -> str | None:
+        """The token id a session cookie names, if its signature holds and it has not expired."""
+        parts = session.split(".")
+        if len(parts) != 3 or not parts[1].isdigit() or len(session) > 200:
+            return None
+        body = f"{parts[0]}.{parts[1]}"
+        if not hmac.compare_digest(parts[2].encode(), (await self._sign(body)).encode()):
+            return None
+        if int(parts[1]) <= self.clock.now().timestamp():
+            return None
+        return parts[0]
+
+    async def _active_token(self, token_id: str) -> ApiToken | None:
+        try:
+            async with self.tokens.store.read() as reader:
+                record = await reader.get_token(token_id)
+        except Exception:
+            log.warning("token check failed: the store is unavailable", exc_info=True)
+            return None
+        return record if record is not None and record.active else None
+
+    async def _sign(self, text: str) -> str:
+        if self._key is None:
+            store = self.tokens.store
+            value = await store.get_meta(SECRET_META)
+            if value is None:
+                await store.set_meta(SECRET_META, secrets.token_hex(32))
+                value = await store.get_meta(SECRET_META)
+            assert value is not None
+            self._key = bytes.fromhex(value)
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
+
+    @staticmethod
+    def csrf_ok(visitor: Visitor, sent: str | None) -> bool:
+        return bool(sent) and hmac.compare_digest(visitor.csrf.encode(), (sent or "").encode())
+
+
+def _host_name(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def allowed_host_names(host: str, allowed_hosts: tuple[str, ...]) -> tuple[str, ...]:
+    """The names a browser may use to reach a server bound to `host` (as transport_security in mcp/http.py)."""
+    from pocketmem.mcp.http import transport_security
+
+    patterns = transport_security(host, allowed_hosts).allowed_hosts or []
+    return tuple(sorted({p.removesuffix(":*") for p in patterns}))

@@ -1,0 +1,162 @@
+"""The management page as an ASGI app: `build_web_app(pm, access)`, mounted under /ui.
+
+Server-rendered (Jinja2), every view a plain page with links and forms that work without
+JavaScript; the vendored htmx (static/htmx.min.js, 0BSD licence beside it) only makes navigation
+smoother and refreshes an open list when the event log moves (polling /live every few seconds,
+which also sees writes made by another process, e.g. the agent's stdio server on the same file).
+Every change is a POST with a CSRF token, answered by a redirect back (post/redirect/get).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from pocketmem.app import PocketMem
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError
+from pocketmem.web.access import COOKIE, Visitor, WebAccess
+from pocketmem.web.i18n import MESSAGES, pick_locale, translator
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+MAX_FORM_BYTES = 1_000_000
+MAX_IMPORT_BYTES = 50_000_000
+POLL_SECONDS = 3
+
+Handler = Callable[[Request, "Page"], Awaitable[Response]]
+
+
+class Page:
+    """What a handler gets besides the request: the visitor, the app, and a renderer in their language."""
+
+    def __init__(self, web: WebUI, request: Request, visitor: Visitor) -> None:
+        self.web = web
+        self.request = request
+        self.visitor = visitor
+        self.pm = web.pm
+        self.user = visitor.user_id
+        self.locale = pick_locale(request.headers.get("accept-language"), request.query_params.get("lang"))
+        self.t = translator(self.locale)
+        self.base = request.scope.get("root_path", "").rstrip("/")
+
+    def render(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        html = self.web.env.get_template(template).render(
+            t=self.t, locale=self.locale, base=self.base, visitor=self.visitor, csrf=self.visitor.csrf,
+            request=self.request, zone=self.pm.settings.zone, poll=POLL_SECONDS,
+            msg=_known_message(self.request.query_params.get("msg")), **context,
+        )
+        return HTMLResponse(html, status_code=status_code, headers=_NO_STORE)
+
+    def back(self, path: str, msg: str | None = None) -> RedirectResponse:
+        url = f"{self.base}{path}"
+        if msg:
+            url += ("&" if "?" in url else "?") + f"msg={msg}"
+        return RedirectResponse(url, status_code=303)
+
+
+_NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+             "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+             "frame-ancestors 'none'; form-action 'self'"}
+_STATUS = {InvalidInput: 400, NotFound: 404, Conflict: 409}
+
+
+class WebUI:
+    def __init__(self, pm: PocketMem, access: WebAccess) -> None:
+        self.pm = pm
+        self.access = access
+        self.env = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
+            trim_blocks=True, lstrip_blocks=True,
+        )
+        self.env.filters["when"] = _when
+        self.env.filters["num"] = lambda v, d=3: f"{v:.{d}f}".rstrip("0").rstrip(".") if v is not None else "—"
+
+    def page(self, handler: Handler, *, change: bool = False) -> Callable[[Request], Awaitable[Response]]:
+        """Wrap a handler with the access rules: host, visitor, CSRF and Origin on changes, errors as pages."""
+
+        @functools.wraps(handler)
+        async def endpoint(request: Request) -> Response:
+            if not self.access.host_allowed(request.headers.get("host")):
+                return Response("pocketmem: this server does not answer to that host name", status_code=421)
+            visitor = await self.access.visitor(request.cookies.get(COOKIE))
+            if visitor is None:
+                base = request.scope.get("root_path", "").rstrip("/")
+                if request.headers.get("hx-request"):  # a polled fragment: send the whole page to the sign-in
+                    return Response(status_code=200, headers={"HX-Redirect": f"{base}/login"})
+                if change:
+                    return Response("pocketmem: sign in first", status_code=401)
+                return RedirectResponse(f"{base}/login", status_code=303)
+            page = Page(self, request, visitor)
+            try:
+                if change and (problem := await self._refuse_change(request, visitor)) is not None:
+                    return page.render("error.html", status_code=403, message=page.t(problem))
+                return await handler(request, page)
+            except PocketmemError as exc:
+                status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
+                if status == 500:
+                    log.warning("web: %s failed", request.url.path, exc_info=True)
+                return page.render("error.html", status_code=status, message=str(exc))
+
+        return endpoint
+
+    async def _refuse_change(self, request: Request, visitor: Visitor) -> str | None:
+        if not self.access.origin_allowed(request.headers.get("origin")):
+            return "error.csrf"
+        sent = request.headers.get("x-csrf-token")
+        if sent is None:
+            form = await form_of(request)
+            value = form.get("csrf")
+            sent = value if isinstance(value, str) else None
+        return None if self.access.csrf_ok(visitor, sent) else "error.csrf"
+
+
+async def form_of(request: Request) -> dict[str, Any]:
+    """The posted form (cached on the request), size-checked."""
+    cached = request.scope.get("pocketmem.form")
+    if cached is not None:
+        return cached
+    limit = MAX_IMPORT_BYTES if request.url.path.endswith("/import") else MAX_FORM_BYTES
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise InvalidInput("form", f"is larger than {limit} bytes")
+    async with request.form(max_part_size=limit) as form:
+        values: dict[str, Any] = {}
+        for key, value in form.multi_items():
+            values[key] = await value.read() if hasattr(value, "read") else value
+    request.scope["pocketmem.form"] = values
+    return values
+
+
+def _known_message(key: str | None) -> str | None:
+    return key if key is not None and f"done.{key}" in MESSAGES else None
+
+
+def _when(value: Any, zone: Any = None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    if value is None:
+        return "—"
+    return value.astimezone(zone).strftime(fmt) if zone is not None else value.strftime(fmt)
+
+
+def build_web_app(pm: PocketMem, access: WebAccess) -> Starlette:
+    """The page's ASGI app; `pm` must be open while it serves."""
+    from pocketmem.web import views
+
+    web = WebUI(pm, access)
+    routes: list[BaseRoute] = [Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static")]
+    for path, handler, methods in views.ROUTES:
+        if handler in views.PUBLIC:
+            routes.append(Route(path, views.public(web, handler), methods=methods))
+        else:
+            routes.append(Route(path, web.page(handler, change="POST" in methods), methods=methods))
+    return Starlette(routes=routes)

@@ -1,0 +1,180 @@
+"""The page's words in English and Chinese, chosen by the browser's Accept-Language (or ?lang=)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+LOCALES = ("en", "zh")
+
+# key: (English, 中文)
+MESSAGES: dict[str, tuple[str, str]] = {
+    "title": ("pocketmem: memories", "pocketmem：记忆管理"),
+    "nav.memories": ("Memories", "记忆"),
+    "nav.pending": ("Pending", "待确认"),
+    "nav.review": ("Review", "复查"),
+    "nav.todos": ("Todos", "待办"),
+    "nav.trash": ("Trash", "回收站"),
+    "nav.insights": ("Insights", "概览"),
+    "nav.profile": ("Profile", "画像"),
+    "nav.transfer": ("Export / import", "导出 / 导入"),
+    "signed_in_as": ("Signed in as", "当前用户"),
+    "local_user": ("Local user", "本机用户"),
+    "sign_out": ("Sign out", "退出"),
+    "sign_in": ("Sign in", "登录"),
+    "sign_in.help": (
+        (
+            "Paste a pocketmem token (create one with `pocketmem token create --user NAME`). "
+            "The page then shows that user's memories only."
+        ),
+        "粘贴一个 pocketmem 令牌（用 `pocketmem token create --user 名字` 创建）。之后页面只显示该用户的记忆。",
+    ),
+    "sign_in.bad": ("That token is not valid or has been revoked.", "令牌无效或已被吊销。"),
+    "token": ("Token", "令牌"),
+    "search": ("Search", "搜索"),
+    "search.placeholder": ("words or a question", "关键词或一句话"),
+    "mode.text": ("plain text", "按文字"),
+    "mode.recall": ("recall ranking", "按召回排序"),
+    "filter": ("Filter", "筛选"),
+    "any": ("any", "全部"),
+    "category": ("Category", "类别"),
+    "status": ("Status", "状态"),
+    "core": ("Core", "核心"),
+    "core.yes": ("core only", "仅核心"),
+    "core.no": ("not core", "非核心"),
+    "source": ("Source", "来源"),
+    "since": ("From", "起始日期"),
+    "until": ("To", "截止日期"),
+    "sort": ("Sort", "排序"),
+    "sort.newest": ("newest", "最新"),
+    "sort.oldest": ("oldest", "最早"),
+    "sort.importance": ("importance", "重要度"),
+    "sort.uses": ("uses", "使用次数"),
+    "status.active": ("active", "有效"),
+    "status.superseded": ("superseded", "已被取代"),
+    "status.trashed": ("trashed", "已删除"),
+    "status.all": ("all", "全部"),
+    "total": ("{n} memories", "共 {n} 条记忆"),
+    "page_of": ("page {page} of {pages}", "第 {page} / {pages} 页"),
+    "prev": ("Previous", "上一页"),
+    "next": ("Next", "下一页"),
+    "none": ("Nothing here.", "这里什么都没有。"),
+    "content": ("Content", "内容"),
+    "importance": ("Importance", "重要度"),
+    "created": ("Created", "创建于"),
+    "uses": ("Uses", "使用"),
+    "score": ("Score", "得分"),
+    "age": ("Age", "时长"),
+    "days": ("{n} days", "{n} 天"),
+    "scores": ("Scores", "评分"),
+    "emotion": ("Emotion (E)", "情感 E"),
+    "info": ("Information (I)", "信息 I"),
+    "persistence": ("Persistence (P)", "持久 P"),
+    "judge": ("Judgement (J)", "判断 J"),
+    "info_importance": ("Information importance", "信息重要度"),
+    "time_coef": ("Time coefficient", "时间系数"),
+    "confidence": ("Confidence", "置信度"),
+    "valid": ("Valid", "有效期"),
+    "valid_from": ("from", "自"),
+    "valid_until": ("until", "至"),
+    "last_active": ("Last used", "最近使用"),
+    "keywords": ("Keywords", "关键词"),
+    "due": ("Due", "截止"),
+    "remind": ("Remind", "提醒"),
+    "completed": ("Completed", "已完成"),
+    "expires": ("Expires", "过期"),
+    "history.older": ("It replaced", "它取代了"),
+    "history.newer": ("Replaced by", "已被取代为"),
+    "revisions": ("Revisions", "修改记录"),
+    "events": ("Events", "事件"),
+    "edit.new_version": ("Edit (saves a new version, the old one stays as history)", "编辑（保存为新版本，旧版本留作历史）"),
+    "edit.save": ("Save new version", "保存新版本"),
+    "patch.title": ("Patch this core memory", "修补这条核心记忆"),
+    "patch.append": ("append", "追加"),
+    "patch.replace": ("replace", "替换"),
+    "patch.save": ("Patch", "修补"),
+    "rescore.title": ("Category and scores", "类别与评分"),
+    "rescore.save": ("Rescore", "重新评分"),
+    "todo.complete": ("Mark done", "标记完成"),
+    "todo.reopen": ("Reopen", "重新打开"),
+    "forget": ("Forget (to the trash)", "遗忘（移入回收站）"),
+    "restore": ("Restore", "恢复"),
+    "purge_at": ("Purged on", "清除于"),
+    "deleted_at": ("Deleted", "删除于"),
+    "reason": ("Reason", "原因"),
+    "confirm": ("Confirm", "确认"),
+    "reject": ("Reject", "拒绝"),
+    "snooze": ("Snooze 24 h", "稍后 24 小时"),
+    "promote": ("Promote to core", "升为核心"),
+    "keep": ("Keep", "保留"),
+    "review.promote": ("Used often: make core?", "经常被使用：升为核心？"),
+    "review.decay": ("Fading: keep or forget?", "逐渐淡化：保留还是遗忘？"),
+    "todos.open": ("Open todos", "未完成的待办"),
+    "todos.reminders": ("Reminders due now", "现在需要提醒的"),
+    "overdue": ("overdue", "已逾期"),
+    "insights.created": ("Memories over time, by category (last 90 days)", "近 90 天的记忆（按类别）"),
+    "insights.importance": ("Importance of active non-core memories", "有效非核心记忆的重要度分布"),
+    "insights.cap": ("{n} of {cap} places used; {core} core memories do not count", "已用 {n} / {cap} 个位置；{core} 条核心记忆不计入"),
+    "insights.next_evicted": ("Next to be evicted when the cap is reached", "达到上限时最先被淘汰的"),
+    "insights.recalls": ("Recalls per day (last 30 days)", "每天的召回次数（近 30 天）"),
+    "insights.most_recalled": ("Most recalled", "召回最多的"),
+    "insights.health": ("Store size and health", "存储大小与健康"),
+    "insights.run_health": ("Run the health check", "运行健康检查"),
+    "health.ok": ("healthy", "健康"),
+    "health.problem": ("needs attention", "需要处理"),
+    "size": ("Size", "大小"),
+    "profile.soon": (
+        "The profile layer (persona, user card, project, insights) will appear here.",
+        "画像层（人设、用户卡、项目、洞察）将显示在这里。",
+    ),
+    "user_card": ("User card", "用户卡"),
+    "export": ("Export", "导出"),
+    "export.jsonl": ("Everything as JSONL (restorable with import)", "全部导出为 JSONL（可再导入）"),
+    "export.md": ("User card as Markdown", "用户卡（Markdown）"),
+    "import": ("Import", "导入"),
+    "import.help": ("A pocketmem JSONL export of your own memories; rows already here are skipped.", "选择自己记忆的 pocketmem JSONL 导出文件；已有的行会跳过。"),
+    "import.done": ("Imported {imported}, skipped {skipped}.", "导入 {imported} 行，跳过 {skipped} 行。"),
+    "live.changed": ("Memories changed; the list was refreshed.", "记忆有更新，列表已刷新。"),
+    "done.forgotten": ("Moved to the trash. It can be restored until it is purged.", "已移入回收站，清除前可以恢复。"),
+    "done.restored": ("Restored.", "已恢复。"),
+    "done.saved": ("Saved.", "已保存。"),
+    "done.confirmed": ("Confirmed and stored.", "已确认并保存。"),
+    "done.rejected": ("Rejected.", "已拒绝。"),
+    "done.snoozed": ("Snoozed.", "已推迟。"),
+    "done.reviewed": ("Done.", "完成。"),
+    "error": ("Error", "出错了"),
+    "error.csrf": ("This form expired or came from another site; reload the page and try again.", "表单已过期或来自其他网站；请刷新页面后重试。"),
+    "error.forbidden_host": ("This server does not answer to that host name.", "服务器不接受这个主机名。"),
+    "back": ("Back", "返回"),
+    "yes": ("yes", "是"),
+    "no": ("no", "否"),
+    "open": ("Open", "打开"),
+}
+
+
+def pick_locale(accept_language: str | None, override: str | None = None) -> str:
+    """zh when the browser prefers Chinese (or ?lang=zh), else en. Quality values are honoured."""
+    if override in LOCALES:
+        return override  # type: ignore[return-value]
+    best, best_q = "en", -1.0
+    for part in (accept_language or "").split(","):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        lang = tag.strip().lower().split("-")[0]
+        if lang in LOCALES and q > best_q:
+            best, best_q = lang, q
+    return best
+
+
+def translator(locale: str) -> Callable[..., str]:
+    index = LOCALES.index(locale) if locale in LOCALES else 0
+
+    def t(key: str, **values: object) -> str:
+        text = MESSAGES[key][index] if key in MESSAGES else key
+        return text.format(**values) if values else text
+
+    return t

@@ -1,0 +1,80 @@
+"""`pocketmem ui`: the management page on 127.0.0.1, a free port, opened in the browser.
+
+The same access rules as `pocketmem serve --transport http` on loopback with --auth auto: no sign-in
+while no token exists, a token sign-in once one does. `mount_ui` puts the page under /ui of the HTTP
+transport's app (`pocketmem serve --transport http --ui`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+import webbrowser
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
+from starlette.routing import Mount, Route
+
+from pocketmem.app import PocketMem
+from pocketmem.base.config import Settings
+from pocketmem.mcp.http import Anonymous, AuthMode, access_policy, listen
+from pocketmem.service.tokens import TokenService
+from pocketmem.web.access import WebAccess, allowed_host_names
+from pocketmem.web.app import build_web_app
+
+log = logging.getLogger(__name__)
+
+UI_PATH = "/ui"
+
+
+def make_access(pm: PocketMem, anonymous: Anonymous, host: str, allowed_hosts: tuple[str, ...] = ()) -> WebAccess:
+    return WebAccess(
+        tokens=TokenService(pm.store, pm.clock), clock=pm.clock, anonymous=anonymous, local_user=pm.settings.user,
+        allowed_hosts=allowed_host_names(host, allowed_hosts),
+    )
+
+
+def mount_ui(app: Starlette, pm: PocketMem, access: WebAccess) -> None:
+    """Serve the page under /ui of `app` (the HTTP transport's Starlette app)."""
+    app.router.routes.append(Mount(UI_PATH, app=build_web_app(pm, access)))
+
+
+def ui_app(pm: PocketMem, access: WebAccess) -> Starlette:
+    """The standalone page: / redirects to /ui/."""
+
+    async def to_ui(request: Request) -> RedirectResponse:
+        return RedirectResponse(f"{UI_PATH}/memories", status_code=307)
+
+    return Starlette(routes=[Route("/", to_ui), Mount(UI_PATH, app=build_web_app(pm, access))])
+
+
+async def serve_ui(
+    settings: Settings, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True, pm: PocketMem | None = None
+) -> None:
+    import uvicorn
+
+    pm = pm or PocketMem(settings)
+    async with pm:
+        tokens = await TokenService(pm.store, pm.clock).count_active()
+        anonymous = access_policy(host, AuthMode.auto, tokens)
+        asgi = ui_app(pm, make_access(pm, anonymous, host))
+        level = logging.getLogger().getEffectiveLevel()
+        config = uvicorn.Config(
+            asgi, log_config=None, log_level=level, access_log=level <= logging.INFO, server_header=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve(sockets=[listen(host, port)]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started:
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            url = f"http://{host}:{bound}{UI_PATH}/memories"
+            access = "no sign-in needed until a token exists" if tokens == 0 else "sign in with a token"
+            print(f"pocketmem: memory management page at {url} ({access}); Ctrl-C stops it", file=sys.stderr, flush=True)
+            if open_browser:
+                threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+        await serving

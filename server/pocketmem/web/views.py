@@ -1,0 +1,351 @@
+"""The page's views and actions. Each calls one service (through PocketMem) and renders or redirects."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.models import Category
+from pocketmem.service.browse import BrowseQuery
+from pocketmem.service.curation import SCORE_NAMES
+from pocketmem.web import charts
+from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
+from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
+
+PAGE_SIZES = (20, 50, 100, 200)
+TRASH_PAGE = 100
+PENDING_PAGE = 100
+BROWSE_FIELDS = tuple(BrowseQuery.model_fields)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+def _invalid(exc: ValidationError) -> InvalidInput:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "form"
+    return InvalidInput(where, first["msg"])
+
+
+def browse_query(params: dict[str, str]) -> BrowseQuery:
+    values = {k: v for k, v in params.items() if k in BROWSE_FIELDS and v != ""}
+    try:
+        return BrowseQuery.model_validate(values)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+async def _field(request: Request, name: str, *, required: bool = True) -> str | None:
+    value = (await form_of(request)).get(name)
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if (value is None or value == "") and required:
+        raise InvalidInput(name, "is required")
+    return value or None
+
+
+def _unit(value: str | None, name: str) -> float | None:
+    if value is None or value.strip() == "":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise InvalidInput(f"scores.{name}", "must be a number between 0 and 1") from None
+    return number
+
+
+def _offset(request: Request, size: int) -> tuple[int, int]:
+    raw = request.query_params.get("page", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise InvalidInput("page", "must be a whole number from 1")
+    page = int(raw)
+    return page, (page - 1) * size
+
+
+# -- public: sign in / out ----------------------------------------------------------------------------
+async def login(request: Request, page: Page) -> Response:
+    if request.method == "GET":
+        return page.render("login.html")
+    if not page.web.access.origin_allowed(request.headers.get("origin")):
+        return page.render("error.html", status_code=403, message=page.t("error.csrf"))
+    token = await _field(request, "token", required=False) or ""
+    visitor = await page.web.access.sign_in(token)
+    if visitor is None:
+        return page.render("login.html", status_code=401, error=page.t("sign_in.bad"))
+    response = RedirectResponse(f"{page.base}/memories", status_code=303)
+    response.set_cookie(
+        COOKIE, visitor.session_id or "", max_age=SESSION_DAYS * 86400, path=page.base or "/", httponly=True,
+        samesite="strict", secure=request.url.scheme == "https",
+    )
+    return response
+
+
+async def logout(request: Request, page: Page) -> Response:
+    if not page.web.access.origin_allowed(request.headers.get("origin")):
+        return page.render("error.html", status_code=403, message=page.t("error.csrf"))
+    response = RedirectResponse(f"{page.base}/login", status_code=303)
+    response.delete_cookie(COOKIE, path=page.base or "/")
+    return response
+
+
+PUBLIC = {login, logout}
+
+
+def public(web: WebUI, handler: Callable[[Request, Page], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        if not web.access.host_allowed(request.headers.get("host")):
+            return PlainTextResponse("pocketmem: this server does not answer to that host name", status_code=421)
+        return await handler(request, Page(web, request, Visitor(user_id="", csrf="")))
+
+    return endpoint
+
+
+# -- memories -----------------------------------------------------------------------------------------
+async def home(request: Request, page: Page) -> Response:
+    return RedirectResponse(f"{page.base}/memories", status_code=303)
+
+
+async def memories(request: Request, page: Page) -> Response:
+    params = dict(request.query_params)
+    query = browse_query(params)
+    result = await page.pm.browse.page(page.user, query)
+    kept = {k: v for k, v in params.items() if k in BROWSE_FIELDS and k != "page" and v != ""}
+    template = "_rows.html" if request.headers.get("hx-target") == "rows" else "memories.html"
+    return page.render(
+        template, query=query, result=result, params=kept, categories=list(Category), sizes=PAGE_SIZES,
+        latest=await page.pm.browse.latest_event_id(page.user),
+    )
+
+
+async def memory(request: Request, page: Page) -> Response:
+    detail = await page.pm.browse.detail(page.user, request.path_params["memory_id"])
+    return page.render("memory.html", d=detail, categories=list(Category), score_names=SCORE_NAMES)
+
+
+async def revise(request: Request, page: Page) -> Response:
+    memory_id = request.path_params["memory_id"]
+    result = await page.pm.curation.revise(page.user, memory_id, await _field(request, "content") or "")
+    return page.back(f"/memories/{result.memory_id or memory_id}", "saved")
+
+
+async def patch(request: Request, page: Page) -> Response:
+    memory_id = request.path_params["memory_id"]
+    mode = await _field(request, "mode")
+    if mode not in ("append", "replace"):
+        raise InvalidInput("mode", "must be append or replace")
+    await page.pm.lifecycle.patch_core(
+        page.user, memory_id, await _field(request, "patch") or "", cast(Literal["append", "replace"], mode),
+        await _field(request, "reason", required=False),
+    )
+    return page.back(f"/memories/{memory_id}", "saved")
+
+
+async def rescore(request: Request, page: Page) -> Response:
+    memory_id = request.path_params["memory_id"]
+    raw_category = await _field(request, "category", required=False)
+    try:
+        category = Category(raw_category) if raw_category else None
+    except ValueError:
+        raise InvalidInput("category", f"must be one of {', '.join(c.value for c in Category)}") from None
+    scores = {name: _unit(await _field(request, name, required=False), name) for name in SCORE_NAMES}
+    await page.pm.curation.rescore(page.user, memory_id, category, scores)
+    return page.back(f"/memories/{memory_id}", "saved")
+
+
+async def todo(request: Request, page: Page) -> Response:
+    memory_id = request.path_params["memory_id"]
+    done = await _field(request, "done")
+    if done not in ("1", "0"):
+        raise InvalidInput("done", "must be 1 (complete) or 0 (reopen)")
+    await page.pm.todos.set_done(page.user, memory_id, done == "1")
+    back = await _field(request, "back", required=False)
+    return page.back("/todos" if back == "todos" else f"/memories/{memory_id}", "saved")
+
+
+async def forget(request: Request, page: Page) -> Response:
+    memory_id = request.path_params["memory_id"]
+    await page.pm.lifecycle.forget(page.user, memory_id, await _field(request, "reason", required=False))
+    return page.back(f"/memories/{memory_id}", "forgotten")
+
+
+# -- trash, pending, review, todos ---------------------------------------------------------------------
+async def trash(request: Request, page: Page) -> Response:
+    number, offset = _offset(request, TRASH_PAGE)
+    listing = await page.pm.lifecycle.list_trash(page.user, TRASH_PAGE, offset)
+    return page.render(
+        "trash.html", listing=listing, number=number, pages=max(1, -(-listing.total // TRASH_PAGE)),
+        live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
+    )
+
+
+async def restore(request: Request, page: Page) -> Response:
+    memory_id = request.path_params["memory_id"]
+    await page.pm.lifecycle.restore(page.user, memory_id)
+    return page.back("/trash", "restored")
+
+
+async def pending(request: Request, page: Page) -> Response:
+    number, offset = _offset(request, PENDING_PAGE)
+    listing = await page.pm.lifecycle.list_memories(
+        page.user, category=None, status="pending", text=None, limit=PENDING_PAGE, offset=offset
+    )
+    return page.render(
+        "pending.html", listing=listing, number=number, pages=max(1, -(-listing.total // PENDING_PAGE)),
+        live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
+    )
+
+
+async def decide_pending(request: Request, page: Page) -> Response:
+    action = await _field(request, "action")
+    if action not in ("confirm", "reject", "snooze"):
+        raise InvalidInput("action", "must be confirm, reject or snooze")
+    await page.pm.lifecycle.confirm_pending(
+        page.user, request.path_params["pending_id"], cast(Literal["confirm", "reject", "snooze"], action), None
+    )
+    return page.back("/pending", {"confirm": "confirmed", "reject": "rejected", "snooze": "snoozed"}[action])
+
+
+async def review(request: Request, page: Page) -> Response:
+    return page.render("review.html", queue=await page.pm.review.queue(page.user))
+
+
+async def decide_review(request: Request, page: Page) -> Response:
+    decision = await _field(request, "decision")
+    if decision not in ("promote", "keep", "forget"):
+        raise InvalidInput("decision", "must be promote, keep or forget")
+    await page.pm.review.decide(
+        page.user, request.path_params["memory_id"], cast(Literal["promote", "keep", "forget"], decision), "ui"
+    )
+    return page.back("/review", "reviewed")
+
+
+async def todos(request: Request, page: Page) -> Response:
+    return page.render(
+        "todos.html", overview=await page.pm.browse.todos(page.user),
+        live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
+    )
+
+
+# -- insights, profile, transfer, live -----------------------------------------------------------------
+async def insights(request: Request, page: Page) -> Response:
+    data = await page.pm.browse.insights(page.user)
+    today = page.pm.clock.now().date()
+    evict_below = max((m.importance for m in data.next_evicted), default=None)
+    pictures = {
+        "created": charts.stacked_days(
+            [(c.day, c.key, c.count) for c in data.created], charts.day_range(today, 90), page.t("insights.created")
+        ),
+        "recalls": charts.stacked_days(
+            [(c.day, c.key, c.count) for c in data.recalls], charts.day_range(today, 30), page.t("insights.recalls")
+        ),
+        "importance": charts.histogram(data.histogram, page.t("insights.importance"), evict_below),
+        "cap": charts.gauge(data.active_non_core, data.max_active, page.t("insights.cap", n=data.active_non_core,
+                                                                          cap=data.max_active, core=data.core)),
+    }
+    stats = await page.pm.stats(page.user)
+    return page.render("insights.html", data=data, pictures=pictures, stats=stats)
+
+
+async def health(request: Request, page: Page) -> Response:
+    report = await page.pm.doctor()
+    store = report["store"]
+    checks = {
+        "integrity": store.get("integrity") == "ok",
+        "vectors": bool(store.get("vectors_available")),
+        "indexes": not (store.get("keyword_orphans") or store.get("vector_mismatches") or store.get("count_mismatches")),
+        "schema": bool(store.get("schema_current")),
+        "embedder": bool(report["embedder"]["ok"]),
+    }
+    size = None
+    settings = page.pm.settings
+    if settings.database_url is None and settings.db_path.exists():
+        size = sum(p.stat().st_size for p in settings.db_path.parent.glob(settings.db_path.name + "*"))
+    return page.render("health.html", checks=checks, size=size, ok=all(checks.values()))
+
+
+async def profile(request: Request, page: Page) -> Response:
+    return page.render("profile.html", card=await page.pm.user_card(page.user))
+
+
+async def transfer(request: Request, page: Page) -> Response:
+    return page.render("transfer.html", report=None)
+
+
+async def export_jsonl(request: Request, page: Page) -> Response:
+    buffer = io.StringIO()
+    await page.pm.exporter.export(buffer, [page.user])
+    return Response(
+        buffer.getvalue(), media_type="application/x-ndjson; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="pocketmem-export.jsonl"', "Cache-Control": "no-store"},
+    )
+
+
+async def export_markdown(request: Request, page: Page) -> Response:
+    with tempfile.TemporaryDirectory(prefix="pocketmem-md-") as folder:
+        written = await page.pm.exporter.export_markdown(page.user, Path(folder))
+        text = "\n\n".join(path.read_text(encoding="utf-8") for path in written)
+    return Response(
+        text, media_type="text/markdown; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="User.md"', "Cache-Control": "no-store"},
+    )
+
+
+async def import_file(request: Request, page: Page) -> Response:
+    upload = (await form_of(request)).get("file")
+    if not isinstance(upload, bytes) or not upload:
+        raise InvalidInput("file", "choose a pocketmem export file (JSONL)")
+    try:
+        text = upload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("file", "is not UTF-8 text; choose a pocketmem export (JSONL)") from None
+    report = await page.pm.exporter.import_lines(text.splitlines(), only_user=page.user)
+    return page.render("transfer.html", report=report)
+
+
+async def live(request: Request, page: Page) -> Response:
+    """Polled by an open page: 200 with an HX-Trigger when the user's event log moved past `after`."""
+    raw = request.query_params.get("after", "0")
+    after = int(raw) if raw.isdigit() else 0
+    latest = await page.pm.browse.latest_event_id(page.user)
+    html = page.web.env.get_template("_live.html").render(
+        base=page.base, latest=latest, changed=latest > after, t=page.t, poll=POLL_SECONDS
+    )
+    headers: dict[str, Any] = {"Cache-Control": "no-store"}
+    if latest > after:
+        headers["HX-Trigger"] = "pm-changed"
+    return HTMLResponse(html, headers=headers)
+
+
+ROUTES: list[tuple[str, Callable[[Request, Page], Awaitable[Response]], list[str]]] = [
+    ("/", home, ["GET"]),
+    ("/login", login, ["GET", "POST"]),
+    ("/logout", logout, ["POST"]),
+    ("/memories", memories, ["GET"]),
+    ("/memories/{memory_id}", memory, ["GET"]),
+    ("/memories/{memory_id}/revise", revise, ["POST"]),
+    ("/memories/{memory_id}/patch", patch, ["POST"]),
+    ("/memories/{memory_id}/rescore", rescore, ["POST"]),
+    ("/memories/{memory_id}/todo", todo, ["POST"]),
+    ("/memories/{memory_id}/forget", forget, ["POST"]),
+    ("/trash", trash, ["GET"]),
+    ("/trash/{memory_id}/restore", restore, ["POST"]),
+    ("/pending", pending, ["GET"]),
+    ("/pending/{pending_id}", decide_pending, ["POST"]),
+    ("/review", review, ["GET"]),
+    ("/review/{memory_id}", decide_review, ["POST"]),
+    ("/todos", todos, ["GET"]),
+    ("/insights", insights, ["GET"]),
+    ("/insights/health", health, ["GET"]),
+    ("/profile", profile, ["GET"]),
+    ("/transfer", transfer, ["GET"]),
+    ("/export.jsonl", export_jsonl, ["GET"]),
+    ("/export.md", export_markdown, ["GET"]),
+    ("/import", import_file, ["POST"]),
+    ("/live", live, ["GET"]),
+]

@@ -1,0 +1,449 @@
+"""The memory management page through its ASGI app in process (httpx over ASGI), on both backends.
+
+Every view and action is exercised against a real store; the assertions read the page a person would
+see and then the store through the services, so a page that says "done" without doing it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx2
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.mcp.http import Anonymous
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.review import PROMOTE_AFTER_USES
+from pocketmem.service.tokens import TokenService
+from pocketmem.web.server import make_access, ui_app
+
+from .conftest import START
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+USER = "global"
+BASE = "http://127.0.0.1:8765"
+
+
+class Browser:
+    """An httpx client that keeps cookies and reads the CSRF token off the last page, like a person's browser."""
+
+    def __init__(self, client: httpx2.AsyncClient) -> None:
+        self.client = client
+        self.csrf = ""
+
+    async def get(self, path: str, **kw) -> httpx2.Response:
+        response = await self.client.get(f"/ui{path}", **kw)
+        if found := re.search(r'<meta name="csrf-token" content="([^"]+)">', response.text):
+            self.csrf = found.group(1)
+        return response
+
+    async def post(self, path: str, data: dict | None = None, **kw) -> httpx2.Response:
+        if not self.csrf:
+            await self.get("/memories")
+        return await self.client.post(f"/ui{path}", data={"csrf": self.csrf, **(data or {})}, **kw)
+
+
+def make_browser(app: PocketMem, anonymous: Anonymous = Anonymous.until_first_token) -> httpx2.AsyncClient:
+    asgi = ui_app(app, make_access(app, anonymous, "127.0.0.1"))
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=asgi), base_url=BASE)
+
+
+@pytest.fixture
+async def browser(app: PocketMem) -> AsyncIterator[Browser]:
+    async with make_browser(app) as client:
+        yield Browser(client)
+
+
+async def add(app: PocketMem, content: str, user: str = USER, **kw) -> str:
+    result = await app.lifecycle.add(user, AddRequest(content=content, **kw))
+    assert result.status in ("stored", "pending"), result
+    return result.memory_id or result.pending_id or ""
+
+
+def ids_on(page: httpx2.Response) -> list[str]:
+    return re.findall(r'<tr class="\w+" data-id="([0-9a-f]+)"', page.text)
+
+
+# -- the list -------------------------------------------------------------------------------------------
+async def test_list_filters_sorts_and_pages(app, browser, clock):
+    cilantro = await add(app, "用户不喜欢香菜", category=Category.preference, source="chat")
+    clock.advance(days=1)
+    name = await add(app, "User's name is Li Lei", category=Category.fact,
+                     scores={"emotion": 1.0, "info": 1.0, "persistence": 1.0, "judge": 1.0})
+    clock.advance(days=1)
+    jazz = await add(app, "User listens to jazz while coding", category=Category.preference,
+                     scores={"emotion": 0.2, "info": 0.3, "persistence": 0.3, "judge": 0.3})
+    await app.retrieval.recall(USER, RecallRequest(query="jazz coding music"))
+
+    page = await browser.get("/memories")
+    assert page.status_code == 200
+    assert ids_on(page) == [jazz, name, cilantro]  # newest first
+    assert ids_on(await browser.get("/memories?sort=oldest")) == [cilantro, name, jazz]
+    assert ids_on(await browser.get("/memories?sort=importance"))[0] == name
+    assert ids_on(await browser.get("/memories?sort=uses"))[0] == jazz
+    assert ids_on(await browser.get("/memories?category=preference")) == [jazz, cilantro]
+    assert ids_on(await browser.get("/memories?core=true")) == [name]
+    assert ids_on(await browser.get("/memories?core=false")) == [jazz, cilantro]
+    assert ids_on(await browser.get("/memories?source=chat")) == [cilantro]
+    day = (START + timedelta(days=1)).date().isoformat()
+    assert ids_on(await browser.get(f"/memories?since={day}&until={day}")) == [name]
+    assert ids_on(await browser.get(f"/memories?since={day}")) == [jazz, name]
+
+    first = await browser.get("/memories?per_page=2")
+    assert ids_on(first) == [jazz, name] and 'rel="next"' in first.text
+    second = await browser.get("/memories?per_page=2&page=2")
+    assert ids_on(second) == [cilantro] and 'rel="prev"' in second.text
+
+    assert ids_on(await browser.get("/memories?q=香菜")) == [cilantro]
+    recalled = await browser.get("/memories?q=我不吃香菜&mode=recall")
+    assert ids_on(recalled)[0] == cilantro
+    assert ids_on(await browser.get("/memories?q=jazz&mode=recall&core=true")) == []
+    # Searching the page does not count as the agent using a memory.
+    assert (await app.get_memory(USER, cilantro))["use_count"] == 0
+
+
+async def test_bad_list_parameters_are_refused_with_the_field_and_rule(app, browser):
+    for query, field in (("sort=bogus", "sort"), ("page=0", "page"), ("per_page=5000", "per_page"),
+                         ("category=nonsense", "category"), ("since=yesterday", "since"),
+                         ("since=2026-11-27&until=2026-11-20", "until")):
+        page = await browser.get(f"/memories?{query}")
+        assert page.status_code == 400, query
+        assert re.search(rf'id="error">{field}: ', page.text), (query, page.text[-600:])
+
+
+# -- one memory and its changes ---------------------------------------------------------------------------
+async def test_a_memory_shows_its_facts_history_and_events(app, browser, clock):
+    old = await add(app, "用户住在北京", category=Category.fact)
+    clock.advance(days=3)
+    page = await browser.get(f"/memories/{old}")
+    assert "用户住在北京" in page.text and "3 days" in page.text
+    assert "= 0.6" in page.text or "Importance" in page.text
+    assert re.search(r"<td>created</td>", page.text)
+
+    revised = await browser.post(f"/memories/{old}/revise", {"content": "用户搬到了上海"})
+    assert revised.status_code == 303 and revised.headers["location"].endswith("msg=saved")
+    new_id = revised.headers["location"].split("/memories/")[1].split("?")[0]
+    assert new_id != old
+    newer = await app.get_memory(USER, new_id)
+    assert newer["content"] == "用户搬到了上海" and newer["supersedes"] == old and newer["source"] == "ui"
+    assert (await app.get_memory(USER, old))["status"] == "superseded"
+    page = await browser.get(f"/memories/{new_id}")
+    assert 'id="older"' in page.text and "用户住在北京" in page.text
+    page = await browser.get(f"/memories/{old}")
+    assert "用户搬到了上海" in page.text and "Replaced by" in page.text
+
+
+async def test_patch_a_core_memory_and_refuse_patching_others(app, browser):
+    core = await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+    other = await add(app, "用户喜欢爵士乐", category=Category.preference)
+    page = await browser.get(f"/memories/{core}")
+    assert 'id="patch-form"' in page.text and 'id="revise-form"' not in page.text
+    done = await browser.post(f"/memories/{core}/patch", {"patch": "英文名 Leo", "mode": "append"})
+    assert done.status_code == 303
+    patched = await app.get_memory(USER, core)
+    assert patched["content"].startswith("用户叫李雷（") and "英文名 Leo" in patched["content"]
+    assert len(patched["revisions"]) == 1
+    page = await browser.get(f"/memories/{core}")
+    assert 'id="revisions"' in page.text and "<del>用户叫李雷</del>" in page.text
+    refused = await browser.post(f"/memories/{other}/patch", {"patch": "x", "mode": "append"})
+    assert refused.status_code == 409 and "not a core memory" in refused.text
+    bad_mode = await browser.post(f"/memories/{core}/patch", {"patch": "x", "mode": "insert"})
+    assert bad_mode.status_code == 400 and "mode: must be append or replace" in bad_mode.text
+
+
+async def test_rescore_changes_category_and_scores_with_an_event(app, browser):
+    memory_id = await add(app, "用户打算明年考研", category=Category.fact)
+    before = await app.get_memory(USER, memory_id)
+    done = await browser.post(
+        f"/memories/{memory_id}/rescore",
+        {"category": "goal", "emotion": "0.9", "info": "0.9", "persistence": "1", "judge": "0.9"},
+    )
+    assert done.status_code == 303
+    after = await app.get_memory(USER, memory_id)
+    assert after["category"] == "goal" and after["core"] is True
+    assert after["importance"] > before["importance"]
+    page = await browser.get(f"/memories/{memory_id}")
+    assert "<td>rescored</td>" in page.text
+    refused = await browser.post(f"/memories/{memory_id}/rescore", {"info": "1.5"})
+    assert refused.status_code == 400 and "scores.info: must be between 0 and 1" in refused.text
+    assert (await app.get_memory(USER, memory_id))["scores"]["info"] == 0.9
+
+
+async def test_complete_and_reopen_a_todo(app, browser, clock):
+    rent = await add(app, "交房租", category=Category.todo, due_at=START + timedelta(hours=2))
+    clock.advance(hours=3)
+    todos = await browser.get("/todos")
+    assert rent in ids_on(todos) and "overdue" in todos.text
+    done = await browser.post(f"/memories/{rent}/todo", {"done": "1", "back": "todos"})
+    assert done.status_code == 303 and "/todos" in done.headers["location"]
+    assert (await app.get_memory(USER, rent))["completed_at"] is not None
+    assert rent not in ids_on(await browser.get("/todos"))
+    await browser.post(f"/memories/{rent}/todo", {"done": "0"})
+    assert (await app.get_memory(USER, rent))["completed_at"] is None
+    twice = await browser.post(f"/memories/{rent}/todo", {"done": "0"})
+    assert twice.status_code == 409
+
+
+async def test_forget_then_restore_from_the_trash(app, browser, clock):
+    memory_id = await add(app, "用户养了一只猫叫团子", category=Category.fact)
+    gone = await browser.post(f"/memories/{memory_id}/forget", {"reason": "wrong"})
+    assert gone.status_code == 303 and gone.headers["location"].endswith("msg=forgotten")
+    assert (await app.get_memory(USER, memory_id))["status"] == "trashed"
+    assert memory_id not in ids_on(await browser.get("/memories"))
+    trash = await browser.get("/trash")
+    assert ids_on(trash) == [memory_id]
+    purge = (START + timedelta(days=app.settings.trash_days)).date().isoformat()
+    assert purge in trash.text and "user_delete" in trash.text
+    back = await browser.post(f"/trash/{memory_id}/restore")
+    assert back.status_code == 303
+    assert (await app.get_memory(USER, memory_id))["status"] == "active"
+    assert ids_on(await browser.get("/trash")) == []
+    again = await browser.post(f"/trash/{memory_id}/restore")
+    assert again.status_code == 409 and "not in the trash" in again.text
+
+
+async def test_pending_confirm_reject_and_snooze(app, browser):
+    keep = await add(app, "用户可能喜欢爬山", confidence=0.7)
+    drop = await add(app, "用户可能讨厌下雨", confidence=0.7)
+    later = await add(app, "用户可能在学日语", confidence=0.7)
+    page = await browser.get("/pending")
+    assert set(ids_on(page)) == {keep, drop, later}
+    await browser.post(f"/pending/{keep}", {"action": "confirm"})
+    await browser.post(f"/pending/{drop}", {"action": "reject"})
+    snoozed = await browser.post(f"/pending/{later}", {"action": "snooze"})
+    assert snoozed.headers["location"].endswith("msg=snoozed")
+    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text="爬山", limit=5, offset=0)
+    assert [m.content for m in listed.items] == ["用户可能喜欢爬山"]
+    page = await browser.get("/pending")
+    assert ids_on(page) == [later] and "snoozed" in page.text
+    refused = await browser.post(f"/pending/{drop}", {"action": "confirm"})
+    assert refused.status_code == 409 and "already rejected" in refused.text
+    bad = await browser.post(f"/pending/{later}", {"action": "maybe"})
+    assert bad.status_code == 400 and "action: must be" in bad.text
+
+
+async def test_review_queue_promote_keep_and_forget(app, browser, clock):
+    name = await add(app, "用户喜欢别人叫他小林", category=Category.preference)
+    chatter = await add(app, "用户最近常聊足球", category=Category.fact)
+    for _ in range(PROMOTE_AFTER_USES):
+        clock.advance(hours=1)
+        await app.retrieval.recall(USER, RecallRequest(query="你好", used=[name, chatter]))
+    page = await browser.get("/review")
+    assert set(ids_on(page)) == {name, chatter}
+    await browser.post(f"/review/{name}", {"decision": "promote"})
+    await browser.post(f"/review/{chatter}", {"decision": "keep"})
+    assert (await app.get_memory(USER, name))["core"] is True
+    assert ids_on(await browser.get("/review")) == []
+    trip = await add(app, "用户下个月想去成都玩", category=Category.event,
+                     scores={"emotion": 0.6, "info": 0.5, "persistence": 0.2, "judge": 0.7})
+    clock.advance(days=3)
+    assert ids_on(await browser.get("/review")) == [trip]
+    await browser.post(f"/review/{trip}", {"decision": "forget"})
+    assert (await app.get_memory(USER, trip))["status"] == "trashed"
+
+
+# -- pictures, profile, export / import, live updates, languages -----------------------------------------
+async def test_insights_draw_the_store(app, browser, clock):
+    for i in range(6):
+        await add(app, f"fact number {i} about the user's work", category=Category.fact,
+                  scores={"emotion": 0.1 * i, "info": 0.1 * i, "persistence": 0.1, "judge": 0.1 * i})
+    await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+    await app.retrieval.recall(USER, RecallRequest(query="the user's work"))
+    page = await browser.get("/insights")
+    assert page.status_code == 200
+    assert page.text.count("<svg") == 4
+    assert re.search(r"<title>\d{4}-\d\d-\d\d fact: 7</title>", page.text)
+    assert re.search(r"<title>\d{4}-\d\d-\d\d recalled: 1</title>", page.text)
+    assert "6 of 800 places used; 1 core memories do not count" in page.text
+    evicted = re.search(r'<ol id="next-evicted">(.*?)</ol>', page.text, re.DOTALL)
+    assert evicted is not None
+    assert re.findall(r"fact number (\d)", evicted.group(1)) == ["0", "1", "2", "3", "4"]  # least important first
+    health = await browser.get("/insights/health")
+    assert health.status_code == 200 and "healthy" in health.text
+
+
+async def test_profile_tab_is_a_placeholder_with_the_user_card(app, browser):
+    await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+    page = await browser.get("/profile")
+    assert 'id="profile-soon"' in page.text and "用户叫李雷" in page.text
+
+
+async def test_export_and_import_only_the_users_own_rows(app, browser, settings):
+    mine = await add(app, "用户不喜欢香菜", category=Category.preference, scores={"persistence": 1.0})
+    await add(app, "bob likes tea", user="bob")
+    exported = await browser.get("/export.jsonl")
+    assert exported.status_code == 200 and "attachment" in exported.headers["content-disposition"]
+    rows = [json.loads(line) for line in exported.text.splitlines()]
+    contents = [r.get("content") for r in rows if r.get("type") == "memory" or "content" in r]
+    assert any("香菜" in json.dumps(r, ensure_ascii=False) for r in rows)
+    assert not any("bob likes tea" in json.dumps(r) for r in rows), contents
+    markdown = await browser.get("/export.md")
+    assert markdown.status_code == 200 and "香菜" in markdown.text
+
+    await app.lifecycle.forget(USER, mine, None)
+    for _ in range(1):  # purge the memory for good is maintenance's job; re-importing an existing row is skipped
+        done = await browser.post("/import", files={"file": ("x.jsonl", exported.content, "application/x-ndjson")})
+    assert done.status_code == 200 and 'id="import-report"' in done.text
+
+    bob_export = json.dumps({"type": "memory", **(await app.get_memory("bob", (await app.lifecycle.list_memories(
+        "bob", category=None, status="active", text=None, limit=1, offset=0)).items[0].id))})
+    header = exported.text.splitlines()[0]
+    refused = await browser.post("/import", files={"file": ("b.jsonl", f"{header}\n{bob_export}\n".encode(), "text/plain")})
+    assert refused.status_code == 400, refused.text[-500:]
+    empty = await browser.post("/import", files={"file": ("e.jsonl", b"", "text/plain")})
+    assert empty.status_code == 400 and "file: " in empty.text
+
+
+async def test_an_open_list_learns_of_new_writes(app, browser):
+    page = await browser.get("/memories")
+    latest = int(re.search(r"/live\?after=(\d+)", page.text).group(1))
+    quiet = await browser.get(f"/live?after={latest}")
+    assert quiet.status_code == 200 and "HX-Trigger" not in quiet.headers
+    new_id = await add(app, "用户刚刚说他换了工作", category=Category.fact)
+    moved = await browser.get(f"/live?after={latest}")
+    assert moved.headers["HX-Trigger"] == "pm-changed"
+    after = int(re.search(r"/live\?after=(\d+)", moved.text).group(1))
+    assert after > latest
+    rows = await browser.get("/memories", headers={"HX-Request": "true", "HX-Target": "rows"})
+    assert rows.text.lstrip().startswith('<div id="rows">') and new_id in rows.text
+
+
+async def test_the_page_speaks_the_browsers_language(app, browser):
+    zh = await browser.get("/memories", headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
+    assert "回收站" in zh.text and 'lang="zh-CN"' in zh.text
+    en = await browser.get("/memories", headers={"Accept-Language": "en-GB,en;q=0.9,zh;q=0.5"})
+    assert "Trash" in en.text and "回收站" not in en.text
+    forced = await browser.get("/memories?lang=zh", headers={"Accept-Language": "en"})
+    assert "回收站" in forced.text
+
+
+async def test_unknown_memory_is_a_404_page(app, browser):
+    page = await browser.get("/memories/0123456789abcdef")
+    assert page.status_code == 404 and "no memory with id" in page.text
+
+
+# -- access -------------------------------------------------------------------------------------------------
+async def test_tokens_sign_in_and_see_only_their_user(app, clock):
+    mine = await add(app, "alice 喜欢猫", user="alice")
+    theirs = await add(app, "bob 喜欢狗", user="bob")
+    local = await add(app, "本机用户的记忆")
+    tokens = TokenService(app.store, app.clock)
+    alice = (await tokens.create("alice")).token
+    await tokens.create("bob")
+    async with make_browser(app) as client:
+        browser = Browser(client)
+        page = await browser.get("/memories")
+        assert page.status_code == 303 and page.headers["location"] == "/ui/login"
+        polled = await browser.get("/live?after=0", headers={"HX-Request": "true"})
+        assert polled.headers["HX-Redirect"] == "/ui/login"
+        assert (await client.post(f"/ui/memories/{local}/forget", data={"csrf": "x"})).status_code == 401
+        wrong = await client.post("/ui/login", data={"token": alice[:-2] + "xx"})
+        assert wrong.status_code == 401 and "not valid" in wrong.text
+        signed = await client.post("/ui/login", data={"token": alice})
+        assert signed.status_code == 303
+        cookie = signed.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and alice not in cookie
+        page = await browser.get("/memories")
+        assert ids_on(page) == [mine] and 'id="user">alice<' in page.text
+        assert (await browser.get(f"/memories/{theirs}")).status_code == 404
+        assert (await browser.post(f"/memories/{theirs}/forget")).status_code == 404
+        assert (await app.get_memory("bob", theirs))["status"] == "active"
+        assert "bob" not in (await browser.get("/export.jsonl")).text
+
+        record = (await tokens.list("alice"))[0]
+        await tokens.revoke(record.id)
+        assert (await browser.get("/memories")).status_code == 303  # the session ended with its token
+
+
+async def test_changes_need_the_csrf_token_and_a_same_origin(app, browser):
+    memory_id = await add(app, "用户喜欢喝绿茶", category=Category.preference)
+    await browser.get("/memories")
+    missing = await browser.client.post(f"/ui/memories/{memory_id}/forget", data={})
+    assert missing.status_code == 403
+    foreign = await browser.post(f"/memories/{memory_id}/forget", headers={"Origin": "https://evil.example"})
+    assert foreign.status_code == 403
+    assert (await app.get_memory(USER, memory_id))["status"] == "active"
+    same = await browser.post(f"/memories/{memory_id}/forget", headers={"Origin": BASE})
+    assert same.status_code == 303
+    assert (await app.get_memory(USER, memory_id))["status"] == "trashed"
+
+
+async def test_a_foreign_host_name_is_refused(app, browser):
+    page = await browser.client.get("/ui/memories", headers={"Host": "attacker.example"})
+    assert page.status_code == 421
+
+
+async def test_never_anonymous_asks_for_a_sign_in_even_without_tokens(app):
+    async with make_browser(app, Anonymous.never) as client:
+        assert (await client.get("/ui/memories")).status_code == 303
+
+
+async def test_http_transport_serves_the_page_under_ui(app, settings):
+    from pocketmem.mcp.http import NetworkOptions, build_app
+
+    asgi = build_app(settings, app, NetworkOptions(transport="http", ui=True), Anonymous.until_first_token)
+    memory_id = await add(app, "用户喜欢跑步", category=Category.preference)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=asgi), base_url=BASE) as client:
+        page = await client.get("/ui/memories")
+        assert page.status_code == 200 and memory_id in page.text
+        assert 'href="/ui/static/style.css"' in page.text
+        assert (await client.get("/ui/static/htmx.min.js")).status_code == 200
+    events = await app.browse.detail(USER, memory_id)
+    assert [e.kind for e in events.events] == [EventKind.created]
+    assert events.memory.status == Status.active
+
+
+async def test_plain_text_search_uses_the_keyword_index_and_falls_back_to_a_scan(app, browser, clock, monkeypatch):
+    from pocketmem.service import browse
+
+    tea = []
+    for n in range(3):
+        clock.advance(minutes=1)
+        tea.append(await add(app, f"用户第{n}次说喜欢喝绿茶", category=Category.preference))
+    sure = await add(app, "User is 100% sure about the move", category=Category.fact)
+    assert set(ids_on(await browser.get("/memories?q=绿茶"))) == set(tea)
+    assert ids_on(await browser.get("/memories?q=绿茶&sort=oldest")) == tea
+    assert ids_on(await browser.get("/memories?q=绿茶&per_page=2&page=2")) == [tea[0]]
+    assert ids_on(await browser.get("/memories?q=%25")) == [sure]  # no index terms: a substring scan
+    monkeypatch.setattr(browse, "TEXT_CANDIDATES", 2)  # too many matches for the index path: a scan
+    assert set(ids_on(await browser.get("/memories?q=绿茶"))) == set(tea)
+
+
+async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
+    memory_id = await add(app, "用户喜欢喝绿茶", category=Category.preference)
+    await browser.get("/memories")
+    big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
+    assert big.status_code == 400 and "form: is larger than" in big.text
+    assert (await app.get_memory(USER, memory_id))["status"] == "active"
+
+
+async def test_a_session_holds_across_workers_and_restarts_and_cannot_be_forged(app, clock):
+    await add(app, "alice 喜欢猫", user="alice")
+    tokens = TokenService(app.store, app.clock)
+    alice = (await tokens.create("alice")).token
+    async with make_browser(app) as first:
+        signed = await first.post("/ui/login", data={"token": alice})
+        cookie = signed.cookies["pocketmem_ui"]
+    assert alice not in cookie
+    async with make_browser(app) as second:  # another worker, or the page after a restart
+        page = await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})
+        assert page.status_code == 200 and 'id="user">alice<' in page.text
+        token_id, expires, signature = cookie.split(".")
+        for forged in (f"{token_id}.{int(expires) + 86400}.{signature}", f"{token_id}.{expires}.{'0' * 64}", "x"):
+            assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={forged}"})).status_code == 303
+        clock.advance(days=8)
+        assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})).status_code == 303
+
+
+async def test_pending_trash_and_todos_pages_refresh_themselves(app, browser):
+    for path in ("/pending", "/trash", "/todos"):
+        page = await browser.get(path)
+        assert 'hx-trigger="pm-changed from:body" hx-target="#view"' in page.text, path
+        assert re.search(r"/live\?after=\d+", page.text), path
+    assert 'hx-target="#view"' not in (await browser.get("/memories")).text  # the list refreshes its rows only

@@ -1,0 +1,193 @@
+"""End to end in a real browser: `pocketmem ui` as a process, driven by Playwright through Debian's chromium.
+
+CI installs chromium and fonts-noto-cjk with apt-get (.ci/run); Playwright's own browser download is
+not used. Elsewhere the test is skipped when chromium is missing. Screenshots of the main views are
+written to tests/screenshots/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.base.config import Settings
+from pocketmem.base.models import Category
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.tokens import TokenService
+
+pytestmark = [pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SHOTS = Path(__file__).parent / "screenshots"
+_ANNOUNCE = re.compile(r"memory management page at (http://\S+)")
+
+if CHROMIUM is None and not os.environ.get("CI"):
+    pytest.skip(
+        "chromium is not installed (apt-get install -y chromium fonts-noto-cjk; .ci/run does this)",
+        allow_module_level=True,
+    )
+
+
+def settings_for(home: Path) -> Settings:
+    return Settings(home=home, tz="Asia/Shanghai", maintain_interval=0)  # type: ignore[call-arg]
+
+
+async def seed(home: Path) -> dict[str, str]:
+    async with PocketMem(settings_for(home)) as pm:
+        ids: dict[str, str] = {}
+
+        async def add(key: str, user: str, content: str, **kw: object) -> None:
+            result = await pm.lifecycle.add(user, AddRequest(content=content, **kw))  # type: ignore[arg-type]
+            ids[key] = result.memory_id or result.pending_id or ""
+
+        await add("cilantro", "alice", "用户不喜欢香菜，吃到会很反感", category=Category.preference)
+        await add("name", "alice", "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+        await add("jazz", "alice", "User listens to jazz while coding", category=Category.preference)
+        await add("rent", "alice", "周五前交房租", category=Category.todo)
+        await add("hiking", "alice", "用户可能喜欢爬山", confidence=0.7)
+        await add("bob", "bob", "bob 的秘密计划", category=Category.goal)
+        tokens = TokenService(pm.store, pm.clock)
+        ids["alice_token"] = (await tokens.create("alice")).token
+        ids["bob_token"] = (await tokens.create("bob")).token
+    return ids
+
+
+async def add_later(home: Path, content: str, confidence: float = 1.0) -> None:
+    async with PocketMem(settings_for(home)) as pm:
+        await pm.lifecycle.add("alice", AddRequest(content=content, category=Category.fact, confidence=confidence))
+
+
+@pytest.fixture
+def ui_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    home = tmp_path / "home"
+    home.mkdir()
+    log_path = tmp_path / "ui.log"
+    env = {"PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
+           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pocketmem", "ui", "--no-browser"], env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=log,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := _ANNOUNCE.search(log_path.read_text(errors="replace"))):
+            assert proc.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        yield found.group(1).rsplit("/memories", 1)[0], home
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_a_person_fixes_and_undoes_without_an_agent(ui_server: tuple[str, Path]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base, home = ui_server
+    ids = asyncio.run(seed(home))
+    SHOTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(locale="zh-CN", viewport={"width": 1100, "height": 800})
+        page = context.new_page()
+        third_party: list[str] = []
+        page.on("request", lambda r: None if r.url.startswith(base.rsplit("/ui", 1)[0]) else third_party.append(r.url))
+
+        # Tokens exist, so the page asks for one.
+        page.goto(f"{base}/memories")
+        expect(page).to_have_url(re.compile(r"/ui/login$"))
+        page.fill("input[name=token]", ids["alice_token"])
+        page.click("button[type=submit]")
+        expect(page.locator("#user")).to_have_text("alice")
+        expect(page.locator("tr.memory")).to_have_count(4)  # the pending one is not a memory yet
+        expect(page.locator("nav")).to_contain_text("回收站")  # Chinese, by the browser's language
+        page.screenshot(path=str(SHOTS / "memories.png"), full_page=True)
+
+        # Search, open, forget.
+        page.fill("input[name=q]", "香菜")
+        page.click("form.filters button[type=submit]")
+        expect(page.locator("tr.memory")).to_have_count(1)
+        page.click(f"a[href$='/memories/{ids['cilantro']}']")
+        expect(page.locator("#content")).to_have_text("用户不喜欢香菜，吃到会很反感")
+        page.screenshot(path=str(SHOTS / "memory.png"), full_page=True)
+        page.click("#forget-form button")
+        expect(page.locator(".msg")).to_contain_text("回收站")
+
+        # Restore it from the trash.
+        page.click("nav a[href$='/trash']")
+        expect(page.locator(f"tr[data-id='{ids['cilantro']}']")).to_have_count(1)
+        page.screenshot(path=str(SHOTS / "trash.png"), full_page=True)
+        page.click(f"tr[data-id='{ids['cilantro']}'] button")
+        expect(page.locator(".msg")).to_have_text("已恢复。")
+        expect(page.locator("tr.trashed")).to_have_count(0)
+
+        # Confirm the pending memory.
+        page.click("nav a[href$='/pending']")
+        expect(page.locator(f"tr[data-id='{ids['hiking']}']")).to_have_count(1)
+        page.screenshot(path=str(SHOTS / "pending.png"), full_page=True)
+        page.click(f"tr[data-id='{ids['hiking']}'] button:has-text('确认')")
+        expect(page.locator("tr.pending")).to_have_count(0)
+        with ThreadPoolExecutor(1) as pool:  # the agent proposes another one meanwhile
+            pool.submit(asyncio.run, add_later(home, "用户可能喜欢游泳", 0.7)).result()
+        expect(page.locator("tr.pending")).to_have_count(1, timeout=15_000)
+        page.click("nav a[href$='/memories']")
+        expect(page.locator("tr.memory")).to_have_count(5)
+        expect(page.locator("table")).to_contain_text("用户可能喜欢爬山")
+
+        # The open list picks up what an agent writes from another process.
+        with ThreadPoolExecutor(1) as pool:  # another writer, outside Playwright's event loop
+            pool.submit(asyncio.run, add_later(home, "用户刚换了新工作")).result()
+        expect(page.locator("table")).to_contain_text("用户刚换了新工作", timeout=15_000)
+
+        # Patch the core memory.
+        page.goto(f"{base}/memories/{ids['name']}")
+        page.fill("#patch-form textarea", "英文名 Leo")
+        page.click("#patch-form button")
+        expect(page.locator("#content")).to_contain_text("英文名 Leo")
+        expect(page.locator("#revisions")).to_contain_text("用户叫李雷")
+
+        page.goto(f"{base}/insights")
+        expect(page.locator("svg.chart")).to_have_count(4)
+        page.screenshot(path=str(SHOTS / "insights.png"), full_page=True)
+
+        # Without JavaScript the page still works: plain links and forms.
+        nojs = browser.new_context(java_script_enabled=False, locale="en-US")
+        plain = nojs.new_page()
+        plain.goto(f"{base}/login")
+        plain.fill("input[name=token]", ids["alice_token"])
+        plain.click("button[type=submit]")
+        plain.goto(f"{base}/memories/{ids['jazz']}")
+        plain.click("#forget-form button")
+        expect(plain.locator(".msg")).to_contain_text("Moved to the trash")
+        nojs.close()
+
+        # Bob sees none of it.
+        page.click("header form button")
+        expect(page).to_have_url(re.compile(r"/ui/login$"))
+        page.fill("input[name=token]", ids["bob_token"])
+        page.click("button[type=submit]")
+        expect(page.locator("#user")).to_have_text("bob")
+        expect(page.locator("tr.memory")).to_have_count(1)
+        expect(page.locator("main")).not_to_contain_text("香菜")
+        response = page.goto(f"{base}/memories/{ids['name']}")
+        assert response is not None and response.status == 404
+        page.goto(f"{base}/trash")
+        expect(page.locator("tr.trashed")).to_have_count(0)
+        browser.close()
+    assert third_party == []

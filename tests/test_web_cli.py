@@ -1,0 +1,89 @@
+"""`pocketmem ui` and `pocketmem serve --transport http --ui` as real processes, over real HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from .servers import ServerProcess, cli, server_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.backends]
+_ANNOUNCE = re.compile(r"memory management page at (http://\S+)/ui/memories")
+
+
+def create_token(home: Path, user: str) -> str:
+    """`pocketmem token create` from this checkout (subprocesses get a minimal environment otherwise)."""
+    out = cli(home, "token", "create", "--user", user, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def ui_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    home = tmp_path / "home"
+    home.mkdir()
+    log_path = tmp_path / "ui.log"
+    env = server_env(home, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pocketmem", "ui", "--no-browser"], env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=log,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := _ANNOUNCE.search(log_path.read_text(errors="replace"))):
+            assert proc.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        assert found.group(1).startswith("http://127.0.0.1:")
+        yield found.group(1), home
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            assert proc.wait(timeout=15) in (0, 130)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Path]) -> None:
+    url, home = ui_process
+    with httpx2.Client(base_url=url) as http:
+        root = http.get("/")
+        assert root.status_code == 307 and root.headers["location"] == "/ui/memories"
+        page = http.get("/ui/memories")
+        assert page.status_code == 200 and 'id="user">global<' in page.text
+        assert http.get("/ui/static/htmx.min.js").status_code == 200
+        create_token(home, "alice")
+        again = http.get("/ui/memories")  # no restart: the next request needs a sign-in
+        assert again.status_code == 303 and again.headers["location"] == "/ui/login"
+
+
+def test_serve_http_with_ui_mounts_the_page_beside_mcp(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with ServerProcess(home, "http", "--ui", env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")}) as server:
+        assert f"memory management page at {server.base}/ui/memories" in server.log()
+        with httpx2.Client(base_url=server.base) as http:
+            page = http.get("/ui/memories")
+            assert page.status_code == 200 and "pocketmem" in page.text
+            token = create_token(home, "bob")
+            assert http.get("/ui/memories").status_code == 303
+            signed = http.post("/ui/login", data={"token": token})
+            assert signed.status_code == 303
+            page = http.get("/ui/memories")
+            assert page.status_code == 200 and 'id="user">bob<' in page.text
+            # The MCP endpoint is unchanged: still a bearer token per request.
+            assert http.post("/mcp", json={}).status_code == 401
+
+
+def test_ui_is_refused_on_stdio(tmp_path: Path) -> None:
+    out = cli(tmp_path / "home", "serve", "--ui", PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    assert out.returncode == 2 and "--ui apply to --transport http or sse" in out.stderr
