@@ -21,7 +21,7 @@ from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.service.review import PROMOTE_AFTER_USES
 from pocketmem.service.tokens import TokenService
-from pocketmem.web.server import make_access, ui_app
+from pocketmem.web.server import make_access, mount_page, ui_app
 
 from .conftest import START
 
@@ -387,7 +387,7 @@ async def test_never_anonymous_asks_for_a_sign_in_even_without_tokens(app):
 async def test_http_transport_serves_the_page_under_ui(app, settings):
     from pocketmem.mcp.http import NetworkOptions, build_app
 
-    asgi = build_app(settings, app, NetworkOptions(transport="http", ui=True), Anonymous.until_first_token)
+    asgi = build_app(settings, app, NetworkOptions(transport="http", mount=mount_page), Anonymous.until_first_token)
     memory_id = await add(app, "用户喜欢跑步", category=Category.preference)
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=asgi), base_url=BASE) as client:
         page = await client.get("/ui/memories")

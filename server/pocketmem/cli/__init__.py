@@ -235,7 +235,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port,
         auth=AuthMode(args.auth),
         allowed_hosts=tuple(args.allowed_host),
-        ui=args.ui,
+        mount=_page_hook() if args.ui else None,
     )
     asyncio.run(serve(settings, options))
     return 0
@@ -246,6 +246,12 @@ async def _preflight(settings: Settings) -> None:
 
     async with PocketMem(settings):
         pass
+
+
+def _page_hook() -> Any:
+    from pocketmem.web.server import mount_page
+
+    return mount_page
 
 
 def _ui(settings: Settings, args: argparse.Namespace) -> int:

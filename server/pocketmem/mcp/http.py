@@ -205,7 +205,13 @@ class NetworkOptions:
     port: int = 8765
     auth: AuthMode = AuthMode.auto
     allowed_hosts: tuple[str, ...] = ()
-    ui: bool = False  # also serve the memory management page under /ui (web/)
+    # Extra routes mounted beside the transport, e.g. the management page under /ui (web.server.mount_page);
+    # a hook, so this layer never imports the page's.
+    mount: Callable[[Starlette, PocketMem, Anonymous, NetworkOptions], None] | None = None
+
+    @property
+    def ui(self) -> bool:
+        return self.mount is not None
 
 
 def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anonymous: Anonymous) -> ASGIApp:
@@ -230,10 +236,8 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             transport_security=security,
             host=options.host,
         )
-    if options.ui:
-        from pocketmem.web.server import make_access, mount_ui
-
-        mount_ui(starlette, app, make_access(app, anonymous, options.host, options.allowed_hosts))
+    if options.mount is not None:
+        options.mount(starlette, app, anonymous, options)
     if local is None:
         return starlette
 

@@ -154,7 +154,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
 def pick_locale(accept_language: str | None, override: str | None = None) -> str:
     """zh when the browser prefers Chinese (or ?lang=zh), else en. Quality values are honoured."""
     if override in LOCALES:
-        return override  # type: ignore[return-value]
+        return override
     best, best_q = "en", -1.0
     for part in (accept_language or "").split(","):
         tag, _, params = part.strip().partition(";")

@@ -20,7 +20,7 @@ from starlette.routing import Mount, Route
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.mcp.http import Anonymous, AuthMode, access_policy, listen
+from pocketmem.mcp.http import Anonymous, AuthMode, NetworkOptions, access_policy, listen
 from pocketmem.service.tokens import TokenService
 from pocketmem.web.access import WebAccess, allowed_host_names
 from pocketmem.web.app import build_web_app
@@ -40,6 +40,11 @@ def make_access(pm: PocketMem, anonymous: Anonymous, host: str, allowed_hosts: t
 def mount_ui(app: Starlette, pm: PocketMem, access: WebAccess) -> None:
     """Serve the page under /ui of `app` (the HTTP transport's Starlette app)."""
     app.router.routes.append(Mount(UI_PATH, app=build_web_app(pm, access)))
+
+
+def mount_page(app: Starlette, pm: PocketMem, anonymous: Anonymous, options: NetworkOptions) -> None:
+    """The HTTP transport's hook (NetworkOptions.mount): the page under /ui with the transport's access rules."""
+    mount_ui(app, pm, make_access(pm, anonymous, options.host, options.allowed_hosts))
 
 
 def ui_app(pm: PocketMem, access: WebAccess) -> Starlette:
