@@ -427,6 +427,10 @@ class StoreWriter(StoreReader):
     @abstractmethod
     async def import_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> bool: ...
 
+    async def import_memories(self, rows: Sequence[tuple[Memory, Sequence[float], IndexedText]]) -> list[bool]:
+        """import_memory for a batch (one round trip per statement where the backend allows); True per inserted row."""
+        return [await self.import_memory(memory, vector, text) for memory, vector, text in rows]
+
     @abstractmethod
     async def import_tombstone(self, tombstone: Tombstone) -> bool: ...
 
