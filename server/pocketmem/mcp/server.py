@@ -87,6 +87,10 @@ def build_server(
                 # In the background: the handshake never waits for maintenance.
                 if settings.maintain_interval > 0:
                     tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, notifier.check_all)
+                if settings.use_flush_interval > 0:
+                    # Recall answers first; its use counts are written together on this timer (and at close).
+                    app.retrieval.uses.deferred = True
+                    tasks.start_soon(app.retrieval.uses.run_periodically, settings.use_flush_interval)
                 if app.sync is not None and settings.sync_interval > 0:
                     tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
                 # A local model loads in a worker thread while the client is already talking to us.
