@@ -174,15 +174,22 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
         build_server(settings).run()
         return 0
-    from pocketmem.mcp.http import AuthMode, NetworkOptions, serve
+    from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
 
-    options = NetworkOptions(
+    options = check_options(NetworkOptions(
         transport=args.transport,
         host=args.host,
         port=args.port,
         auth=AuthMode(args.auth),
         allowed_hosts=tuple(args.allowed_host),
-    )
+        stateless=args.stateless,
+        workers=args.workers,
+        listen_fd=args.listen_fd,
+        worker_index=args.worker_index,
+        argv=tuple(args.argv),
+    ))
+    if options.workers > 1 and options.listen_fd is None:
+        return serve_workers(settings, options)
     asyncio.run(serve(settings, options))
     return 0
 
@@ -257,6 +264,19 @@ def build_parser() -> argparse.ArgumentParser:
         "rebinding); repeatable; needed with --host 0.0.0.0 and behind a reverse proxy",
     )
 
+    serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="http: no server-side MCP session, JSON responses; any process can answer any request "
+        "(no resource subscriptions, no progress or sampling mid-call)",
+    )
+    serve.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="http: N server processes on one port, each stateless (default 1); see docs/speed.md",
+    )
+    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+
     token = sub.add_parser("token", help="manage bearer tokens of the http/sse transports (one user per token)")
     token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_sub.add_parser("create", help="create a token for a user and print it (only this once)")
@@ -295,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     try:
         settings = load_settings()
         _configure_logging(settings, args.verbose)

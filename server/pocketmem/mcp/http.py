@@ -25,12 +25,14 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import os
 import secrets
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,6 +43,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import ConfigError
 from pocketmem.mcp.server import build_server
+from pocketmem.mcp.workers import MAX_WORKERS, Supervisor, adopt_socket
 from pocketmem.service.tokens import SCOPE, TokenService
 
 log = logging.getLogger(__name__)
@@ -202,6 +205,12 @@ class NetworkOptions:
     port: int = 8765
     auth: AuthMode = AuthMode.auto
     allowed_hosts: tuple[str, ...] = ()
+    # Streamable HTTP without server-side sessions, JSON responses (any process can answer any request).
+    stateless: bool = False
+    workers: int = 1
+    listen_fd: int | None = None  # a worker's inherited listening socket (workers.py)
+    worker_index: int = 0
+    argv: tuple[str, ...] = ()  # the `serve` command line, repeated for each worker
 
 
 def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anonymous: Anonymous) -> ASGIApp:
@@ -217,6 +226,8 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             max_request_body_size=settings.max_request_bytes,
             transport_security=security,
             host=options.host,
+            stateless_http=options.stateless,
+            json_response=options.stateless,
         )
     else:
         starlette = mcp.sse_app(
@@ -251,7 +262,12 @@ def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_t
         access = "no token needed until one is created with `pocketmem token create`"
     else:
         access = "bearer token required"
-    return f"pocketmem: MCP over {kind} at http://{host}:{port}{path} ({access})"
+    mode = ""
+    if options.workers > 1:
+        mode = f", {options.workers} stateless workers"
+    elif options.stateless:
+        mode = ", stateless"
+    return f"pocketmem: MCP over {kind} at http://{host}:{port}{path} ({access}{mode})"
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -263,10 +279,39 @@ def listen(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def check_options(options: NetworkOptions) -> NetworkOptions:
+    if options.transport != "http" and (options.stateless or options.workers > 1):
+        raise ConfigError("--stateless and --workers apply to --transport http (SSE needs a session per client)")
+    if not 1 <= options.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}")
+    # Several processes: a legacy session would live in one of them only, so every worker is stateless.
+    return replace(options, stateless=True) if options.workers > 1 else options
+
+
+async def access_for(settings: Settings, options: NetworkOptions) -> tuple[Anonymous, int]:
+    """Open the store just long enough to apply the access policy (the parent of several workers)."""
+    async with PocketMem(settings) as app:
+        active_tokens = await TokenService(app.store, app.clock).count_active()
+    return access_policy(options.host, options.auth, active_tokens, options.allowed_hosts), active_tokens
+
+
+def serve_workers(settings: Settings, options: NetworkOptions) -> int:
+    """The parent of `--workers N`: check, bind, announce, then supervise the workers until interrupted."""
+    anonymous, active_tokens = asyncio.run(access_for(settings, options))
+    sock = listen(options.host, options.port)
+    port = sock.getsockname()[1]
+    print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
+    return Supervisor(sock, options.argv, options.workers).run()
+
+
 async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem | None = None) -> None:
     """Run until interrupted. Prints the URL (with the real port when --port 0) on stderr once listening."""
     import uvicorn
 
+    worker = options.listen_fd is not None
+    if worker and options.worker_index > 0:
+        # One worker keeps the timers; the others only answer requests.
+        settings = settings.model_copy(update={"maintain_interval": 0, "sync_interval": 0})
     app = app or PocketMem(settings)
     async with app:
         active_tokens = await TokenService(app.store, app.clock).count_active()
@@ -284,10 +329,25 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         server = uvicorn.Server(config)
-        serving = asyncio.create_task(server.serve(sockets=[listen(options.host, options.port)]))
+        sock = adopt_socket(options.listen_fd) if options.listen_fd is not None else listen(options.host, options.port)
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.02)
-        if server.started:
+        if server.started and not worker:
             port = server.servers[0].sockets[0].getsockname()[1]
             print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
-        await serving
+        orphaned = asyncio.create_task(stop_when_orphaned(server)) if worker else None
+        try:
+            await serving
+        finally:
+            if orphaned is not None:
+                orphaned.cancel()
+
+
+async def stop_when_orphaned(server: Any, interval: float = 1.0) -> None:
+    """A worker whose parent is gone (killed outright) stops cleanly instead of serving on alone."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await asyncio.sleep(interval)
+    log.warning("the parent process is gone; this worker stops")
+    server.should_exit = True
