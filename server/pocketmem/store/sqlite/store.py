@@ -42,7 +42,7 @@ from pocketmem.base.models import (
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
 from pocketmem.store.sqlite import migrations as sqlite_migrations
-from pocketmem.store.sqlite.driver import connect, sqlite_module
+from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
@@ -911,7 +911,8 @@ class SQLiteStore(Store):
     def vectors_available(self) -> bool:
         return self._vectors_loaded and self._vector_table
 
-    async def _connect(self) -> aiosqlite.Connection:
+    async def _connect(self, *, inline: bool = False) -> aiosqlite.Connection:
+        """A connection; `inline` runs its calls on the event loop's thread (the reader: driver.py says why)."""
         path = self.path
 
         def factory() -> Any:
@@ -920,7 +921,8 @@ class SQLiteStore(Store):
             conn.create_function("pm_exp", 1, _exp, deterministic=True)
             return conn
 
-        conn = aiosqlite.Connection(factory, iter_chunk_size=256)
+        kind = inline_connection_class() if inline else aiosqlite.Connection
+        conn = kind(factory, iter_chunk_size=256)
         await conn
         return conn
 
@@ -941,7 +943,7 @@ class SQLiteStore(Store):
                 await self._writer.execute("pragma optimize = 0x10002")
             except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
                 log.debug("pragma optimize failed", exc_info=True)
-            self._reader = await self._connect() if self.path != ":memory:" else self._writer
+            self._reader = await self._connect(inline=True) if self.path != ":memory:" else self._writer
             self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
             if self._bookkeeper is not self._writer:
                 await self._bookkeeper.execute("pragma synchronous = normal")
