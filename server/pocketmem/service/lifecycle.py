@@ -271,13 +271,21 @@ class Lifecycle:
         if req.confidence < self.settings.store_threshold:
             return await self._add_pending(user_id, req, request_hash, now)
         vector = await self._embed(req.content, req.keywords)
-        async with self.store.write() as tx:
-            replay = await self._replay(tx, user_id, req.operation_id, request_hash)
-            if replay is not None:
-                return replay
-            result = await self._store(tx, user_id, req, vector, now)
-            await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
-        return result
+
+        async def work(tx: StoreWriter) -> AddResult:
+            try:
+                replay = await self._replay(tx, user_id, req.operation_id, request_hash)
+                if replay is not None:
+                    return replay
+                result = await self._store(tx, user_id, req, vector, now)
+                await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
+                return result
+            except BaseException:
+                self._known_users.discard(user_id)  # its users row may have been undone with it
+                raise
+
+        # Embedded above, outside the lock; adds arriving together share one durable commit.
+        return await self.store.write_shared(work)
 
     async def add_many(self, user_id: str, requests: Sequence[AddRequest]) -> list[AddResult]:
         """Bulk write (imports, benchmarks): embeddings in batches, all requests in one transaction.

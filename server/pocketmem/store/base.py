@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pocketmem.base.models import (
     ApiToken,
@@ -489,6 +489,9 @@ class StoreWriter(StoreReader):
         """Set a store_meta value inside the transaction."""
 
 
+T = TypeVar("T")
+
+
 class Store(ABC):
     """A backend: opens, migrates, hands out transactions."""
 
@@ -524,6 +527,13 @@ class Store(ABC):
     def write(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
         """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
         a later durable commit makes it durable too."""
+
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+        """Run `work` in a durable write transaction it may share with other writers waiting at the same time
+        (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;
+        an exception from `work` undoes only its own writes and is raised to its caller alone."""
+        async with self.write() as tx:
+            return await work(tx)
 
     @abstractmethod
     async def get_meta(self, key: str) -> str | None: ...

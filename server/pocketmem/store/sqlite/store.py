@@ -14,11 +14,11 @@ import json
 import logging
 import math
 import struct
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -44,6 +44,7 @@ from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, 
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
+from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
     REVISION_COLUMNS,
@@ -61,6 +62,8 @@ from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 LOCK_RETRIES = 3
 # How long a write waits for other processes' writes before it fails as busy.
@@ -904,6 +907,7 @@ class SQLiteStore(Store):
         self._write_lock = asyncio.Lock()
         self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
+        self._group = GroupCommitter(self.write)  # concurrent durable adds share one commit (group.py)
         self._vectors_loaded = False
         self._vector_table = False
 
@@ -1027,6 +1031,9 @@ class SQLiteStore(Store):
                 except Exception:
                     await conn.execute("rollback")
                     raise
+
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+        return await self._group.submit(work)
 
     def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
         return self._file_lock.hold() if self._file_lock is not None else nullcontext()
