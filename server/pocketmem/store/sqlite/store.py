@@ -915,8 +915,9 @@ class SQLiteStore(Store):
     def vectors_available(self) -> bool:
         return self._vectors_loaded and self._vector_table
 
-    async def _connect(self, *, inline: bool = False) -> aiosqlite.Connection:
-        """A connection; `inline` runs its calls on the event loop's thread (the reader: driver.py says why)."""
+    async def _connect(self, *, inline: bool = False, writer: bool = False) -> aiosqlite.Connection:
+        """A connection whose calls run on the event loop's thread: all of a reader's (`inline`), a writer's
+        but its commits and BEGIN IMMEDIATE (`writer`; driver.py says why)."""
         path = self.path
 
         def factory() -> Any:
@@ -925,7 +926,7 @@ class SQLiteStore(Store):
             conn.create_function("pm_exp", 1, _exp, deterministic=True)
             return conn
 
-        kind = inline_connection_class() if inline else aiosqlite.Connection
+        kind = inline_connection_class(writer=writer) if inline or writer else aiosqlite.Connection
         conn = kind(factory, iter_chunk_size=256)
         await conn
         return conn
@@ -936,7 +937,7 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._writer = await self._connect()
+            self._writer = await self._connect(writer=True)
             await sqlite_migrations.migrate(self._writer)
             found = await self._writer.execute_fetchall(
                 "select 1 from sqlite_master where type = 'index' and name = 'memories_owner'"
@@ -948,7 +949,7 @@ class SQLiteStore(Store):
             except Exception:  # noqa: BLE001 - older SQLite: the queries do not depend on it
                 log.debug("pragma optimize failed", exc_info=True)
             self._reader = await self._connect(inline=True) if self.path != ":memory:" else self._writer
-            self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
+            self._bookkeeper = await self._connect(writer=True) if self.path != ":memory:" else self._writer
             if self._bookkeeper is not self._writer:
                 await self._bookkeeper.execute("pragma synchronous = normal")
         except Exception as exc:
@@ -1039,9 +1040,11 @@ class SQLiteStore(Store):
         return self._file_lock.hold() if self._file_lock is not None else nullcontext()
 
     async def get_meta(self, key: str) -> str | None:
-        conn = self._require(self._writer)
-        rows = list(await conn.execute_fetchall("select value from store_meta where key = ?", (key,)))
-        return rows[0][0] if rows else None
+        # Through the reader: the writer's statements run inline, so they must stay inside its lock.
+        async with self.read() as reader:
+            assert isinstance(reader, SQLiteTx)
+            row = await reader._one("select value from store_meta where key = ?", (key,))
+        return row[0] if row else None
 
     async def set_meta(self, key: str, value: str) -> None:
         async with self.write() as tx:
