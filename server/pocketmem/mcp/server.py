@@ -100,6 +100,7 @@ def build_server(
                 finally:
                     tasks.cancel_scope.cancel()
         finally:
+            app.retrieval.uses.deferred = False  # the app may outlive this server (tests); close() flushes
             await app.close()
 
     mcp = MCPServer(

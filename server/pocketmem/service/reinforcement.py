@@ -54,7 +54,7 @@ class UseLedger:
 
     Written with each recall by default. A server defers it (`deferred = True`): recall answers first,
     the entries wait here and are written together, one transaction per flush, by a timer
-    (POCKETMEM_USE_FLUSH_SECONDS), when MAX_PENDING recalls are waiting, and on a clean shutdown
+    (POCKETMEM_USE_FLUSH_INTERVAL), when MAX_PENDING recalls are waiting, and on a clean shutdown
     (PocketMem.close), so a clean shutdown loses none. A process killed outright loses at most the
     last interval's counts; these writes never waited for the disk anyway (synchronous=NORMAL).
     Counts add to what is stored (`use_count + n`), so several processes on one database add up.
@@ -101,7 +101,7 @@ class UseLedger:
                 return 0
             self._uses, self._events = {}, []
             try:
-                async with self.store.write(durable=False) as tx:
+                async with self.store.write_short(durable=False) as tx:
                     for user_id, counted in uses.items():
                         groups: dict[tuple[int, datetime], list[str]] = {}
                         for memory_id, key in counted.items():

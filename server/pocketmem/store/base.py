@@ -528,6 +528,10 @@ class Store(ABC):
         """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
         a later durable commit makes it durable too."""
 
+    def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """write() for a short unit of work (a few indexed statements); a backend may run it more cheaply."""
+        return self.write(durable)
+
     async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
         """Run `work` in a durable write transaction it may share with other writers waiting at the same time
         (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;

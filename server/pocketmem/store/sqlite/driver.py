@@ -91,15 +91,20 @@ def inline_connection_class(writer: bool = False) -> type:
 
     aiosqlite hands each call to the connection's thread and back: two thread switches, 0.1 ms on an
     idle machine and several on a busy one, where an indexed read or a one-row write takes tens of
-    microseconds. A reader runs everything inline. A writer runs single statements inline and keeps
-    the thread for what can wait (is_slow): a durable commit waits for fsync, BEGIN IMMEDIATE for
-    other processes, and neither may hold up the event loop. The thread also opens and closes it.
+    microseconds. A reader runs everything inline. A writer runs single statements inline while its
+    store says the work is short (`inline_writes`), and keeps the thread for what can wait (is_slow):
+    a durable commit waits for fsync, BEGIN IMMEDIATE for other processes, and neither may hold up
+    the event loop. The thread also opens and closes it.
     """
     import aiosqlite
 
     class InlineConnection(aiosqlite.Connection):
+        # A writer runs inline only while this is on: in units of work known to be short (an add, the
+        # recall bookkeeping), never in maintenance passes or bulk writes, whose scans would hold up the loop.
+        inline_writes = False
+
         async def _execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-            if writer and is_slow(fn, args):
+            if writer and (not self.inline_writes or is_slow(fn, args)):
                 return await super()._execute(fn, *args, **kwargs)
             if not self._running or not self._connection:
                 raise ValueError("Connection closed")

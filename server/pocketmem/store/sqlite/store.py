@@ -907,7 +907,7 @@ class SQLiteStore(Store):
         self._write_lock = asyncio.Lock()
         self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
-        self._group = GroupCommitter(self.write)  # concurrent durable adds share one commit (group.py)
+        self._group = GroupCommitter(self._short_write)  # concurrent durable adds share one commit (group.py)
         self._vectors_loaded = False
         self._vector_table = False
 
@@ -1035,6 +1035,21 @@ class SQLiteStore(Store):
 
     async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
         return await self._group.submit(work)
+
+    @asynccontextmanager
+    async def _short_write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
+        """write(), with the statements run on the event loop's thread (driver.py): for short units only."""
+        async with self.write(durable) as tx:
+            assert isinstance(tx, SQLiteTx)
+            tx._db.inline_writes = True
+            try:
+                yield tx
+            finally:
+                tx._db.inline_writes = False
+
+    def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """A write transaction for a short unit of work (a few indexed statements): no thread hop per statement."""
+        return self._short_write(durable)
 
     def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
         return self._file_lock.hold() if self._file_lock is not None else nullcontext()

@@ -211,7 +211,7 @@ class UpkeepQueries:
         if not fresh:
             return [False] * len(rows)
         first = (await self._one("select coalesce(max(rowid), 0) from memories"))[0] + 1
-        # The sync order (m007's trigger bumps sync_clock and rewrites each new row) is given in the insert
+        # The sync order (the sync trigger bumps sync_clock and rewrites each new row) is given in the insert
         # instead: the same numbers the trigger would give, without writing every row twice.
         seq, quiet = await self._one("select seq, quiet from sync_clock where id = 1")
         memories, texts, vectors = [], [], []
