@@ -212,7 +212,7 @@ def main() -> None:
                 text += ["", f"**{kind}, {size:,} memories**", "", "| own ms | cumulative ms | function |",
                          "|---|---|---|"]
                 text += [f"| {own:.3f} | {cumulative:.3f} | `{label}` |" for label, own, cumulative in hot]
-            write_section("\n".join(text), "profile")
+            write_section("\n".join(text), "speed-profile")
 
 
 if __name__ == "__main__":
