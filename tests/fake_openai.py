@@ -18,7 +18,8 @@ Endpoints:
 
 Every request is recorded in ``requests`` (path, lower-cased headers, parsed JSON body).
 The server listens on 127.0.0.1 on a free port and serves each request in its own thread;
-``close`` wakes any delayed answer and waits for all of them.
+``close`` wakes any delayed answer and waits for all of them. ``start`` after ``close`` serves again on
+the same port (an endpoint that went down and came back).
 """
 
 from __future__ import annotations
@@ -83,10 +84,13 @@ class FakeOpenAI:
         self._closing = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._bind_port = 0  # after the first start: that port again, so a restarted server keeps its URL
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._closing.clear()
+        self._server = _Server(("127.0.0.1", self._bind_port), _Handler)
+        self._bind_port = self._server.server_address[1]
         self._server.fake = self
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True

@@ -37,7 +37,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
         "PATH": os.environ.get("PATH", ""),
         "POCKETMEM_HOME": str(home),
         "POCKETMEM_TZ": "Asia/Shanghai",
-        # The code under test (a checkout put first on the path), not whatever pocketmem is installed.
+        # The package under test, when it is not the installed one (a checkout run with PYTHONPATH=server).
         **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
         **backend_env(home),
         **extra,

@@ -89,8 +89,17 @@ async def test_loopback_needs_no_token_until_the_first_one_exists(home):
             assert await contents(client) == []  # bob, not owner
 
         cli(home, "token", "revoke", bob.split("_")[1])
-        async with connect(server.url) as client:  # no active token left: loopback is open again
+        # Revoking the last token does not reopen the server: a token has existed, so one stays required.
+        assert (await post_initialize(server.url)).status_code == 401
+    with ServerProcess(home, "http", env={"POCKETMEM_USER": "owner"}) as server:
+        assert "a token existed before" in server.log() and "allow-anonymous" in server.log()
+        assert (await post_initialize(server.url)).status_code == 401
+        opened = cli(home, "token", "allow-anonymous")
+        assert opened.returncode == 0, opened.stderr
+        async with connect(server.url) as client:  # the operator chose to open it again
             assert await contents(client) == ["用户喜欢爬山"]
+        create_token(home, "carol")
+        assert (await post_initialize(server.url)).status_code == 401  # a new token closes it again
 
 
 async def test_stdio_acts_as_pocketmem_user_over_the_same_file(home):

@@ -22,7 +22,7 @@ CONTRACT_TOOLS = {
     "list_memories",
     "remember_conversation",  # server-side extraction (beside the 8 tools of the design)
 }
-ADDED_TOOLS = {"mark_memory"}  # beyond the contract: todos and review decisions
+ADDED_TOOLS = {"mark_memory", "update_profile"}  # beyond the contract: todos and review decisions, the profile
 READ_ONLY = {"list_trash", "list_memories"}  # recall counts uses and takes `used` feedback: it writes
 
 
@@ -61,7 +61,10 @@ async def test_the_tool_set_is_the_contract(client):
 
 
 async def test_resources_and_prompts_are_the_contract(client):
-    assert {str(r.uri) for r in (await client.list_resources()).resources} == {"memory://user-card", "memory://stats", "memory://review"}
+    assert {str(r.uri) for r in (await client.list_resources()).resources} == {
+        "memory://user-card", "memory://stats", "memory://review", "memory://persona", "memory://project",
+        "memory://insights",
+    }
     templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["memory://memories/{memory_id}"]
     assert {p.name for p in (await client.list_prompts()).prompts} == {"memory_context", "extract_memories"}

@@ -20,11 +20,16 @@ from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.calibration import Calibration
+from pocketmem.service.context import ContextBuilder
+from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.lifecycle import Lifecycle, embedding_text
 from pocketmem.service.maintenance import Maintenance
+from pocketmem.service.profile import Profile
+from pocketmem.service.profile_files import ProfileFiles
+from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.retrieval import Retrieval
 from pocketmem.service.review import Review
 from pocketmem.service.sync import Sync
@@ -71,6 +76,9 @@ class PocketMem:
         self.embedder = embedder or make_embedder(settings)
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
+        # Memories stored while the embedding endpoint was down get their vectors here, in the background.
+        self.embed_queue = EmbedQueue(self.store, self.embedder, self.lifecycle)
+        self.lifecycle.vector_deferred = self.embed_queue.wake
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (
@@ -89,6 +97,13 @@ class PocketMem:
             if self.library is not None
             else None
         )
+        # The profile layer (seed 004): persona and identity, the Markdown files, the context package.
+        self.profile = Profile(settings, self.store, self.lifecycle, self.clock)
+        self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
+        self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
+        self.project_summary = ProjectSummary(settings, self.store, self.clock)
+        self.profile_files.summary = self.project_summary
+        self.context = ContextBuilder(settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files)
         self._opened = 0
         self._open_lock = asyncio.Lock()
 
@@ -121,6 +136,7 @@ class PocketMem:
                     await self.library.close()
                 await self.embedder.aclose()
                 await self.extraction.aclose()
+                await self.project_summary.aclose()
 
     async def __aenter__(self) -> PocketMem:
         await self.open()
@@ -159,6 +175,7 @@ class PocketMem:
     async def user_card(self, user_id: str) -> str:
         if self.settings.temporary:
             return TEMPORARY_CARD
+        await self.profile_files.check(user_id)  # a person's edit of User.md shows at once
         return await render_user_card(self.store, user_id, self.settings, self.clock.now())
 
     async def stats(self, user_id: str) -> dict[str, Any]:
@@ -182,6 +199,7 @@ class PocketMem:
             "embedder": self.embedder.tag,
             "database": self.settings.database_label,
             **({"sync": await self.sync.status(user_id)} if self.sync is not None else {}),
+            **({"skipped": [{"user_id": user_id, "why": why} for why in stats.unreadable]} if stats.unreadable else {}),
         }
 
     # -- maintenance ------------------------------------------------------------------------------
@@ -208,15 +226,20 @@ class PocketMem:
         self.lifecycle.vectors_ready = True
         return count
 
-    async def doctor(self) -> dict[str, Any]:
+    async def doctor(self, repair: bool = False) -> dict[str, Any]:
         report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
+        report["unreadable_times"] = await self.store.check_instants(repair=repair, now=self.clock.now())
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")
             report["embedder"] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}
         except Exception as exc:  # noqa: BLE001 - the report says what failed
             report["embedder"] = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
         report["embedder"]["store_embedder"] = await self.store.get_meta("embedder")
+        async with self.store.read() as reader:
+            waiting = len(await reader.missing_vectors(1000))
+        # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
+        report["embedder"]["waiting_for_vectors"] = waiting if waiting < 1000 else "1000+"
         return report
 
 

@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +57,7 @@ async def _sync(settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
-async def _doctor(settings: Settings) -> int:
+async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
 
     app = PocketMem(settings)
@@ -67,8 +68,14 @@ async def _doctor(settings: Settings) -> int:
         print(dumps({"database": settings.database_label, "ok": False, "error": str(exc)}))
         return 1
     try:
-        report = await app.doctor()
+        report = await app.doctor(repair=args.repair)
         store = report["store"]
+        times = report["unreadable_times"]
+        if times and not args.repair:
+            problems.append(
+                f"{len(times)} stored time(s) cannot be read back or lie outside the years 1000..9999 "
+                "(listed under unreadable_times): run `pocketmem doctor --repair`"
+            )
         if store["integrity"] != "ok":
             problems.append(f"integrity_check: {store['integrity']}")
         if not store["vectors_available"]:
@@ -112,17 +119,28 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
     clock = None
     if args.now is not None:
-        clock = FixedClock(args.now if args.now.tzinfo is not None else args.now.replace(tzinfo=settings.zone))
+        from pocketmem.core.instants import accept
+
+        clock = FixedClock(accept("--now", args.now, settings.zone))
     async with PocketMem(settings, clock=clock) as app:
         report = await app.maintenance.run()
-    print(dumps(report.model_dump(mode="json")))
+        files = await app.profile_files.sync_all()
+    out = report.model_dump(mode="json")
+    edits = [vars(f) for f in files if f.taken_in or f.problems]
+    if edits:
+        out["profile_files"] = edits  # edits people saved in Persona.md, User.md, Project.md, Insights.md
+    print(dumps(out))
     return 0
 
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem
+    from pocketmem.service.exporting import check_target
 
     users = [args.user] if args.user else None
+    if args.output is not None and str(args.output) != "-":
+        check_target(args.output, "-o")
+    skipped: list[dict[str, str]] = []
     async with PocketMem(settings) as app:
         if args.markdown is not None:
             for path in await app.exporter.export_markdown(args.user or settings.user, args.markdown):
@@ -130,16 +148,22 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             if args.output is None:
                 return 0
         if args.output is None or str(args.output) == "-":
-            counts = await app.exporter.export(sys.stdout, users, events=args.events)
+            counts = await app.exporter.export(sys.stdout, users, events=args.events, skipped=skipped)
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
             from pocketmem.service.exporting import atomic_write
 
             buffer = io.StringIO()
-            counts = await app.exporter.export(buffer, users, events=args.events)
+            counts = await app.exporter.export(buffer, users, events=args.events, skipped=skipped)
             atomic_write(args.output, buffer.getvalue())
     print(f"exported {counts.model_dump()}", file=sys.stderr)
-    return 0
+    for row in skipped:
+        print(
+            f"pocketmem: left out user {row['user_id']}: {row['table']} row {row['id']} cannot be read "
+            f"({row['why']}); run `pocketmem doctor --repair`, then export again",
+            file=sys.stderr,
+        )
+    return 1 if skipped else 0
 
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
@@ -155,6 +179,8 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
     async with PocketMem(settings) as app:
         report = await app.exporter.import_lines(lines)
     print(dumps(report.model_dump(mode="json")))
+    for item in report.refused:
+        print(f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}", file=sys.stderr)
     return 0
 
 
@@ -172,7 +198,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             raise ConfigError("--auth and --allowed-host apply to --transport http or sse; stdio acts as POCKETMEM_USER")
         from pocketmem.mcp.server import build_server
 
-        build_server(settings).run()
+        # Open the store once before the protocol starts: a store or embedder fault is then one line on
+        # stderr and a non-zero exit, not an ExceptionGroup from inside the server's lifespan.
+        asyncio.run(_preflight(settings))
+        import anyio
+
+        from pocketmem.mcp.stdio import run_stdio
+
+        anyio.run(run_stdio, build_server(settings))
         return 0
     from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
 
@@ -192,6 +225,13 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         return serve_workers(settings, options)
     asyncio.run(serve(settings, options))
     return 0
+
+
+async def _preflight(settings: Settings) -> None:
+    from pocketmem.app import PocketMem
+
+    async with PocketMem(settings):
+        pass
 
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
@@ -217,6 +257,14 @@ async def _token(settings: Settings, args: argparse.Namespace) -> int:
                 print(dumps(rows))
             else:
                 print(_token_table(rows))
+        elif args.token_command == "allow-anonymous":
+            active = await tokens.allow_anonymous()
+            print(
+                "loopback requests without a token act as POCKETMEM_USER again (--auth auto)"
+                + (f" once the {active} active token(s) are revoked" if active else "")
+                + "; the next `pocketmem token create` closes the server again",
+                file=sys.stderr,
+            )
         else:
             for token_id in args.token_id:
                 record = await tokens.revoke(token_id)
@@ -242,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pocketmem {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
+    parser.add_argument(
+        "--debug", action="store_true", help="on a failure, print the full traceback instead of one line"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
@@ -288,13 +339,23 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON")
     revoke = token_sub.add_parser("revoke", help="revoke tokens by id; requests carrying them get 401 at once")
     revoke.add_argument("token_id", nargs="+", metavar="ID")
+    token_sub.add_parser(
+        "allow-anonymous",
+        help="loopback --auth auto: serve requests without a token again once no token is active "
+        "(revoking the last token alone keeps the server closed)",
+    )
 
     sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON (and the sync state, with a cloud library)")
     sub.add_parser(
         "sync",
         help="sync this notebook with the cloud library (POCKETMEM_CLOUD_URL) once, by POCKETMEM_SYNC_SCOPES",
     )
-    sub.add_parser("doctor", help="check the database, the sqlite-vec extension, the schema and the embedder")
+    doctor = sub.add_parser(
+        "doctor", help="check the database, every stored time, the sqlite-vec extension, the schema and the embedder"
+    )
+    doctor.add_argument(
+        "--repair", action="store_true", help="rewrite stored times that cannot be read back (listed in the report)"
+    )
     sub.add_parser("reindex", help="re-embed every memory with the configured embedder (after changing it)")
 
     maintain = sub.add_parser("maintain", help="decay, expiry and purge now (the server also runs it on a timer)")
@@ -313,6 +374,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cause(group: BaseExceptionGroup) -> BaseException:
+    """The first exception inside a (nested) group, preferring one pocketmem raised on purpose."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    return next((e for e in leaves if isinstance(e, PocketmemError)), leaves[0] if leaves else group)
+
+
+def _failed(cause: BaseException, debug: bool, shown: BaseException) -> int:
+    """One line on stderr naming the cause (and, for an unexpected one, how to see more); the exit code."""
+    if debug:
+        traceback.print_exception(shown)
+    if isinstance(cause, PocketmemError):
+        print(f"pocketmem: {cause}", file=sys.stderr)
+        return 2
+    if isinstance(cause, KeyboardInterrupt):
+        return 130
+    print(
+        f"pocketmem: unexpected {type(cause).__name__}: {cause}. Run `pocketmem doctor` to check the store; "
+        "add --debug to see the traceback",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     args.argv = list(argv) if argv is not None else sys.argv[1:]
@@ -323,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "serve": lambda: _serve(settings, args),
             "stats": lambda: _run(_stats, settings),
             "sync": lambda: _run(_sync, settings),
-            "doctor": lambda: _run(_doctor, settings),
+            "doctor": lambda: asyncio.run(_doctor(settings, args)),
             "reindex": lambda: _run(_reindex, settings),
             "maintain": lambda: asyncio.run(_maintain(settings, args)),
             "export": lambda: asyncio.run(_export(settings, args)),
@@ -332,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         code = commands[args.command]()
     except PocketmemError as exc:
+        if args.debug:
+            traceback.print_exc()
         print(f"pocketmem: {exc}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
@@ -339,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except BrokenPipeError:  # `pocketmem export | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    except BaseExceptionGroup as group:  # from a task group: report the cause, one line
+        code = _failed(_cause(group), args.debug, group)
+    except Exception as exc:  # noqa: BLE001 - the edge: one line naming the cause, the traceback only with --debug
+        code = _failed(exc, args.debug, exc)
     sys.exit(code)
 
 

@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     # -- write routing ---------------------------------------------------------------------------
     store_threshold: float = Field(0.85, ge=0, le=1, description="Confidence at or above which add_memory stores.")
     pending_threshold: float = Field(0.60, ge=0, le=1, description="Confidence at or above which a memory waits for confirmation.")
+    confirm_all: bool = Field(
+        False, description="Confirm everything: every write from the agent waits for the user's confirmation (pending).",
+    )
 
     # -- time and privacy ------------------------------------------------------------------------
     maintain_interval: float = Field(
@@ -130,6 +133,18 @@ class Settings(BaseSettings):
         1.0, ge=0, le=3600,
         description="Seconds the server lets recall bookkeeping (use counts, recalled events) wait before writing "
         "it in one transaction, after answering; 0 writes it with each recall. A clean shutdown writes what waits.",
+    )
+
+    # -- the profile layer (persona, identity, Markdown files, the context package) --------------
+    onboarding: bool = Field(True, description="Ask a new user who they are (and who the assistant should be), once.")
+    profile_files: Literal["auto", "on", "off"] = Field(
+        "auto", description="Persona.md, User.md, Project.md, Insights.md under $POCKETMEM_HOME/<user>/; auto: on "
+        "with the SQLite file, off on a PostgreSQL server.",
+    )
+    project_lines: int = Field(100, ge=1, le=10_000, description="Lines of Project.md before older entries roll up.")
+    context_tokens: int = Field(
+        4000, ge=400, le=1_000_000, description="Token budget of the memory_context package (system memory, recent "
+        "context, long-term evidence, reserve).",
     )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING")
@@ -211,6 +226,13 @@ class Settings(BaseSettings):
         if self.database_url is not None:
             return mask_url(self.database_url.get_secret_value())
         return str(self.db_path)
+
+    @property
+    def files_on(self) -> bool:
+        """Whether the profile's Markdown files are kept on disk."""
+        if self.profile_files == "auto":
+            return self.database_url is None
+        return self.profile_files == "on"
 
     @property
     def sync_trash(self) -> bool:

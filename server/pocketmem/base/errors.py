@@ -11,6 +11,7 @@ the CLI into a one-line message and a non-zero exit.
     ├── EmbedderMismatch      the store's vectors were made by another embedder; run `pocketmem reindex`
     ├── ProviderUnavailable   an embedding / LLM endpoint cannot be reached or answered badly
     └── StoreError            the database cannot be opened or is not a pocketmem store
+        └── UnreadableRow     one stored row cannot be read back (names table, user, id, why)
 """
 
 from __future__ import annotations
@@ -51,3 +52,19 @@ class ProviderUnavailable(PocketmemError):
 
 class StoreError(PocketmemError):
     """The database cannot be used."""
+
+
+class UnreadableRow(StoreError):
+    """A stored row cannot be decoded; work on other rows and users goes on, and the row is reported."""
+
+    def __init__(self, table: str, user_id: str, row_id: str, why: str) -> None:
+        self.table = table
+        self.user_id = user_id
+        self.row_id = row_id
+        self.why = why
+        super().__init__(
+            f"{table} row {row_id} of user {user_id!r} cannot be read ({why}); run `pocketmem doctor --repair`"
+        )
+
+    def as_report(self) -> dict[str, str]:
+        return {"table": self.table, "user_id": self.user_id, "id": self.row_id, "why": self.why}

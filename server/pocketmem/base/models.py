@@ -19,6 +19,7 @@ class Category(StrEnum):
     event = "event"  # something that happened or will happen at a time
     episode = "episode"  # a conversation summary; expires after 14 days
     context = "context"  # short-lived situational context
+    project = "project"  # the state of a project the user works on (Project.md)
 
 
 class Status(StrEnum):
@@ -71,6 +72,8 @@ class EventKind(StrEnum):
     synced = "synced"  # sync with the cloud library changed this notebook (downloaded, trash handed over)
     token_created = "token_created"
     token_revoked = "token_revoked"
+    profile_updated = "profile_updated"  # persona or identity saved (update_profile, a confirmed proposal, a file edit)
+    profile_file_rejected = "profile_file_rejected"  # part of a person's edit of a Markdown file was not taken in
 
 
 class Scores(BaseModel):
@@ -193,3 +196,15 @@ class ApiToken(BaseModel):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+
+class ProfileRevision(BaseModel):
+    """One change of a profile section (persona or identity): the fields before and after."""
+
+    id: str
+    user_id: str
+    section: str
+    previous: dict[str, Any]
+    new: dict[str, Any]
+    source: str  # tool, confirmed, file, import
+    created_at: datetime

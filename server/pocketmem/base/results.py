@@ -172,7 +172,17 @@ class RecallResult(BaseModel):
         default_factory=list, description="ids from `used` counted as having shaped your reply"
     )
     temporary: bool = Field(False, description="temporary mode: nothing was recalled or recorded")
-    degraded: str | None = Field(None, description="set when an index failed and recall fell back")
+    degraded: str | None = Field(
+        None,
+        description=(
+            "set when a part failed and recall fell back: the path that answered ('keyword path', 'vector path' "
+            "or 'user card only'), then what failed"
+        ),
+    )
+    onboarding: str | None = Field(
+        None, description="set until the user has confirmed their profile: what to ask them (once) and how to save "
+        "it with update_profile",
+    )
 
 
 class PatchResult(BaseModel):
@@ -230,6 +240,10 @@ class RestoreResult(BaseModel):
 class MemoryList(BaseModel):
     items: list[MemoryView | PendingView]
     total: int
+    counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="matching memories per category (status, text, since and until applied; category not)",
+    )
 
 
 class MarkResult(BaseModel):

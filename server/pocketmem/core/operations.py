@@ -92,7 +92,19 @@ class SkipOp(_Op):
     op: Literal["SKIP"]
 
 
-Operation = Annotated[AddOp | UpdateOp | PatchOp | BoostOp | ForgetOp | SkipOp, Field(discriminator="op")]
+class ProfileOp(_Op):
+    """A change of the user's identity or the assistant's persona (profile_text.py fields); it is never applied
+    by the extractor: once the profile is confirmed it waits for the user's confirmation."""
+
+    op: Literal["PROFILE"]
+    persona: dict[str, str] | None = None
+    identity: dict[str, str] | None = None
+    confidence: Unit
+
+
+Operation = Annotated[
+    AddOp | UpdateOp | PatchOp | BoostOp | ForgetOp | SkipOp | ProfileOp, Field(discriminator="op")
+]
 Targeted = UpdateOp | PatchOp | BoostOp | ForgetOp
 
 
@@ -107,7 +119,7 @@ OPERATIONS_SCHEMA: dict[str, Any] = OperationList.model_json_schema()
 class Checked:
     """One valid operation, with the memory it names (None for ADD and SKIP)."""
 
-    op: AddOp | UpdateOp | PatchOp | BoostOp | ForgetOp | SkipOp
+    op: AddOp | UpdateOp | PatchOp | BoostOp | ForgetOp | SkipOp | ProfileOp
     target: Memory | None = None
 
 
@@ -160,12 +172,12 @@ def _describe(exc: ValidationError) -> list[str]:
         for part in err["loc"]:
             if isinstance(part, int):
                 parts[-1:] = [f"{parts[-1]}[{part}]" if parts else f"[{part}]"]
-            elif part not in ("ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP"):
+            elif part not in ("ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP", "PROFILE"):
                 parts.append(str(part))
         where = ".".join(parts) or "answer"
         message = err["msg"]
         if err["type"] == "union_tag_invalid":
-            message = "op must be one of ADD, UPDATE, PATCH, BOOST, FORGET, SKIP"
+            message = "op must be one of ADD, UPDATE, PATCH, BOOST, FORGET, SKIP, PROFILE"
         elif err["type"] == "union_tag_not_found":
             message = "every operation needs an op: ADD, UPDATE, PATCH, BOOST, FORGET or SKIP"
         elif "input" in err and err["type"] not in ("missing",) and not isinstance(err["input"], dict | list):

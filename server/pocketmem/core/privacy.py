@@ -6,10 +6,15 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
     api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA),
                  GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_),
                  Google (AIza...), JSON web tokens; `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`
-    password     `password: ...`, `passwd=...`, `my password is <value>`, 密码是…, 口令：…, 支付密码…
+    password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…, 支付密码…,
+                 PIN码是 4455; a bare space also separates when the value has a digit (WiFi密码 Sunshine2024x)
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
     card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
     id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date); US SSNs (123-45-6789)
+
+Text is searched after normalising (NFKC, so full-width ｓｋ－ｐｒｏｊ－… reads as sk-proj-…; zero-width
+spaces, joiners, soft hyphens and word joiners removed, so a key split by them is still one key). Findings are
+mapped back onto the original text, so everything else a user wrote is kept as written.
 
 Pure: text in, findings and redacted text out.
 """
@@ -17,10 +22,11 @@ Pure: text in, findings and redacted text out.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date
 
-from pocketmem.core.text import has_cjk
+from pocketmem.core.text import clean_text, has_cjk
 
 KIND_LABELS = {
     "api_key": ("API 密钥", "API key"),
@@ -57,8 +63,12 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # 密钥) need a token-like value: 8+ characters with a digit.
 _LATIN = r"(?<![A-Za-z])(?:{})(?![A-Za-z])"
 _NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
-    ("password", False, re.compile(_LATIN.format(r"password|passwd|passphrase|passcode|pin"), re.IGNORECASE)),
-    ("password", False, re.compile(r"支付密码|登录密码|开机密码|银行卡密码|密码|口令")),
+    ("password", False, re.compile(_LATIN.format(r"password|passwd|passphrase|passcode|pin|pwd|pw"), re.IGNORECASE)),
+    (
+        "password",
+        False,
+        re.compile(r"(?:支付|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)", re.IGNORECASE),
+    ),
     (
         "api_key",
         True,
@@ -72,7 +82,9 @@ _NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
     ),
     ("api_key", True, re.compile(r"密钥|秘钥|令牌")),
 ]
-_SEPARATOR = re.compile(r"\s*(?:[:=：]|\bis\b|\bwas\b|是|为)\s*", re.IGNORECASE)
+_SEPARATOR = re.compile(r"\s*(?:[:=：]|\bis\b|\bwas\b|是|為|为)\s*|\s+", re.IGNORECASE)
+# Removed before searching: they hide a secret from the patterns without changing what a reader sees.
+INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e\u034f")
 _VALUE = re.compile(r"[\"'“‘]?([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})")
 _CARD = re.compile(r"(?<![\dA-Za-z])(?:\d[ -]?){12,18}\d(?![\dA-Za-z])")
 _CN_ID = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
@@ -126,7 +138,28 @@ def _looks_secret(value: str, token_like: bool) -> bool:
     return bool(re.search(r"[\d\W_]", value)) or (value.isascii() and len(value) >= 8)
 
 
+def normalised(text: str) -> tuple[str, list[int]]:
+    """NFKC text without invisible characters, and for each of its characters the index it came from."""
+    out: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in INVISIBLE:
+            continue
+        folded = unicodedata.normalize("NFKC", ch) if not ch.isascii() else ch
+        for piece in folded:
+            if piece not in INVISIBLE:
+                out.append(piece)
+                origin.append(i)
+    return "".join(out), origin
+
+
 def find_secrets(text: str) -> list[Finding]:
+    """Secrets in `text`, searched in its normalised form; spans index the original text."""
+    folded, origin = normalised(text)
+    return [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1) for f in _find(folded)]
+
+
+def _find(text: str) -> list[Finding]:
     found: list[Finding] = []
 
     def add(kind: str, start: int, end: int) -> None:
@@ -144,6 +177,9 @@ def find_secrets(text: str) -> list[Finding]:
                 continue
             secret = value.group(1).rstrip(".!?)")
             explicit = any(c in sep.group() for c in ":=：")
+            bare = not sep.group().strip()
+            if bare and not (len(secret) >= 4 and any(c.isdigit() for c in secret)):
+                continue  # "password manager", "token bucket": a bare space needs a value with a digit
             if len(secret) >= 3 and ((explicit and not token_like) or _looks_secret(secret, token_like)):
                 add(kind, value.start(1), value.start(1) + len(secret))
     for m in _CN_ID.finditer(text):
@@ -209,3 +245,21 @@ def screen_memory(content: str, keywords: list[str]) -> ScreenedMemory:
         else:
             kept.append(keyword)
     return ScreenedMemory(body.text, kept, list(dict.fromkeys(kinds)))
+
+
+@dataclass(frozen=True)
+class Scrubbed:
+    text: str
+    kinds: list[str]
+
+
+def scrub(text: str) -> Scrubbed:
+    """The one screening step for any text a store keeps besides content and keywords (source, source_ref,
+    operation_id, reasons, profile text, imported rows): secrets replaced by a placeholder."""
+    screened = screen(text)
+    return Scrubbed(screened.text, screened.kinds)
+
+
+def kept_text(value: str, field: str, *, max_chars: int) -> str:
+    """A side text a store keeps (source, source_ref, operation_id, a reason): cleaned, checked, secrets redacted."""
+    return scrub(clean_text(value, field, max_chars=max_chars)).text

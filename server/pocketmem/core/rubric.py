@@ -91,6 +91,7 @@ _AGENT_ZH = """
 - PATCH → patch_core_memory(旧记忆 id, patch="最近胃炎，暂时不吃辣", mode="append")
 - FORGET → forget_memory(id)
 - BOOST、SKIP → 不用调用（recall_memories 已经记下了使用）
+- PROFILE → update_profile(identity={...}, persona={...})（引导结束后会等用户确认）
 要找已有记忆的 id，先用 recall_memories 或 list_memories。
 """
 
@@ -101,6 +102,7 @@ How to act (one tool call each):
 - PATCH -> patch_core_memory(<old id>, patch="...", mode="append")
 - FORGET -> forget_memory(<id>)
 - BOOST, SKIP -> no call (recall_memories already counted the use)
+- PROFILE -> update_profile(identity={...}, persona={...}) (after onboarding it waits for the user's confirmation)
 Find the ids of existing memories with recall_memories or list_memories first.
 """
 
@@ -113,6 +115,7 @@ _SERVER_ZH = """
 - {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
 - {{"op": "FORGET", "memory_id": "m4", "confidence": 0.95, "reason": "..."}}
 - {{"op": "SKIP", "reason": "..."}}
+- {{"op": "PROFILE", "identity": {{"tech": "..."}}, "persona": {{"tone": "..."}}, "confidence": 0.9, "reason": "..."}}（用户说自己的称呼 name、职业背景 background、技术偏好 tech、协作习惯 collaboration 变了，或要求助手的身份定位 role、语气 tone、边界 boundaries、禁区 taboos、优先行为 priorities 改变时；只写变化的字段，会等用户确认）
 一个记忆最多出现在一个操作里。没有值得记的就回答 {{"operations": [{{"op": "SKIP", "reason": "只是寒暄"}}]}}。
 例子（假设已有 m1 =“你很爱吃辣。”（核心）、m2 =“用户住在北京”；用户说搬到杭州了、最近胃炎、下周二上午面试）：
 {example}
@@ -127,6 +130,7 @@ Answer with one JSON object and nothing else: {{"operations": [operation, ...]}}
 - {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
 - {{"op": "FORGET", "memory_id": "m4", "confidence": 0.95, "reason": "..."}}
 - {{"op": "SKIP", "reason": "..."}}
+- {{"op": "PROFILE", "identity": {{"tech": "..."}}, "persona": {{"tone": "..."}}, "confidence": 0.9, "reason": "..."}} (when the user's name, background, tech or collaboration habits change, or they ask the assistant to change its role, tone, boundaries, taboos or priorities; only the changed fields; it waits for the user's confirmation)
 A memory appears in at most one operation. With nothing worth remembering, answer {{"operations": [{{"op": "SKIP", "reason": "small talk"}}]}}.
 Example (say m1 = "Loves spicy food." (core) and m2 = "The user lives in Beijing" exist; the user said they moved to
 Hangzhou, have stomach trouble, and have an interview next Tuesday morning):

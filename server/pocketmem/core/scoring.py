@@ -32,6 +32,7 @@ CATEGORY_DEFAULTS: dict[Category, Scores] = {
     Category.event: Scores(emotion=0.5, info=0.6, persistence=0.3, judge=0.6),
     Category.episode: Scores(emotion=0.3, info=0.5, persistence=0.1, judge=0.4),
     Category.context: Scores(emotion=0.2, info=0.4, persistence=0.1, judge=0.4),
+    Category.project: Scores(emotion=0.3, info=0.8, persistence=0.5, judge=0.7),
 }
 
 

@@ -3,9 +3,12 @@
 Who may connect (decided at start, re-checked on every request):
 
     host        --auth auto (default)                  --auth token       --auth none
-    loopback    no token needed while none exists;      token required     no token needed
-                once one exists, every request needs
-                one (no restart)
+    loopback    no token needed while none has ever     token required     no token needed
+                existed; once one is created, every
+                request needs one (no restart) — also
+                after the last is revoked, until the
+                operator runs `pocketmem token
+                allow-anonymous`
     exposed     token required; refuses to start       token required     refuses to start
                 while no token exists
 
@@ -244,7 +247,7 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
         if anonymous is Anonymous.always:
             return True
         try:
-            return await tokens.count_active() == 0
+            return await tokens.anonymous_allowed()
         except Exception:  # noqa: BLE001 - fail closed: when unsure whether tokens exist, ask for one
             log.warning("could not count tokens; asking for one", exc_info=True)
             return False
@@ -252,14 +255,20 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
     return LocalAccessMiddleware(starlette, local, allowed)
 
 
-def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int) -> str:
+def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int, open_: bool = True) -> str:
     host = f"[{options.host}]" if ":" in options.host else options.host
     path = MCP_PATH if options.transport == "http" else SSE_PATH
     kind = "streamable HTTP" if options.transport == "http" else "SSE"
     if anonymous is Anonymous.always:
         access = "no token needed (--auth none)"
-    elif anonymous is Anonymous.until_first_token and active_tokens == 0:
+    elif anonymous is Anonymous.until_first_token and active_tokens == 0 and open_:
         access = "no token needed until one is created with `pocketmem token create`"
+    elif anonymous is Anonymous.until_first_token and active_tokens == 0:
+        access = (
+            "bearer token required: a token existed before and every one is revoked; create one with "
+            "`pocketmem token create`, or allow requests without one with `pocketmem token allow-anonymous` "
+            "or --auth none"
+        )
     else:
         access = "bearer token required"
     mode = ""
@@ -335,7 +344,8 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
             await asyncio.sleep(0.02)
         if server.started and not worker:
             port = server.servers[0].sockets[0].getsockname()[1]
-            print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
+            open_ = await TokenService(app.store, app.clock).anonymous_allowed()
+            print(_describe(options, port, anonymous, active_tokens, open_), file=sys.stderr, flush=True)
         orphaned = asyncio.create_task(stop_when_orphaned(server)) if worker else None
         try:
             await serving

@@ -1,4 +1,5 @@
-"""`notifications/resources/updated` for memory://user-card, on both protocol eras.
+"""`notifications/resources/updated` for memory://user-card and the profile resources (memory://persona,
+memory://project, memory://insights), on both protocol eras.
 
     2025-11-25 (hosts, `Client(mode="legacy")`): the client sends `resources/subscribe`; we keep a weak
                reference to its connection and send the notification on the connection's own stream.
@@ -28,9 +29,13 @@ from mcp.server.subscriptions import ListenHandler, ResourceUpdated, ServerEvent
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import EventKind
+from pocketmem.mcp.profile_resources import PROFILE_URIS, render_resource
 from pocketmem.mcp.resources import USER_CARD_URI
 
 log = logging.getLogger(__name__)
+
+# The Markdown resources announced when they change: the card and the profile layer's views.
+WATCHED_URIS = (USER_CARD_URI, *PROFILE_URIS)
 
 # Writes that never change the card: skip the re-render on the hot path.
 QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind.used, EventKind.discarded})
@@ -78,10 +83,10 @@ class CardNotifier:
         self._bus = bus
         self._current_user = current_user
         self._listen = ListenHandler(bus)
-        # legacy connections subscribed to the card: id(connection) -> (weak reference, user); a connection
-        # that goes away without unsubscribing drops out by itself
-        self._sessions: dict[int, tuple[Callable[[], Any], str]] = {}
-        self._sent: dict[str, str] = {}  # user -> fingerprint of the card last known to subscribers
+        # legacy connections subscribed to watched resources: id(connection) -> (weak reference, user, uris); a
+        # connection that goes away without unsubscribing drops out by itself
+        self._sessions: dict[int, tuple[Callable[[], Any], str, set[str]]] = {}
+        self._sent: dict[str, dict[str, str]] = {}  # user -> uri -> fingerprint last known to subscribers
         self._locks: dict[str, anyio.Lock] = {}
 
     def install(self, mcp: MCPServer) -> None:
@@ -96,30 +101,35 @@ class CardNotifier:
 
     # -- subscribing ------------------------------------------------------------------------------
     async def _subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        if params.uri == USER_CARD_URI:
+        if params.uri in WATCHED_URIS:
             user = self._current_user()
             await self._prime(user)
-            self._sessions[_key(ctx)] = (_reference(ctx), user)
+            key = _key(ctx)
+            _, _, uris = self._sessions.get(key, (None, user, set()))
+            self._sessions[key] = (_reference(ctx), user, uris | {params.uri})
         # Other resources are accepted and never announced (like a subscription to a URI that never changes).
         return types.EmptyResult()
 
     async def _unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        if params.uri == USER_CARD_URI:
-            self._sessions.pop(_key(ctx), None)
+        entry = self._sessions.get(_key(ctx))
+        if entry is not None and params.uri in entry[2]:
+            entry[2].discard(params.uri)
+            if not entry[2]:
+                self._sessions.pop(_key(ctx), None)
         return types.EmptyResult()
 
     async def _listen_for(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
-        if USER_CARD_URI in (params.notifications.resource_subscriptions or ()):
+        if set(WATCHED_URIS) & set(params.notifications.resource_subscriptions or ()):
             await self._prime(self._current_user())
         return await self._listen(ctx, params)
 
     # -- watching -------------------------------------------------------------------------------
     def watched(self) -> set[str]:
-        return {user for ref, user in self._sessions.values() if ref() is not None} | self._bus.users()
+        return {user for ref, user, _ in self._sessions.values() if ref() is not None} | self._bus.users()
 
     async def _prime(self, user_id: str) -> None:
         async with self._lock(user_id):
-            self._sent[user_id] = await self._fingerprint(user_id)
+            self._sent[user_id] = await self._fingerprints(user_id)
 
     async def _on_commit(self, changes: Mapping[str, frozenset[EventKind]]) -> None:
         watched = self.watched()
@@ -133,32 +143,36 @@ class CardNotifier:
 
     async def check(self, user_id: str) -> None:
         async with self._lock(user_id):
-            fingerprint = await self._fingerprint(user_id)
-            if self._sent.get(user_id) == fingerprint:
-                return
-            self._sent[user_id] = fingerprint
-        await self._notify(user_id)
+            fingerprints = await self._fingerprints(user_id)
+            before = self._sent.get(user_id, {})
+            changed = [uri for uri in WATCHED_URIS if before.get(uri) != fingerprints[uri]]
+            self._sent[user_id] = fingerprints
+        for uri in changed:
+            await self._notify(user_id, uri)
 
-    async def _fingerprint(self, user_id: str) -> str:
-        return hashlib.sha256((await self._app.user_card(user_id)).encode()).hexdigest()
+    async def _fingerprints(self, user_id: str) -> dict[str, str]:
+        texts = {USER_CARD_URI: await self._app.user_card(user_id)}
+        for uri in PROFILE_URIS:
+            texts[uri] = await render_resource(self._app, user_id, uri)
+        return {uri: hashlib.sha256(text.encode()).hexdigest() for uri, text in texts.items()}
 
     def _lock(self, user_id: str) -> anyio.Lock:
         return self._locks.setdefault(user_id, anyio.Lock())
 
-    async def _notify(self, user_id: str) -> None:
-        for key, (ref, owner) in list(self._sessions.items()):
-            if owner != user_id:
+    async def _notify(self, user_id: str, uri: str) -> None:
+        for key, (ref, owner, uris) in list(self._sessions.items()):
+            if owner != user_id or uri not in uris:
                 continue
             connection = ref()
             if connection is None:
                 self._sessions.pop(key, None)
                 continue
             try:
-                await connection.send_resource_updated(USER_CARD_URI)
+                await connection.send_resource_updated(uri)
             except Exception:  # noqa: BLE001 - a closed session stops being notified
                 log.debug("dropping a closed subscription", exc_info=True)
                 self._sessions.pop(key, None)
-        await self._bus.publish_to(user_id, ResourceUpdated(uri=USER_CARD_URI))
+        await self._bus.publish_to(user_id, ResourceUpdated(uri=uri))
 
 
 def _key(ctx: Any) -> int:

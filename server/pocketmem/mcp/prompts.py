@@ -15,11 +15,12 @@ from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
 from pocketmem.core.rubric import agent_rubric
 from pocketmem.core.text import guess_language
-from pocketmem.service.retrieval import RecallRequest
 
 # The same rubric remember_conversation gives its LLM (rubric.py), with the tool calls that carry it out.
 EXTRACTION_RUBRIC_ZH = agent_rubric("zh")
 EXTRACTION_RUBRIC_EN = agent_rubric("en")
+# remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
+MAX_CONVERSATION_CHARS = 40_000
 
 
 def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
@@ -28,29 +29,16 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         message: Annotated[str, Field(description="The user's current message.")],
         context: Annotated[str | None, Field(description="Recent conversation lines, one per line (up to 3).")] = None,
     ) -> str:
-        """A system-prompt block with the user card and the memories relevant to `message`."""
+        """A system-prompt block within POCKETMEM_CONTEXT_TOKENS: the persona and user card, recent memories and
+        the long-term memories relevant to `message` (more of them when it asks about the past)."""
         lines = [line for line in (context or "").splitlines() if line.strip()][-3:]
-        user = current_user()
         try:
-            result = await app.retrieval.recall(user, RecallRequest(query=message, context=lines))
+            package = await app.context.build(current_user(), message, lines)
         except InvalidInput as exc:
             # Any other exception would reach the client only as "Error rendering prompt memory_context".
             field = "message" if exc.field == "query" else exc.field
             raise MCPError(INVALID_PARAMS, f"invalid argument {field}: {exc.rule}") from None
-        card = await app.user_card(user)
-        zh = guess_language(message) == "zh"
-        parts = [card.strip()]
-        if result.injection:
-            parts.append(("[关于用户的相关记忆]\n" if zh else "[Relevant memories about the user]\n") + result.injection)
-        if result.pending_confirmations:
-            head = "[待用户确认的记忆]" if zh else "[Memories waiting for the user's confirmation]"
-            parts.append(head + "\n" + "\n".join(f"- {p.content} (pending_id {p.pending_id})" for p in result.pending_confirmations))
-        parts.append(
-            "自然地运用这些记忆，不要生硬地说“我记得你说过……”。"
-            if zh
-            else "Use these memories naturally; don't announce that you remember them."
-        )
-        return "\n\n".join(parts)
+        return package.text
 
     @mcp.prompt(title="Extract memories from a conversation")
     def extract_memories(
@@ -58,6 +46,12 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         language: Annotated[str | None, Field(description="zh or en; default follows the conversation.")] = None,
     ) -> str:
         """The rubric remember_conversation uses, for turning a conversation into add_memory calls yourself."""
+        if conversation is not None and len(conversation) > MAX_CONVERSATION_CHARS:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"invalid argument conversation: is {len(conversation)} characters; the limit is "
+                f"{MAX_CONVERSATION_CHARS} — send the most recent messages only",
+            )
         lang = language or (guess_language(conversation) if conversation else "zh")
         rubric = EXTRACTION_RUBRIC_ZH if lang == "zh" else EXTRACTION_RUBRIC_EN
         if conversation:

@@ -17,6 +17,8 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.mcp.notifications import CardNotifier, UserScopedBus
+from pocketmem.mcp.profile_resources import register_profile_resources
+from pocketmem.mcp.profile_tools import register_profile_tools
 from pocketmem.mcp.prompts import register_prompts
 from pocketmem.mcp.remember import register_remember_tool
 from pocketmem.mcp.resources import register_resources
@@ -33,7 +35,8 @@ their life or work, a lesson, a plan, a person, a todo), call add_memory in the 
 outdated memories with add_memory(supersedes=...) or, for core memories, patch_core_memory. Ask the user
 about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring.
 Mention due `reminders` once and mark_memory(action="complete") todos the user has done. On your next recall,
-pass `used` with the ids of memories that shaped your reply. Now and then read memory://review and decide
+pass `used` with the ids of memories that shaped your reply. While recall returns `onboarding`, ask the user
+what it says once and save the answers with update_profile. Now and then read memory://review and decide
 each candidate with mark_memory (promote, keep or forget). If the user asks for a temporary (off-the-record)
 conversation, pass temporary=true to recall_memories and add_memory.
 
@@ -79,6 +82,10 @@ def build_server(
     bus = UserScopedBus(current_user)
     notifier = CardNotifier(app, bus, current_user)
 
+    async def after_maintenance(*_: object) -> None:
+        await app.profile_files.sync_all()  # edits people saved in the Markdown files
+        await notifier.check_all()
+
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
         await app.open()
@@ -86,13 +93,16 @@ def build_server(
             async with anyio.create_task_group() as tasks:
                 # In the background: the handshake never waits for maintenance.
                 if settings.maintain_interval > 0:
-                    tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, notifier.check_all)
+                    tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, after_maintenance)
                 if settings.use_flush_interval > 0:
                     # Recall answers first; its use counts are written together on this timer (and at close).
                     app.retrieval.uses.deferred = True
                     tasks.start_soon(app.retrieval.uses.run_periodically, settings.use_flush_interval)
                 if app.sync is not None and settings.sync_interval > 0:
                     tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
+                if not app.embedder.lexical:
+                    # Vectors for memories stored while the embedding endpoint was down (embed_queue.py).
+                    tasks.start_soon(app.embed_queue.run_forever)
                 # A local model loads in a worker thread while the client is already talking to us.
                 tasks.start_soon(_warm_up, app)
                 try:
@@ -117,6 +127,8 @@ def build_server(
     register_tools(mcp, app, current_user)
     register_remember_tool(mcp, app, current_user)
     register_resources(mcp, app, current_user)
+    register_profile_tools(mcp, app, current_user)
+    register_profile_resources(mcp, app, current_user)
     register_prompts(mcp, app, current_user)
     notifier.install(mcp)
     return mcp

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput, PocketmemError
@@ -31,6 +31,8 @@ from pocketmem.base.results import (
     RestoreResult,
     TrashList,
 )
+from pocketmem.core.instants import not_a_number
+from pocketmem.core.text import guess_language
 from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
@@ -52,6 +54,8 @@ TOOL_NAMES = (
 )
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+# An ISO 8601 instant; JSON numbers are refused (expires_at=-1 is not a date). Range checks happen in the service.
+Instant = Annotated[datetime, BeforeValidator(not_a_number)]
 MemoryId = Annotated[str, Field(min_length=1, max_length=64, description="A memory id as returned by pocketmem.")]
 
 
@@ -137,8 +141,10 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         `injection`): mention them once, and call mark_memory(action="complete") when the user has done
         one. Pass `used` with the ids that shaped your previous reply.
         """
-        return await app.retrieval.recall(
-            current_user(),
+        user = current_user()
+        await app.profile_files.check(user)  # a person's edit of the Markdown files counts from this recall on
+        result = await app.retrieval.recall(
+            user,
             RecallRequest(
                 query=query,
                 context=context or (),
@@ -151,6 +157,9 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
                 temporary=temporary,
             ),
         )
+        if result.temporary:
+            return result
+        return result.model_copy(update={"onboarding": await app.profile.onboarding(user, guess_language(query))})
 
     @mcp.tool(
         title="Add a memory",
@@ -168,7 +177,8 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         category: Annotated[
             Category,
             Field(description="preference, fact, lesson, goal, person, todo, event, episode (a conversation "
-                  "summary; expires after 14 days) or context."),
+                  "summary; expires after 14 days), context, or project (the state of a project the user works "
+                  "on: shown in Project.md / memory://project)."),
         ] = Category.fact,
         keywords: Annotated[
             list[str] | None,
@@ -186,11 +196,11 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             Field(description="Id of an older memory this one corrects or updates (it is kept as history). "
                   "For core memories use patch_core_memory instead.", max_length=64),
         ] = None,
-        created_at: Annotated[datetime | None, Field(description="When it was said, ISO 8601; default now.")] = None,
-        valid_from: Annotated[datetime | None, Field(description="When it became true; default created_at.")] = None,
-        due_at: Annotated[datetime | None, Field(description="For todos: when it is due, ISO 8601.")] = None,
-        remind_at: Annotated[datetime | None, Field(description="For todos: when to remind.")] = None,
-        expires_at: Annotated[datetime | None, Field(description="When it stops mattering.")] = None,
+        created_at: Annotated[Instant | None, Field(description="When it was said, ISO 8601; default now.")] = None,
+        valid_from: Annotated[Instant | None, Field(description="When it became true; default created_at.")] = None,
+        due_at: Annotated[Instant | None, Field(description="For todos: when it is due, ISO 8601.")] = None,
+        remind_at: Annotated[Instant | None, Field(description="For todos: when to remind.")] = None,
+        expires_at: Annotated[Instant | None, Field(description="When it stops mattering.")] = None,
         source: Annotated[str | None, Field(description="Where it came from, e.g. chat, import.", max_length=500)] = None,
         source_ref: Annotated[str | None, Field(description="Id of the source message or session.", max_length=500)] = None,
         operation_id: Annotated[
@@ -273,7 +283,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         ] = None,
     ) -> ConfirmResult:
         """Act on the user's answer about an uncertain memory (one that add_memory left pending)."""
-        return await app.lifecycle.confirm_pending(current_user(), pending_id, action, snooze_hours)
+        return await app.profile.confirm_pending(current_user(), pending_id, action, snooze_hours)
 
     @mcp.tool(
         title="List the trash",
@@ -329,10 +339,22 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         text: Annotated[str | None, Field(description="Only memories containing this text.", max_length=200)] = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
+        since: Annotated[
+            datetime | None, Field(description="Only memories recorded at or after this time, ISO 8601 (a date alone "
+                                   "means its midnight in the user's time zone).")
+        ] = None,
+        until: Annotated[
+            datetime | None, Field(description="Only memories recorded before this time, ISO 8601.")
+        ] = None,
     ) -> MemoryList:
-        """Browse stored memories, newest first, with ids, categories, importance and status."""
+        """Browse stored memories, newest first, with ids, categories, importance and status.
+
+        `counts` gives how many match per category, so "how many todos did I note last month" is one call:
+        list_memories(category="todo", since="2026-10-01", until="2026-11-01") -> total (and counts).
+        """
         return await app.lifecycle.list_memories(
-            current_user(), category=category, status=status, text=text, limit=limit, offset=offset
+            current_user(), category=category, status=status, text=text, limit=limit, offset=offset,
+            since=since, until=until,
         )
 
     @mcp.tool(

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
+from pocketmem.core import privacy
 from pocketmem.core.text import clean_text
 from pocketmem.service.lifecycle import MAX_SOURCE_CHARS, AddRequest, Lifecycle
 
@@ -77,8 +78,8 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             if refused:
                 ready.append((RefusedStep(kinds), None))
                 continue
-            stored = req.confidence >= settings.store_threshold
-            vector = await lifecycle._embed(req.content, req.keywords) if stored else None
+            stored = req.confidence >= settings.store_threshold and not settings.confirm_all
+            vector = await lifecycle._embed_or_defer(req.content, req.keywords) if stored else None
             ready.append((AddStep(req, kinds), vector))
         elif isinstance(step, PatchStep):
             patch, redacted = lifecycle.screen_patch(
@@ -109,7 +110,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 req = step.request
                 if req.confidence < settings.pending_threshold:
                     result = await lifecycle._discard_in(tx, user_id, req, now)
-                elif vector is None:
+                elif req.confidence < settings.store_threshold:
                     result = await lifecycle._pending_in(tx, user_id, req, now)
                 else:
                     result = await lifecycle._store(tx, user_id, req, vector, now, cap=False)
@@ -128,8 +129,10 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 results.append(await lifecycle._reinforce_in(tx, user_id, step.memory_ids, now))
         written = [r.memory_id for r in results if isinstance(r, AddResult) and r.status == "stored"]
         evicted = await lifecycle.enforce_cap(tx, user_id, now, keep=written)
+    if any(isinstance(step, AddStep) and vector is None for step, vector in ready):
+        lifecycle.vector_deferred()  # stored without a vector: the embed queue computes it
     return BatchResult(results=results, evicted=evicted)
 
 
 def _reason(reason: str | None, i: int) -> str | None:
-    return clean_text(reason, f"steps[{i}].reason", max_chars=MAX_SOURCE_CHARS) if reason is not None else None
+    return privacy.kept_text(reason, f"steps[{i}].reason", max_chars=MAX_SOURCE_CHARS) if reason is not None else None

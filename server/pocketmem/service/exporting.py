@@ -9,6 +9,8 @@ File format (one JSON object per line, each with a `type`):
                        "usage": {used_count, last_used_at, used_mark, recalled_mark} | null}
     {"type": "tombstone", ...}   {"type": "revision", ...}   {"type": "pending", ...}
     {"type": "event", ...}       (only with --events)
+    {"type": "profile", "user_id", "section", "fields", "updated_at"}     persona, identity (service/profile.py)
+    {"type": "profile_revision", ...}
 
 Memories of every status are exported (active, superseded, trashed); purged ones are gone and only
 their tombstones remain. Vectors are not exported: import re-embeds each memory with the configured
@@ -28,7 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -40,16 +44,28 @@ from pydantic import BaseModel, Field, ValidationError
 from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Event, EventKind, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.base.errors import InvalidInput, UnreadableRow
+from pocketmem.base.models import (
+    Event,
+    EventKind,
+    Memory,
+    PendingItem,
+    ProfileRevision,
+    Revision,
+    Status,
+    Tombstone,
+    Usage,
+)
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import IndexedText, Store
 
+log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
 VERSION = 1
-ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event")
+ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event", "profile", "profile_revision")
 SCAN_BATCH = 500
 EVENT_BATCH = 1000
 EMBED_BATCH = 64
@@ -63,6 +79,8 @@ class TypeCounts(BaseModel):
     revision: int = 0
     pending: int = 0
     event: int = 0
+    profile: int = 0
+    profile_revision: int = 0
 
     def add(self, kind: str, n: int = 1) -> None:
         setattr(self, kind, getattr(self, kind) + n)
@@ -76,6 +94,9 @@ class ImportReport(BaseModel):
     imported: TypeCounts = Field(default_factory=TypeCounts)
     skipped: TypeCounts = Field(default_factory=TypeCounts, description="already in the store (same id)")
     evicted: list[str] = Field(default_factory=list, description="moved to the trash to respect the cap")
+    refused: list[Refused] = Field(
+        default_factory=list, description="records that break add_memory's rules (line, type, id, field, why)"
+    )
 
 
 def _line(kind: str, body: dict[str, Any]) -> str:
@@ -84,6 +105,7 @@ def _line(kind: str, body: dict[str, Any]) -> str:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    check_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -95,6 +117,25 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_target(path: Path, field: str = "output") -> None:
+    """An export goes only to a new path or over an existing regular file: never a device, a directory,
+    a pipe or a symbolic link (the rename would replace whatever is there)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "directory" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode)
+        else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "pipe" if stat.S_ISFIFO(mode)
+        else "socket" if stat.S_ISSOCK(mode) else "special file"
+    )
+    raise InvalidInput(field, f"{path} is a {kind}; give a new file name or an existing regular file")
 
 
 class Exporter:
@@ -109,9 +150,17 @@ class Exporter:
 
     # -- export ---------------------------------------------------------------------------------
     async def export(
-        self, out: TextIO, users: Sequence[str] | None = None, events: bool = False
+        self,
+        out: TextIO,
+        users: Sequence[str] | None = None,
+        events: bool = False,
+        skipped: list[dict[str, str]] | None = None,
     ) -> TypeCounts:
-        """Write the JSONL export of `users` (default: every user) to `out`."""
+        """Write the JSONL export of `users` (default: every user) to `out`.
+
+        A user with a row that cannot be read is left out whole (never half-written) and named in `skipped`
+        (table, user_id, id, why); every other user is exported.
+        """
         counts = TypeCounts()
         async with self.store.read() as reader:
             user_ids = list(users) if users is not None else await reader.user_ids()
@@ -126,7 +175,14 @@ class Exporter:
             }
             out.write(_line("header", header) + "\n")
             for user_id in user_ids:
-                for kind, body in await self._user_rows(reader, user_id, events):
+                try:
+                    rows = await self._user_rows(reader, user_id, events)
+                except UnreadableRow as exc:
+                    log.warning("export: user %s left out: %s", user_id, exc)
+                    if skipped is not None:
+                        skipped.append(exc.as_report())
+                    continue
+                for kind, body in rows:
                     out.write(_line(kind, body) + "\n")
                     counts.add(kind)
         return counts
@@ -136,6 +192,11 @@ class Exporter:
         user = await reader.get_user(user_id)
         if user is not None:
             rows.append(("user", user))
+        for section, fields in (await reader.get_profile(user_id)).items():
+            rows.append(("profile", {"user_id": user_id, "section": section, "fields": fields}))
+        rows += [
+            ("profile_revision", r.model_dump(mode="json")) for r in await reader.list_profile_revisions(user_id, 10_000)
+        ]
         usages = await reader.usage(user_id)
         after: str | None = None
         while True:
@@ -178,8 +239,8 @@ class Exporter:
 
     # -- import ---------------------------------------------------------------------------------
     async def import_lines(self, lines: Iterable[str]) -> ImportReport:
-        records = parse(lines)
         report = ImportReport()
+        records = parse(lines, self.settings, report.refused)
         memories = [r for r in records if isinstance(r, _MemoryRow)]
         others = [r for r in records if not isinstance(r, _MemoryRow)]
         async with self.store.read() as reader:
@@ -283,6 +344,15 @@ class Exporter:
             return "pending", record.user_id, await tx.import_pending(record)
         if isinstance(record, Event):
             return "event", record.user_id, await tx.import_event(record, nth)
+        if isinstance(record, _ProfileRow):
+            # A section the store already has is newer or the same: kept.
+            if record.section in await tx.get_profile(record.user_id):
+                return "profile", record.user_id, False
+            await tx.ensure_user(record.user_id, now)
+            await tx.put_profile(record.user_id, record.section, record.fields, now)
+            return "profile", record.user_id, True
+        if isinstance(record, ProfileRevision):
+            return "profile_revision", record.user_id, await tx.import_profile_revision(record)
         return "user", record["user_id"], await tx.import_user(record)
 
 
@@ -305,6 +375,8 @@ def _kind(record: Any) -> str:
         (Revision, "revision"),
         (PendingItem, "pending"),
         (Event, "event"),
+        (_ProfileRow, "profile"),
+        (ProfileRevision, "profile_revision"),
     ):
         if isinstance(record, cls):
             return kind
@@ -317,6 +389,12 @@ class _MemoryRow:
         self.usage = usage
 
 
+class _ProfileRow(BaseModel):
+    user_id: str
+    section: str
+    fields: dict[str, Any]
+
+
 class _UserRow(BaseModel):
     user_id: str
     display_name: str | None = None
@@ -326,8 +404,15 @@ class _UserRow(BaseModel):
     updated_at: datetime
 
 
-def parse(lines: Iterable[str]) -> list[Any]:
-    """Check every line before anything is written; errors name the line."""
+def parse(
+    lines: Iterable[str], settings: Settings | None = None, refused: list[Refused] | None = None
+) -> list[Any]:
+    """Check every line before anything is written; errors name the line.
+
+    A malformed file (not JSON, no header, a record that does not fit the format) is refused whole. With
+    `settings`, each well-formed record is also held to add_memory's rules (import_checks.check_record);
+    one that breaks them is left out and appended to `refused`, and the others are imported.
+    """
     records: list[Any] = []
     header_seen = False
     for number, raw in enumerate(lines, start=1):
@@ -355,7 +440,17 @@ def parse(lines: Iterable[str]) -> list[Any]:
             header_seen = True
             continue
         try:
-            records.append(_record(kind, row, where))
+            if settings is None:
+                records.append(_record(kind, row, where))
+                continue
+            row_id = next((str(row[k]) for k in ("id", "tombstone_id", "user_id") if row.get(k) is not None), None)
+            try:
+                if (field := numeric_times(row)) is not None:
+                    raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
+                records.append(_checked(_record(kind, row, where), settings))
+            except InvalidInput as exc:
+                if refused is not None:
+                    refused.append(Refused(line=number, type=kind, id=row_id, field=exc.field, why=exc.rule))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or kind
@@ -363,6 +458,12 @@ def parse(lines: Iterable[str]) -> list[Any]:
     if not header_seen:
         raise InvalidInput("file", f"empty; expected a {FORMAT} export")
     return records
+
+
+def _checked(record: Any, settings: Settings) -> Any:
+    if isinstance(record, _MemoryRow):
+        return _MemoryRow(check_record(record.memory, settings), record.usage)
+    return check_record(record, settings)
 
 
 def _record(kind: str, row: dict[str, Any], where: str) -> Any:
@@ -385,4 +486,8 @@ def _record(kind: str, row: dict[str, Any], where: str) -> Any:
         return Event.model_validate(row)
     if kind == "user":
         return _UserRow.model_validate(row).model_dump()
+    if kind == "profile":
+        return _ProfileRow.model_validate(row)
+    if kind == "profile_revision":
+        return ProfileRevision.model_validate(row)
     raise InvalidInput(where, f"unknown type {kind!r}; expected one of {', '.join(ROW_TYPES)}")

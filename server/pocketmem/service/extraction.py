@@ -1,8 +1,8 @@
 """remember_conversation's service: from the recent messages to memories written, updated and patched.
 
-    prepare  check the messages; find the related memories (recall over each recent user message, every
-             core memory, and any the agent named) and label them m1, m2, ...; write the prompt: the rubric
-             (rubric.py), today's date, the labelled memories, the conversation
+    prepare  check the messages; find the related memories (recall over each recent user message and the
+             agent's note, every core memory, and any the agent named) and label them m1, m2, ...; write the
+             prompt: the rubric (rubric.py), today's date, the labelled memories, the conversation
     run      ask an LLM (llm.py, or MCP sampling in remember.py); check the whole answer (operations.py);
              one retry that quotes the problems; then a clear failure. All within POCKETMEM_LLM_TIMEOUT
     apply    turn the operations into write-path steps and apply them in one transaction (batch.py)
@@ -15,9 +15,9 @@ other writes go on meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, Field
@@ -27,6 +27,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, NotFound, ProviderUnavailable
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
+from pocketmem.core import privacy
 from pocketmem.core.operations import (
     OPERATIONS_SCHEMA,
     AddOp,
@@ -35,6 +36,7 @@ from pocketmem.core.operations import (
     ForgetOp,
     InvalidAnswer,
     PatchOp,
+    ProfileOp,
     SkipOp,
     UpdateOp,
     check_answer,
@@ -101,7 +103,7 @@ ItemStatus = Literal[
 
 
 class RememberItem(BaseModel):
-    op: Literal["ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP"]
+    op: Literal["ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP", "PROFILE"]
     status: ItemStatus
     memory_id: str | None = Field(None, description="the memory written, patched, reinforced or forgotten")
     pending_id: str | None = Field(None, description="set when the memory waits for the user's confirmation")
@@ -150,6 +152,9 @@ NO_MODEL_MESSAGE = (
 )
 
 
+ProfileProposer = Callable[[str, Mapping[str, str] | None, Mapping[str, str] | None], Awaitable[Any]]
+
+
 class Extraction:
     def __init__(
         self, settings: Settings, store: Store, lifecycle: Lifecycle, retrieval: Retrieval, clock: Clock
@@ -162,6 +167,8 @@ class Extraction:
         self.retrieval = Retrieval(wide, store, retrieval.embedder, clock, retrieval.calibration)
         self.clock = clock
         self.model = configured_model(settings)  # None unless POCKETMEM_LLM_MODEL is set
+        # PROFILE operations go here (the app wires Profile.update): persona / identity changes to confirm.
+        self.propose_profile: ProfileProposer | None = None
 
     async def aclose(self) -> None:
         if self.model is not None:
@@ -194,7 +201,7 @@ class Extraction:
         ]
         said = " ".join(m.content for m in turns if m.role == "user")
         language: Language = "zh" if guess_language(said) == "zh" else "en"
-        related = await self._related(user_id, turns, keywords, hints.memory_ids)
+        related = await self._related(user_id, turns, keywords, hints.memory_ids, note)
         known = {f"m{i}": memory for i, memory in enumerate(related, start=1)}
         system = server_rubric(language)
         prompt = self._prompt(turns, known, note, language)
@@ -208,17 +215,23 @@ class Extraction:
         return Prepared(user_id=user_id, language=language, known=known, request=request)
 
     async def _related(
-        self, user_id: str, turns: list[ConversationMessage], keywords: list[str], hinted: Sequence[str]
+        self, user_id: str, turns: list[ConversationMessage], keywords: list[str], hinted: Sequence[str],
+        note: str = "",
     ) -> list[Memory]:
         """The memories the model must see to update instead of duplicating: those recalled for the recent
-        user messages, every core memory (they are few, and changed only by patch), and the agent's picks."""
+        user messages and for the agent's note (each with the agent's keywords; a hit on an older version
+        brings the current one), every core memory (they are few, and changed only by patch), and the
+        agent's picks."""
         found: dict[str, None] = {}
         user_turns = [i for i, m in enumerate(turns) if m.role == "user"][-USER_MESSAGES_SEARCHED:]
-        for i in reversed(user_turns):
-            context = [m.content for m in turns[max(0, i - 3):i]]
+        searches = [(turns[i].content, [m.content for m in turns[max(0, i - 3):i]]) for i in reversed(user_turns)]
+        if note:
+            # The note often names what the messages only imply (用户以前住在北京 for 我搬到杭州了).
+            searches.append((note, []))
+        for query, context in searches:
             result = await self.retrieval.recall(
                 user_id,
-                RecallRequest(query=turns[i].content, context=context, keywords=keywords,
+                RecallRequest(query=query, context=context, keywords=keywords,
                               top_k=RELATED_PER_MESSAGE, record=False),
             )
             found.update(dict.fromkeys(hit.id for hit in result.memories))
@@ -335,10 +348,10 @@ class Extraction:
             elif isinstance(op, UpdateOp):
                 assert target is not None
                 step = AddStep(self._update_request(op, target))
-            elif isinstance(op, PatchOp) and op.confidence >= settings.store_threshold:
+            elif isinstance(op, PatchOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
                 assert target is not None
                 step = PatchStep(target.id, op.patch, op.mode, op.reason)
-            elif isinstance(op, ForgetOp) and op.confidence >= settings.store_threshold:
+            elif isinstance(op, ForgetOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
                 assert target is not None
                 step = ForgetStep(target.id, f"{SOURCE}: {op.reason}" if op.reason else SOURCE)
             elif isinstance(op, BoostOp):
@@ -348,7 +361,11 @@ class Extraction:
                 steps.append(step)
             planned.append((item, len(steps) - 1 if step is not None else None))
         batch = await apply_batch(self.lifecycle, prepared.user_id, steps)
-        items = [self._item(item, batch.results[i] if i is not None else None) for item, i in planned]
+        items = [
+            await self._profile_item(prepared.user_id, item.op) if isinstance(item.op, ProfileOp)
+            else self._item(item, batch.results[i] if i is not None else None)
+            for item, i in planned
+        ]
         return RememberResult(
             items=items,
             source=extracted.source,
@@ -358,6 +375,20 @@ class Extraction:
             evicted=batch.evicted,
             message=_summary(items, len(batch.evicted), settings.trash_days),
         )
+
+    async def _profile_item(self, user_id: str, op: ProfileOp) -> RememberItem:
+        """A proposed profile change goes through update_profile's path (a pending confirmation once the
+        profile is confirmed; a draft during onboarding)."""
+        base = {"op": op.op, "reason": op.reason, "confidence": op.confidence}
+        if self.propose_profile is None or op.confidence < self.settings.pending_threshold:
+            return RememberItem(**base, status="discarded", message="Not applied: the profile is not changed here.")
+        try:
+            result = await self.propose_profile(user_id, op.persona, op.identity)
+        except InvalidInput as exc:
+            return RememberItem(**base, status="discarded", message=f"Not applied: {exc}")
+        status = {"pending": "pending", "saved": "stored", "unchanged": "duplicate"}[result.status]
+        return RememberItem(**base, status=status, pending_id=result.pending_id,  # type: ignore[arg-type]
+                            content="; ".join(result.changed) or None, message=result.message)
 
     def _add_request(self, op: AddOp) -> AddRequest:
         return AddRequest(
@@ -388,7 +419,8 @@ class Extraction:
 
     def _item(self, checked: Checked, result: StepResult | None) -> RememberItem:
         op, target = checked.op, checked.target
-        base = {"op": op.op, "reason": op.reason}
+        # What the model proposed is shown as it was stored: secrets redacted, in the text and in its reason.
+        base = {"op": op.op, "reason": _shown(op.reason)}
         if isinstance(op, SkipOp):
             return RememberItem(**base, status="skipped", message="Nothing to remember.")
         if isinstance(op, AddOp | UpdateOp):
@@ -399,7 +431,7 @@ class Extraction:
                 memory_id=result.memory_id,
                 pending_id=result.pending_id,
                 superseded=result.superseded,
-                content=op.content.strip(),
+                content=_shown(op.content.strip()),
                 category=op.category or (target.category if target else None),
                 confidence=op.confidence,
                 message=result.message,
@@ -430,15 +462,19 @@ class Extraction:
                 message=f"Not applied: confidence {op.confidence:g} is below {settings.pending_threshold:g}.",
             )
         call = (
-            f'patch_core_memory(memory_id="{target.id}", patch="{op.patch}", mode="{op.mode}")'
+            f'patch_core_memory(memory_id="{target.id}", patch="{_shown(op.patch)}", mode="{op.mode}")'
             if isinstance(op, PatchOp) else f'forget_memory(memory_id="{target.id}")'
         )
         return RememberItem(
             **base, status="needs_confirmation", memory_id=target.id,
-            content=op.patch if isinstance(op, PatchOp) else target.content, confidence=op.confidence,
+            content=_shown(op.patch) if isinstance(op, PatchOp) else target.content, confidence=op.confidence,
             message=f"Not applied: confidence {op.confidence:g} < {settings.store_threshold:g}. Ask the user; "
             f"if they agree, call {call}.",
         )
+
+
+def _shown(text: str | None) -> str | None:
+    return privacy.scrub(text).text if text else text
 
 
 def _keywords(raw: Sequence[str]) -> list[str]:

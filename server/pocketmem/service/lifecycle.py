@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound, ProviderUnavailable
 from pocketmem.base.models import (
     Category,
     DeleteReason,
@@ -50,8 +51,8 @@ from pocketmem.base.results import (
     TrashItem,
     TrashList,
 )
-from pocketmem.core import privacy
-from pocketmem.core.ranking import semantic_score
+from pocketmem.core import instants, privacy
+from pocketmem.core.sameness import facts_agree
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import (
     clean_text,
@@ -60,7 +61,6 @@ from pocketmem.core.text import (
     has_cjk,
     index_terms,
     normalise,
-    numbers_and_negations,
     query_terms,
     signature,
     strip_subject,
@@ -68,30 +68,31 @@ from pocketmem.core.text import (
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.reinforcement import record_used
+from pocketmem.service.sameness import Sameness
 from pocketmem.store import IndexedText, MemoryFilter, Store, StoreWriter
+
+log = logging.getLogger(__name__)
 
 MAX_KEYWORDS = 12
 MAX_KEYWORD_CHARS = 40
 MAX_SOURCE_CHARS = 500
 MAX_OPERATION_ID_CHARS = 200
 MAX_SNOOZE_HOURS = 24 * 90
-# Near-duplicates. A new memory is the same as an active one when
+# Near-duplicates: a duplicate is the same fact, not the same topic. A new memory is the same as an active one when
 #   1. their content words are identical (text.signature: Han characters and Latin stems without filler;
 #      negations and numbers kept), whatever the order or punctuation, or
-#   2. the new text, subject words aside, is a verbatim part of the existing one (it says less) and both
-#      state the same numbers and negations, or
-#   3. with an embedder that captures meaning (not the built-in lexical one): calibrated similarity
-#      >= NEAR_DUPLICATE_SIMILARITY and the same numbers and negations.
-# Anything that adds a word, a negation or another number is stored. Merging paraphrases more eagerly
-# would risk losing a detail or flipping a meaning; recall's shadowing already orders such pairs.
-NEAR_DUPLICATE_SIMILARITY = 0.95
+#   2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
+#      a. the new text, subject words aside, is a verbatim part of the existing one (it says less), or
+#      b. with an embedder that captures meaning (not the built-in lexical one): their cosine similarity
+#         reaches the same-fact threshold calibrated for this embedder and language (service/sameness.py;
+#         none for a language the model cannot tell facts apart in).
+# Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
+# recall's shadowing already orders same-topic pairs, the newer first.
 NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
 
 DATE_FIELDS = ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
-# Far enough from datetime's limits that offsets and added days cannot overflow.
-MIN_YEAR, MAX_YEAR = 1000, 9000
 
 
 class AddRequest(BaseModel):
@@ -142,8 +143,11 @@ class Lifecycle:
         self.embedder = embedder
         self.clock = clock
         self.calibration = calibration
+        self.sameness = Sameness(store, embedder)
         self.vectors_ready = False
         self._known_users: set[str] = set()
+        # Called after a memory was stored without a vector; the app points it at the embed queue's wake-up.
+        self.vector_deferred: Callable[[], None] = lambda: None
 
     async def _ensure_user(self, tx: StoreWriter, user_id: str, now: datetime) -> None:
         if user_id not in self._known_users:
@@ -152,13 +156,23 @@ class Lifecycle:
 
     async def _embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         vector = await self.embedder.embed(embedding_text(content, keywords))
-        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs it.
+        # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs them.
         await self.calibration.scales()
+        await self.sameness.thresholds()
         if not self.vectors_ready:
             # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
             await self.store.prepare_vectors(self.embedder.tag, len(vector))
             self.vectors_ready = True
         return vector
+
+    async def _embed_or_defer(self, content: str, keywords: Sequence[str]) -> list[float] | None:
+        """The vector, or None when the embedder cannot answer now: the memory is then stored without one,
+        found by keyword at once, and embedded later by the embed queue (embed_queue.py)."""
+        try:
+            return await self._embed(content, keywords)
+        except ProviderUnavailable as exc:
+            log.warning("embedder unavailable, storing without a vector for now: %s", exc)
+            return None
 
     # -- validation ---------------------------------------------------------------------------
     def _clean_request(self, req: AddRequest) -> AddRequest:
@@ -170,12 +184,12 @@ class Lifecycle:
             cleaned = clean_text(keyword, f"keywords[{i}]", max_chars=MAX_KEYWORD_CHARS)
             if cleaned not in keywords:
                 keywords.append(cleaned)
-        for name in ("source", "source_ref"):
-            value = getattr(req, name)
-            if value is not None:
-                clean_text(value, name, max_chars=MAX_SOURCE_CHARS)
-        if req.operation_id is not None:
-            clean_text(req.operation_id, "operation_id", max_chars=MAX_OPERATION_ID_CHARS)
+        side = {
+            name: privacy.kept_text(getattr(req, name), name, max_chars=limit)
+            for name, limit in (("source", MAX_SOURCE_CHARS), ("source_ref", MAX_SOURCE_CHARS),
+                                ("operation_id", MAX_OPERATION_ID_CHARS))
+            if getattr(req, name) is not None
+        }
         if not 0.0 <= req.confidence <= 1.0:
             raise InvalidInput("confidence", "must be between 0 and 1")
         for key, value in (req.scores or {}).items():
@@ -190,17 +204,11 @@ class Lifecycle:
             raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
         if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
             raise InvalidInput("remind_at", "must not be after due_at")
-        return req.model_copy(update={"content": content, "keywords": keywords})
+        return req.model_copy(update={"content": content, "keywords": keywords, **side})
 
     def _instant(self, field: str, value: datetime | None) -> datetime | None:
-        """An aware instant within the supported years; a value without an offset is in the user's zone."""
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=self.settings.zone)
-        if not MIN_YEAR <= value.year <= MAX_YEAR:
-            raise InvalidInput(field, f"must be between the years {MIN_YEAR} and {MAX_YEAR}")
-        return value
+        """An aware UTC instant within the supported years (checked in UTC); no offset means the user's zone."""
+        return None if value is None else instants.accept(field, value, self.settings.zone)
 
     @staticmethod
     def _request_hash(req: AddRequest) -> str:
@@ -268,9 +276,10 @@ class Lifecycle:
                 result = await self._discard_in(tx, user_id, req, now)
                 await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
             return result
-        if req.confidence < self.settings.store_threshold:
+        if req.confidence < self.settings.store_threshold or self.settings.confirm_all:
+            # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
             return await self._add_pending(user_id, req, request_hash, now)
-        vector = await self._embed(req.content, req.keywords)
+        vector = await self._embed_or_defer(req.content, req.keywords)
 
         async def work(tx: StoreWriter) -> AddResult:
             try:
@@ -285,7 +294,10 @@ class Lifecycle:
                 raise
 
         # Embedded above, outside the lock; adds arriving together share one durable commit.
-        return await self.store.write_shared(work)
+        result = await self.store.write_shared(work)
+        if vector is None and result.status == "stored":
+            self.vector_deferred()
+        return result
 
     async def add_many(self, user_id: str, requests: Sequence[AddRequest]) -> list[AddResult]:
         """Bulk write (imports, benchmarks): embeddings in batches, all requests in one transaction.
@@ -300,6 +312,7 @@ class Lifecycle:
                 )
         vectors = await self.embedder.embed_many([embedding_text(r.content, r.keywords) for r in cleaned])
         await self.calibration.scales()
+        await self.sameness.thresholds()
         if vectors and not self.vectors_ready:
             await self.store.prepare_vectors(self.embedder.tag, len(vectors[0]))
             self.vectors_ready = True
@@ -395,8 +408,12 @@ class Lifecycle:
             status="pending",
             pending_id=item.id,
             message=(
-                f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
-                "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
+                (
+                    "Waiting for confirmation: confirm-everything is on (POCKETMEM_CONFIRM_ALL). "
+                    if self.settings.confirm_all
+                    else f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
+                )
+                + "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
             ),
         )
 
@@ -431,7 +448,7 @@ class Lifecycle:
         )
 
     async def _store(
-        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float], now: datetime,
+        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
         *, cap: bool = True,
     ) -> AddResult:
         """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
@@ -504,6 +521,11 @@ class Lifecycle:
         message = f"Stored as a {kind} (importance {imp:.2f})."
         if old is not None:
             message += f" It replaces {old.id}, kept as history (include_history)."
+        if vector is None:
+            message += (
+                " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
+                " in the background."
+            )
         if evicted:
             message += f" {len(evicted)} low-importance memories moved to the trash (restorable for {self.settings.trash_days} days)."
         return AddResult(
@@ -517,9 +539,9 @@ class Lifecycle:
         )
 
     async def _near_duplicate(
-        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float]
+        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float] | None
     ) -> Memory | None:
-        """An active memory that already says what `content` says (rules at NEAR_DUPLICATE_SIMILARITY)."""
+        """An active memory that already says what `content` says (the rules above NEAR_DUPLICATE_MIN_CHARS)."""
         sig = signature(content)
         if not sig:
             return None
@@ -538,23 +560,17 @@ class Lifecycle:
         if not hits:
             return None
         core = normalise(strip_subject(content))
-        facts = numbers_and_negations(content)
-        similar = {} if self.embedder.lexical else await tx.similarities(user_id, hits, vector)
-        # Inside a write transaction: use the scale only if already known (measuring it writes to the store).
-        scale = self.calibration.known(guess_language(content))
+        similar = {} if self.embedder.lexical or vector is None else await tx.similarities(user_id, hits, vector)
+        # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
+        same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
-            other = signature(memory.content)
-            if other == sig:
+            if signature(memory.content) == sig:
                 return memory
-            if numbers_and_negations(memory.content) != facts:
+            if not facts_agree(content, memory.content):
                 continue
             if len(core) >= NEAR_DUPLICATE_MIN_CHARS and core in normalise(strip_subject(memory.content)):
                 return memory
-            if (
-                scale is not None
-                and memory.id in similar
-                and semantic_score(similar[memory.id], scale) >= NEAR_DUPLICATE_SIMILARITY
-            ):
+            if same_fact is not None and similar.get(memory.id, -1.0) >= same_fact:
                 return memory
         return None
 
@@ -610,7 +626,7 @@ class Lifecycle:
     ) -> PatchResult:
         patch, redacted = self.screen_patch(clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch")
         if reason is not None:
-            reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         async with self.store.read() as reader:
             memory = await reader.get_memory(user_id, memory_id)
         memory = self._require_core(memory, memory_id)
@@ -709,7 +725,7 @@ class Lifecycle:
     # -- forget / restore -------------------------------------------------------------------------
     async def forget(self, user_id: str, memory_id: str, reason: str | None) -> ForgetResult:
         if reason is not None:
-            reason = clean_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         now = self.clock.now()
         async with self.store.write() as tx:
             return await self._forget_in(tx, user_id, memory_id, reason, now)
@@ -786,7 +802,7 @@ class Lifecycle:
         if action == "confirm":
             candidate = {k: v for k, v in item.candidate.items() if k != "content_hash"}
             req = self._clean_request(AddRequest.model_validate(candidate).model_copy(update={"confidence": 1.0}))
-            vector = await self._embed(req.content, req.keywords)
+            vector = await self._embed_or_defer(req.content, req.keywords)
             async with self.store.write() as tx:
                 item = self._require_open(await tx.get_pending(user_id, pending_id), pending_id)
                 result = await self._store(tx, user_id, req, vector, now)
@@ -796,6 +812,8 @@ class Lifecycle:
                 await tx.add_event(
                     user_id, EventKind.confirmed, now, memory_id=result.memory_id, payload={"pending_id": pending_id}
                 )
+            if vector is None:
+                self.vector_deferred()
             return ConfirmResult(
                 status=PendingStatus.confirmed,
                 pending_id=pending_id,
@@ -853,31 +871,57 @@ class Lifecycle:
         text: str | None,
         limit: int,
         offset: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> MemoryList:
         if text is not None:
             text = clean_text(text, "text", max_chars=200, allow_empty=True) or None
+        since, until = self._instant("since", since), self._instant("until", until)
+        if since is not None and until is not None and until <= since:
+            raise InvalidInput("until", "must be after since")
         now = self.clock.now()
         async with self.store.read() as reader:
             if status == "pending":
-                pending, total = await reader.list_pending(
-                    user_id, (PendingStatus.pending, PendingStatus.snoozed), limit=limit, offset=offset
-                )
-                views: list[MemoryView | PendingView] = [PendingView.of(p) for p in pending]
-                if category is not None or text:
-                    views = [
-                        v for v in views
-                        if isinstance(v, PendingView)
-                        and (category is None or v.category == category)
-                        and (not text or text.casefold() in v.content.casefold())
-                    ]
-                return MemoryList(items=views, total=total if category is None and not text else len(views))
-            memories, total = await reader.list_memories(
-                user_id,
-                MemoryFilter(statuses=(Status(status),), category=category, text=text, limit=limit, offset=offset),
+                return await self._list_pending(reader, user_id, category, text, since, until, limit, offset)
+            flt = MemoryFilter(
+                statuses=(Status(status),), category=category, text=text, since=since, until=until, limit=limit,
+                offset=offset,
             )
+            memories, total = await reader.list_memories(user_id, flt)
+            counts = await reader.category_counts(user_id, flt)
         return MemoryList(
+            counts=counts,
             items=[
                 MemoryView.of(m, importance(m.scores, m.last_active_at or m.created_at, now)[2]) for m in memories
             ],
             total=total,
         )
+
+    @staticmethod
+    async def _list_pending(
+        reader: Any,
+        user_id: str,
+        category: Category | None,
+        text: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+        offset: int,
+    ) -> MemoryList:
+        """Open candidates, filtered before paging so `total` and every page agree with the filter; `counts` per
+        category over the time range and text (before the category filter)."""
+        open_ = (PendingStatus.pending, PendingStatus.snoozed)
+        _, every = await reader.list_pending(user_id, open_, limit=1, offset=0)
+        pending, _ = await reader.list_pending(user_id, open_, limit=max(every, 1), offset=0)
+        needle = text.casefold() if text else None
+        in_range = [
+            view for view in map(PendingView.of, pending)
+            if (since is None or view.created_at >= since) and (until is None or view.created_at < until)
+            and (needle is None or needle in view.content.casefold())
+        ]
+        counts: dict[str, int] = {}
+        for view in in_range:
+            counts[view.category.value] = counts.get(view.category.value, 0) + 1
+        kept = [view for view in in_range if category is None or view.category == category]
+        views: list[MemoryView | PendingView] = list(kept[offset : offset + limit])
+        return MemoryList(items=views, total=len(kept), counts=counts)

@@ -22,13 +22,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock, monotonic
 from pocketmem.base.config import Settings
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Status
+from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.store import Store
@@ -50,6 +53,9 @@ class UserReport(BaseModel):
     purged: list[str] = Field(default_factory=list)
     rescored: int = 0
     evicted: list[str] = Field(default_factory=list)
+    skipped: list[dict[str, str]] = Field(
+        default_factory=list, description="rows that could not be read (table, user_id, id, why); others went on"
+    )
 
     @property
     def changed(self) -> bool:
@@ -70,6 +76,7 @@ class Maintenance:
         self.lifecycle = lifecycle
         self._lock = anyio.Lock()
         self.last_run: float | None = None  # monotonic() of the last finished run
+        self._checked = False  # the structural check (store.quick_check) runs on the first run only
 
     async def run(self, now: datetime | None = None) -> MaintenanceReport:
         now = now or self.clock.now()
@@ -77,6 +84,9 @@ class Maintenance:
             async with self.store.read() as reader:
                 users = await reader.user_ids()
             reports = [await self._run_user(user_id, now) for user_id in users]
+            if not self._checked:  # once per process: a full read of the file, so not on every run
+                self._checked = True
+                await self.store.quick_check()
             await self.store.optimize()
             self.last_run = monotonic()
         changed = [r for r in reports if r.changed]
@@ -85,11 +95,23 @@ class Maintenance:
         return MaintenanceReport(now=now, users=reports, changed=bool(changed))
 
     async def _run_user(self, user_id: str, now: datetime) -> UserReport:
+        """One user's pass; each step stands alone, so a row that cannot be read stops only the step it is in."""
         report = UserReport(user_id=user_id)
-        report.expired = await self._expire(user_id, now)
-        report.purged = await self._purge(user_id, now)
-        report.rescored = await self._rescore(user_id, now)
-        report.evicted = await self._cap(user_id, now)
+        steps: list[tuple[str, Callable[[str, datetime], Awaitable[Any]]]] = [
+            ("expired", self._expire), ("purged", self._purge), ("rescored", self._rescore), ("evicted", self._cap),
+        ]
+        for name, step in steps:
+            try:
+                setattr(report, name, await step(user_id, now))
+            except UnreadableRow as exc:
+                log.warning("maintenance of %s: %s skipped: %s", user_id, name, exc)
+                report.skipped.append({**exc.as_report(), "step": name})
+            except UnreadableInstant as exc:
+                log.warning("maintenance of %s: %s skipped: a stored time cannot be read: %s", user_id, name, exc)
+                report.skipped.append({"user_id": user_id, "step": name, "why": str(exc)})
+            except Exception as exc:  # noqa: BLE001 - one user's fault must not stop maintenance for the others
+                log.exception("maintenance of %s: %s failed", user_id, name)
+                report.skipped.append({"user_id": user_id, "step": name, "why": f"{type(exc).__name__}: {exc}"})
         return report
 
     async def _expire(self, user_id: str, now: datetime) -> list[str]:

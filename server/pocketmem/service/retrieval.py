@@ -21,7 +21,7 @@ from datetime import datetime, time, timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput, PocketmemError
+from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from pocketmem.core import timeexpr
@@ -39,6 +39,7 @@ from pocketmem.core.ranking import (
 )
 from pocketmem.core.text import clean_text, guess_language, keyword_terms, query_terms
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service import current, fallback
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import UseLedger, record_used
@@ -169,9 +170,15 @@ class Retrieval:
         failures: list[str] = []
         reinforced: list[str] = []
         if req.used:
-            async with self.store.write() as tx:
-                reinforced = await record_used(tx, user_id, req.used, now)
+            try:
+                async with self.store.write() as tx:
+                    reinforced = await record_used(tx, user_id, req.used, now)
+            except StoreError as exc:  # the reinforcement is lost, the recall is not
+                log.warning("recall could not reinforce the used memories: %s", exc)
+                failures.append(f"store: {exc}")
 
+        if self.store.damage is not None:
+            failures.append(f"store damaged ({self.store.damage}): run `pocketmem doctor`")
         vector: list[float] | None = None
         try:
             vector = await self._query_vector(q)
@@ -187,23 +194,24 @@ class Retrieval:
 
         ranked: list[Ranked] = []
         async with self.store.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale)
+            # Superseded memories are searched too: a hit on one brings its current version (current.py).
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, current.SEARCHED, failures, scale)
+            candidates = await current.bring_current(reader, user_id, candidates, statuses)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
             if req.categories:
                 allowed = set(req.categories)
                 candidates = [c for c in candidates if c.memory.category in allowed]
             candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
-            keyword_failed = any(f.startswith("keyword index") for f in failures)
-            vector_failed = vector is None or any(f.startswith("vector") for f in failures)
-            if not (keyword_failed and vector_failed):
+            health = fallback.Health.of(failures, vector is not None)
+            if health.path != fallback.CARD_ONLY:
                 ranked = rank(
                     candidates,
                     q.terms,
                     idfs,
                     scale=scale,
                     weights=self.weights,
-                    threshold=self.settings.relevance_threshold,
+                    threshold=self._bar(health),
                     now=now,
                     temporal=q.time.intent,
                 )
@@ -213,9 +221,10 @@ class Retrieval:
                     pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
                     ranked = shadow_older(pool, pairs, scale)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
-        degraded = "; ".join(failures) or None
-        if keyword_failed and vector_failed:
-            result = await self._card_only(user_id, locale, pending, degraded, failures)
+        degraded = fallback.describe(health.path, failures) if health.path else None
+        if health.path == fallback.CARD_ONLY or (health.path and not ranked):
+            # Both indexes down, or a fallback path that found nothing: the card's core memories.
+            result = await self._card_only(user_id, locale, pending, failures)
             return result.model_copy(update={"reminders": reminders, "reinforced": reinforced})
         ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
@@ -242,7 +251,10 @@ class Retrieval:
             self.settings.injection_budget,
         )
         if req.record:
-            await self.uses.record(user_id, [r.memory.id for r in ranked], failures, now)
+            try:
+                await self.uses.record(user_id, [r.memory.id for r in ranked], failures, now)
+            except StoreError as exc:  # bookkeeping only: a read-only or full store still answers recall
+                log.warning("recall could not record its hits: %s", exc)
         return RecallResult(
             memories=hits,
             injection=injection,
@@ -300,9 +312,12 @@ class Retrieval:
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
+        if vector is not None and self.embedder.lexical and not fallback.Health.of(failures, True).keywords:
+            sims.update(await fallback.vector_path(reader, user_id, vector, statuses, failures))
+        bar = self._bar(fallback.Health.of(failures, vector is not None))
         # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
         # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
-        enough = scale.cosine_for(self.settings.relevance_threshold)
+        enough = scale.cosine_for(bar)
         shortlist = list(
             dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
         )
@@ -324,12 +339,18 @@ class Retrieval:
             or relevance(
                 semantic_score(sims.get(mid), scale), keyword_score(q.terms, terms.get(mid, ()), rarities)
             )
-            >= self.settings.relevance_threshold
+            >= bar
         ]
         memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
         return [
             Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
         ], rarities
+
+    def _bar(self, health: fallback.Health) -> float:
+        """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
+        return fallback.threshold(
+            self.settings.relevance_threshold, health.semantic, health.keywords, self.embedder.lexical
+        )
 
     async def _library_search(
         self,
@@ -388,9 +409,7 @@ class Retrieval:
             else None,
         )
 
-    async def _card_only(
-        self, user_id: str, locale: str, pending: list, degraded: str | None, failures: list[str]
-    ) -> RecallResult:
+    async def _card_only(self, user_id: str, locale: str, pending: list, failures: list[str]) -> RecallResult:
         now = self.clock.now()
         card = await render_user_card(self.store, user_id, self.settings, now)
         await self.uses.record(user_id, [], failures, now)
@@ -398,5 +417,5 @@ class Retrieval:
             memories=[],
             injection=card[: self.settings.injection_budget],
             pending_confirmations=[PendingView.of(p) for p in pending],
-            degraded=(degraded or "") + " — answered with the user card only",
+            degraded=fallback.describe(fallback.CARD_ONLY, failures),
         )

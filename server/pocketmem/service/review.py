@@ -33,7 +33,9 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Scores, Status, Usage
 from pocketmem.base.results import MarkResult, MemoryView
+from pocketmem.core import privacy
 from pocketmem.core.scoring import importance, info_importance
+from pocketmem.service.lifecycle import MAX_SOURCE_CHARS as MAX_REASON_CHARS
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
 from pocketmem.store import Store, StoreWriter
@@ -154,6 +156,8 @@ class Review:
     async def decide(
         self, user_id: str, memory_id: str, decision: Literal["promote", "keep", "forget"], reason: str | None
     ) -> MarkResult:
+        if reason is not None:
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_REASON_CHARS)
         if decision == "forget":
             forgotten = await self.lifecycle.forget(
                 user_id, memory_id, f"review: {reason}" if reason else "review"

@@ -18,8 +18,8 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from pocketmem.base.clock import to_iso
 from pocketmem.base.models import DeleteReason, Memory, Status, Tombstone
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.service.lifecycle import embedding_text, indexed_text
 from pocketmem.store import StoreWriter
 

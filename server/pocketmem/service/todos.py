@@ -19,7 +19,10 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, ReminderView
+from pocketmem.core import privacy
 from pocketmem.store import Store, StoreReader
+
+MAX_REASON_CHARS = 500
 
 REMINDERS_SHOWN = 3
 
@@ -65,6 +68,8 @@ class Todos:
     async def set_done(
         self, user_id: str, memory_id: str, done: bool, reason: str | None = None
     ) -> MarkResult:
+        if reason is not None:
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_REASON_CHARS)
         now = self.clock.now()
         async with self.store.write() as tx:
             todo = await tx.get_memory(user_id, memory_id)

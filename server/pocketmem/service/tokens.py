@@ -63,6 +63,9 @@ class NewToken:
     record: ApiToken
 
 
+ANONYMOUS_KEY = "auth.anonymous"  # store_meta: "open" (operator allowed it) or "closed" (a token was created)
+
+
 class TokenService:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
@@ -78,6 +81,7 @@ class TokenService:
         async with self.store.write() as tx:
             await tx.ensure_user(user_id, now)
             await tx.insert_token(record)
+            await tx.put_meta(ANONYMOUS_KEY, "closed")
             await tx.add_event(user_id, EventKind.token_created, now, payload={"token_id": token_id, "name": label})
         return NewToken(token=token, record=record)
 
@@ -88,6 +92,27 @@ class TokenService:
     async def count_active(self) -> int:
         async with self.store.read() as reader:
             return await reader.count_active_tokens()
+
+    async def anonymous_allowed(self) -> bool:
+        """May a loopback request without a token act as POCKETMEM_USER (--auth auto)?
+
+        Only while no token has ever existed, or after the operator ran `pocketmem token allow-anonymous`
+        with no active token left. Revoking the last token does not reopen the server.
+        """
+        async with self.store.read() as reader:
+            if await reader.count_active_tokens():
+                return False
+            state = await reader.meta(ANONYMOUS_KEY)
+            if not state:  # stores from before the setting: closed once any token exists
+                return not await reader.list_tokens(None, include_revoked=True)
+            return state == "open"
+
+    async def allow_anonymous(self) -> int:
+        """The operator's choice: loopback requests without a token are served again once no token is active.
+        Returns the number of tokens still active (those keep the server closed until revoked)."""
+        async with self.store.write() as tx:
+            await tx.put_meta(ANONYMOUS_KEY, "open")
+            return await tx.count_active_tokens()
 
     async def revoke(self, token_id: str) -> ApiToken:
         """Revoke at once: the next request carrying the token gets 401. Revoking twice is harmless."""

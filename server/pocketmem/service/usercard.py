@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pocketmem.base.config import Settings
 from pocketmem.core.formatting import user_card
+from pocketmem.core.profile_text import profile_summary
+from pocketmem.core.text import has_cjk
 from pocketmem.store import Store
 
 CARD_CORE_LIMIT = 60
@@ -16,11 +18,14 @@ TEMPORARY_CARD = user_card("User card", [("Temporary mode", ["Memories are off: 
 async def render_user_card(store: Store, user_id: str, settings: Settings, now: datetime) -> str:
     async with store.read() as reader:
         user = await reader.get_user(user_id)
+        identity = (await reader.get_profile(user_id)).get("identity", {})
         core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
         todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
     zone = settings.zone
-    who = [f"id: {user_id}"]
-    if user and user.get("display_name"):
+    # The identity the user confirmed (称呼、职业背景、技术偏好、协作习惯); the bare id only when there is none.
+    lang = "zh" if any(has_cjk(str(v)) for v in identity.values()) else "en"
+    who = profile_summary("identity", {k: str(v) for k, v in identity.items()}, lang) or [f"id: {user_id}"]
+    if user and user.get("display_name") and not identity.get("name"):
         who.insert(0, f"name: {user['display_name']}")
     open_todos = []
     for todo in sorted(todos, key=lambda t: (t.due_at is None, t.due_at or t.created_at)):

@@ -41,6 +41,7 @@ from pocketmem.base.models import (
     Tombstone,
     Usage,
 )
+from pocketmem.store.profile_base import ProfileReader, ProfileWriter
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class MemoryFilter:
     statuses: Sequence[Status] = (Status.active,)
     category: Category | None = None
     text: str | None = None  # plain substring match on content
+    since: datetime | None = None  # created_at at or after
+    until: datetime | None = None  # created_at before
     limit: int = 50
     offset: int = 0
 
@@ -107,9 +110,10 @@ class StoreStats:
     events: int = 0
     oldest: datetime | None = None
     newest: datetime | None = None
+    unreadable: list[str] = field(default_factory=list)  # why a value could not be read; the rest is counted
 
 
-class StoreReader(ABC):
+class StoreReader(ProfileReader):
     """Read queries, available inside both read and write transactions."""
 
     @abstractmethod
@@ -126,6 +130,11 @@ class StoreReader(ABC):
     @abstractmethod
     async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
         """The non-trashed memory that supersedes `memory_id`, if any."""
+
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        """Memories of every user stored without a vector (the embedder was down), in insertion order after
+        position `after`: (position, user_id, id, content, keywords). The embed queue's work list."""
+        raise NotImplementedError
 
     @abstractmethod
     async def count_active(self, user_id: str) -> int:
@@ -322,11 +331,11 @@ class StoreReader(ABC):
     async def count_active_tokens(self) -> int: ...
 
 
-class StoreWriter(StoreReader):
+class StoreWriter(StoreReader, ProfileWriter):
     """Writes; only available inside `Store.write()`."""
 
     @abstractmethod
-    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
+    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
         """Insert a memory with its vector and keyword terms (kept even before the vector index exists)."""
 
     @abstractmethod
@@ -558,8 +567,24 @@ class Store(ABC):
         """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
 
     @abstractmethod
-    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
-        """Store new vectors for (user_id, memory_id, vector), in one transaction."""
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
+        memory that has gained a vector meanwhile as it is."""
+
+    # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
+    damage: str | None = None
+
+    async def quick_check(self) -> str | None:
+        """A structural check of the stored data (pages and indexes); the problem found, or None.
+        Backends whose engine guarantees this (PostgreSQL) keep the default."""
+        return None
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
+        column, value, why); with repair, each rewritten in the stored form. Backends override it."""
+        return []
 
     @abstractmethod
     async def health(self) -> dict[str, Any]:

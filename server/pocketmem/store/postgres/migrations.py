@@ -268,9 +268,45 @@ async def pg002_user_scan(conn: Any) -> None:
     await conn.execute("create index if not exists memories_by_user_and_id on memories (user_id, id collate \"C\")")
 
 
+async def pg006_profile(conn: Any) -> None:
+    """The profile layer (seed 004): as the SQLite m009_profile."""
+    await conn.execute(
+        """
+        create table if not exists profiles (
+            user_id text not null,
+            section text not null,
+            fields jsonb not null default '{}',
+            updated_at timestamptz not null,
+            primary key (user_id, section)
+        );
+        create table if not exists profile_revisions (
+            id text primary key,
+            user_id text not null,
+            section text not null,
+            previous jsonb not null,
+            new jsonb not null,
+            source text not null,
+            created_at timestamptz not null,
+            seq bigint generated always as identity
+        );
+        create index if not exists profile_revisions_by_user on profile_revisions (user_id, created_at);
+        create table if not exists profile_files (
+            user_id text not null,
+            name text not null,
+            written_text text not null,
+            written_hash text not null,
+            earlier jsonb not null default '[]',  -- texts written before it, newest first (a few)
+            written_at timestamptz not null,
+            primary key (user_id, name)
+        );
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
+    ("pg006_profile", pg006_profile),
 ]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -21,6 +22,7 @@ import anyio
 from pocketmem.base.config import mask_url
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, StoreReader, StoreWriter
+from pocketmem.store.postgres import instants_check
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres.records import vector_text
 from pocketmem.store.postgres.tx import PostgresTx
@@ -236,12 +238,15 @@ class PostgresStore(Store):
             last = rows[-1][0]
             yield [(r[1], r[2], r[3], list(r[4])) for r in rows]
 
-    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
         async with self.write() as tx:
             assert isinstance(tx, PostgresTx)
             await tx._exec(
                 "update memories m set embedding = v.e::vector, embed_model = %s "
-                "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u",
+                "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u"
+                + (" and m.embedding is null" if only_missing else ""),
                 (
                     embed_tag,
                     [r[0] for r in rows],
@@ -260,6 +265,14 @@ class PostgresStore(Store):
                 "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
                 "having sum(delta) <> 0"
             )
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times outside the supported years; with repair, clamped into them."""
+        if not repair:
+            async with self.read() as reader:
+                return await instants_check.check(reader, repair=False)
+        async with self.write() as tx:
+            return await instants_check.check(tx, repair=True)
 
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:

@@ -13,6 +13,7 @@ same from its single writer) while different users write in parallel.
 from __future__ import annotations
 
 import functools
+import json
 import inspect
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -30,6 +31,7 @@ from pocketmem.base.models import (
     Tombstone,
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
+from pocketmem.store.postgres.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,
     MEMORY_COLUMNS,
@@ -100,7 +102,7 @@ def per_user_locked(cls: type) -> type:
 
 
 @per_user_locked
-class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
+class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:
@@ -164,20 +166,20 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
         )
         return found[0] if found else None
 
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        rows = await self._all(
+            "select seq, user_id, id, content, keywords from memories where embedding is null and seq > %s "
+            "order by seq limit %s",
+            (after, limit),
+        )
+        return [(int(r[0]), r[1], r[2], r[3], _keyword_list(r[4])) for r in rows]
+
     async def count_active(self, user_id: str) -> int:
         row = await self._one("select count(*) from memories where user_id = %s and status = 'active'", (user_id,))
         return int(row[0])
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        where = ["user_id = %s", "status = any(%s)"]
-        params: list[Any] = [user_id, [str(s) for s in flt.statuses]]
-        if flt.category is not None:
-            where.append("category = %s")
-            params.append(flt.category.value)
-        if flt.text:
-            where.append("(strpos(lower(content), lower(%s)) > 0 or strpos(lower(keywords::text), lower(%s)) > 0)")
-            params.extend([flt.text, flt.text])
-        clause = " and ".join(where)
+        clause, params = memory_filter_clause(user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         found = await self._memories(
@@ -452,6 +454,10 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, StoreWriter):
 
 
 def _iso(value: datetime | None) -> str | None:
-    from pocketmem.base.clock import to_iso
+    from pocketmem.core.instants import encode as to_iso
 
     return to_iso(value) if value is not None else None
+
+
+def _keyword_list(value: Any) -> list[str]:
+    return list(json.loads(value)) if isinstance(value, str) else list(value or [])

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pocketmem.base.clock import from_iso
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.core.instants import decode as from_iso
 from pocketmem.store.base import IndexedText, ScoreRow
 from pocketmem.store.postgres.records import (
     EVENT_COLUMNS,

@@ -61,13 +61,13 @@ class WriteQueries:
         async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]: ...
 
     # -- writes ---------------------------------------------------------------------------------
-    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
+    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
         await self._exec(
             f"insert into memories ({MEMORY_COLUMNS}, embedding, terms, keyword_terms, lexemes) values "
             f"({', '.join(['%s'] * 32)}, %s::vector, %s, %s, array_to_tsvector(%s::text[]))",
             (
                 *memory_params(memory),
-                vector_text(vector),
+                vector_text(vector) if vector is not None else None,
                 text.terms,
                 text.keyword_terms,
                 lexemes(memory.user_id, text.terms, text.keyword_terms),

@@ -298,12 +298,51 @@ async def m005_lookup_indexes(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m009_profile(db: aiosqlite.Connection) -> None:
+    """The profile layer (seed 004). `profiles`: a user's persona and identity, one row per section, fields as
+    JSON. `profile_revisions`: every change of a section keeps the previous fields. `profile_files`: the text
+    pocketmem last wrote to each Markdown file (and a few before it), so a person's edit is told apart from its
+    own writing, even when made in a copy opened before the last write."""
+    await _run_script(
+        db,
+        """
+        create table profiles (
+            user_id text not null,
+            section text not null,
+            fields text not null default '{}',
+            updated_at text not null,
+            primary key (user_id, section)
+        );
+        create table profile_revisions (
+            id text primary key,
+            user_id text not null,
+            section text not null,
+            previous text not null,
+            new text not null,
+            source text not null,
+            created_at text not null
+        );
+        create index profile_revisions_by_user on profile_revisions (user_id, created_at);
+        create table profile_files (
+            user_id text not null,
+            name text not null,
+            written_text text not null,
+            written_hash text not null,
+            earlier text not null default '[]',  -- texts written before it, newest first (a few)
+            written_at text not null,
+            primary key (user_id, name)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
     ("m003_tokens", m003_tokens),
     ("m004_sync", m004_sync),
     ("m005_lookup_indexes", m005_lookup_indexes),
+    ("m009_profile", m009_profile),
 ]
 
 

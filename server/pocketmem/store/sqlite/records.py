@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pocketmem.base.clock import from_iso, to_iso
 from pocketmem.base.models import DeleteReason, Event, EventKind, Revision, Tombstone, Usage
+from pocketmem.core.instants import decode as from_iso
+from pocketmem.core.instants import encode as to_iso
 
 TOMBSTONE_COLUMNS = (
     "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "

@@ -16,15 +16,14 @@ import math
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
 
-from pocketmem.base.clock import from_iso, to_iso
-from pocketmem.base.errors import StoreError
+from pocketmem.base.errors import StoreError, UnreadableRow
 from pocketmem.base.models import (
     ApiToken,
     Category,
@@ -39,12 +38,16 @@ from pocketmem.base.models import (
     Status,
     Tombstone,
 )
+from pocketmem.core.instants import decode as from_iso
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.sqlite import faults, instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.group import GroupCommitter
+from pocketmem.store.sqlite.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
     REVISION_COLUMNS,
@@ -128,6 +131,13 @@ def unpack_vector(blob: bytes) -> list[float]:
 
 
 def _memory(row: Sequence[Any]) -> Memory:
+    try:
+        return _decode_memory(row)
+    except ValueError as exc:  # UnreadableInstant, or a value of the wrong kind: name the row, not just the value
+        raise UnreadableRow("memories", str(row[1]), str(row[0]), str(exc)) from None
+
+
+def _decode_memory(row: Sequence[Any]) -> Memory:
     (
         id_,
         user_id,
@@ -266,12 +276,20 @@ def _token(row: Sequence[Any]) -> ApiToken:
     )
 
 
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """Roll back what is open; after SQLITE_FULL or an I/O error SQLite may have rolled back already."""
+    try:
+        await conn.execute("rollback")
+    except Exception as exc:  # noqa: BLE001 - "no transaction is active" must not hide the original error
+        log.debug("rollback: %s", exc)
+
+
 def _is_locked(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
+class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS
@@ -340,20 +358,20 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         )
         return _memory(row) if row else None
 
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        rows = await self._all(
+            "select rowid, user_id, id, content, keywords from memories where embedding is null and rowid > ? "
+            "order by rowid limit ?",
+            (after, limit),
+        )
+        return [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+
     async def count_active(self, user_id: str) -> int:
         row = await self._one("select active from memory_counts where user_id = ?", (user_id,))
         return int(row[0]) if row else 0
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        where = [f"user_id = ?", f"status in ({_placeholders(len(flt.statuses))})"]
-        params: list[Any] = [user_id, *flt.statuses]
-        if flt.category is not None:
-            where.append("category = ?")
-            params.append(flt.category.value)
-        if flt.text:
-            where.append("(instr(lower(content), lower(?)) > 0 or instr(lower(keywords), lower(?)) > 0)")
-            params.extend([flt.text, flt.text])
-        clause = " and ".join(where)
+        clause, params = memory_filter_clause(user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         rows = await self._all(
@@ -591,7 +609,11 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         span = await self._one(
             "select min(created_at), max(created_at) from memories where user_id = ? and status = 'active'", (user_id,)
         )
-        out.oldest, out.newest = _dt(span[0]), _dt(span[1])
+        for name, value in zip(("oldest", "newest"), span, strict=True):
+            try:
+                setattr(out, name, _dt(value))
+            except ValueError as exc:  # counted anyway; `pocketmem doctor` names the row
+                out.unreadable.append(f"{name} created_at: {exc}")
         out.pending = (
             await self._one(
                 "select count(*) from memory_pending where user_id = ? and status in ('pending', 'snoozed')", (user_id,)
@@ -639,8 +661,9 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
         return int(row[0])
 
     # -- writes ---------------------------------------------------------------------------------
-    async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None:
-        blob = pack_vector(vector)
+    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
+        # No vector (the embedding endpoint was down): keyword-searchable now, embedded later (embed_queue.py).
+        blob = pack_vector(vector) if vector is not None else None
         cursor = await self._db.execute(
             f"insert into memories ({_MEMORY_COLUMNS}, embedding) values ({_placeholders(33)})",
             (*_memory_params(memory), blob),
@@ -651,7 +674,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, StoreWriter):
             "insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)",
             (rowid, text.terms, text.keyword_terms),
         )
-        if self._vectors:
+        if self._vectors and blob is not None:
             await self._exec(
                 "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                 (rowid, memory.user_id, memory.status.value, blob),
@@ -895,6 +918,22 @@ def _exp(x: float | None) -> float | None:
     return math.exp(x) if x is not None else None
 
 
+def _probe(path: str) -> None:
+    conn = connect(path, load_vectors=True)
+    try:
+        conn.execute("select count(*) from sqlite_master").fetchall()
+    finally:
+        conn.close()
+
+
+def _quick_check(path: str) -> list[str]:
+    conn = connect(path, load_vectors=False)
+    try:
+        return [str(r[0]) for r in conn.execute("pragma quick_check").fetchall()]
+    finally:
+        conn.close()
+
+
 class SQLiteStore(Store):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
@@ -937,6 +976,10 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                # Fails here, in a plain thread, for a file that is not a database: an aiosqlite connection that
+                # fails while opening leaves its worker thread to report into a closed event loop at exit.
+                await anyio.to_thread.run_sync(_probe, self.path)
             self._writer = await self._connect(writer=True)
             await sqlite_migrations.migrate(self._writer)
             found = await self._writer.execute_fetchall(
@@ -987,21 +1030,38 @@ class SQLiteStore(Store):
     async def read(self) -> AsyncIterator[StoreReader]:
         conn = self._require(self._reader)
         lock = self._write_lock if conn is self._writer else self._read_lock
-        async with lock:
-            await conn.execute("begin")
-            try:
-                yield SQLiteTx(conn, self.vectors_available, self._owner_index)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await conn.execute("commit")
+        try:
+            async with lock:
+                await conn.execute("begin")
+                try:
+                    yield SQLiteTx(conn, self.vectors_available, self._owner_index)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await conn.execute("commit")
+        except Exception as exc:
+            fault = faults.classify(exc, self.path, writing=False)
+            if fault is None or fault is exc or fault.kind != "damaged":
+                raise
+            self.damage = str(exc)[:200]
+            raise fault from exc
 
     @asynccontextmanager
     async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
         conn = self._require(self._writer if durable else self._bookkeeper)
         tx: SQLiteTx | None = None
-        async with self._write_lock, self._hold_file_lock():
-            async with self._transaction(conn) as tx:
-                yield tx
+        try:
+            async with self._write_lock, self._hold_file_lock():
+                async with self._transaction(conn) as tx:
+                    yield tx
+        except Exception as exc:
+            # Disk full, a read-only file, a damaged page: one clear error saying nothing was written.
+            fault = faults.classify(exc, self.path, writing=True)
+            if fault is None or fault is exc:
+                raise
+            if fault.kind == "damaged":
+                self.damage = str(exc)[:200]
+            log.warning("write refused: %s (%s)", fault, exc)
+            raise fault from exc
         # Outside the lock: listeners may read (or even write) the store.
         if tx is not None and tx.changes:
             await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
@@ -1013,6 +1073,8 @@ class SQLiteStore(Store):
                 await conn.execute("begin immediate")
                 break
             except Exception as exc:
+                if not _is_locked(exc) and (fault := faults.classify(exc, self.path, writing=True)) is not None:
+                    raise fault from exc
                 if not _is_locked(exc) or attempt == LOCK_RETRIES:
                     raise StoreError(
                         "the memory store is busy (another pocketmem process holds the write lock); try again"
@@ -1022,7 +1084,7 @@ class SQLiteStore(Store):
             yield SQLiteTx(conn, self.vectors_available, self._owner_index)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await conn.execute("rollback")
+                await _rollback(conn)
             raise
         else:
             # Shielded: once the unit of work is done, a cancelled request must not leave it half-committed.
@@ -1030,7 +1092,7 @@ class SQLiteStore(Store):
                 try:
                     await conn.execute("commit")
                 except Exception:
-                    await conn.execute("rollback")
+                    await _rollback(conn)
                     raise
 
     async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
@@ -1119,7 +1181,9 @@ class SQLiteStore(Store):
             last = rows[-1][0]
             yield [(r[1], r[2], r[3], json.loads(r[4])) for r in rows]
 
-    async def write_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str) -> None:
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
         async with self.write() as tx:
             assert isinstance(tx, SQLiteTx)
             for user_id, memory_id, vector in rows:
@@ -1127,7 +1191,9 @@ class SQLiteStore(Store):
                 if rowid is None:
                     continue
                 blob = pack_vector(vector)
-                status = (await tx._one("select status from memories where rowid = ?", (rowid,)))[0]
+                status, had = await tx._one("select status, embedding is not null from memories where rowid = ?", (rowid,))
+                if only_missing and had:
+                    continue  # re-embedded meanwhile (a patch): that vector is the newer one
                 await tx._exec(
                     "update memories set embedding = ?, embed_model = ? where rowid = ?", (blob, embed_tag, rowid)
                 )
@@ -1137,6 +1203,33 @@ class SQLiteStore(Store):
                         "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
                         (rowid, user_id, status, blob),
                     )
+
+    async def quick_check(self) -> str | None:
+        """`pragma quick_check`: every page and index, FTS5's included (SQLite >= 3.44); O(size of the file).
+
+        On a connection of its own in a worker thread: WAL lets it read beside the server's connections,
+        so recalls and writes are not held up while it runs (about 1 s per 10,000 memories)."""
+        self._require(self._writer)
+        if self.path == ":memory:":
+            return None
+        try:
+            found = await anyio.to_thread.run_sync(_quick_check, self.path)
+        except Exception as exc:  # noqa: BLE001 - a check that cannot even run has found damage
+            found = [str(exc)]
+        problem = None if found == ["ok"] else "; ".join(found[:3])
+        if problem is not None:
+            log.error("the memory store at %s is damaged: %s; run `pocketmem doctor`", self.path, problem)
+        self.damage = problem
+        return problem
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the supported years; with repair, rewritten."""
+        conn = self._require(self._writer)
+        async with self._write_lock, self._hold_file_lock():
+            if not repair:
+                return await instants_check.check(conn, repair=False, now=now or datetime.now(UTC))
+            async with self._transaction(conn):
+                return await instants_check.check(conn, repair=True, now=now or datetime.now(UTC))
 
     async def health(self) -> dict[str, Any]:
         conn = self._require(self._writer)

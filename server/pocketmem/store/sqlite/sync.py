@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pocketmem.base.clock import to_iso
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory, Tombstone
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.store.base import IndexedText
 from pocketmem.store.sqlite.records import TOMBSTONE_COLUMNS, placeholders, tombstone_from_row, ts
 

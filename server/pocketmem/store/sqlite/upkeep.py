@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pocketmem.base.clock import from_iso, to_iso
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
+from pocketmem.core.instants import decode as from_iso
+from pocketmem.core.instants import encode as to_iso
 from pocketmem.store.base import IndexedText, ScoreRow
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
@@ -85,7 +87,15 @@ class UpkeepQueries:
             "and id > ? order by id limit ?",
             (user_id, *statuses, after or "", limit),
         )
-        return [ScoreRow.of(r, from_iso) for r in rows]
+        try:
+            return [ScoreRow.of(r, from_iso) for r in rows]
+        except ValueError:  # name the row that cannot be read, for the caller's report
+            for r in rows:
+                try:
+                    ScoreRow.of(r, from_iso)
+                except ValueError as exc:
+                    raise UnreadableRow("memories", user_id, str(r[0]), str(exc)) from None
+            raise
 
     async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
         return await self._memories(

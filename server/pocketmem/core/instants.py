@@ -1,0 +1,115 @@
+"""The one time codec: every instant that enters pocketmem (tools, import, settings, CLI) and every one a store
+writes or reads goes through here.
+
+    accept(field, value, zone)  a tool / import / CLI value -> an aware UTC datetime, or InvalidInput naming the field
+    encode(when)                a datetime -> the stored text `YYYY-MM-DDTHH:MM:SS.mmmZ` (always four-digit years)
+    decode(text)                the stored text -> an aware UTC datetime (reads the old unpadded years too)
+    problem(text)               why a stored value is not canonical, or None (for `pocketmem doctor`)
+    repaired(text)              the canonical text for a stored value that can be mended, or None
+
+The range is checked in UTC, after the user's offset or zone is applied: `1000-01-01` in Asia/Shanghai is
+999-12-31T16:00Z and is refused, because a year before 1000 does not fit the four-digit stored form. The upper
+bound leaves room for the days a store adds (trash purge, episode expiry) without overflowing datetime.
+Numbers are refused: an epoch count (`expires_at=-1`) is almost always a mistake, not a date.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from pocketmem.base.errors import InvalidInput
+
+MIN_YEAR, MAX_YEAR = 1000, 9000  # what is accepted from outside
+STORED_MAX_YEAR = 9999  # what a store can keep: accepted times plus the days the server adds to them
+_STORED = re.compile(r"^(-?\d{1,6})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})?$")
+_CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+RANGE_RULE = f"must be between the years {MIN_YEAR} and {MAX_YEAR} in UTC"
+
+
+class UnreadableInstant(ValueError):
+    """A stored time that cannot be read back as a datetime."""
+
+
+def accept(field: str, value: Any, zone: tzinfo) -> datetime:
+    """A user-given instant (datetime or ISO 8601 text); without an offset it is wall-clock time in `zone`."""
+    if isinstance(value, bool | int | float):
+        raise InvalidInput(field, "must be an ISO 8601 date or time such as 2026-05-01T09:00+08:00, not a number")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(field, f"is not an ISO 8601 date or time: {value[:40]!r}") from None
+    if not isinstance(value, datetime):
+        raise InvalidInput(field, "must be an ISO 8601 date or time")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=zone)
+    try:
+        utc = value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidInput(field, RANGE_RULE) from None
+    if not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise InvalidInput(field, f"{RANGE_RULE} (it is {utc.year} there)")
+    return utc
+
+
+def not_a_number(value: Any) -> Any:
+    """A pydantic before-validator for instant fields: JSON numbers are not dates."""
+    if isinstance(value, bool | int | float):
+        raise ValueError("must be an ISO 8601 date or time such as 2026-05-01T09:00+08:00, not a number")  # noqa: TRY004 - pydantic wants ValueError
+    return value
+
+
+def encode(when: datetime) -> str:
+    """Store format: UTC, millisecond precision, `Z` suffix; sorts as text and SQLite's julianday() reads it."""
+    utc = when.astimezone(UTC)
+    if not MIN_YEAR <= utc.year <= STORED_MAX_YEAR:
+        raise UnreadableInstant(f"{utc.year} is outside the years a store can keep ({MIN_YEAR}..{STORED_MAX_YEAR})")
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+
+
+def decode(text: str) -> datetime:
+    """Read a stored instant; a value without an offset is UTC. Raises UnreadableInstant with the reason."""
+    match = _STORED.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise UnreadableInstant(f"not a stored time: {str(text)[:40]!r}")
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    try:
+        parsed = datetime.fromisoformat(
+            f"{int(year):04d}-{month}-{day}T{hour}:{minute}:{second}"
+            f"{'.' + fraction.ljust(6, '0') if fraction else ''}{_offset(offset)}"
+        )
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise UnreadableInstant(f"not a readable time: {text[:40]!r} ({exc})") from None
+
+
+def _offset(offset: str | None) -> str:
+    return "+00:00" if offset in (None, "Z") else str(offset)
+
+
+def problem(text: str) -> str | None:
+    """Why a stored value is not in the canonical, in-range form; None when it is."""
+    try:
+        when = decode(text)
+    except UnreadableInstant as exc:
+        return str(exc)
+    if not MIN_YEAR <= when.year <= STORED_MAX_YEAR:
+        return f"year {when.year} is outside {MIN_YEAR}..{STORED_MAX_YEAR}"
+    if not _CANONICAL.match(text):
+        return f"not in the stored form YYYY-MM-DDTHH:MM:SS.mmmZ: {text[:40]!r}"
+    return None
+
+
+def repaired(text: str) -> str | None:
+    """The canonical text for a readable stored value (clamped into the range); None if it cannot be read."""
+    try:
+        when = decode(text)
+    except UnreadableInstant:
+        return None
+    if when.year < MIN_YEAR:
+        when = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
+    elif when.year > STORED_MAX_YEAR:
+        when = datetime(STORED_MAX_YEAR, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+    return encode(when)

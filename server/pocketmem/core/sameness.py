@@ -1,0 +1,95 @@
+"""Do two texts state the same fact? The pure half of add_memory's near-duplicate rule.
+
+A duplicate is the same fact, not the same topic: `Caroline gave a talk at a school event about her
+transgender journey` and `Caroline attended an LGBTQ support group` are two facts about one person and one
+theme, and merging them would lose one. So before any similarity is consulted, the two texts must agree on
+what can be checked without a model:
+
+    numbers     digits, and number words (two, 两, 三, twice...) — 两次 / 三次 never match
+    negations   the same count of 不/没/not/never... — 喜欢 / 不喜欢 never match
+    entities    every name-like word of either text appears in the other: capitalised words that do not
+                start a sentence (Caroline, LGBTQ, Sweden), titles in 《》 or quotes, Latin words in Chinese
+
+The similarity half (service/sameness.py) is calibrated per embedder and language on reference sets.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from pocketmem.core.text import numbers_and_negations, stem
+
+# 一 is left out: in Chinese it is mostly an article (养了一只猫) and a paraphrase may drop it.
+_ZH_NUMERALS = {"二": "2", "两": "2", "俩": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8",
+                "九": "9", "十": "10", "百": "100", "千": "1000", "万": "10000", "半": "0.5"}
+_EN_NUMBERS = {
+    "two": "2", "twice": "2", "three": "3", "thrice": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
+    "hundred": "100", "thousand": "1000", "million": "1000000", "half": "0.5", "dozen": "12", "first": "1st",
+    "second": "2nd", "third": "3rd",
+}
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)?")
+_SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)$")
+_TITLE = re.compile(r"《([^》]+)》|“([^”]+)”|\"([^\"]+)\"")
+_LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+
+
+def number_words(text: str) -> tuple[str, ...]:
+    """The numbers a text states in words (English number words, Chinese numerals except 一), normalised."""
+    folded = unicodedata.normalize("NFKC", text)
+    found = [_ZH_NUMERALS[ch] for ch in folded if ch in _ZH_NUMERALS]
+    found += [_EN_NUMBERS[w] for w in re.findall(r"[a-z]+", folded.casefold()) if w in _EN_NUMBERS]
+    return tuple(sorted(found))
+
+
+def _fold(word: str) -> str:
+    return stem(word.casefold().replace("’", "'").split("'")[0])
+
+
+def entities(text: str) -> frozenset[str]:
+    """Name-like words: capitalised words that do not start a sentence, titles, Latin words among Chinese."""
+    folded = unicodedata.normalize("NFKC", text)
+    out: set[str] = set()
+    for match in _WORD.finditer(folded):
+        word = match.group()
+        if word[0].isupper() and not _SENTENCE_START.search(folded[: match.start()]):
+            out.add(_fold(word))
+    for groups in _TITLE.findall(folded):
+        out.update(normalise_title(g) for g in groups if g)
+    if re.search(r"[\u4e00-\u9fff]", folded):
+        out.update(_fold(w) for w in _LATIN_IN_CJK.findall(folded))
+    return frozenset(out)
+
+
+def normalise_title(title: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKC", title).casefold() if ch.isalnum())
+
+
+def _words(text: str) -> set[str]:
+    folded = unicodedata.normalize("NFKC", text)
+    return {_fold(w) for w in _WORD.findall(folded)}
+
+
+def _mentions(text: str, entity: str) -> bool:
+    if entity in _words(text):
+        return True
+    # Titles and Chinese text: a substring of the folded text.
+    return entity in normalise_title(text)
+
+
+# Words that contain a negation character without negating anything (非常 = very).
+_NOT_NEGATIONS = ("非常", "无论", "莫名", "未来")
+
+
+def _numbers_and_negations(text: str) -> tuple[tuple[str, ...], int]:
+    for word in _NOT_NEGATIONS:
+        text = text.replace(word, "")
+    return numbers_and_negations(text)
+
+
+def facts_agree(a: str, b: str) -> bool:
+    """Same numbers, same negations, and every entity of each text named in the other."""
+    if _numbers_and_negations(a) != _numbers_and_negations(b) or number_words(a) != number_words(b):
+        return False
+    return all(_mentions(b, e) for e in entities(a)) and all(_mentions(a, e) for e in entities(b))

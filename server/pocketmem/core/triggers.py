@@ -1,0 +1,47 @@
+"""Does the user's message call for long-term memory (seed 004 §5.3)? Pure.
+
+Triggers: a reference to the past (之前、还记得、上次、历史、以前、那次; before, remember, last time,
+history), a date (2026-03-05, 3月5日, 昨天, 上周, last month, ...) or a file name (report.pdf, main.py).
+File names are returned too: they make good recall keywords.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PAST = re.compile(
+    r"之前|还记得|记不记得|记得吗|上次|上回|历史|以前|那次|当时|曾经|"
+    r"\b(?:remember|last time|earlier|before|history|previously|back then|we talked|you said)\b",
+    re.IGNORECASE,
+)
+_DATE = re.compile(
+    r"\d{4}[-/.年]\d{1,2}(?:[-/.月]\d{1,2}[日号]?)?|\d{1,2}月\d{1,2}[日号]|昨天|前天|上周|上星期|上个月|去年|前年|"
+    r"\d+\s*(?:天|周|个月|年)前|\b(?:yesterday|last (?:week|month|year)|\d+ (?:days?|weeks?|months?|years?) ago)\b|"
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}\b",
+    re.IGNORECASE,
+)
+_FILE = re.compile(
+    r"[\w\-./\u4e00-\u9fff]*[\w\u4e00-\u9fff]\.(?:py|md|txt|js|ts|tsx|jsx|json|ya?ml|toml|pdf|docx?|xlsx?|pptx?|csv|"
+    r"go|rs|java|kt|c|cc|cpp|h|hpp|sql|html|css|sh|ipynb|png|jpe?g)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    long_term: bool
+    reasons: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+def long_term_trigger(text: str) -> Trigger:
+    reasons = []
+    if _PAST.search(text):
+        reasons.append("past")
+    if _DATE.search(text):
+        reasons.append("date")
+    files = tuple(dict.fromkeys(m.group(0) for m in _FILE.finditer(text)))
+    if files:
+        reasons.append("file")
+    return Trigger(bool(reasons), tuple(reasons), files)

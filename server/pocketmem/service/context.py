@@ -1,0 +1,117 @@
+"""The memory_context package (seed 004 §5): system memory, recent context and long-term evidence within
+POCKETMEM_CONTEXT_TOKENS, trimmed in the seed's order (core/context_budget.py), counted with
+core/tokens_estimate.py.
+
+    system memory     the persona and the user card (identity, core memories) and, until the user has
+                      confirmed their profile, the onboarding note
+    recent context    due reminders, memories waiting for confirmation, memories of the last 14 days
+    long-term evidence recall hits for the message: 3, or 5 with history when the message calls for the
+                      past (之前、还记得、上次、历史, a date, a file: core/triggers.py)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.results import RecallResult
+from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
+from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line
+from pocketmem.core.profile_text import profile_summary
+from pocketmem.core.text import guess_language
+from pocketmem.core.tokens_estimate import estimate_tokens
+from pocketmem.core.triggers import long_term_trigger
+from pocketmem.service.profile import Profile
+from pocketmem.service.profile_files import ProfileFiles
+from pocketmem.service.retrieval import RecallRequest, Retrieval
+from pocketmem.service.usercard import CARD_CORE_LIMIT
+from pocketmem.store import Store
+from pocketmem.store.base import MemoryFilter
+
+RECENT_DAYS = 14
+RECENT_LIMIT = 200
+EVIDENCE_TOP_K = 3
+EVIDENCE_TOP_K_LONG = 5
+
+
+class ContextBuilder:
+    def __init__(
+        self, settings: Settings, store: Store, clock: Clock, retrieval: Retrieval, profile: Profile,
+        files: ProfileFiles,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.retrieval = retrieval
+        self.profile = profile
+        self.files = files
+
+    async def build(self, user_id: str, message: str, context: Sequence[str] = ()) -> Package:
+        lang = guess_language(message)
+        zh = lang == "zh"
+        await self.files.check(user_id)
+        trigger = long_term_trigger("\n".join([message, *context]))
+        result = await self.retrieval.recall(
+            user_id,
+            RecallRequest(
+                query=message, context=tuple(context)[-3:], keywords=trigger.files,
+                top_k=EVIDENCE_TOP_K_LONG if trigger.long_term else EVIDENCE_TOP_K,
+                include_history=trigger.long_term,
+            ),
+        )
+        sh = shares(self.settings.context_tokens)
+        system = await self._system(user_id, lang, sh.system, temporary=result.temporary)
+        recent = await self._recent(user_id, result, lang)
+        evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]",
+                         [self._line(h.content, h.age_days, lang, h.outdated) for h in result.memories])
+        footer = (
+            "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
+            else "Use these memories naturally; don't announce that you remember them."
+        )
+        return assemble(system, recent, evidence, sh, estimate_tokens, footer)
+
+    def _line(self, content: str, days: int, lang: str, outdated: bool = False) -> str:
+        return injection_line(InjectionItem(content=" ".join(content.split()), days=days, outdated=outdated), lang)
+
+    async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> str:
+        if temporary:
+            return "# User card\n\n## Temporary mode\n- Memories are off: nothing is recalled or stored."
+        state = await self.profile.state(user_id)
+        async with self.store.read() as reader:
+            core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
+        persona = profile_summary("persona", state.persona, lang)
+        who = profile_summary("identity", state.identity, lang) or [f"id: {user_id}"]
+        fixed = (["# Persona", *[f"- {p}" for p in persona], ""] if persona else []) + [
+            "# User card", "", "## Who", *[f"- {w}" for w in who],
+        ]
+        onboarding = await self.profile.onboarding(user_id, lang)
+        tail = ["", onboarding] if onboarding else []
+        room = limit - estimate_tokens("\n".join(fixed + tail)) - estimate_tokens("## Core memories")
+        lines = fit_lines([f"- {' '.join(m.content.split())}" for m in core], max(0, room), estimate_tokens,
+                          lambda n: f"- … +{n}")
+        body = fixed + (["", "## Core memories", *lines] if lines else []) + tail
+        return "\n".join(body)
+
+    async def _recent(self, user_id: str, result: RecallResult, lang: str) -> Block:
+        zh = lang == "zh"
+        now = self.clock.now()
+        lines = [injection_line(InjectionItem(r.content, 0, reminder=r.label), lang) for r in result.reminders]
+        lines += [
+            (f"待确认：{p.content}（pending_id {p.pending_id}）" if zh else f"Waiting for confirmation: {p.content} "
+             f"(pending_id {p.pending_id})")
+            for p in result.pending_confirmations
+        ]
+        if not result.temporary:
+            shown = {h.id for h in result.memories} | {r.id for r in result.reminders}
+            async with self.store.read() as reader:
+                fresh, _ = await reader.list_memories(
+                    user_id, MemoryFilter(since=now - timedelta(days=RECENT_DAYS), limit=RECENT_LIMIT)
+                )
+            zone = self.settings.zone
+            lines += [
+                self._line(m.content, calendar_days(m.valid_from, now, zone), lang)
+                for m in fresh if m.id not in shown and not m.core
+            ]
+        return Block("[近期记忆]" if zh else "[Recent memories]", lines)

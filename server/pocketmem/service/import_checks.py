@@ -1,0 +1,144 @@
+"""What `pocketmem import` accepts of each record: the rules add_memory applies, one record at a time.
+
+    user ids        the POCKETMEM_USER pattern (letters, digits, _.@:-, at most 64): `../../etc/passwd` is refused
+    texts           content within POCKETMEM_MAX_CONTENT_CHARS; keywords at most 12 of 40 characters;
+                    source / source_ref within 500
+    times           ISO 8601 text only (a number is refused), within the years the time codec accepts, in UTC
+    secrets         screened like add_memory: redacted in content, revisions, pending candidates, reasons,
+                    profile text and event payloads; a keyword that carries one is dropped; a memory that is
+                    nothing but a secret (or any secret with POCKETMEM_SECRETS=refuse) is refused
+
+`check_record` is pure apart from the settings it reads, so a batching import can call it per record.
+A refused record is reported (line, type, id, field, why) and the rest of the file is imported.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from pocketmem.base.config import USER_ID_PATTERN, Settings
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.models import Event, Memory, PendingItem, Revision, Tombstone
+from pocketmem.core import instants, privacy
+from pocketmem.core.text import clean_text, content_hash
+
+MAX_KEYWORDS = 12
+MAX_KEYWORD_CHARS = 40
+MAX_SIDE_CHARS = 500
+_USER_ID = re.compile(USER_ID_PATTERN)
+TIME_FIELD = re.compile(r"(_at|valid_from|valid_until|cooldown_until)$")
+
+
+class Refused(BaseModel):
+    line: int
+    type: str
+    id: str | None = None
+    field: str
+    why: str
+
+
+def numeric_times(row: dict[str, Any]) -> str | None:
+    """The first time field given as a number (before pydantic turns -1 into 1969), or None."""
+    for key, value in row.items():
+        if TIME_FIELD.search(key) and isinstance(value, bool | int | float):
+            return key
+    return None
+
+
+def check_record(record: Any, settings: Settings) -> Any:
+    """The record as it may be stored (secrets redacted), or InvalidInput naming the field and the rule."""
+    user_id = record["user_id"] if isinstance(record, dict) else record.user_id
+    if not isinstance(user_id, str) or not _USER_ID.match(user_id):
+        raise InvalidInput("user_id", "must be 1-64 letters, digits or _.@:- (like POCKETMEM_USER)")
+    if isinstance(record, Memory):
+        return _memory(record, settings)
+    if isinstance(record, Revision):
+        _times(record)
+        return record.model_copy(update={
+            "previous_content": _screened(record.previous_content, "previous_content", settings),
+            "new_content": _screened(record.new_content, "new_content", settings),
+            "reason": _side(record.reason, "reason"),
+        })
+    if isinstance(record, PendingItem):
+        _times(record)
+        candidate = dict(record.candidate)
+        if isinstance(candidate.get("content"), str):
+            candidate["content"] = _memory_text(candidate["content"], "candidate.content", settings)
+        return record.model_copy(update={"candidate": _payload(candidate)})
+    if isinstance(record, Event):
+        _times(record)
+        return record.model_copy(update={
+            "payload": _payload(record.payload), "operation_id": _side(record.operation_id, "operation_id"),
+        })
+    if isinstance(record, Tombstone):
+        _times(record)
+        return record
+    row = dict(record)  # a user row
+    for key in ("created_at", "updated_at"):
+        instants.accept(key, row[key], UTC)
+    for key in ("display_name", "persona"):
+        if isinstance(row.get(key), str):
+            row[key] = privacy.scrub(row[key]).text
+    return row
+
+
+def _memory(memory: Memory, settings: Settings) -> Memory:
+    _times(memory)
+    content = _memory_text(memory.content, "content", settings)
+    if len(memory.keywords) > MAX_KEYWORDS:
+        raise InvalidInput("keywords", f"at most {MAX_KEYWORDS} short terms, got {len(memory.keywords)}")
+    keywords = [
+        k for i, k in enumerate(memory.keywords)
+        if not privacy.find_secrets(clean_text(k, f"keywords[{i}]", max_chars=MAX_KEYWORD_CHARS))
+    ]
+    update: dict[str, Any] = {
+        "content": content,
+        "keywords": keywords,
+        "source": _side(memory.source, "source"),
+        "source_ref": _side(memory.source_ref, "source_ref"),
+    }
+    if content != memory.content:
+        update["content_hash"] = content_hash(content)
+    return memory.model_copy(update=update)
+
+
+def _memory_text(text: str, field: str, settings: Settings) -> str:
+    """Content as add_memory takes it: cleaned, within the limit, secrets redacted (refused if nothing is left)."""
+    cleaned = clean_text(text, field, max_chars=settings.max_content_chars)
+    screened = privacy.screen(cleaned)
+    if not screened.findings:
+        return cleaned
+    if settings.secrets == "refuse" or not privacy.meaningful(screened.text):
+        raise InvalidInput(field, f"contains a {privacy.describe(screened.kinds)}; secrets are never stored")
+    return screened.text
+
+
+def _screened(text: str, field: str, settings: Settings) -> str:
+    cleaned = clean_text(text, field, max_chars=settings.max_content_chars, allow_empty=True)
+    return privacy.scrub(cleaned).text
+
+
+def _side(text: str | None, field: str) -> str | None:
+    return privacy.kept_text(text, field, max_chars=MAX_SIDE_CHARS) if text else text
+
+
+def _payload(value: Any) -> Any:
+    """Event payloads and pending candidates: every string in them screened."""
+    if isinstance(value, str):
+        return privacy.scrub(value).text
+    if isinstance(value, dict):
+        return {k: _payload(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_payload(v) for v in value]
+    return value
+
+
+def _times(record: BaseModel) -> None:
+    for name, value in record:
+        if isinstance(value, datetime):
+            # A value exported without an offset is UTC (the export writes UTC).
+            instants.accept(name, value, UTC)

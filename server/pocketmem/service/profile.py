@@ -1,0 +1,275 @@
+"""The profile layer (seed 004): the assistant's persona and the user's identity, onboarding once, and the
+Markdown views (persona, project, insights) the resources and files show.
+
+Writes route like every write: values are screened for secrets (core/privacy, per POCKETMEM_SECRETS), each
+change keeps the previous fields as a profile revision and logs a `profile_updated` event, all in one
+transaction. While `identity_confirmed` is false the agent saves directly (onboarding: the user is looking
+at the summary); once confirmed, a change the agent proposes waits as a pending confirmation that
+confirm_pending settles, like an uncertain memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import Conflict, InvalidInput
+from pocketmem.base.models import Category, EventKind, PendingItem, PendingStatus, ProfileRevision
+from pocketmem.base.results import ConfirmResult
+from pocketmem.core import privacy
+from pocketmem.core.profile_text import (
+    MAX_FIELD_CHARS,
+    SECTIONS,
+    onboarding_instruction,
+    profile_summary,
+    render,
+)
+from pocketmem.core.text import clean_text, has_cjk
+from pocketmem.service.lifecycle import Lifecycle, new_id
+from pocketmem.store import Store
+from pocketmem.store.base import MemoryFilter, StoreWriter
+
+INSIGHTS_LIMIT = 10  # Insights.md keeps the hot lessons only; the rest stays in the database
+
+
+@dataclass
+class ProfileState:
+    persona: dict[str, str] = field(default_factory=dict)
+    identity: dict[str, str] = field(default_factory=dict)
+    confirmed: bool = False
+    display_name: str | None = None
+
+    def section(self, name: str) -> dict[str, str]:
+        return self.persona if name == "persona" else self.identity
+
+
+class ProfileView(BaseModel):
+    persona: dict[str, str]
+    identity: dict[str, str]
+    identity_confirmed: bool
+
+
+class ProfileResult(BaseModel):
+    status: Literal["saved", "pending", "unchanged"]
+    profile: ProfileView
+    pending_id: str | None = None
+    changed: list[str] = Field(default_factory=list, description="section.field names that changed")
+    redacted: list[str] = Field(default_factory=list, description="kinds of secrets removed from the values")
+    message: str
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class Profile:
+    def __init__(self, settings: Settings, store: Store, lifecycle: Lifecycle, clock: Clock) -> None:
+        self.settings = settings
+        self.store = store
+        self.lifecycle = lifecycle
+        self.clock = clock
+
+    # -- reading --------------------------------------------------------------------------------
+    async def state(self, user_id: str) -> ProfileState:
+        async with self.store.read() as reader:
+            sections = await reader.get_profile(user_id)
+            user = await reader.get_user(user_id)
+        return ProfileState(
+            persona={k: str(v) for k, v in sections.get("persona", {}).items()},
+            identity={k: str(v) for k, v in sections.get("identity", {}).items()},
+            confirmed=bool(user and user.get("identity_confirmed")),
+            display_name=(user or {}).get("display_name"),
+        )
+
+    async def view(self, user_id: str) -> ProfileView:
+        state = await self.state(user_id)
+        return ProfileView(persona=state.persona, identity=state.identity, identity_confirmed=state.confirmed)
+
+    async def onboarding(self, user_id: str, lang: str) -> str | None:
+        """The instruction for the agent while the user has not confirmed their profile; None after."""
+        if not self.settings.onboarding or self.settings.temporary:
+            return None
+        state = await self.state(user_id)
+        if state.confirmed:
+            return None
+        return onboarding_instruction(
+            lang, not any(state.persona.values()), not any(state.identity.values())
+        )
+
+    # -- writing ----------------------------------------------------------------------------------
+    def clean_fields(self, section: str, values: Mapping[str, str | None] | None) -> tuple[dict[str, str], list[str]]:
+        """Known keys only, one line each, within length, secrets redacted (or refused: InvalidInput)."""
+        known = {fd.key for fd in SECTIONS[section]}
+        out: dict[str, str] = {}
+        kinds: list[str] = []
+        for key, value in (values or {}).items():
+            name = f"{section}.{key}"
+            if key not in known:
+                raise InvalidInput(name, f"unknown field; {section} has {', '.join(sorted(known))}")
+            if value is None:
+                continue
+            text = " ".join(clean_text(value, name, max_chars=MAX_FIELD_CHARS, allow_empty=True).split())
+            screened = privacy.screen(text)
+            if screened.findings:
+                if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
+                    raise InvalidInput(name, f"contains a {privacy.describe(screened.kinds)}; never save secrets")
+                text = screened.text
+                kinds += screened.kinds
+            out[key] = text
+        return out, list(dict.fromkeys(kinds))
+
+    async def update(
+        self,
+        user_id: str,
+        persona: Mapping[str, str | None] | None,
+        identity: Mapping[str, str | None] | None,
+        *,
+        confirmed: bool = False,
+    ) -> ProfileResult:
+        """update_profile: during onboarding saved at once; afterwards a pending confirmation."""
+        if self.settings.temporary:
+            raise InvalidInput("update_profile", "temporary mode is on: nothing is saved")
+        new_persona, kinds_p = self.clean_fields("persona", persona)
+        new_identity, kinds_i = self.clean_fields("identity", identity)
+        kinds = list(dict.fromkeys(kinds_p + kinds_i))
+        state = await self.state(user_id)
+        changes = {"persona": new_persona, "identity": new_identity}
+        changed = _changed(state, changes)
+        now = self.clock.now()
+        if state.confirmed:
+            if not changed:
+                return ProfileResult(status="unchanged", profile=await self.view(user_id), redacted=kinds,
+                                     message="Nothing new: the profile already says this.")
+            return await self._propose(user_id, changes, changed, kinds, now)
+        async with self.store.write() as tx:
+            await self.apply_in(tx, user_id, changes, "tool", now)
+            if confirmed:
+                await tx.set_identity_confirmed(user_id, True, now)
+                await tx.add_event(user_id, EventKind.profile_updated, now, payload={"identity_confirmed": True})
+        done = "Saved and confirmed: onboarding is over." if confirmed else (
+            "Saved as a draft; show the user a summary and call update_profile(confirmed=true) when they agree."
+        )
+        return ProfileResult(status="saved", profile=await self.view(user_id), changed=changed, redacted=kinds,
+                             message=done)
+
+    async def apply_in(
+        self, tx: StoreWriter, user_id: str, changes: Mapping[str, Mapping[str, str]], source: str, now: datetime
+    ) -> list[str]:
+        """Inside a transaction: merge the changed fields into each section, with a revision and an event."""
+        sections = await tx.get_profile(user_id)
+        changed: list[str] = []
+        await tx.ensure_user(user_id, now)
+        for section, values in changes.items():
+            before = {k: str(v) for k, v in sections.get(section, {}).items()}
+            after = {**before, **values}
+            after = {k: v for k, v in after.items() if v}
+            if after == before:
+                continue
+            keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            changed += [f"{section}.{k}" for k in keys]
+            await tx.put_profile(user_id, section, after, now)
+            await tx.insert_profile_revision(
+                ProfileRevision(id=new_id(), user_id=user_id, section=section, previous=before, new=after,
+                                source=source, created_at=now)
+            )
+            await tx.add_event(user_id, EventKind.profile_updated, now,
+                               payload={"section": section, "fields": keys, "source": source})
+        return changed
+
+    async def _propose(
+        self, user_id: str, changes: dict[str, dict[str, str]], changed: list[str], kinds: list[str], now: datetime
+    ) -> ProfileResult:
+        lang = "zh" if any(has_cjk(v) for values in changes.values() for v in values.values()) else "en"
+        lines = [line for section, values in changes.items() for line in profile_summary(section, values, lang)]
+        content = ("更新个人资料：" if lang == "zh" else "Profile update: ") + "; ".join(lines)
+        digest = _digest(changes)
+        candidate = {"content": content, "category": Category.fact.value, "profile": changes, "content_hash": digest}
+        async with self.store.write() as tx:
+            waiting = await tx.find_pending_by_hash(user_id, digest)
+            if waiting is not None:
+                pending_id = waiting.id
+            else:
+                item = PendingItem(id=new_id(), user_id=user_id, candidate=candidate, confidence=1.0,
+                                   status=PendingStatus.pending, created_at=now, updated_at=now)
+                await tx.insert_pending(item)
+                await tx.add_event(user_id, EventKind.pending, now,
+                                   payload={"pending_id": item.id, "content": content, "profile": True})
+                pending_id = item.id
+        return ProfileResult(
+            status="pending", pending_id=pending_id, profile=await self.view(user_id), changed=changed,
+            redacted=kinds,
+            message="The profile is confirmed already, so this change waits for the user: show it, then call "
+            "confirm_pending with confirm, reject or snooze.",
+        )
+
+    async def confirm_pending(
+        self, user_id: str, pending_id: str, action: Literal["confirm", "reject", "snooze"], snooze_hours: float | None
+    ) -> ConfirmResult:
+        """confirm_pending for both kinds: a proposed profile change is applied here, anything else by lifecycle."""
+        if action == "confirm":
+            async with self.store.read() as reader:
+                item = await reader.get_pending(user_id, pending_id)
+            if item is not None and "profile" in item.candidate:
+                return await self._confirm_profile(user_id, pending_id)
+        return await self.lifecycle.confirm_pending(user_id, pending_id, action, snooze_hours)
+
+    async def _confirm_profile(self, user_id: str, pending_id: str) -> ConfirmResult:
+        now = self.clock.now()
+        async with self.store.write() as tx:
+            item = await tx.get_pending(user_id, pending_id)
+            if item is None or item.status not in (PendingStatus.pending, PendingStatus.snoozed):
+                raise Conflict(f"pending {pending_id} was settled meanwhile; see list_memories(status='pending')")
+            changes = {s: {k: str(v) for k, v in f.items()} for s, f in item.candidate["profile"].items() if s in SECTIONS}
+            changed = await self.apply_in(tx, user_id, changes, "confirmed", now)
+            await tx.update_pending(user_id, pending_id, status=PendingStatus.confirmed, updated_at=now)
+            await tx.add_event(user_id, EventKind.confirmed, now, payload={"pending_id": pending_id, "profile": True})
+        return ConfirmResult(
+            status=PendingStatus.confirmed, pending_id=pending_id,
+            message="Profile updated: " + (", ".join(changed) if changed else "it already said this") + ".",
+        )
+
+    # -- Markdown views -----------------------------------------------------------------------------
+    async def render_persona(self, user_id: str, *, for_file: bool = False) -> str:
+        state = await self.state(user_id)
+        return render("Persona.md", fields={"persona": state.persona}, for_file=for_file)
+
+    async def project_entries(self, user_id: str) -> tuple[list[tuple[str, str]], int]:
+        """The newest project memories that fit Project.md (oldest first), and how many older ones there are."""
+        limit = self.settings.project_lines
+        async with self.store.read() as reader:
+            items, total = await reader.list_memories(user_id, MemoryFilter(category=Category.project, limit=limit))
+        return [(m.id, m.content) for m in reversed(items)], max(0, total - len(items))
+
+    async def render_project(self, user_id: str, *, for_file: bool = False) -> str:
+        entries, older = await self.project_entries(user_id)
+        earlier: list[str] = []
+        if older:
+            async with self.store.read() as reader:
+                summary = (await reader.get_profile(user_id)).get("project_summary", {})
+            earlier += str(summary.get("text", "")).splitlines()  # by the LLM, at maintenance (project_summary.py)
+            earlier.append(
+                f"- {older} earlier entries are archived in the database: list_memories(category=\"project\") "
+                f"({older} 条更早的记录已归档在数据库中)"
+            )
+        return render("Project.md", memories={"project": entries}, views={"earlier": earlier}, for_file=for_file)
+
+    async def render_insights(self, user_id: str, *, for_file: bool = False) -> str:
+        async with self.store.read() as reader:
+            hot = await reader.most_used(user_id, (Category.lesson,), INSIGHTS_LIMIT)
+        return render("Insights.md", memories={"insights": [(m.id, m.content) for m in hot]}, for_file=for_file)
+
+
+def _changed(state: ProfileState, changes: Mapping[str, Mapping[str, str]]) -> list[str]:
+    out = []
+    for section, values in changes.items():
+        current = state.section(section)
+        out += [f"{section}.{k}" for k, v in values.items() if current.get(k, "") != v]
+    return out

@@ -1,0 +1,434 @@
+"""The profile's Markdown files under $POCKETMEM_HOME/<user>/ — Persona.md, User.md, Project.md, Insights.md —
+written after changes and read back when a person edits them.
+
+Writing: after every committed write that can change them (store.on_commit), each file is rendered again
+and, when its text differs, replaced atomically (temporary file + rename). The text written is recorded in
+the store (`profile_files`), with its hash.
+
+Reading back: at the next read (recall, the card, memory_context; a stat of four files decides) and at every
+maintenance run, a file whose hash differs from the one recorded was edited by a person. Its edit is the
+difference between the recorded text and the file (a three-way merge, field by field and line by line):
+
+    a field whose value the person changed        -> set (persona / identity, with a revision)
+    a memory line whose text the person changed   -> core memory: patched (replace); other: superseded
+    a memory line without an id comment           -> a new memory (User.md: core; Project.md: project;
+                                                     Insights.md: lesson), stored directly (the person wrote it)
+    a memory line the person deleted              -> User.md / Project.md: to the trash (restorable);
+                                                     Insights.md: nothing (it only shows the hot lessons)
+
+When both sides changed, the person's edit wins for what the person touched; everything the person did not
+touch keeps the store's newer value. What the person touched is judged against the version pocketmem wrote
+that is nearest to their file (of the last five written): an editor left open across one of pocketmem's writes
+does not undo that write. Deleted lines are judged against the last version written. Anything that cannot be taken in (an unknown field, a line outside a
+section, a read-only section changed, a secret under POCKETMEM_SECRETS=refuse, a memory no longer active)
+is reported: the person's whole file is kept beside it as `<name>.rejected-<UTC time>.md`, a
+`profile_file_rejected` event lists the problems, and the rest of the edit is still taken in. Then the file
+is written again from the store. A deleted file is simply written again.
+
+One store keeps a folder: the first to write it leaves its id in `.pocketmem-store`, and another store over
+the same POCKETMEM_HOME (a second database file, a synced device) leaves that folder alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio
+import anyio.to_thread
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import PocketmemError
+from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
+from pocketmem.service.exporting import atomic_write
+from pocketmem.service.lifecycle import AddRequest, Lifecycle
+from pocketmem.service.profile import Profile
+from pocketmem.service.project_summary import ProjectSummary
+from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
+from pocketmem.store import Store
+
+log = logging.getLogger(__name__)
+
+FILE_NAMES = ("Persona.md", "User.md", "Project.md", "Insights.md")
+# Writes that never change a file: no re-render on the hot path.
+QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind.discarded, EventKind.pending})
+# What a new line (no id comment) becomes, and whether a deleted line goes to the trash.
+NEW_LINE = {"core": (Category.fact, True), "project": (Category.project, False), "insights": (Category.lesson, False)}
+REMOVAL_FORGETS = {"core", "project"}
+MTIME_SLACK_NS = 2_000_000_000
+OWNER_FILE = ".pocketmem-store"  # the id of the store that keeps this folder
+STORE_ID_KEY = "profile_files_store_id"
+KEEP_EARLIER = 4  # texts written before the last one, kept to find the copy a person started editing from
+
+
+def folder_name(user_id: str) -> str:
+    """A user's folder: the id itself when it is a safe file name, else percent-encoded (never . or ..)."""
+    name = quote(user_id, safe="-_.")
+    return name.replace(".", "%2E") if set(name) == {"."} else name
+
+
+def _distance(a: Parsed, b: Parsed) -> int:
+    """How many fields and lines differ between two parsed versions of a file."""
+    total = 0
+    for key, sa in a.sections.items():
+        sb = b.sections[key]
+        total += sum(1 for k in set(sa.fields) | set(sb.fields) if sa.fields.get(k) != sb.fields.get(k))
+        total += len(set(sa.lines) ^ set(sb.lines)) if sa.kind != "fields" else 0
+    return total
+
+
+def _closest_base(name: str, theirs: Parsed, written: list[str]) -> Parsed:
+    """The version pocketmem wrote that the person most likely started from: of the last few written, the one
+    nearest to their file (the newest on a tie). An editor left open across a write then counts as an edit of
+    the older version, and the store's newer values survive wherever the person changed nothing."""
+    versions = [parse(name, text) for text in written]
+    return min(versions, key=lambda v: _distance(v, theirs))
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class FileReport:
+    user_id: str
+    taken_in: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+
+class ProfileFiles:
+    def __init__(self, settings: Settings, store: Store, profile: Profile, lifecycle: Lifecycle, clock: Clock) -> None:
+        self.settings = settings
+        self.store = store
+        self.profile = profile
+        self.lifecycle = lifecycle
+        self.clock = clock
+        self.enabled = settings.files_on
+        self.summary: ProjectSummary | None = None  # set by the app: Project.md's rolling summary (LLM)
+        self._locks: dict[str, anyio.Lock] = {}
+        self._busy: set[str] = set()
+        self._dirty: set[str] = set()
+        self._seen: dict[tuple[str, str], tuple[int, int, int] | None] = {}  # file's (mtime, size) when last looked at
+        self._written: dict[tuple[str, str], str] = {}  # hash of the text last written (this process)
+        self._owned: dict[str, bool] = {}
+        self._store_id: str | None = None
+        if self.enabled:
+            store.on_commit(self._on_commit)
+
+    def folder(self, user_id: str) -> Path:
+        return self.settings.home / folder_name(user_id)
+
+    # -- triggers -------------------------------------------------------------------------------
+    async def _on_commit(self, changes: Mapping[str, frozenset[EventKind]]) -> None:
+        for user_id, kinds in changes.items():
+            if kinds and not kinds <= QUIET_KINDS:
+                await self.sync(user_id)
+
+    async def check(self, user_id: str) -> FileReport | None:
+        """At a read: take in a person's edit if a file changed on disk since pocketmem last looked."""
+        if not self.enabled:
+            return None
+        if self._owned.get(user_id) is False or not any(self._maybe_edited(user_id, name) for name in FILE_NAMES):
+            return None
+        return await self.sync(user_id)
+
+    def _maybe_edited(self, user_id: str, name: str) -> bool:
+        """False when the file is surely what this process wrote (same stat, or the same bytes)."""
+        if self._unchanged(user_id, name):
+            return False
+        key = (user_id, name)
+        if key not in self._written:
+            return True
+        try:
+            return _hash((self.folder(user_id) / name).read_bytes()) != self._written[key]
+        except FileNotFoundError:
+            return True
+
+    async def sync_all(self) -> list[FileReport]:
+        """Maintenance: every user's files, edits taken in and rewritten (and Project.md's rolling summary, which
+        memory://project shows even with the files off)."""
+        async with self.store.read() as reader:
+            users = await reader.user_ids()
+        reports = []
+        # The stdio user's files count even before the user has anything stored (a person may write them first).
+        for user in dict.fromkeys([self.settings.user, *users]):
+            if self.summary is not None:
+                await self.summary.refresh(user)
+            if self.enabled:
+                reports.append(await self.sync(user))
+        return reports
+
+    async def sync(self, user_id: str) -> FileReport:
+        """Take in a person's edits, then write what changed. Re-entrant calls (our own commits) only mark the
+        user dirty: the running sync goes round once more."""
+        report = FileReport(user_id)
+        if not self.enabled:
+            return report
+        if user_id in self._busy:
+            self._dirty.add(user_id)
+            return report
+        if not await self._owns(user_id):
+            return report
+        async with self._locks.setdefault(user_id, anyio.Lock()):
+            self._busy.add(user_id)
+            try:
+                for _ in range(3):
+                    self._dirty.discard(user_id)
+                    for name in FILE_NAMES:
+                        await self._take_in(user_id, name, report)
+                    for name in FILE_NAMES:
+                        await self._write(user_id, name, report)
+                    if user_id not in self._dirty:
+                        break
+            except OSError as exc:
+                # The store is the truth; a disk problem never fails the write that triggered us.
+                log.warning("profile files of %s: %s", user_id, exc)
+                report.problems.append(f"files: {exc}")
+            finally:
+                self._busy.discard(user_id)
+                self._dirty.discard(user_id)
+        return report
+
+    async def _owns(self, user_id: str) -> bool:
+        """Whether this store keeps the user's folder. Two stores over one POCKETMEM_HOME (two database files,
+        or a notebook and a server) would otherwise take each other's writes for a person's edits: the first
+        store to write a folder claims it (OWNER_FILE holds its id) and the others leave it alone."""
+        if user_id in self._owned:
+            return self._owned[user_id]
+        if self._store_id is None:
+            self._store_id = await self.store.get_meta(STORE_ID_KEY)
+            if self._store_id is None:
+                self._store_id = uuid.uuid4().hex
+                await self.store.set_meta(STORE_ID_KEY, self._store_id)
+        owner = self.folder(user_id) / OWNER_FILE
+        try:
+            claimed = owner.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            owner.parent.mkdir(parents=True, exist_ok=True)
+            owner.write_text(self._store_id + "\n", encoding="utf-8")
+            claimed = self._store_id
+        self._owned[user_id] = claimed == self._store_id
+        if not self._owned[user_id]:
+            log.warning("%s belongs to another pocketmem store; its profile files are left alone", owner.parent)
+        return self._owned[user_id]
+
+    def _stat(self, user_id: str, name: str) -> tuple[int, int, int] | None:
+        try:
+            st = (self.folder(user_id) / name).stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def _unchanged(self, user_id: str, name: str) -> bool:
+        """The file is as this process last saw it. A modification time under MTIME_SLACK old proves nothing
+        (file systems stamp times coarsely: an edit right after our write may keep both time and size)."""
+        key = (user_id, name)
+        if key not in self._seen:
+            return False
+        stat = self._stat(user_id, name)
+        if stat != self._seen[key]:
+            return False
+        return stat is None or time.time_ns() - stat[0] > MTIME_SLACK_NS
+
+    # -- rendering --------------------------------------------------------------------------------
+    async def render_file(self, user_id: str, name: str) -> str:
+        if name == "Persona.md":
+            return await self.profile.render_persona(user_id, for_file=True)
+        if name == "Project.md":
+            return await self.profile.render_project(user_id, for_file=True)
+        if name == "Insights.md":
+            return await self.profile.render_insights(user_id, for_file=True)
+        return await self.render_user(user_id)
+
+    async def render_user(self, user_id: str) -> str:
+        now = self.clock.now()
+        async with self.store.read() as reader:
+            identity = (await reader.get_profile(user_id)).get("identity", {})
+            core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
+            todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
+        zone = self.settings.zone
+        todo_lines = []
+        for todo in todos:
+            when = f" — due {todo.due_at.astimezone(zone):%Y-%m-%d %H:%M}" if todo.due_at else ""
+            late = " (overdue)" if todo.due_at is not None and todo.due_at < now else ""
+            todo_lines.append(f"- {' '.join(todo.content.split())}{when}{late}")
+        return render(
+            "User.md",
+            fields={"identity": {k: str(v) for k, v in identity.items()}},
+            memories={"core": [(m.id, m.content) for m in core]},
+            views={"todos": todo_lines},
+        )
+
+    async def _write(self, user_id: str, name: str, report: FileReport) -> None:
+        text = await self.render_file(user_id, name)
+        digest = _hash(text.encode())
+        path = self.folder(user_id) / name
+        key = (user_id, name)
+        if self._written.get(key) == digest and self._unchanged(user_id, name):
+            return  # the file holds exactly this text already, and nobody touched it since
+        async with self.store.read() as reader:
+            stored = await reader.get_profile_file(user_id, name)
+        on_disk = path.read_bytes() if path.exists() else None
+        if on_disk is not None and _hash(on_disk) == digest and stored is not None and stored[1] == digest:
+            self._seen[key] = self._stat(user_id, name)
+            self._written[key] = digest
+            return
+        if on_disk is None or _hash(on_disk) != digest:
+            await anyio.to_thread.run_sync(atomic_write, path, text)
+            report.written.append(name)
+        earlier = ([stored[0], *stored[2]] if stored is not None and stored[0] != text else
+                   (stored[2] if stored is not None else []))[:KEEP_EARLIER]
+        async with self.store.write() as tx:
+            await tx.put_profile_file(user_id, name, text, digest, earlier, self.clock.now())
+        self._seen[key] = self._stat(user_id, name)
+        self._written[key] = digest
+
+    # -- reading back -----------------------------------------------------------------------------
+    async def _take_in(self, user_id: str, name: str, report: FileReport) -> None:
+        path = self.folder(user_id) / name
+        key = (user_id, name)
+        if key in self._written and self._unchanged(user_id, name):
+            return  # unchanged since this process wrote it
+        if not path.exists():
+            return
+        raw = path.read_bytes()
+        if self._written.get(key) == _hash(raw):
+            return  # our own text
+        async with self.store.read() as reader:
+            stored = await reader.get_profile_file(user_id, name)
+        if stored is not None and stored[1] == _hash(raw):
+            return
+        problems: list[str] = []
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append(f"{name}: not UTF-8 text; nothing in it was taken in")
+            text = None
+        if text is not None:
+            theirs = parse(name, text)
+            written = [stored[0], *stored[2]] if stored else [""]
+            base = _closest_base(name, theirs, written)
+            newest = parse(name, written[0])
+            problems += [f"{name} {p}" for p in theirs.problems]
+            await self._apply(user_id, name, (base, newest), theirs, stored is not None, report, problems)
+        if problems:
+            await self._keep_rejected(user_id, name, raw, problems, report)
+
+    async def _apply(
+        self, user_id: str, name: str, bases: tuple[Parsed, Parsed], theirs: Parsed, known: bool,
+        report: FileReport, problems: list[str],
+    ) -> None:
+        base, newest = bases
+        for spec in FILES[name]:
+            b, t = base.sections[spec.key], theirs.sections[spec.key]
+            if spec.kind == "fields":
+                await self._apply_fields(user_id, name, spec.key, b, t, report, problems)
+            elif spec.kind == "memories":
+                await self._apply_memories(user_id, name, spec.key, (b, newest.sections[spec.key]), t, report,
+                                           problems)
+            elif known and t.lines != b.lines:
+                problems.append(f"{name}: the section {spec.heading!r} is only a view; its edit was not taken in")
+
+    async def _apply_fields(
+        self, user_id: str, name: str, section: str, base: Section, theirs: Section, report: FileReport,
+        problems: list[str],
+    ) -> None:
+        wanted = {k: v for k, v in theirs.fields.items() if base.fields.get(k) != v}
+        clean: dict[str, str] = {}
+        for key, value in wanted.items():
+            try:
+                one, _ = self.profile.clean_fields(section, {key: value})
+            except PocketmemError as exc:
+                problems.append(f"{name}: {exc}")
+                continue
+            clean.update(one)
+        if not clean:
+            return
+        async with self.store.write() as tx:
+            changed = await self.profile.apply_in(tx, user_id, {section: clean}, "file", self.clock.now())
+        report.taken_in += [f"{name}: {c}" for c in changed]
+
+    async def _apply_memories(
+        self, user_id: str, name: str, section: str, bases: tuple[Section, Section], theirs: Section,
+        report: FileReport, problems: list[str],
+    ) -> None:
+        # Edits against the version the person started from; deletions against the last one written.
+        before = {line.memory_id: line.text for line in bases[0].memories if line.memory_id}
+        last = {line.memory_id for line in bases[1].memories if line.memory_id}
+        kept_ids = {line.memory_id for line in theirs.memories if line.memory_id}
+        for line in theirs.memories:
+            try:
+                if line.memory_id is None:
+                    await self._add_line(user_id, name, section, line.text, report, problems)
+                elif before.get(line.memory_id) != line.text:
+                    await self._edit_line(user_id, name, section, line.memory_id, line.text, report, problems)
+            except PocketmemError as exc:
+                problems.append(f"{name}: {line.text[:40]!r}: {exc}")
+        if section not in REMOVAL_FORGETS:
+            return
+        for memory_id in sorted(last - kept_ids):
+            try:
+                await self.lifecycle.forget(user_id, memory_id, f"removed from {name}")
+                report.taken_in.append(f"{name}: forgot {memory_id} (restorable from the trash)")
+            except PocketmemError as exc:
+                problems.append(f"{name}: removing {memory_id}: {exc}")
+
+    async def _add_line(
+        self, user_id: str, name: str, section: str, text: str, report: FileReport, problems: list[str],
+        supersedes: str | None = None,
+    ) -> None:
+        category, core = NEW_LINE[section]
+        req = AddRequest(
+            content=text, category=category, scores={"persistence": 1.0} if core else None, supersedes=supersedes,
+            source=name, confidence=1.0,
+        )
+        req, kinds, refused = self.lifecycle.screen_secrets(req)  # add_many checks the rest
+        if refused:
+            problems.append(f"{name}: {text[:40]!r} holds a secret ({', '.join(kinds)}); not saved")
+            return
+        # The person wrote it: stored directly, whatever confirm-everything says about the agent's writes.
+        [result] = await self.lifecycle.add_many(user_id, [req])
+        report.taken_in.append(f"{name}: {result.status} {result.memory_id}")
+
+    async def _edit_line(
+        self, user_id: str, name: str, section: str, memory_id: str, text: str, report: FileReport,
+        problems: list[str],
+    ) -> None:
+        async with self.store.read() as reader:
+            memory = await reader.get_memory(user_id, memory_id)
+        if memory is None or memory.status != Status.active:
+            problems.append(f"{name}: memory {memory_id} is not active any more; its edited line was not taken in")
+            return
+        if memory.content == text:
+            return
+        if memory.core:
+            await self.lifecycle.patch_core(user_id, memory_id, text, "replace", f"edited in {name}")
+            report.taken_in.append(f"{name}: patched {memory_id}")
+        else:
+            await self._add_line(user_id, name, section, text, report, problems, supersedes=memory_id)
+
+    async def _keep_rejected(self, user_id: str, name: str, raw: bytes, problems: list[str], report: FileReport) -> None:
+        now: datetime = self.clock.now()
+        stamp = f"{now.astimezone(UTC):%Y%m%dT%H%M%S}Z"
+        copy = self.folder(user_id) / f"{Path(name).stem}.rejected-{stamp}.md"
+        number = 1
+        while copy.exists():
+            number += 1
+            copy = self.folder(user_id) / f"{Path(name).stem}.rejected-{stamp}-{number}.md"
+        await anyio.to_thread.run_sync(copy.write_bytes, raw)
+        report.problems += problems
+        report.kept.append(str(copy))
+        async with self.store.write() as tx:
+            await tx.add_event(user_id, EventKind.profile_file_rejected, now,
+                               payload={"file": name, "problems": problems, "kept": copy.name})

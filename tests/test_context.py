@@ -1,0 +1,150 @@
+"""The memory_context package (seed 004 §5): within POCKETMEM_CONTEXT_TOKENS for 0, 10 and 1,000 memories in
+both languages, trimmed in the seed's order (evidence, then recent context; the persona and user card
+never), long-term retrieval triggered by what the user says, and the token estimate."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from mcp import Client
+
+from pocketmem.app import PocketMem
+from pocketmem.base.models import Category
+from pocketmem.core.context_budget import Block, assemble, shares
+from pocketmem.core.tokens_estimate import cut_to_tokens, estimate_tokens
+from pocketmem.core.triggers import long_term_trigger
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
+
+from .conftest import make_settings
+
+pytestmark = [pytest.mark.anyio]
+USER = "global"
+
+ZH_TOPICS = ["香菜", "咖啡", "跑步", "猫", "Python", "面试", "搬家", "吉他", "胃炎", "旅行"]
+EN_TOPICS = ["cilantro", "coffee", "running", "cat", "Python", "interview", "moving", "guitar", "gastritis", "travel"]
+
+
+def memories(lang: str, count: int) -> list[AddRequest]:
+    topics = ZH_TOPICS if lang == "zh" else EN_TOPICS
+    out = []
+    for i in range(count):
+        topic = topics[i % len(topics)]
+        content = (
+            f"第{i}条：用户提到{topic}，这是一条用来填满上下文预算的较长记忆，包含一些细节和背景说明。"
+            if lang == "zh"
+            else f"Note {i}: the user mentioned {topic}; a longer memory that fills the context budget with detail."
+        )
+        out.append(AddRequest(content=content, category=Category.fact, keywords=[topic],
+                              scores={"persistence": 1.0} if i % 50 == 0 else None))
+    return out
+
+
+async def prompt(client: Client, message: str) -> str:
+    return (await client.get_prompt("memory_context", {"message": message})).messages[0].content.text
+
+
+def test_the_split_follows_the_seed():
+    sh = shares(4000)
+    assert (sh.system, sh.recent, sh.evidence, sh.reserve, sh.usable) == (600, 2000, 900, 500, 3500)
+    small = shares(1000)
+    assert (small.system, small.recent, small.evidence, small.reserve) == (150, 500, 225, 125)
+
+
+def test_the_estimate_is_honest_for_chinese_and_english():
+    assert estimate_tokens("用户不喜欢香菜") == 7  # one per Han character, not a quarter
+    assert estimate_tokens("The user hates cilantro") == 1 + 1 + 2 + 2  # words of up to 4 letters: 1; of 5-8: 2
+    assert estimate_tokens("2026年11月26日") == 2 + 1 + 1 + 1 + 1 + 1
+    assert estimate_tokens("  \n ") == 0
+    text = "用户不喜欢香菜，吃到会很反感。" * 3
+    assert estimate_tokens(text) == estimate_tokens(text[:20]) + estimate_tokens(text[20:])
+    cut = cut_to_tokens(text, 10)
+    assert estimate_tokens(cut) <= 10 and cut.endswith("…")
+
+
+def test_long_term_triggers():
+    for text in ("之前说的那个方案", "还记得我养的猫吗", "上次面试怎么样", "看看历史记录", "2026-03-05 那天",
+                 "3月5日我们聊了什么", "report.pdf 里写了什么", "do you remember my cat?", "last month"):
+        assert long_term_trigger(text).long_term, text
+    for text in ("今天吃什么", "帮我写个函数", "what's the weather"):
+        assert not long_term_trigger(text).long_term, text
+    assert long_term_trigger("帮我改一下 server/app.py 和 README.md").files == ("server/app.py", "README.md")
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("count", [0, 10, 1000])
+async def test_the_package_stays_within_budget(tmp_path, clock, lang, count):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        if count:
+            await app.lifecycle.add_many(USER, memories(lang, count))
+        message = "还记得用户提到咖啡吗？" if lang == "zh" else "Do you remember the user mentioned coffee?"
+        text = await prompt(client, message)
+        assert estimate_tokens(text) <= 3500
+        assert "# User card" in text
+        package = await app.context.build(USER, message)
+        assert package.text == text.strip() or estimate_tokens(package.text) <= 3500
+        assert package.used <= package.shares.usable
+        if count == 1000:
+            assert package.left_out["recent"] > 0  # far more recent memories than the share holds
+            assert package.tokens["recent"] <= 2000 and package.tokens["evidence"] <= 900
+            assert package.tokens["evidence"] > 0
+            heading = "[关于用户的相关记忆]" if lang == "zh" else "[Relevant memories about the user]"
+            assert heading in text
+
+
+@pytest.mark.backends
+async def test_trimmed_evidence_first_then_recent_never_the_persona(tmp_path, clock):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app:
+        await app.lifecycle.add_many(USER, memories("zh", 300))
+        long = {k: f"{k}：" + "很长的设定" * 55 for k in ("role", "tone", "boundaries", "taboos", "priorities")}
+        await app.profile.update(USER, long, {"name": "小王", "background": "工程师" * 90}, confirmed=True)
+        package = await app.context.build(USER, "还记得用户提到咖啡吗？")
+        # The persona and identity are whole, though they are far over the system share.
+        assert package.tokens["system"] > package.shares.system
+        for value in long.values():
+            assert value in package.text
+        assert "工程师" * 90 in package.text
+        assert package.used <= package.shares.usable
+        # Evidence went first, all of it, before the recent context lost a line.
+        assert package.trimmed["evidence"] > 0 and package.tokens["evidence"] == 0
+        assert package.trimmed["recent"] > 0 and package.tokens["recent"] > 0
+
+
+
+def test_a_small_overflow_costs_evidence_only():
+    sh = shares(4000)
+    system = "# User card\n" + "设" * 900  # 300 over its share
+    recent = Block("[近期记忆]", [f"近期{i}" + "字" * 97 for i in range(19)])  # 19 x 100 + heading: under 2000
+    evidence = Block("[证据]", [f"证据{i}" + "字" * 97 for i in range(8)])  # 8 x 100: under 900
+    package = assemble(system, recent, evidence, sh, estimate_tokens)
+    assert package.left_out == {"recent": 0, "evidence": 0}
+    assert package.trimmed["recent"] == 0 and 0 < package.trimmed["evidence"] < 8
+    kept = [line for line in package.text.splitlines() if line.startswith("证据")]
+    assert kept == [f"证据{i}" + "字" * 97 for i in range(len(kept))]  # the least relevant (last) went first
+    assert package.used <= sh.usable and "设" * 900 in package.text
+
+
+async def test_a_past_reference_widens_the_evidence(tmp_path, clock):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app:
+        for i in range(8):
+            await app.lifecycle.add(USER, AddRequest(content=f"用户第{i}次提到咖啡，喜欢手冲咖啡", keywords=["咖啡"]))
+        clock.advance(days=30)  # nothing is recent any more
+        plain = await app.context.build(USER, "咖啡")
+        past = await app.context.build(USER, "咖啡 之前")
+        assert plain.text.count("手冲咖啡") == 3 and past.text.count("手冲咖啡") == 5
+
+
+async def test_the_budget_is_a_setting(tmp_path, clock):
+    settings = make_settings(tmp_path, context_tokens=1000)
+    async with PocketMem(settings, clock=clock) as app:
+        await app.lifecycle.add_many(USER, memories("en", 200))
+        clock.advance(days=1)
+        package = await app.context.build(USER, "Do you remember the coffee?")
+        assert estimate_tokens(package.text) <= 875 and package.shares.total == 1000
+        assert timedelta(days=1)  # the recent window still holds them
+        assert package.left_out["recent"] > 0

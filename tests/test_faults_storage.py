@@ -1,0 +1,212 @@
+"""Faults: storage and start-up. Disk full, a read-only store, a damaged file, a store that cannot be opened,
+and lines on stdin that are not JSON-RPC: each gets one clear answer, and nothing acknowledged is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from pocketmem.app import PocketMem
+from pocketmem.base.clock import FixedClock
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.retrieval import RecallRequest
+
+from .conftest import START, make_settings
+from .servers import cli, server_env
+
+pytestmark = [pytest.mark.anyio]
+USER = "global"
+FACTS = ["用户喜欢吃苹果", "用户住在杭州", "用户的猫叫小白", "用户在学吉他", "用户对花生过敏"]
+
+
+async def contents(client) -> list[str]:
+    result = await client.call_tool("list_memories", {"limit": 500})
+    return sorted(item["content"] for item in result.structured_content["items"])
+
+
+def connections(app: PocketMem) -> list:
+    store = app.store
+    return [c for c in {id(c): c for c in (store._writer, store._reader, store._bookkeeper)}.values()]  # noqa: SLF001
+
+
+async def test_disk_full_is_a_tool_error_saying_nothing_was_written(app, settings):
+    async with Client(build_server(settings, app=app)) as client:
+        for fact in FACTS:
+            assert not (await client.call_tool("add_memory", {"content": fact})).is_error
+        # A full disk, as SQLite sees it: the file may not grow by one more page.
+        for conn in connections(app):
+            pages = (await conn.execute_fetchall("pragma page_count"))[0][0]
+            await conn.execute(f"pragma max_page_count = {pages}")
+        acknowledged = list(FACTS)
+        refused = None
+        for i in range(200):
+            text = f"用户第{i}次提到的长长的事情：" + "很长的描述" * 300
+            result = await client.call_tool("add_memory", {"content": text})
+            if result.is_error:
+                refused = result.content[0].text
+                break
+            acknowledged.append(text)
+        assert refused is not None, "the page limit never took effect"
+        assert "is full" in refused and "nothing was written" in refused and "internal error" not in refused
+        assert await contents(client) == sorted(acknowledged)
+        recalled = await client.call_tool("recall_memories", {"query": "小白是谁"})
+        assert not recalled.is_error and "小白" in recalled.structured_content["injection"]
+        for conn in connections(app):
+            await conn.execute("pragma max_page_count = 1073741823")
+        assert not (await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶"})).is_error
+
+
+def crashed_store(home: Path) -> None:
+    """A store whose process was SIGKILLed: memory.db with its -wal and -shm left behind."""
+    code = (
+        "import asyncio, os\n"
+        "from pocketmem.app import PocketMem\n"
+        "from pocketmem.base.config import load_settings\n"
+        "from pocketmem.service.lifecycle import AddRequest\n"
+        "async def main():\n"
+        "    async with PocketMem(load_settings()) as app:\n"
+        f"        for c in {FACTS!r}:\n"
+        "            await app.lifecycle.add('global', AddRequest(content=c))\n"
+        "        os.kill(os.getpid(), 9)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=server_env(home), capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    assert (home / "memory.db-wal").exists()
+
+
+@pytest.mark.slow
+async def test_a_read_only_store_still_answers_recall_and_lists():
+    # Root ignores file modes, so the server runs as `nobody` there; otherwise the folder is made read-only.
+    base = Path(tempfile.mkdtemp(prefix="pocketmem-ro-"))
+    os.chmod(base, 0o755)
+    home = base / "home"
+    try:
+        crashed_store(home)
+        env = server_env(home)
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("needs setpriv to drop root")
+            command, args = "setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+        else:
+            for path in home.iterdir():
+                path.chmod(0o444)
+            home.chmod(0o555)
+            command, args = sys.executable, []
+        params = StdioServerParameters(command=command, args=[*args, "-m", "pocketmem", "serve"], env=env)
+        async with Client(params, mode="legacy") as client:
+            assert await contents(client) == sorted(FACTS)
+            recalled = await client.call_tool("recall_memories", {"query": "小白是谁"})
+            assert not recalled.is_error, recalled.content[0].text
+            assert [m["content"] for m in recalled.structured_content["memories"]] == ["用户的猫叫小白"]
+            added = await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶"})
+            assert added.is_error
+            text = added.content[0].text
+            assert "read-only" in text and "nothing was written" in text and "internal error" not in text
+            assert not (await client.call_tool("list_trash", {})).is_error
+    finally:
+        home.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_a_damaged_keyword_index_sets_degraded_and_names_doctor(tmp_path):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        for fact in FACTS:
+            await app.lifecycle.add(USER, AddRequest(content=fact))
+    with sqlite3.connect(settings.db_path) as db:
+        db.execute("update memories_fts_data set block = zeroblob(length(block)) where id > 10")
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        await app.maintenance.run()  # the first run checks the file's structure
+        result = await app.retrieval.recall(USER, RecallRequest(query="小白是谁"))
+        assert result.degraded is not None and "pocketmem doctor" in result.degraded
+        report = await app.doctor()
+        assert "malformed" in report["store"]["integrity"]
+
+
+# -- start-up ---------------------------------------------------------------------------------
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "Event loop is closed" not in stderr
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_start_up_failures_are_one_line_with_a_fix_and_a_non_zero_exit(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "memory.db").write_bytes(os.urandom(20_000))
+    for args in (("serve",), ("doctor",), ("serve", "--transport", "http", "--port", "0"), ("stats",)):
+        done = subprocess.run(
+            [sys.executable, "-m", "pocketmem", *args], env=server_env(home), capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode != 0, args
+        if args == ("doctor",):
+            assert json.loads(done.stdout)["ok"] is False and "Event loop is closed" not in done.stderr
+            continue
+        line = one_line(done.stderr)
+        assert line.startswith("pocketmem: cannot open the memory store") and "not a database" in line, line
+    debug = cli(home, "--debug", "serve")
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+    other = tmp_path / "other"
+    assert cli(other, "stats").returncode == 0  # made with the built-in embedder
+    mismatch = cli(other, "serve", POCKETMEM_EMBEDDER="openai", POCKETMEM_EMBED_API_KEY="x", POCKETMEM_EMBED_MODEL="m")
+    assert mismatch.returncode == 2
+    assert "pocketmem reindex" in one_line(mismatch.stderr)
+
+
+@pytest.mark.slow
+def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path):
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(tmp_path / "home"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+
+    def send(line: str | bytes) -> None:
+        assert server.stdin is not None
+        server.stdin.write(line if isinstance(line, bytes) else line.encode())
+        server.stdin.flush()
+
+    def reply() -> dict:
+        assert server.stdout is not None
+        ready, _, _ = select.select([server.stdout], [], [], 30)
+        assert ready, "no reply"
+        return json.loads(server.stdout.readline())
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}) + "\n")
+        assert reply()["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        deep = "[" * 100_000 + "]" * 100_000
+        send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall_memories","arguments":'
+             '{"query":' + deep + "}}}\n")
+        error = reply()
+        assert error["id"] is None and error["error"]["code"] == -32700
+        send("{oops\n")
+        assert reply()["error"]["code"] == -32700
+        send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}) + "\n")
+        assert reply()["id"] == 3  # still serving
+    finally:
+        server.kill()
+        server.wait()
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass
