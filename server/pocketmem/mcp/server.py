@@ -110,7 +110,11 @@ def build_server(
                 finally:
                     tasks.cancel_scope.cancel()
         finally:
-            app.retrieval.uses.deferred = False  # the app may outlive this server (tests); close() flushes
+            app.retrieval.uses.deferred = False
+            try:
+                await app.retrieval.uses.flush()  # the app may outlive this server: write what this one deferred
+            except Exception:  # noqa: BLE001 - close() tries again; the log says why
+                log.warning("could not write recall bookkeeping at shutdown", exc_info=True)
             await app.close()
 
     mcp = MCPServer(

@@ -1096,7 +1096,18 @@ class SQLiteStore(Store):
                     raise
 
     async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
-        return await self._group.submit(work)
+        try:
+            return await self._group.submit(work)
+        except Exception as exc:
+            # A unit's own failure reaches its caller from inside the shared transaction: the same clear
+            # storage error write() gives (disk full, read-only, damaged), nothing written for this call.
+            fault = faults.classify(exc, self.path, writing=True)
+            if fault is None or fault is exc:
+                raise
+            if fault.kind == "damaged":
+                self.damage = str(exc)[:200]
+            log.warning("write refused: %s (%s)", fault, exc)
+            raise fault from exc
 
     @asynccontextmanager
     async def _short_write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
