@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import functools
+import pstats
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +70,45 @@ def timed(spent: dict[str, float], name: str, method: Callable[..., Any]) -> Cal
     return wrapper
 
 
-async def measure(home: Path, cap: int, queries: int, adds: int) -> dict[str, Any]:
+class Profiles:
+    """cProfile over the measured recalls and adds: where the Python time goes, by function."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.recall = cProfile.Profile()
+        self.add = cProfile.Profile()
+
+    @contextmanager
+    def on(self, profile: cProfile.Profile) -> Iterator[None]:
+        if not self.enabled:
+            yield
+            return
+        profile.enable()
+        try:
+            yield
+        finally:
+            profile.disable()
+
+
+def hot_functions(profile: cProfile.Profile, calls: int, top: int) -> list[tuple[str, float, float]]:
+    """(function, own ms per call, cumulative ms per call) of the `top` functions by own time.
+
+    The event loop's wait (select/epoll) is where the loop sits while SQLite works on its thread.
+    """
+    stats = pstats.Stats(profile)
+    rows = []
+    for (filename, line, name), (_, _, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        where = filename.split("/server/")[-1].split("site-packages/")[-1]
+        label = f"{where}:{line} {name}" if line else name
+        rows.append((label, own * 1000 / calls, cumulative * 1000 / calls))
+    rows.sort(key=lambda r: -r[1])
+    return rows[:top]
+
+
+async def measure(
+    home: Path, cap: int, queries: int, adds: int, profiles: Profiles | None = None
+) -> dict[str, Any]:
+    profiles = profiles or Profiles(False)
     spent: dict[str, float] = defaultdict(float)
     originals = {name: getattr(sqlite_store.SQLiteTx, name) for name in RECALL_CALLS}
     settings = Settings(home=home, max_active=cap, maintain_interval=0)
@@ -77,13 +118,15 @@ async def measure(home: Path, cap: int, queries: int, adds: int) -> dict[str, An
         for name, method in originals.items():
             setattr(sqlite_store.SQLiteTx, name, timed(spent, name, method))
         async with PocketMem(settings) as app:
+            app.retrieval.uses.deferred = True  # as the server runs it: use counts written after answering
             pool = synthetic_queries(queries + 20)
             for q in pool[:20]:
                 await app.retrieval.recall("global", RecallRequest(query=q["query"], keywords=q["keywords"]))
             for q in pool[20:]:
                 spent.clear()
                 started = time.perf_counter()
-                await app.retrieval.recall("global", RecallRequest(query=q["query"], keywords=q["keywords"]))
+                with profiles.on(profiles.recall):
+                    await app.retrieval.recall("global", RecallRequest(query=q["query"], keywords=q["keywords"]))
                 total = (time.perf_counter() - started) * 1000
                 totals.append(total)
                 for name in RECALL_CALLS:
@@ -92,10 +135,11 @@ async def measure(home: Path, cap: int, queries: int, adds: int) -> dict[str, An
             add_ms = []
             for i, req in enumerate(synthetic_memories(adds, seed=99)):
                 started = time.perf_counter()
-                await app.lifecycle.add(
-                    "global",
-                    AddRequest(content=f"{req.content}（新{i}）", category=req.category, keywords=req.keywords),
-                )
+                with profiles.on(profiles.add):
+                    await app.lifecycle.add(
+                        "global",
+                        AddRequest(content=f"{req.content}（新{i}）", category=req.category, keywords=req.keywords),
+                    )
                 add_ms.append((time.perf_counter() - started) * 1000)
     finally:
         for name, method in originals.items():
@@ -115,14 +159,25 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--adds", type=int, default=200)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile (cProfile) and list the N functions with the most own time")
     args = parser.parse_args()
     rows = []
+    profiled: list[tuple[int, str, list[tuple[str, float, float]]]] = []
     for size in (int(s) for s in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(dir=ROOT / "bench") as tmp:
             cap = max(800, size + args.adds + 100)
             asyncio.run(fill(Path(tmp), size, cap))
-            row = {"size": size, **asyncio.run(measure(Path(tmp), cap, args.queries, args.adds))}
+            profiles = Profiles(args.profile > 0)
+            row = {"size": size, **asyncio.run(measure(Path(tmp), cap, args.queries, args.adds, profiles))}
         rows.append(row)
+        if args.profile:
+            for kind, profile, calls in (("recall", profiles.recall, args.queries), ("add", profiles.add, args.adds)):
+                hot = hot_functions(profile, calls, args.profile)
+                profiled.append((size, kind, hot))
+                print(f"{size:>7} memories, {kind}: own ms per call (cumulative)", file=sys.stderr)
+                for label, own, cumulative in hot:
+                    print(f"    {own:7.3f} ({cumulative:7.3f})  {label}", file=sys.stderr)
         parts = ", ".join(f"{k} {v:.2f}" for k, v in row["parts"].items())
         print(
             f"{size:>7} memories: recall p50 {row['recall_p50']:.1f} ms p95 {row['recall_p95']:.1f} ms "
@@ -146,6 +201,19 @@ def main() -> None:
                 + f" | {r['add_p50']:.1f} ms | {r['add_p95']:.1f} ms |"
             )
         write_section("\n".join(lines), "breakdown")
+        if profiled:
+            text = [
+                f"Generated by `python bench/breakdown.py --profile {args.profile} --write` on {machine()} "
+                "(2-core sandbox, shared with other work).",
+                "cProfile over the measured calls (profiling slows Python code about 1.5-2x, SQLite not at all):",
+                "the functions with the most own time, in ms per recall or add (cumulative in brackets).",
+                "`poll of select.epoll` is the event loop waiting, mostly for SQLite on its connection's thread.",
+            ]
+            for size, kind, hot in profiled:
+                text += ["", f"**{kind}, {size:,} memories**", "", "| own ms | cumulative ms | function |",
+                         "|---|---|---|"]
+                text += [f"| {own:.3f} | {cumulative:.3f} | `{label}` |" for label, own, cumulative in hot]
+            write_section("\n".join(text), "speed-profile")
 
 
 if __name__ == "__main__":

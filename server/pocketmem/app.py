@@ -132,6 +132,10 @@ class PocketMem:
         async with self._open_lock:
             self._opened = max(0, self._opened - 1)
             if self._opened == 0:
+                try:
+                    await self.retrieval.uses.flush()  # a clean shutdown keeps every use count
+                except Exception:  # noqa: BLE001 - closing goes on; the log says what was lost
+                    log.exception("recall bookkeeping of %d recalls could not be written", self.retrieval.uses.pending)
                 await self.store.close()
                 if self.library is not None:
                     await self.library.close()

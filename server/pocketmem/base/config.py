@@ -149,6 +149,11 @@ class Settings(BaseSettings):
         0.3, ge=0, le=30, description="Seconds recall waits for the cloud library's answer; 0 asks only the notebook."
     )
     pg_pool_size: int = Field(10, ge=1, le=500, description="Most PostgreSQL connections this process opens.")
+    use_flush_interval: float = Field(
+        1.0, ge=0, le=3600,
+        description="Seconds the server lets recall bookkeeping (use counts, recalled events) wait before writing "
+        "it in one transaction, after answering; 0 writes it with each recall. A clean shutdown writes what waits.",
+    )
 
     # -- the profile layer (persona, identity, Markdown files, the context package) --------------
     onboarding: bool = Field(True, description="Ask a new user who they are (and who the assistant should be), once.")

@@ -227,16 +227,23 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
         anyio.run(run_stdio, build_server(settings))
         return 0
-    from pocketmem.mcp.http import AuthMode, NetworkOptions, serve
+    from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
 
-    options = NetworkOptions(
+    options = check_options(NetworkOptions(
         transport=args.transport,
         host=args.host,
         port=args.port,
         auth=AuthMode(args.auth),
         allowed_hosts=tuple(args.allowed_host),
         mount=_page_hook() if args.ui else None,
-    )
+        stateless=args.stateless,
+        workers=args.workers,
+        listen_fd=args.listen_fd,
+        worker_index=args.worker_index,
+        argv=tuple(args.argv),
+    ))
+    if options.workers > 1 and options.listen_fd is None:
+        return serve_workers(settings, options)
     asyncio.run(serve(settings, options))
     return 0
 
@@ -347,6 +354,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--ui", action="store_true", help="http/sse: also serve the memory management page under /ui (same access rules)"
     )
+    serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="http: no server-side MCP session, JSON responses; any process can answer any request "
+        "(no resource subscriptions, no progress or sampling mid-call)",
+    )
+    serve.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="http: N server processes on one port, each stateless (default 1); see docs/speed.md",
+    )
+    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
     ui = sub.add_parser("ui", help="open the memory management page in the browser (127.0.0.1, a free port)")
     ui.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     ui.add_argument("--no-browser", action="store_true", help="print the address without opening a browser")
@@ -440,6 +459,7 @@ def _failed(cause: BaseException, debug: bool, shown: BaseException) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     try:
         settings = load_settings()
         configure_logging(settings, args.verbose, args.log_level)

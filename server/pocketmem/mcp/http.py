@@ -28,12 +28,14 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import os
 import secrets
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.transport_security import TransportSecuritySettings
@@ -44,6 +46,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import ConfigError
 from pocketmem.mcp.server import build_server
+from pocketmem.mcp.workers import MAX_WORKERS, Supervisor, adopt_socket
 from pocketmem.service.tokens import SCOPE, TokenService
 
 log = logging.getLogger(__name__)
@@ -208,6 +211,12 @@ class NetworkOptions:
     # Extra routes mounted beside the transport, e.g. the management page under /ui (web.server.mount_page);
     # a hook, so this layer never imports the page's.
     mount: Callable[[Starlette, PocketMem, Anonymous, NetworkOptions], None] | None = None
+    # Streamable HTTP without server-side sessions, JSON responses (any process can answer any request).
+    stateless: bool = False
+    workers: int = 1
+    listen_fd: int | None = None  # a worker's inherited listening socket (workers.py)
+    worker_index: int = 0
+    argv: tuple[str, ...] = ()  # the `serve` command line, repeated for each worker
 
     @property
     def ui(self) -> bool:
@@ -227,6 +236,8 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             max_request_body_size=settings.max_request_bytes,
             transport_security=security,
             host=options.host,
+            stateless_http=options.stateless,
+            json_response=options.stateless,
         )
     else:
         starlette = mcp.sse_app(
@@ -269,7 +280,12 @@ def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_t
         )
     else:
         access = "bearer token required"
-    return f"pocketmem: MCP over {kind} at http://{host}:{port}{path} ({access})"
+    mode = ""
+    if options.workers > 1:
+        mode = f", {options.workers} stateless workers"
+    elif options.stateless:
+        mode = ", stateless"
+    return f"pocketmem: MCP over {kind} at http://{host}:{port}{path} ({access}{mode})"
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -281,10 +297,39 @@ def listen(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def check_options(options: NetworkOptions) -> NetworkOptions:
+    if options.transport != "http" and (options.stateless or options.workers > 1):
+        raise ConfigError("--stateless and --workers apply to --transport http (SSE needs a session per client)")
+    if not 1 <= options.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}")
+    # Several processes: a legacy session would live in one of them only, so every worker is stateless.
+    return replace(options, stateless=True) if options.workers > 1 else options
+
+
+async def access_for(settings: Settings, options: NetworkOptions) -> tuple[Anonymous, int]:
+    """Open the store just long enough to apply the access policy (the parent of several workers)."""
+    async with PocketMem(settings) as app:
+        active_tokens = await TokenService(app.store, app.clock).count_active()
+    return access_policy(options.host, options.auth, active_tokens, options.allowed_hosts), active_tokens
+
+
+def serve_workers(settings: Settings, options: NetworkOptions) -> int:
+    """The parent of `--workers N`: check, bind, announce, then supervise the workers until interrupted."""
+    anonymous, active_tokens = asyncio.run(access_for(settings, options))
+    sock = listen(options.host, options.port)
+    port = sock.getsockname()[1]
+    print(_describe(options, port, anonymous, active_tokens), file=sys.stderr, flush=True)
+    return Supervisor(sock, options.argv, options.workers).run()
+
+
 async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem | None = None) -> None:
     """Run until interrupted. Prints the URL (with the real port when --port 0) on stderr once listening."""
     import uvicorn
 
+    worker = options.listen_fd is not None
+    if worker and options.worker_index > 0:
+        # One worker keeps the timers; the others only answer requests.
+        settings = settings.model_copy(update={"maintain_interval": 0, "sync_interval": 0})
     app = app or PocketMem(settings)
     async with app:
         active_tokens = await TokenService(app.store, app.clock).count_active()
@@ -302,10 +347,11 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         server = uvicorn.Server(config)
-        serving = asyncio.create_task(server.serve(sockets=[listen(options.host, options.port)]))
+        sock = adopt_socket(options.listen_fd) if options.listen_fd is not None else listen(options.host, options.port)
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn has a started flag, no event
             await asyncio.sleep(0.02)
-        if server.started:
+        if server.started and not worker:
             port = server.servers[0].sockets[0].getsockname()[1]
             open_ = await TokenService(app.store, app.clock).anonymous_allowed()
             print(_describe(options, port, anonymous, active_tokens, open_), file=sys.stderr, flush=True)
@@ -313,4 +359,18 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
                 host = f"[{options.host}]" if ":" in options.host else options.host
                 print(f"pocketmem: memory management page at http://{host}:{port}/ui/memories", file=sys.stderr,
                       flush=True)
-        await serving
+        orphaned = asyncio.create_task(stop_when_orphaned(server)) if worker else None
+        try:
+            await serving
+        finally:
+            if orphaned is not None:
+                orphaned.cancel()
+
+
+async def stop_when_orphaned(server: Any, interval: float = 1.0) -> None:
+    """A worker whose parent is gone (killed outright) stops cleanly instead of serving on alone."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await asyncio.sleep(interval)
+    log.warning("the parent process is gone; this worker stops")
+    server.should_exit = True

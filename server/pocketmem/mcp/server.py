@@ -100,6 +100,10 @@ def build_server(
                 # In the background: the handshake never waits for maintenance.
                 if settings.maintain_interval > 0:
                     tasks.start_soon(app.maintenance.run_periodically, settings.maintain_interval, after_maintenance)
+                if settings.use_flush_interval > 0:
+                    # Recall answers first; its use counts are written together on this timer (and at close).
+                    app.retrieval.uses.deferred = True
+                    tasks.start_soon(app.retrieval.uses.run_periodically, settings.use_flush_interval)
                 if app.sync is not None and settings.sync_interval > 0:
                     tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
                 if not app.embedder.lexical:
@@ -112,6 +116,11 @@ def build_server(
                 finally:
                     tasks.cancel_scope.cancel()
         finally:
+            app.retrieval.uses.deferred = False
+            try:
+                await app.retrieval.uses.flush()  # the app may outlive this server: write what this one deferred
+            except Exception:  # noqa: BLE001 - close() tries again; the log says why
+                log.warning("could not write recall bookkeeping at shutdown", exc_info=True)
             await app.close()
 
     mcp = PocketMCPServer(

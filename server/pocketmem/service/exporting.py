@@ -21,11 +21,14 @@ Import is idempotent by ids: a row whose id is already in the store is skipped, 
 file twice adds nothing, and a memory with a purged tombstone is never brought back. Events have no
 global id: an event is skipped when the store already holds as many identical ones (same user, kind,
 memory, operation, payload and time) as the file has up to it. Everything is checked before anything
-is written, and the whole import is one transaction.
+is written. Users are written first, then memories in transactions of IMPORT_BATCH rows (embedded in
+batches, the next batch while the current one is written), then the other rows in one transaction; an
+import stopped half way is completed by running it again (rows already there are skipped).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -58,7 +61,7 @@ from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import Store
+from pocketmem.store import IndexedText, Store
 
 log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
@@ -67,6 +70,7 @@ ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event", "pro
 SCAN_BATCH = 500
 EVENT_BATCH = 1000
 EMBED_BATCH = 64
+IMPORT_BATCH = 1000  # memories per transaction of an import
 
 
 class TypeCounts(BaseModel):
@@ -251,46 +255,90 @@ class Exporter:
                     "file", f"holds rows of user {others[0]!r}; only rows of {only_user!r} can be imported here"
                 )
         memories = [r for r in records if isinstance(r, _MemoryRow)]
+        others = [r for r in records if not isinstance(r, _MemoryRow)]
         async with self.store.read() as reader:
-            fresh = [m for m in memories if await reader.get_memory(m.memory.user_id, m.memory.id) is None]
+            present = await _present(reader, memories)
             purged = {
                 t.memory_id
-                for user_id in {m.memory.user_id for m in fresh}
+                for user_id in {m.memory.user_id for m in memories}
                 for t in await reader.all_tombstones(user_id)
                 if t.purged_at is not None
             }
-        fresh = [m for m in fresh if m.memory.id not in purged]
-        vectors: dict[str, list[float]] = {}
-        for start in range(0, len(fresh), EMBED_BATCH):
-            chunk = fresh[start : start + EMBED_BATCH]
-            texts = [embedding_text(m.memory.content, m.memory.keywords) for m in chunk]
-            for row, vector in zip(chunk, await self.embedder.embed_many(texts), strict=True):
-                vectors[row.memory.id] = vector
-            progress(len(vectors), len(fresh))
-        if vectors and not self.lifecycle.vectors_ready:
-            await self.store.prepare_vectors(self.embedder.tag, len(next(iter(vectors.values()))))
-            self.lifecycle.vectors_ready = True
+        fresh = [m for m in memories if m.memory.id not in present and m.memory.id not in purged]
+        report.skipped.add("memory", len(memories) - len(fresh))
         now = self.clock.now()
         touched: dict[str, TypeCounts] = {}
         order = {kind: i for i, kind in enumerate(ROW_TYPES)}
-        records.sort(key=lambda r: order[_kind(r)])  # users first, so their rows are kept as exported
-        copies: dict[
-            str, int
-        ] = {}  # identical events (same instant, same everything) may legitimately repeat
+        others.sort(key=lambda r: order[_kind(r)])  # users first, so their rows are kept as exported
+        users = [r for r in others if _kind(r) == "user"]
         async with self.store.write() as tx:
-            for record in records:
+            for record in users:
+                self._count(report, touched, *await self._insert(tx, record, {}, now, 0))
+            for user_id in dict.fromkeys(m.memory.user_id for m in fresh):
+                await tx.ensure_user(user_id, now)
+        await self._import_memories(fresh, report, touched, progress)
+        copies: dict[str, int] = {}  # identical events (same instant, same everything) may legitimately repeat
+        async with self.store.write() as tx:
+            for record in others[len(users) :]:
                 nth = 0
                 if isinstance(record, Event):
                     key = record.model_dump_json(exclude={"id"})
                     nth = copies[key] = copies.get(key, -1) + 1
-                kind, user_id, inserted = await self._insert(tx, record, vectors, now, nth)
-                (report.imported if inserted else report.skipped).add(kind)
-                if inserted:
-                    touched.setdefault(user_id, TypeCounts()).add(kind)
+                self._count(report, touched, *await self._insert(tx, record, {}, now, nth))
             for user_id, counts in touched.items():
                 await tx.add_event(user_id, EventKind.imported, now, payload=counts.model_dump())
                 report.evicted += [e.id for e in await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])]
         return report
+
+    async def _import_memories(
+        self,
+        rows: Sequence[_MemoryRow],
+        report: ImportReport,
+        touched: dict[str, TypeCounts],
+        progress: Progress = no_progress,
+    ) -> None:
+        """One transaction per IMPORT_BATCH memories; the next batch is embedded while this one is written."""
+        batches = [rows[start : start + IMPORT_BATCH] for start in range(0, len(rows), IMPORT_BATCH)]
+        if not batches:
+            return
+        prepared = asyncio.ensure_future(self._prepare(batches[0]))
+        try:
+            for number, batch in enumerate(batches):
+                ready = await prepared
+                if number + 1 < len(batches):
+                    prepared = asyncio.ensure_future(self._prepare(batches[number + 1]))
+                if not self.lifecycle.vectors_ready:
+                    await self.store.prepare_vectors(self.embedder.tag, len(ready[0][1]))
+                    self.lifecycle.vectors_ready = True
+                async with self.store.write() as tx:
+                    inserted = await tx.import_memories(ready)
+                    for row, done in zip(batch, inserted, strict=True):
+                        if done and row.usage is not None:
+                            await tx.put_usage(row.usage)
+                for row, done in zip(batch, inserted, strict=True):
+                    self._count(report, touched, "memory", row.memory.user_id, done)
+                progress(min((number + 1) * IMPORT_BATCH, len(rows)), len(rows))
+        finally:
+            if not prepared.done():
+                prepared.cancel()
+
+    async def _prepare(self, batch: Sequence[_MemoryRow]) -> list[tuple[Memory, list[float], IndexedText]]:
+        texts = [embedding_text(m.memory.content, m.memory.keywords) for m in batch]
+        vectors = await self.embedder.embed_many(texts)
+        return [
+            (
+                m.memory.model_copy(update={"embed_model": self.embedder.tag}),
+                vector,
+                indexed_text(m.memory.content, m.memory.keywords),
+            )
+            for m, vector in zip(batch, vectors, strict=True)
+        ]
+
+    @staticmethod
+    def _count(report: ImportReport, touched: dict[str, TypeCounts], kind: str, user_id: str, inserted: bool) -> None:
+        (report.imported if inserted else report.skipped).add(kind)
+        if inserted:
+            touched.setdefault(user_id, TypeCounts()).add(kind)
 
     async def _insert(
         self, tx: Any, record: Any, vectors: dict[str, list[float]], now: datetime, nth: int
@@ -332,6 +380,18 @@ def _owner(record: Any) -> str:
     if isinstance(record, Tombstone | Revision | PendingItem | Event):
         return record.user_id
     return str(record["user_id"])
+
+
+async def _present(reader: Any, rows: Sequence[_MemoryRow]) -> set[str]:
+    """Ids of these memories the store already holds (one query per user and chunk of ids)."""
+    by_user: dict[str, list[str]] = {}
+    for row in rows:
+        by_user.setdefault(row.memory.user_id, []).append(row.memory.id)
+    present: set[str] = set()
+    for user_id, ids in by_user.items():
+        for start in range(0, len(ids), SCAN_BATCH):
+            present.update(m.id for m in await reader.get_memories(user_id, ids[start : start + SCAN_BATCH]))
+    return present
 
 
 def _kind(record: Any) -> str:

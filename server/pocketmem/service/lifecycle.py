@@ -283,12 +283,21 @@ class Lifecycle:
             # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
             return await self._add_pending(user_id, req, request_hash, now)
         vector = await self._embed_or_defer(req.content, req.keywords)
-        async with self.store.write() as tx:
-            replay = await self._replay(tx, user_id, req.operation_id, request_hash)
-            if replay is not None:
-                return replay
-            result = await self._store(tx, user_id, req, vector, now)
-            await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
+
+        async def work(tx: StoreWriter) -> AddResult:
+            try:
+                replay = await self._replay(tx, user_id, req.operation_id, request_hash)
+                if replay is not None:
+                    return replay
+                result = await self._store(tx, user_id, req, vector, now)
+                await self._finish(tx, user_id, req.operation_id, request_hash, result, now)
+                return result
+            except BaseException:
+                self._known_users.discard(user_id)  # its users row may have been undone with it
+                raise
+
+        # Embedded above, outside the lock; adds arriving together share one durable commit.
+        result = await self.store.write_shared(work)
         if vector is None and result.status == "stored":
             self.vector_deferred()
         return result

@@ -22,7 +22,7 @@ from datetime import datetime, time, timedelta
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
-from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.base.models import Category, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from pocketmem.core import timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
@@ -42,7 +42,7 @@ from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.library import LibraryRecall
-from pocketmem.service.reinforcement import record_used
+from pocketmem.service.reinforcement import UseLedger, record_used
 from pocketmem.service.todos import due_reminders, reminder_view
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import Store, StoreReader
@@ -103,6 +103,7 @@ class Retrieval:
         self.embedder = embedder
         self.clock = clock
         self.calibration = calibration
+        self.uses = UseLedger(store)  # recall's bookkeeping; a server defers it off the answer's path
         self.weights = Weights(
             semantic=settings.weight_semantic,
             keyword=settings.weight_keyword,
@@ -249,15 +250,9 @@ class Retrieval:
             locale,
             self.settings.injection_budget,
         )
-        if req.record and (ranked or failures):
+        if req.record:
             try:
-                async with self.store.write(durable=False) as tx:
-                    if ranked:
-                        ids = [r.memory.id for r in ranked]
-                        await tx.touch(user_id, ids, now)
-                        await tx.add_event(user_id, EventKind.recalled, now, payload={"ids": ids})
-                    for failure in failures:
-                        await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+                await self.uses.record(user_id, [r.memory.id for r in ranked], failures, now)
             except StoreError as exc:  # bookkeeping only: a read-only or full store still answers recall
                 log.warning("recall could not record its hits: %s", exc)
         return RecallResult(
@@ -417,9 +412,7 @@ class Retrieval:
     async def _card_only(self, user_id: str, locale: str, pending: list, failures: list[str]) -> RecallResult:
         now = self.clock.now()
         card = await render_user_card(self.store, user_id, self.settings, now)
-        async with self.store.write(durable=False) as tx:
-            for failure in failures:
-                await tx.add_event(user_id, EventKind.retrieval_fail, now, payload={"error": failure})
+        await self.uses.record(user_id, [], failures, now)
         return RecallResult(
             memories=[],
             injection=card[: self.settings.injection_budget],

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pocketmem.base.models import (
     ApiToken,
@@ -486,6 +486,10 @@ class StoreWriter(StoreReader, ProfileWriter):
     @abstractmethod
     async def import_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> bool: ...
 
+    async def import_memories(self, rows: Sequence[tuple[Memory, Sequence[float], IndexedText]]) -> list[bool]:
+        """import_memory for a batch (one round trip per statement where the backend allows); True per inserted row."""
+        return [await self.import_memory(memory, vector, text) for memory, vector, text in rows]
+
     @abstractmethod
     async def import_tombstone(self, tombstone: Tombstone) -> bool: ...
 
@@ -544,6 +548,9 @@ class StoreWriter(StoreReader, ProfileWriter):
         """Set a store_meta value inside the transaction."""
 
 
+T = TypeVar("T")
+
+
 class Store(ABC):
     """A backend: opens, migrates, hands out transactions."""
 
@@ -579,6 +586,17 @@ class Store(ABC):
     def write(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
         """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
         a later durable commit makes it durable too."""
+
+    def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """write() for a short unit of work (a few indexed statements); a backend may run it more cheaply."""
+        return self.write(durable)
+
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+        """Run `work` in a durable write transaction it may share with other writers waiting at the same time
+        (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;
+        an exception from `work` undoes only its own writes and is raised to its caller alone."""
+        async with self.write() as tx:
+            return await work(tx)
 
     @abstractmethod
     async def get_meta(self, key: str) -> str | None: ...

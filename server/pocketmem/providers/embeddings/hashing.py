@@ -16,6 +16,7 @@ and puts unrelated texts near 0, which keeps the relevance threshold meaningful.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -58,6 +59,19 @@ def features(text: str) -> dict[str, float]:
     return weights
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _slots(feature: str, dimensions: int) -> tuple[tuple[int, float], ...]:
+    """Where a feature lands: BUCKETS (bucket, ±share) pairs. Cached: the same characters, pairs and words
+    recur in every text, and hashing them is most of an embedding's cost."""
+    share = BUCKETS**-0.5
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=4 * BUCKETS).digest()
+    slots = []
+    for i in range(BUCKETS):
+        word = int.from_bytes(digest[4 * i : 4 * i + 4], "little")
+        slots.append((word % dimensions, share if word >> 31 else -share))
+    return tuple(slots)
+
+
 class HashEmbedder(Embedder):
     kind = "hash"
     batch_size = 1024
@@ -76,12 +90,9 @@ class HashEmbedder(Embedder):
 
     def vector(self, text: str) -> list[float]:
         vector = [0.0] * self._dimensions
-        share = BUCKETS**-0.5
         for feature, weight in features(text).items():
-            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=4 * BUCKETS).digest()
-            for i in range(BUCKETS):
-                word = int.from_bytes(digest[4 * i : 4 * i + 4], "little")
-                vector[word % self._dimensions] += share * (weight if word >> 31 else -weight)
+            for index, signed_share in _slots(feature, self._dimensions):
+                vector[index] += signed_share * weight
         return vector
 
     async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:

@@ -31,6 +31,7 @@ from pocketmem.base.models import (
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
 from pocketmem.store.policy import CORE_PERSISTENCE
+from pocketmem.store.postgres.browse import BrowseQueries
 from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.postgres.records import (
@@ -49,7 +50,6 @@ from pocketmem.store.postgres.records import (
     tsquery_text,
     vector_text,
 )
-from pocketmem.store.postgres.browse import BrowseQueries
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries

@@ -72,3 +72,42 @@ def connect(path: str, *, load_vectors: bool) -> Any:
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
     return conn
+
+
+SLOW_CALLS = frozenset({"executemany", "executescript", "backup", "iterdump"})
+SLOW_STATEMENTS = ("begin", "commit")
+
+
+def is_slow(fn: Any, args: tuple[Any, ...]) -> bool:
+    """Calls a writer hands to its thread: commits (fsync), BEGIN IMMEDIATE (may wait for another process's
+    write lock up to the busy timeout) and many-row statements. Everything else takes microseconds."""
+    if getattr(fn, "__name__", "") in SLOW_CALLS:
+        return True
+    return bool(args) and isinstance(args[0], str) and args[0].lstrip()[:6].lower().startswith(SLOW_STATEMENTS)
+
+
+def inline_connection_class(writer: bool = False) -> type:
+    """An aiosqlite connection whose calls run on the event loop's own thread.
+
+    aiosqlite hands each call to the connection's thread and back: two thread switches, 0.1 ms on an
+    idle machine and several on a busy one, where an indexed read or a one-row write takes tens of
+    microseconds. A reader runs everything inline. A writer runs single statements inline while its
+    store says the work is short (`inline_writes`), and keeps the thread for what can wait (is_slow):
+    a durable commit waits for fsync, BEGIN IMMEDIATE for other processes, and neither may hold up
+    the event loop. The thread also opens and closes it.
+    """
+    import aiosqlite
+
+    class InlineConnection(aiosqlite.Connection):
+        # A writer runs inline only while this is on: in units of work known to be short (an add, the
+        # recall bookkeeping), never in maintenance passes or bulk writes, whose scans would hold up the loop.
+        inline_writes = False
+
+        async def _execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if writer and (not self.inline_writes or is_slow(fn, args)):
+                return await super()._execute(fn, *args, **kwargs)
+            if not self._running or not self._connection:
+                raise ValueError("Connection closed")
+            return fn(*args, **kwargs)
+
+    return InlineConnection

@@ -14,11 +14,11 @@ import json
 import logging
 import math
 import struct
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -45,9 +45,11 @@ from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sqlite import faults, instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
+from pocketmem.store.sqlite.browse import BrowseQueries
 from pocketmem.store.sqlite.dialect import SQLITE
-from pocketmem.store.sqlite.driver import connect, sqlite_module
+from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
+from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
@@ -62,11 +64,12 @@ from pocketmem.store.sqlite.records import (
 from pocketmem.store.sqlite.records import dt as _dt
 from pocketmem.store.sqlite.records import placeholders as _placeholders
 from pocketmem.store.sqlite.records import ts as _ts
-from pocketmem.store.sqlite.browse import BrowseQueries
 from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 LOCK_RETRIES = 3
 # How long a write waits for other processes' writes before it fails as busy.
@@ -884,6 +887,7 @@ class SQLiteStore(Store):
         self._write_lock = asyncio.Lock()
         self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
+        self._group = GroupCommitter(self._short_write)  # concurrent durable adds share one commit (group.py)
         self._vectors_loaded = False
         self._vector_table = False
 
@@ -891,7 +895,9 @@ class SQLiteStore(Store):
     def vectors_available(self) -> bool:
         return self._vectors_loaded and self._vector_table
 
-    async def _connect(self) -> aiosqlite.Connection:
+    async def _connect(self, *, inline: bool = False, writer: bool = False) -> aiosqlite.Connection:
+        """A connection whose calls run on the event loop's thread: all of a reader's (`inline`), a writer's
+        but its commits and BEGIN IMMEDIATE (`writer`; driver.py says why)."""
         path = self.path
 
         def factory() -> Any:
@@ -900,7 +906,8 @@ class SQLiteStore(Store):
             conn.create_function("pm_time_coef", 2, sql_time_coef, deterministic=True)
             return conn
 
-        conn = aiosqlite.Connection(factory, iter_chunk_size=256)
+        kind = inline_connection_class(writer=writer) if inline or writer else aiosqlite.Connection
+        conn = kind(factory, iter_chunk_size=256)
         await conn
         return conn
 
@@ -914,7 +921,7 @@ class SQLiteStore(Store):
                 # Fails here, in a plain thread, for a file that is not a database: an aiosqlite connection that
                 # fails while opening leaves its worker thread to report into a closed event loop at exit.
                 await anyio.to_thread.run_sync(_probe, self.path)
-            self._writer = await self._connect()
+            self._writer = await self._connect(writer=True)
             await sqlite_migrations.migrate(self._writer)
             found = await self._writer.execute_fetchall(
                 "select 1 from sqlite_master where type = 'index' and name = 'memories_owner'"
@@ -925,8 +932,8 @@ class SQLiteStore(Store):
                 await self._writer.execute("pragma optimize = 0x10002")
             except Exception:  # older SQLite: the queries do not depend on it
                 log.debug("pragma optimize failed", exc_info=True)
-            self._reader = await self._connect() if self.path != ":memory:" else self._writer
-            self._bookkeeper = await self._connect() if self.path != ":memory:" else self._writer
+            self._reader = await self._connect(inline=True) if self.path != ":memory:" else self._writer
+            self._bookkeeper = await self._connect(writer=True) if self.path != ":memory:" else self._writer
             if self._bookkeeper is not self._writer:
                 await self._bookkeeper.execute("pragma synchronous = normal")
         except Exception as exc:
@@ -1029,13 +1036,44 @@ class SQLiteStore(Store):
                     await _rollback(conn)
                     raise
 
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+        try:
+            return await self._group.submit(work)
+        except Exception as exc:
+            # A unit's own failure reaches its caller from inside the shared transaction: the same clear
+            # storage error write() gives (disk full, read-only, damaged), nothing written for this call.
+            fault = faults.classify(exc, self.path, writing=True)
+            if fault is None or fault is exc:
+                raise
+            if fault.kind == "damaged":
+                self.damage = str(exc)[:200]
+            log.warning("write refused: %s (%s)", fault, exc)
+            raise fault from exc
+
+    @asynccontextmanager
+    async def _short_write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
+        """write(), with the statements run on the event loop's thread (driver.py): for short units only."""
+        async with self.write(durable) as tx:
+            assert isinstance(tx, SQLiteTx)
+            tx._db.inline_writes = True
+            try:
+                yield tx
+            finally:
+                tx._db.inline_writes = False
+
+    def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """A write transaction for a short unit of work (a few indexed statements): no thread hop per statement."""
+        return self._short_write(durable)
+
     def _hold_file_lock(self) -> AbstractAsyncContextManager[None]:
         return self._file_lock.hold() if self._file_lock is not None else nullcontext()
 
     async def get_meta(self, key: str) -> str | None:
-        conn = self._require(self._writer)
-        rows = list(await conn.execute_fetchall("select value from store_meta where key = ?", (key,)))
-        return rows[0][0] if rows else None
+        # Through the reader: the writer's statements run inline, so they must stay inside its lock.
+        async with self.read() as reader:
+            assert isinstance(reader, SQLiteTx)
+            row = await reader._one("select value from store_meta where key = ?", (key,))
+        return row[0] if row else None
 
     async def set_meta(self, key: str, value: str) -> None:
         async with self.write() as tx:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # The same expression as the partial index memories_open_todos (m002), so SQLite can use it.
 _OPEN_TODO = "status = 'active' and category = 'todo' and completed_at is null"
 _TODO_TIME = "coalesce(remind_at, due_at)"
+IMPORT_ID_CHUNK = 500  # ids per "which are taken" query (SQLite's default limit is 32,766 parameters)
 
 
 class UpkeepQueries:
@@ -46,6 +47,9 @@ class UpkeepQueries:
     _to_memory: Callable[[Sequence[Any]], Memory]
     _to_pending: Callable[[Sequence[Any]], PendingItem]
     _vectors: bool
+    _db: Any
+    _pack: Callable[[Sequence[float]], bytes]
+    _memory_params: Callable[[Memory], tuple[Any, ...]]
 
     if TYPE_CHECKING:
 
@@ -200,6 +204,48 @@ class UpkeepQueries:
             return False
         await self.insert_memory(memory, vector, text)
         return True
+
+    async def import_memories(self, rows: Sequence[tuple[Memory, Sequence[float], IndexedText]]) -> list[bool]:
+        # A batch in four statements: which ids are taken, then memories, keyword rows and vectors each with
+        # one executemany. Rowids are given explicitly (after the largest, as SQLite would pick them) so the
+        # three tables line up without reading each new rowid back; the write transaction holds the lock.
+        ids = [memory.id for memory, _, _ in rows]
+        taken: set[str] = set()
+        for start in range(0, len(ids), IMPORT_ID_CHUNK):
+            chunk = ids[start : start + IMPORT_ID_CHUNK]
+            found = await self._all(f"select id from memories where id in ({placeholders(len(chunk))})", chunk)
+            taken.update(row[0] for row in found)
+        fresh: dict[str, tuple[Memory, Sequence[float], IndexedText]] = {}
+        for row in rows:
+            if row[0].id not in taken:
+                fresh.setdefault(row[0].id, row)
+        if not fresh:
+            return [False] * len(rows)
+        first = (await self._one("select coalesce(max(rowid), 0) from memories"))[0] + 1
+        # The sync order (the sync trigger bumps sync_clock and rewrites each new row) is given in the insert
+        # instead: the same numbers the trigger would give, without writing every row twice.
+        seq, quiet = await self._one("select seq, quiet from sync_clock where id = 1")
+        memories, texts, vectors = [], [], []
+        for n, (memory, vector, text) in enumerate(fresh.values()):
+            blob = self._pack(vector)
+            memories.append((first + n, *self._memory_params(memory), blob, seq + n + 1 if not quiet else 0))
+            texts.append((first + n, text.terms, text.keyword_terms))
+            vectors.append((first + n, memory.user_id, memory.status.value, blob))
+        if not quiet:
+            await self._exec("update sync_clock set seq = ?, quiet = 1 where id = 1", (seq + len(fresh),))
+        await self._db.executemany(
+            f"insert into memories (rowid, {self._memory_columns}, embedding, sync_seq) values ({placeholders(35)})",
+            memories,
+        )
+        if not quiet:
+            await self._exec("update sync_clock set quiet = 0 where id = 1")
+        await self._db.executemany("insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)", texts)
+        if self._vectors:
+            await self._db.executemany(
+                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)", vectors
+            )
+        inserted = {id(row) for row in fresh.values()}
+        return [id(row) in inserted for row in rows]
 
     async def import_tombstone(self, tombstone: Tombstone) -> bool:
         count = await self._exec(

@@ -1,0 +1,95 @@
+"""`pocketmem serve --transport http --workers N`: several stateless processes on one port and one database;
+every request can land on any of them, and tokens, isolation and durability hold whichever answers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from .servers import ServerProcess, cli, connect, create_token
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends, pytest.mark.slow]
+
+
+def workers_of(parent: int) -> list[int]:
+    """The worker processes the parent started (Linux /proc)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) == parent and b"--listen-fd" in cmdline:
+            found.append(int(pid))
+    return sorted(found)
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+async def remember_and_recall(url: str, token: str, text: str, mode: str) -> list[str]:
+    async with connect(url, token, mode=mode) as client:
+        added = await client.call_tool("add_memory", {"content": text, "keywords": ["香菜"]})
+        assert not added.is_error and added.structured_content["status"] in ("stored", "duplicate")
+        seen: set[str] = set()
+        for _ in range(6):  # each call may be answered by another worker
+            result = await client.call_tool("recall_memories", {"query": "香菜", "keywords": ["香菜"], "top_k": 10})
+            assert not result.is_error
+            seen.update(m["content"] for m in result.structured_content["memories"])
+        return sorted(seen)
+
+
+async def test_two_workers_answer_with_tokens_and_isolation(tmp_path):
+    home = tmp_path / "home"
+    alice, bob = create_token(home, "alice"), create_token(home, "bob")
+    with ServerProcess(home, "http", "--workers", "2") as server:
+        assert server.proc is not None
+        wait_for(lambda: len(workers_of(server.proc.pid)) == 2)
+        assert "2 stateless workers" in server.log()
+        for mode in ("legacy", "auto"):
+            assert await remember_and_recall(server.url, alice, f"alice 不吃香菜 ({mode})", mode) == sorted(
+                f"alice 不吃香菜 ({m})" for m in ("legacy", "auto")[: 1 + (mode == "auto")]
+            )
+            assert await remember_and_recall(server.url, bob, f"bob 爱吃香菜 ({mode})", mode) == sorted(
+                f"bob 爱吃香菜 ({m})" for m in ("legacy", "auto")[: 1 + (mode == "auto")]
+            )
+        async with httpx2.AsyncClient() as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            for headers in ({}, {"Authorization": "Bearer pm_wrong"}):
+                response = await http.post(server.url, json=body, headers=headers)
+                assert response.status_code == 401
+        # Stateless: a legacy initialize gets no session id, so the next request may go to any worker.
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {alice}"}) as http:
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            response = await http.post(server.url, json=init, headers={"Accept": "application/json, text/event-stream"})
+            assert response.status_code == 200 and "mcp-session-id" not in response.headers
+            assert response.headers["content-type"].startswith("application/json")
+
+        # A worker that dies is replaced; the other answers meanwhile.
+        first = workers_of(server.proc.pid)
+        os.kill(first[0], signal.SIGKILL)
+        assert await remember_and_recall(server.url, alice, "alice 不吃香菜 (legacy)", "legacy")
+        wait_for(lambda: len(workers_of(server.proc.pid)) == 2 and workers_of(server.proc.pid) != first)
+        survivors = workers_of(server.proc.pid)
+    # Stopping the parent stops every worker.
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in survivors))
+    out = cli(home, "stats")
+    assert out.returncode == 0, out.stderr
+
+
+def test_workers_need_streamable_http(tmp_path):
+    out = cli(tmp_path / "home", "serve", "--transport", "sse", "--workers", "2")
+    assert out.returncode == 2 and "--workers apply to --transport http" in out.stderr
+    out = cli(tmp_path / "home", "serve", "--transport", "http", "--workers", "0")
+    assert out.returncode == 2 and "--workers must be between 1 and" in out.stderr
