@@ -168,6 +168,7 @@ async def break_indexes(app, settings, backend, *, keywords: bool = False) -> No
             await tx._exec("alter table memories rename column embedding to embedding_lost")  # noqa: SLF001
             if keywords:
                 await tx._exec("drop table memory_term_counts")  # noqa: SLF001
+                await tx._exec("drop table memory_user_term_counts")  # noqa: SLF001
         return
     raw = connect(str(settings.db_path), load_vectors=True)
     raw.execute("drop table memory_vectors")

@@ -26,18 +26,16 @@ from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
 from pocketmem.core import timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
+from pocketmem.core import relevance, termstats
 from pocketmem.core.ranking import (
     Candidate,
     Ranked,
     Weights,
-    keyword_score,
     rank,
-    rarity,
-    relevance,
     semantic_score,
     shadow_older,
 )
-from pocketmem.core.text import clean_text, guess_language, keyword_terms, query_terms
+from pocketmem.core.text import clean_text, guess_language, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.library import LibraryRecall
@@ -55,10 +53,10 @@ CONTEXT_WEIGHT = 0.5
 KEYWORDS_VECTOR_WEIGHT = 0.5
 VECTOR_NEIGHBOURS = 64
 KEYWORD_HITS = 64
+KEYWORD_HITS_SHARE = 0.004  # the keyword shortlist grows with the user's store: 400 at 100,000 memories
+MAX_KEYWORD_HITS = 1000
 MAX_CORE_CANDIDATES = 500
 MAX_MATCH_TERMS = 32
-COMMON_TERM_SHARE = 0.05
-COMMON_TERM_FLOOR = 200
 PENDING_SHOWN = 3
 WINDOW_CANDIDATES = 50
 SHADOW_POOL = 12
@@ -84,6 +82,7 @@ class _Query:
     context: list[str]
     keywords: list[str]
     terms: dict[str, float] = field(default_factory=dict)
+    message_terms: list[str] = field(default_factory=list)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
@@ -132,14 +131,17 @@ class Retrieval:
         ]
         terms: dict[str, float] = {}
         for line in context:
-            for term in query_terms(line):
-                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT)
-        for term in [*query_terms(message), *keyword_terms(keywords)]:
-            terms[term] = 1.0
+            for term, weight in weighted_query_terms(line).items():
+                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT * weight)
+        own = weighted_query_terms(message)
+        for source in (own, *(weighted_query_terms(kw) for kw in keywords)):
+            for term, weight in source.items():
+                terms[term] = max(terms.get(term, 0.0), weight)
         today = self.clock.now().astimezone(self.settings.zone).date()
-        return _Query(message, context, keywords, terms, timeexpr.parse(message, today))
+        return _Query(message, context, keywords, terms, list(own), timeexpr.parse(message, today))
 
-    async def _query_vector(self, q: _Query) -> list[float]:
+    async def _query_vectors(self, q: _Query) -> tuple[list[float], list[float]]:
+        """The query's vector (message, context and keywords) and the message's own vector."""
         texts = [q.message]
         weights = [1.0]
         if q.context:
@@ -153,7 +155,7 @@ class Retrieval:
         for weight, vector in zip(weights[1:], vectors[1:], strict=True):
             combined = [a + weight * b for a, b in zip(combined, vector, strict=True)]
         norm = math.hypot(*combined) or 1.0
-        return [x / norm for x in combined]
+        return [x / norm for x in combined], vectors[0]
 
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
         q = self._parse(req)
@@ -172,8 +174,9 @@ class Retrieval:
                 reinforced = await record_used(tx, user_id, req.used, now)
 
         vector: list[float] | None = None
+        own: list[float] | None = None
         try:
-            vector = await self._query_vector(q)
+            vector, own = await self._query_vectors(q)
             scale = await self.scale(guess_language(q.message))
         except PocketmemError as exc:
             failures.append(f"embedder: {exc}")
@@ -186,7 +189,7 @@ class Retrieval:
 
         ranked: list[Ranked] = []
         async with self.store.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale)
+            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, failures, scale, own)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
             if req.categories:
@@ -266,11 +269,12 @@ class Retrieval:
         statuses: tuple[Status, ...],
         failures: list[str],
         scale: Scale = NEUTRAL,
+        own: list[float] | None = None,
     ) -> tuple[list[Candidate], dict[str, float]]:
-        """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
+        """Gather candidate ids with their similarity cheaply in SQL, then load only those that are relevant."""
         sims: dict[str, float] = {}
         # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
-        # shares an informative term with the query, and the keyword index below enumerates exactly those.
+        # shares a term with the query, and the keyword index below enumerates exactly those.
         # The importance pass and the brute-force neighbour scan are for embedders that capture meaning.
         if vector is not None and not self.embedder.lexical:
             try:
@@ -293,47 +297,53 @@ class Retrieval:
         rarities: dict[str, float] = {}
         if q.terms:
             try:
-                counts, total = await reader.term_document_counts(list(q.terms))
-                rarities = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
-                # Search by the informative terms only: a term in a large share of memories cannot make
-                # one relevant, and ranking its every match is what makes keyword search slow at scale.
-                limit = max(COMMON_TERM_FLOOR, total * COMMON_TERM_SHARE)
-                informative = sorted((t for t in rarities if counts[t] <= limit), key=lambda t: -rarities[t])
-                if informative:
-                    hits = await reader.keyword_hits(user_id, informative[:MAX_MATCH_TERMS], KEYWORD_HITS, statuses)
+                counts, total = await reader.user_term_counts(user_id, list(q.terms))
+                rarities = termstats.rarities(counts, total, list(q.terms))
+                # Every term the user has written counts, common ones too (weighted by their rarity, never
+                # dropped); the shortlist grows with the store so the answer is not cut off at scale.
+                found = sorted((t for t in q.terms if counts.get(t)), key=lambda t: -q.terms[t] * rarities[t])
+                if found:
+                    k = min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(total * KEYWORD_HITS_SHARE)))
+                    hits = await reader.keyword_hits(user_id, found[:MAX_MATCH_TERMS], k, statuses)
                     keyword_ids = [mid for mid, _ in hits]
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
         # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
-        # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
+        # those whose similarity alone is high enough to be worth the evidence check.
         enough = scale.cosine_for(self.settings.relevance_threshold)
         shortlist = list(
             dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
         )
         unscored = [mid for mid in shortlist if mid not in sims]
-        if vector is not None and unscored:
+        own_sims: dict[str, float] = {}
+        if vector is not None and shortlist:
             try:
-                sims.update(await reader.similarities(user_id, unscored, vector))
+                if unscored:
+                    sims.update(await reader.similarities(user_id, unscored, vector))
+                if own is not None and (q.keywords or q.context):
+                    # Keywords and context only add evidence: the message's own similarity counts when higher.
+                    own_sims = await reader.similarities(user_id, shortlist, own)
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"vector scoring: {exc}")
         terms: dict[str, frozenset[str]] = {}
-        if rarities:
+        if rarities and shortlist:
             indexed = await reader.indexed_terms(user_id, shortlist)
             terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        evidence: dict[str, relevance.Evidence] = {}
+        for mid in shortlist:
+            sem = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
+            evidence[mid] = relevance.evidence(q.terms, q.message_terms, terms.get(mid, ()), rarities, sem)
         # Whole rows only for what passes the threshold (or is dated inside the window a question names).
         passing = [
             mid
             for mid in shortlist
-            if mid in in_window
-            or relevance(
-                semantic_score(sims.get(mid), scale), keyword_score(q.terms, terms.get(mid, ()), rarities)
-            )
-            >= self.settings.relevance_threshold
+            if mid in in_window or relevance.probability(evidence[mid]) >= self.settings.relevance_threshold
         ]
         memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
         return [
-            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
+            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, evidence[m.id])
+            for m in memories
         ], rarities
 
     async def _library_search(
