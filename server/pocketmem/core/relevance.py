@@ -32,12 +32,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-B0 = -4.0
-B_STRONGEST = 6.0
-B_MATCHED = 1.0
-B_COVERAGE = 1.5
-B_SEMANTIC = 5.0
-B_LENGTH = -0.3
+B0 = -1.903
+B_STRONGEST = 1.105
+B_MATCHED = 2.071
+B_COVERAGE = 0.228
+B_SEMANTIC = 0.151
+B_LENGTH = -0.387
 MATCHED_SATURATION = 1.0  # keyword evidence for ordering: matched / (matched + this)
 
 

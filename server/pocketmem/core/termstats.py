@@ -5,7 +5,9 @@
                 UNSEEN_FREQUENCY for a word the table lacks: names, jargon, 小白, Grafana)
     df'(t)    = df_user(t) + PRIOR_MEMORIES * p(t)      the user's count, plus PRIOR_MEMORIES pseudo-memories
     N'        = N_user + PRIOR_MEMORIES
-    rarity(t) = IDF(df', N') / IDF(1, N')               1 for a term held by one memory and rare elsewhere
+    rarity(t) = (IDF(df', N') - IDF_c) / (IDF(1, N') - IDF_c), clipped to [0, 1], where IDF_c is the IDF of a
+                term held by COMMON_SHARE of the memories: 1 for a term held by one memory and rare elsewhere,
+                0 for one as common as 今天, 公司 or "the" (weak evidence on its own, never a match by itself)
 
 So a word in every memory of a six-memory store (咖啡) is still a word the message names (its background
 share is small), a word common in all text (公司, 今天, user) is weak evidence even in a tiny store, and in
@@ -24,6 +26,7 @@ PRIOR_MEMORIES = 10000.0
 WORDS_PER_MEMORY = 20.0
 MAX_SHARE = 0.5
 UNSEEN_FREQUENCY = 1e-7
+COMMON_SHARE = 0.1
 _TABLE = Path(__file__).with_name("data") / "background.tsv.gz"
 
 
@@ -51,7 +54,8 @@ def rarity(term: str, user_count: int, user_total: int) -> float:
     """How strongly one occurrence of `term` marks a memory as about it, in [0, 1] (see module doc)."""
     total = user_total + PRIOR_MEMORIES
     count = min(total, user_count + PRIOR_MEMORIES * background_share(term))
-    return idf(count, total) / idf(1.0, total)
+    common = idf(COMMON_SHARE * total, total)
+    return max(0.0, min(1.0, (idf(count, total) - common) / (idf(1.0, total) - common)))
 
 
 def rarities(counts: dict[str, int], user_total: int, terms: list[str]) -> dict[str, float]:
