@@ -32,12 +32,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-B0 = -1.903
-B_STRONGEST = 1.105
-B_MATCHED = 2.071
-B_COVERAGE = 0.228
-B_SEMANTIC = 0.151
-B_LENGTH = -0.387
+B0 = -1.608
+B_STRONGEST = 1.11
+B_MATCHED = 2.055
+B_COVERAGE = 0.254
+B_SEMANTIC = 0.156
+B_LENGTH = -0.465
 MATCHED_SATURATION = 1.0  # keyword evidence for ordering: matched / (matched + this)
 
 

@@ -44,6 +44,12 @@ EN_STOP_TERMS = frozenset(
     "what which who whom how when where why there here so not no yes can could would should will shall may "
     "might must have has had just very really also too about into over than then user users please thanks".split()
 )
+# Words a question is made of whatever it asks (for query terms only; the index keeps every word).
+EN_QUERY_FILLER = frozenset(
+    "any anything something some all now right still again want need get got getting say said tell know think "
+    "make go going let ok okay yeah hi hello hey thank thanks much many lot way thing things maybe "
+    "im ive id ill dont doesnt didnt cant wont isnt arent wasnt s t m d ll re ve".split()
+)
 
 
 def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = False) -> str:
@@ -158,7 +164,8 @@ def weighted_query_terms(text: str) -> dict[str, float]:
     for run, cjk in runs(text):
         if not cjk:
             word = stem_word(run)
-            if run not in EN_STOP_TERMS and word not in EN_STOP_TERMS:
+            filler = run in EN_STOP_TERMS or run in EN_QUERY_FILLER or word in EN_STOP_TERMS
+            if not filler and (len(run) > 1 or run.isdigit()):
                 seen[word] = 1.0
             continue
         for word in cjk_words(run):
