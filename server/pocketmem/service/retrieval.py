@@ -83,6 +83,7 @@ class _Query:
     keywords: list[str]
     terms: dict[str, float] = field(default_factory=dict)
     message_terms: list[str] = field(default_factory=list)
+    base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
@@ -134,11 +135,14 @@ class Retrieval:
             for term, weight in weighted_query_terms(line).items():
                 terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT * weight)
         own = weighted_query_terms(message)
-        for source in (own, *(weighted_query_terms(kw) for kw in keywords)):
+        for term, weight in own.items():
+            terms[term] = max(terms.get(term, 0.0), weight)
+        base = dict(terms)
+        for source in (weighted_query_terms(kw) for kw in keywords):
             for term, weight in source.items():
                 terms[term] = max(terms.get(term, 0.0), weight)
         today = self.clock.now().astimezone(self.settings.zone).date()
-        return _Query(message, context, keywords, terms, list(own), timeexpr.parse(message, today))
+        return _Query(message, context, keywords, terms, list(own), base, timeexpr.parse(message, today))
 
     async def _query_vectors(self, q: _Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
@@ -301,11 +305,13 @@ class Retrieval:
                 rarities = termstats.rarities(counts, total, list(q.terms))
                 # Every term the user has written counts, common ones too (weighted by their rarity, never
                 # dropped); the shortlist grows with the store so the answer is not cut off at scale.
-                found = sorted((t for t in q.terms if counts.get(t)), key=lambda t: -q.terms[t] * rarities[t])
-                if found:
-                    k = min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(total * KEYWORD_HITS_SHARE)))
-                    hits = await reader.keyword_hits(user_id, found[:MAX_MATCH_TERMS], k, statuses)
-                    keyword_ids = [mid for mid, _ in hits]
+                k = min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(total * KEYWORD_HITS_SHARE)))
+                # With keywords, the message's own search runs too: keywords only add candidates.
+                for weighted in (q.terms, q.base_terms) if q.keywords else (q.terms,):
+                    found = sorted((t for t in weighted if counts.get(t)), key=lambda t: -weighted[t] * rarities[t])
+                    if found:
+                        hits = await reader.keyword_hits(user_id, found[:MAX_MATCH_TERMS], k, statuses)
+                        keyword_ids += [mid for mid, _ in hits]
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
