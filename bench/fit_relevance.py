@@ -8,8 +8,8 @@
 2. Gold memories are positives, every other candidate a negative (a changed fact's stale version is left
    out: it is on topic, ranking decides against it). A logistic regression with non-negative weights on
    the evidence (numpy, plain gradient descent, L2 0.01) gives the coefficients.
-3. The intercept is then moved so that the product's 0.40 threshold sits at the cut that maximises
-   hit@3 (with and without keywords) + negative precision (with and without keywords) on the same set,
+3. The intercept is then moved so that the product's 0.40 threshold sits at the lowest cut (the most
+   recall) whose negative precision, with and without keywords, reaches the 0.85 target on the same set,
    measured by the full benchmark (bench/quality.py's evaluate).
 """
 
@@ -42,6 +42,7 @@ from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 NAMES = ("B_STRONGEST", "B_MATCHED", "B_COVERAGE", "B_SEMANTIC", "B_LENGTH")
 NON_NEGATIVE = (True, True, True, True, False)
 THRESHOLD = 0.40
+NEGATIVE_TARGET = 0.85
 
 
 async def features(data: dict, keywords: bool) -> tuple[list[tuple[float, ...]], list[int]]:
@@ -117,7 +118,9 @@ def main() -> None:
         relevance.B0 = round(float(w[0] - cut + logit), 3)
         total, detail = score(data)
         print(f"cut {cut:+.2f} B0 {relevance.B0:+.3f}: {total:.3f} {detail}", file=sys.stderr)
-        if best is None or total > best[0]:
+        # The most recall within the precision target: the lowest cut whose negative precision reaches
+        # NEGATIVE_TARGET with and without keywords.
+        if best is None and min(detail[True][1], detail[False][1]) >= NEGATIVE_TARGET:
             best = (total, relevance.B0)
     assert best is not None
     print(json.dumps({"B0": best[1], **{n: getattr(relevance, n) for n in NAMES}}, indent=1))

@@ -9,7 +9,7 @@ A two-character word such as 香菜 is then one exact term whatever the segmente
 A query is split into words by the same segmenter (so 一天要 gives 一天, never the pair 天要 that
 spans two words), each two-character word also brings its characters at half weight (我的猫叫 is
 segmented 猫叫; the character 猫 still meets 猫，叫小白), and English words are stemmed so `sold`
-meets `sell` only where Snowball folds them, `cats` always meets `cat`.
+meets `sell` (irregular forms first become their base word) and `cats` meets `cat`.
 """
 
 from __future__ import annotations
@@ -117,12 +117,35 @@ def _english_stemmer() -> Any:
     return snowballstemmer.stemmer("english")
 
 
+# Irregular English verb forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`).
+IRREGULAR = {
+    form: base
+    for base, forms in {
+        "be": "was were been", "buy": "bought", "sell": "sold", "go": "went gone", "run": "ran", "eat": "ate eaten",
+        "drink": "drank drunk", "drive": "drove driven", "fly": "flew flown", "give": "gave given",
+        "take": "took taken", "get": "got gotten", "make": "made", "see": "saw seen", "meet": "met",
+        "leave": "left", "lose": "lost", "find": "found", "feel": "felt", "keep": "kept", "sleep": "slept",
+        "teach": "taught", "think": "thought", "bring": "brought", "catch": "caught", "tell": "told",
+        "say": "said", "pay": "paid", "send": "sent", "spend": "spent", "build": "built", "begin": "began begun",
+        "break": "broke broken", "choose": "chose chosen", "forget": "forgot forgotten", "grow": "grew grown",
+        "know": "knew known", "write": "wrote written", "speak": "spoke spoken", "swim": "swam swum",
+        "sing": "sang sung", "wear": "wore worn", "win": "won", "hold": "held", "read": "read",
+        "hear": "heard", "stand": "stood", "understand": "understood", "fall": "fell fallen", "ride": "rode ridden",
+        "rise": "rose risen", "steal": "stole stolen", "throw": "threw thrown", "wake": "woke woken",
+        "child": "children", "mouse": "mice", "foot": "feet", "tooth": "teeth", "person": "people",
+        "man": "men", "woman": "women",
+    }.items()
+    for form in forms.split()
+}
+
+
 @lru_cache(maxsize=65536)
 def stem_word(word: str) -> str:
-    """The Snowball (Porter 2) stem the keyword index and queries use: preferences, preferred -> prefer."""
+    """The Snowball (Porter 2) stem the keyword index and queries use: preferences, preferred -> prefer;
+    irregular forms first become their base word (sold -> sell, bought -> buy, children -> child)."""
     if not word.isascii() or not word.isalpha():
         return word
-    return _english_stemmer().stemWord(word)
+    return _english_stemmer().stemWord(IRREGULAR.get(word, word))
 
 
 @lru_cache(maxsize=16384)

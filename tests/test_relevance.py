@@ -1,0 +1,110 @@
+"""Recall finds what a careful reader would call relevant: the examples users reported, through the SDK client.
+
+One shared distinctive word is enough whatever the message's length; keywords only add evidence; a word in
+every memory of a tiny store still counts; words that say little are not evidence by themselves; term
+statistics are per user, so one user's writes never move another's scores.
+"""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from pocketmem.mcp.server import build_server
+from pocketmem.service.lifecycle import AddRequest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def add(client: Client, content: str, *, core: bool = False, keywords: list[str] | None = None) -> str:
+    args: dict = {"content": content, "category": "preference" if core else "fact"}
+    if core:
+        args["scores"] = {"persistence": 1.0}
+    if keywords:
+        args["keywords"] = keywords
+    stored = await call(client, "add_memory", args)
+    assert stored["status"] == "stored", stored
+    return stored["memory_id"]
+
+
+async def recalled(client: Client, query: str, keywords: list[str] | None = None, **extra: object) -> list[str]:
+    args: dict = {"query": query, **extra}
+    if keywords is not None:
+        args["keywords"] = keywords
+    return [m["id"] for m in (await call(client, "recall_memories", args))["memories"]]
+
+
+async def test_a_shared_distinctive_word_is_enough_in_a_long_message(client):
+    cilantro = await add(client, "用户不喜欢香菜，吃到会很反感。", core=True)
+    assert cilantro in await recalled(client, "晚饭想吃火锅，记得别放香菜")
+    assert cilantro in await recalled(client, "这道菜里有香菜，你帮我挑出来", ["香菜", "忌口"])
+    assert cilantro in await recalled(client, "香菜")
+
+
+async def test_more_keywords_never_make_recall_worse(client):
+    cilantro = await add(client, "你不喜欢香菜，吃到会很反感。")
+    assert cilantro in await recalled(client, "我晚饭吃什么好？", ["香菜"])
+    assert cilantro in await recalled(client, "我晚饭吃什么好？", ["饮食", "口味", "忌口", "香菜"])
+
+
+async def test_a_word_in_every_memory_of_a_small_store_still_counts(client):
+    coffee = [
+        await add(client, text)
+        for text in (
+            "用户每天早上喝一杯美式咖啡。",
+            "用户下午三点以后不喝咖啡，不然晚上睡不着。",
+            "用户家里有一台意式咖啡机。",
+            "用户喜欢浅烘的埃塞俄比亚咖啡豆。",
+            "用户常去公司楼下的咖啡店。",
+            "用户的咖啡不加糖，只加一点燕麦奶。",
+        )
+    ]
+    assert set(await recalled(client, "咖啡", top_k=10)) == set(coffee)
+
+
+async def test_the_cat_is_found_by_its_word_in_either_language(client):
+    cat = await add(client, "用户养了一只白色的猫，叫小白。")
+    assert cat in await recalled(client, "我的猫叫什么名字？")
+    assert cat in await recalled(client, "What is my cat called?", ["猫"])
+    assert cat in await recalled(client, "小白最近胃口不好")
+
+
+async def test_english_words_meet_their_other_forms(client):
+    car = await add(client, "The user sold the old Subaru last spring.")
+    assert car in await recalled(client, "Did I sell my Subaru already?")
+    runs = await add(client, "The user runs along the river every morning.")
+    assert runs in await recalled(client, "Where do I usually go running?")
+
+
+async def test_words_that_say_little_are_not_evidence_by_themselves(client):
+    await add(client, "用户在一家游戏公司做后端开发。")
+    await add(client, "用户今天心情不错。")
+    await add(client, "The user works at a company in Portland.")
+    assert await recalled(client, "公司楼下新开了一家奶茶店，今天人好多") == []
+    assert await recalled(client, "What is the capital of France?") == []
+    assert await recalled(client, "Thanks, that's all for today!") == []
+
+
+async def test_one_users_writes_do_not_move_another_users_scores(app, settings):
+    """Per-user term statistics: `explain` shows nothing of what another user stores (issue 13, item 4)."""
+    server = build_server(settings, app=app)
+    async with Client(server) as client:
+        await add(client, "用户在学吉他，最近在练《晴天》。")
+        await add(client, "用户周末常去西湖边跑步。")
+        await add(client, "用户在考虑买一把雅马哈的电吉他。")
+
+        async def scores() -> list[tuple[str, dict]]:
+            result = await call(client, "recall_memories", {"query": "吉他弦该换了吗", "explain": True})
+            return [(m["id"], m["breakdown"]) for m in result["memories"]]
+
+        before = await scores()
+        assert before
+        for i in range(40):
+            await app.lifecycle.add("someone-else", AddRequest(content=f"第{i}次：吉他 吉他 吉他，换弦练习记录"))
+        assert await scores() == before
