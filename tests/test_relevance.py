@@ -116,3 +116,60 @@ async def test_one_users_writes_do_not_move_another_users_scores(app, settings):
         for i in range(40):
             await app.lifecycle.add("someone-else", AddRequest(content=f"第{i}次：吉他 吉他 吉他，换弦练习记录"))
         assert await scores() == before
+
+
+SENTENCES = [
+    "用户不喜欢香菜，吃到会很反感。",
+    "用户每天早上喝一杯美式咖啡。",
+    "用户养了一只白色的猫，叫小白。",
+    "用户在杭州做后端开发，主要写 Go。",
+    "用户周末常去西湖边跑步。",
+    "用户对花生过敏，吃了会起疹子。",
+    "用户下个月要去张家界旅游。",
+    "用户用 Grafana 看服务的监控面板。",
+    "The user sold the old Subaru last spring.",
+    "The user is training for a marathon in October.",
+    "The user prefers aisle seats on long flights.",
+    "The user's sister lives in Seattle and works as a nurse.",
+]
+WORDS = ["香菜", "咖啡", "猫", "小白", "杭州", "跑步", "过敏", "旅游", "Grafana", "Subaru", "marathon", "flight",
+         "sister", "晚饭", "忌口", "监控", "今天", "公司", "the user", "天气"]
+
+
+def test_keywords_only_add_what_recall_returns(tmp_path, backend):
+    """For the same store and message, recall with keywords returns everything it returns without them."""
+    if backend != "sqlite":
+        pytest.skip("one backend is enough for the property; relevance is computed above the store")
+    import asyncio
+
+    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+    from pocketmem.app import PocketMem
+    from pocketmem.base.clock import FixedClock
+    from pocketmem.service.retrieval import RecallRequest
+    from tests.conftest import START, make_settings
+
+    loop = asyncio.new_event_loop()
+    app = PocketMem(make_settings(tmp_path), clock=FixedClock(START))
+    loop.run_until_complete(app.open())
+    for text in SENTENCES:
+        loop.run_until_complete(app.lifecycle.add("u", AddRequest(content=text)))
+
+    def ids(message: str, keywords: list[str]) -> set[str]:
+        request = RecallRequest(query=message, keywords=keywords, top_k=12, record=False)
+        return {m.id for m in loop.run_until_complete(app.retrieval.recall("u", request)).memories}
+
+    @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(
+        st.lists(st.sampled_from(WORDS + ["吗", "我", "what", "did", "晚饭想吃什么"]), min_size=1, max_size=5),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6, unique=True),
+    )
+    def check(message_words: list[str], keywords: list[str]) -> None:
+        message = " ".join(message_words)
+        assert ids(message, []) <= ids(message, keywords)
+
+    try:
+        check()
+    finally:
+        loop.run_until_complete(app.close())
+        loop.close()
