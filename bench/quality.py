@@ -322,6 +322,14 @@ def main() -> None:
         report[name] = {"keywords": results[True], "no_keywords": results[False]}
         sections.append(table(f"{name} ({len(data['memories'])} memories, {len(data['queries'])} queries)",
                               results[True], results[False], nearest=args.embedder != "hash"))
+    if not args.set:
+        import small_stores
+
+        small = small_stores.evaluate()
+        report["small_stores"] = small
+        print(small_stores.table(small), file=sys.stderr)
+        sections.append("**Small stores** (bench/data/small_stores.json; every relevant memory in the top 3)\n\n"
+                        + small_stores.table(small))
     if args.json:
         print(json.dumps(report, indent=2))
     if args.write:
