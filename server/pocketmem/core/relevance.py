@@ -14,6 +14,11 @@ word and context-line terms 0.5):
     relevance = sigmoid(B0 + B_STRONGEST*strongest + B_MATCHED*matched + B_COVERAGE*coverage
                         + B_SEMANTIC*semantic + B_LENGTH*length)
 
+One rule sits beside the fitted model: a memory that holds every content word of the message (coverage 1)
+with at least one of them distinctive (strongest >= FULL_MATCH_RARITY) is relevant, relevance at least
+FULL_MATCH_RELEVANCE: a one-word message (成都, 香菜) names what it wants, and the evaluation sets, made of
+long messages, cannot teach the model that.
+
 A memory is recalled when relevance >= Settings.relevance_threshold (0.40). Every coefficient on
 evidence is >= 0, so adding keywords (which only add matched terms) never lowers relevance: what recall
 returns with keywords includes what it returns without them.
@@ -38,7 +43,9 @@ B_MATCHED = 2.067
 B_COVERAGE = 0.249
 B_SEMANTIC = 0.147
 B_LENGTH = -0.449
-MATCHED_SATURATION = 1.0  # keyword evidence for ordering: matched / (matched + this)
+MATCHED_SATURATION = 1.0
+FULL_MATCH_RARITY = 0.5
+FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
 
 
 @dataclass(frozen=True)
@@ -99,4 +106,7 @@ def probability(ev: Evidence) -> float:
         + B_SEMANTIC * ev.semantic
         + B_LENGTH * ev.length
     )
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+    p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+    if ev.coverage >= 0.999 and ev.strongest >= FULL_MATCH_RARITY:
+        return max(p, FULL_MATCH_RELEVANCE)
+    return p
