@@ -25,7 +25,7 @@ from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.lifecycle import Lifecycle, embedding_text
 from pocketmem.service.maintenance import Maintenance
-from pocketmem.service.retrieval import Retrieval
+from pocketmem.service.retrieval import Retrieval, warm_up
 from pocketmem.service.review import Review
 from pocketmem.service.sync import Sync
 from pocketmem.service.todos import Todos
@@ -97,6 +97,7 @@ class PocketMem:
         """Open the store (refcounted: each MCP connection may open and close it)."""
         async with self._open_lock:
             if self._opened == 0:
+                self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
                 await self.store.open()
                 try:
                     if check_embedder:

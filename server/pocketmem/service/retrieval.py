@@ -35,7 +35,7 @@ from pocketmem.core.ranking import (
     semantic_score,
     shadow_older,
 )
-from pocketmem.core.text import clean_text, guess_language, weighted_query_terms
+from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.library import LibraryRecall
@@ -60,6 +60,13 @@ MAX_MATCH_TERMS = 32
 PENDING_SHOWN = 3
 WINDOW_CANDIDATES = 50
 SHADOW_POOL = 12
+
+
+def warm_up() -> None:
+    """Load the segmenter's dictionary and the background frequencies (about a second on a quiet machine)
+    so the first recall or write does not pay for it; run in a worker thread when the app opens."""
+    segmenter()
+    termstats.background_share("")
 
 
 @dataclass
