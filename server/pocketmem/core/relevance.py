@@ -6,18 +6,21 @@ word and context-line terms 0.5):
 
     strongest = max  w(t) * rarity(t)   over the query terms the memory holds (content or its keywords)
     matched   = sum  w(t) * rarity(t)   over the same terms
-    coverage  = the message's own matched rarity / the rarity of all the message's terms
-                (agent keywords are left out here, so sending more keywords can never dilute it)
+    coverage  = the message's own matched rarity / the rarity of the message's terms found in the user's store
+                (agent keywords are left out here, so sending more keywords can never dilute it, nor can a
+                word the user never wrote)
     semantic  = the calibrated embedding similarity (ranking.semantic_score), 0 when no vector
     length    = ln(1 + number of distinct index terms of the memory)
 
     relevance = sigmoid(B0 + B_STRONGEST*strongest + B_MATCHED*matched + B_COVERAGE*coverage
                         + B_SEMANTIC*semantic + B_LENGTH*length)
 
-One rule sits beside the fitted model: a memory that holds every content word of the message (coverage 1)
-with at least one of them distinctive (strongest >= FULL_MATCH_RARITY) is relevant, relevance at least
-FULL_MATCH_RELEVANCE: a one-word message (成都, 香菜) names what it wants, and the evaluation sets, made of
-long messages, cannot teach the model that.
+One rule sits beside the fitted model: a memory that holds every content word of the message the user's
+store knows (coverage 1), together distinctive enough (matched >= FULL_MATCH_RARITY), is relevant, with
+relevance at least FULL_MATCH_RELEVANCE. A one-word message (成都, 香菜) names what it wants, and in a large
+store the one memory holding a person, an action and a thing together is the answer even when each word
+alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot teach
+the model either.
 
 A memory is recalled when relevance >= Settings.relevance_threshold (0.40). Every coefficient on
 evidence is >= 0, so adding keywords (which only add matched terms) never lowers relevance: what recall
@@ -37,12 +40,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-B0 = -1.665
-B_STRONGEST = 1.11
-B_MATCHED = 2.067
-B_COVERAGE = 0.249
-B_SEMANTIC = 0.147
-B_LENGTH = -0.449
+B0 = -2.023
+B_STRONGEST = 1.048
+B_MATCHED = 2.006
+B_COVERAGE = 0.673
+B_SEMANTIC = 0.133
+B_LENGTH = -0.428
 MATCHED_SATURATION = 1.0
 FULL_MATCH_RARITY = 0.5
 FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
@@ -79,7 +82,7 @@ def lexical(
             value = weight * rarities.get(term, 0.0)
             strongest = max(strongest, value)
             matched += value
-    message_terms = [t for t in message if t in query]
+    message_terms = [t for t in message if t in query and t in rarities]
     whole = sum(query[t] * rarities.get(t, 0.0) for t in message_terms)
     found = sum(query[t] * rarities.get(t, 0.0) for t in message_terms if t in present)
     return strongest, matched, (found / whole if whole > 0 else 0.0)
@@ -107,6 +110,6 @@ def probability(ev: Evidence) -> float:
         + B_LENGTH * ev.length
     )
     p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-    if ev.coverage >= 0.999 and ev.strongest >= FULL_MATCH_RARITY:
+    if ev.coverage >= 0.999 and ev.matched >= FULL_MATCH_RARITY:
         return max(p, FULL_MATCH_RELEVANCE)
     return p

@@ -309,7 +309,8 @@ class Retrieval:
         if q.terms:
             try:
                 counts, total = await reader.user_term_counts(user_id, list(q.terms))
-                rarities = termstats.rarities(counts, total, list(q.terms))
+                # Only terms the user has written: one found nowhere in their store matches nothing there.
+                rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
                 # Every term the user has written counts, common ones too (weighted by their rarity, never
                 # dropped); the shortlist grows with the store so the answer is not cut off at scale.
                 k = min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(total * KEYWORD_HITS_SHARE)))
