@@ -15,8 +15,9 @@ word and context-line terms 0.5):
     relevance = sigmoid(B0 + B_STRONGEST*strongest + B_MATCHED*matched + B_COVERAGE*coverage
                         + B_SEMANTIC*semantic + B_LENGTH*length)
 
-One rule sits beside the fitted model: a memory that holds every content word of the message the user's
-store knows (coverage 1), together distinctive enough (matched >= FULL_MATCH_RARITY), is relevant, with
+One rule sits beside the fitted model: a memory that holds every word of the message (`complete`: each
+term of weight 1, characters standing in for words aside), together distinctive enough
+(matched >= FULL_MATCH_RARITY), is relevant, with
 relevance at least FULL_MATCH_RELEVANCE. A one-word message (成都, 香菜) names what it wants, and in a large
 store the one memory holding a person, an action and a thing together is the answer even when each word
 alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot teach
@@ -58,6 +59,7 @@ class Evidence:
     coverage: float = 0.0
     semantic: float = 0.0
     length: float = 0.0
+    complete: bool = False  # the memory holds every word of the message (not a fitted feature)
 
     def features(self) -> tuple[float, ...]:
         return (self.strongest, self.matched, self.coverage, self.semantic, self.length)
@@ -97,7 +99,9 @@ def evidence(
 ) -> Evidence:
     terms = frozenset(memory_terms)
     strongest, matched, coverage = lexical(query, message, terms, rarities)
-    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)))
+    words = [t for t in message if query.get(t, 0.0) >= 1.0]
+    complete = bool(words) and all(t in terms for t in words)
+    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
 
 
 def probability(ev: Evidence) -> float:
@@ -110,6 +114,6 @@ def probability(ev: Evidence) -> float:
         + B_LENGTH * ev.length
     )
     p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-    if ev.coverage >= 0.999 and ev.matched >= FULL_MATCH_RARITY:
+    if ev.complete and ev.matched >= FULL_MATCH_RARITY:
         return max(p, FULL_MATCH_RELEVANCE)
     return p

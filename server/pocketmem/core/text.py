@@ -45,6 +45,7 @@ EN_STOP_TERMS = frozenset(
     "might must have has had just very really also too about into over than then user users please thanks".split()
 )
 # Words a question is made of whatever it asks (for query terms only; the index keeps every word).
+ZH_QUERY_FILLER = frozenset("哪儿 哪里 哪个 哪些 为什么 多少 是不是 能不能 要不要 有没有 来着 帮我 一下 请问".split())
 EN_QUERY_FILLER = frozenset(
     "any anything something some all now right still again want need get got getting say said tell know think "
     "make go going let ok okay yeah hi hello hey thank thanks much many lot way thing things maybe "
@@ -192,7 +193,7 @@ def weighted_query_terms(text: str) -> dict[str, float]:
                 seen[word] = 1.0
             continue
         for word in cjk_words(run):
-            if word in ZH_STOP_TERMS or not all(is_cjk_char(ch) for ch in word):
+            if word in ZH_STOP_TERMS or word in ZH_QUERY_FILLER or not all(is_cjk_char(ch) for ch in word):
                 continue
             seen[word] = 1.0
             if len(word) == 2:
