@@ -142,7 +142,9 @@ def test_keywords_only_add_what_recall_returns(tmp_path, backend):
         pytest.skip("one backend is enough for the property; relevance is computed above the store")
     import asyncio
 
-    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
 
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock

@@ -58,12 +58,14 @@ from pocketmem.core.text import (
     content_hash,
     guess_language,
     has_cjk,
-    indexed_text as index_text_columns,
     normalise,
     numbers_and_negations,
     query_terms,
     signature,
     strip_subject,
+)
+from pocketmem.core.text import (
+    indexed_text as index_text_columns,
 )
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration

@@ -22,11 +22,10 @@ from datetime import datetime, time, timedelta
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError
-from pocketmem.base.models import Category, EventKind, Memory, Status
+from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
-from pocketmem.core import timeexpr
+from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
-from pocketmem.core import relevance, termstats
 from pocketmem.core.ranking import (
     Candidate,
     Ranked,

@@ -20,7 +20,6 @@ changed after a snapshot (`pg_snapshot_xmin`), in commit order, whatever the clo
 from __future__ import annotations
 
 import json
-
 from collections.abc import Awaitable, Callable
 from typing import Any
 
