@@ -23,6 +23,10 @@ store the one memory holding a person, an action and a thing together is the ans
 alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot teach
 the model either.
 
+With an embedder that captures meaning (local, OpenAI-compatible), its calibrated similarity is combined
+with the model's answer as a noisy-or, 1 - (1 - relevance) * (1 - semantic): a paraphrase with no shared
+word is found by meaning alone.
+
 A memory is recalled when relevance >= Settings.relevance_threshold (0.40). Every coefficient on
 evidence is >= 0, so adding keywords (which only add matched terms) never lowers relevance: what recall
 returns with keywords includes what it returns without them.
@@ -41,12 +45,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-B0 = -2.023
-B_STRONGEST = 1.048
-B_MATCHED = 2.006
-B_COVERAGE = 0.673
-B_SEMANTIC = 0.133
-B_LENGTH = -0.428
+B0 = -1.765
+B_STRONGEST = 0.929
+B_MATCHED = 1.952
+B_COVERAGE = 0.608
+B_SEMANTIC = 0.122
+B_LENGTH = -0.501
 MATCHED_SATURATION = 1.0
 FULL_MATCH_RARITY = 0.5
 FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
@@ -60,6 +64,7 @@ class Evidence:
     semantic: float = 0.0
     length: float = 0.0
     complete: bool = False  # the memory holds every word of the message (not a fitted feature)
+    meaning: float = 0.0  # semantic score of an embedder that captures meaning (0 for the lexical built-in)
 
     def features(self) -> tuple[float, ...]:
         return (self.strongest, self.matched, self.coverage, self.semantic, self.length)
@@ -96,12 +101,16 @@ def evidence(
     memory_terms: Iterable[str],
     rarities: Mapping[str, float],
     semantic: float,
+    meaning: bool = False,
 ) -> Evidence:
+    """`meaning`: the embedder captures meaning (not lexical), so its similarity counts on its own too."""
     terms = frozenset(memory_terms)
     strongest, matched, coverage = lexical(query, message, terms, rarities)
     words = [t for t in message if query.get(t, 0.0) >= 1.0]
     complete = bool(words) and all(t in terms for t in words)
-    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
+    return Evidence(
+        strongest, matched, coverage, semantic, math.log1p(len(terms)), complete, semantic if meaning else 0.0
+    )
 
 
 def probability(ev: Evidence) -> float:
@@ -115,5 +124,7 @@ def probability(ev: Evidence) -> float:
     )
     p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
     if ev.complete and ev.matched >= FULL_MATCH_RARITY:
-        return max(p, FULL_MATCH_RELEVANCE)
-    return p
+        p = max(p, FULL_MATCH_RELEVANCE)
+    # An embedder that captures meaning (not fitted here: eval_a was fitted with the lexical built-in) is
+    # evidence of its own: either kind can make a memory relevant, both together more so (noisy-or).
+    return 1.0 - (1.0 - p) * (1.0 - ev.meaning)

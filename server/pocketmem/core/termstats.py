@@ -26,7 +26,7 @@ PRIOR_MEMORIES = 10000.0
 WORDS_PER_MEMORY = 20.0
 MAX_SHARE = 0.5
 UNSEEN_FREQUENCY = 1e-7
-COMMON_SHARE = 0.1
+COMMON_SHARE = 0.3
 _TABLE = Path(__file__).with_name("data") / "background.tsv.gz"
 
 

@@ -346,7 +346,9 @@ class Retrieval:
         evidence: dict[str, relevance.Evidence] = {}
         for mid in shortlist:
             sem = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
-            evidence[mid] = relevance.evidence(q.terms, q.message_terms, terms.get(mid, ()), rarities, sem)
+            evidence[mid] = relevance.evidence(
+                q.terms, q.message_terms, terms.get(mid, ()), rarities, sem, not self.embedder.lexical
+            )
         # Whole rows only for what passes the threshold (or is dated inside the window a question names).
         passing = [
             mid
