@@ -7,7 +7,7 @@
     N'        = N_user + PRIOR_MEMORIES
     rarity(t) = (IDF(df', N') - IDF_c) / (IDF(1, N') - IDF_c), clipped to [0, 1], where IDF_c is the IDF of a
                 term held by COMMON_SHARE of the memories: 1 for a term held by one memory and rare elsewhere,
-                0 for one as common as 今天, 公司 or "the" (weak evidence on its own, never a match by itself)
+                about 0.4-0.5 for words common in all text (今天, 公司, 北京), 0 for "the" (weak on their own)
 
 So a word in every memory of a six-memory store (咖啡) is still a word the message names (its background
 share is small), a word common in all text (公司, 今天, user) is weak evidence even in a tiny store, and in
