@@ -70,11 +70,11 @@ async def extract(data: dict[str, Any], settings: Any, keywords: bool) -> Extrac
                 query=q["query"], context=q.get("context", []), keywords=q.get("keywords", []) if keywords else []
             )
             parsed = r.parse(req)
-            vector = await r.query_vector(parsed)
+            vector, own = await r.query_vectors(parsed)
             scale = scales.get(guess_language(parsed.message), NEUTRAL)
             async with app.store.read() as reader:
                 candidates, rarities = await r.candidates(
-                    reader, "eval", parsed, vector, (Status.active,), [], scale
+                    reader, "eval", parsed, vector, (Status.active,), [], scale, own
                 )
             # Candidates with no signal at all can never pass a positive threshold: drop them once here.
             candidates = [

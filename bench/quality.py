@@ -5,6 +5,12 @@
     python bench/quality.py --set eval_a --show-misses
     python bench/quality.py --embedder local --embed-model /path/or/name   # a neural embedder (pocketmem[local])
 
+Beside every figure: a plain BM25 reference (bench/bm25.py: FTS5 bm25 over the same memories, top 5, no
+threshold). Also in the same run: the small-store scenarios (bench/data/small_stores.json: 1, 5 and 20
+memories, natural questions in both languages; every relevant memory must be in the top 3) and the
+keywords-only-help check (with keywords mode: for every query, what recall returns without the agent's
+keywords must be among what it returns with them, unless the answer is full: top 12).
+
 Each set is loaded into a fresh store on a fixed clock (memories dated `days_ago` before it, supersedes
 links applied), then every query is recalled with top_k=5 without counting hits as used, so queries
 do not influence each other. Gold labels are in the data files; nothing here knows the answers.
@@ -28,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bm25 import BM25  # noqa: E402
 from common import write_section  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
@@ -41,6 +48,7 @@ DATA = ROOT / "bench" / "data"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 TYPES = ("paraphrase", "keyword", "temporal", "conflict", "multi", "context", "negative")
 K = 5
+CHECK_K = 12  # recall answers at most retrieval.SHADOW_POOL memories
 
 
 @dataclass
@@ -59,6 +67,11 @@ class Tally:
     both_recalled: list[int] = field(default_factory=lambda: [0, 0])
     negatives_empty: int = 0
     misses: list[str] = field(default_factory=list)
+    bm25_hit3: int = 0  # the plain BM25 reference over the same memories
+    bm25_hit5: int = 0
+    bm25_negatives_empty: int = 0
+    kw_checked: int = 0  # keywords-only-help: queries compared, and those where keywords lost a memory
+    kw_lost: list[str] = field(default_factory=list)
 
 
 def bench_settings(home: Path, embedder: str = "hash", embed_model: str | None = None, **extra: Any) -> Settings:
@@ -99,7 +112,17 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
         ids = await load(app, data, keywords)
         by_id = {v: k for k, v in ids.items()}
         supersedes = {m["key"]: m.get("supersedes") for m in data["memories"]}
+        bm25 = BM25(
+            (m["key"], " ".join([m["content"], *(m.get("keywords", []) if keywords else [])]))
+            for m in data["memories"]
+            if m["key"] not in {s for s in supersedes.values() if s}
+        )
         for query in data["queries"]:
+            reference = bm25.search(
+                [query["query"], *query.get("context", []), *(query.get("keywords", []) if keywords else [])], K
+            )
+            if keywords and query.get("keywords"):
+                await keywords_only_help(app, query, by_id, tallies[query["type"]])
             result = await app.retrieval.recall(
                 "eval",
                 RecallRequest(
@@ -119,6 +142,9 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
                 tallies[query["type"]].nn_hit5 += any(by_id[mid] in gold for mid, _ in nearest)
             tally = tallies[query["type"]]
             tally.n += 1
+            tally.bm25_hit3 += bool(gold & set(reference[:3]))
+            tally.bm25_hit5 += bool(gold & set(reference[:5]))
+            tally.bm25_negatives_empty += not gold and not reference
             if not gold:
                 if not got:
                     tally.negatives_empty += 1
@@ -148,6 +174,22 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
     return tallies
 
 
+async def keywords_only_help(app: PocketMem, query: dict[str, Any], by_id: dict[str, str], tally: Tally) -> None:
+    """Recall with and without the agent's keywords on the same store: keywords may only add memories."""
+    found = []
+    for keywords in (query.get("keywords", []), []):
+        result = await app.retrieval.recall(
+            "eval",
+            RecallRequest(query=query["query"], context=query.get("context", []), keywords=keywords, top_k=CHECK_K,
+                          record=False),
+        )
+        found.append({by_id[m.id] for m in result.memories})
+    tally.kw_checked += 1
+    # A memory pushed out of a full answer by more relevant ones is ranking, not lost evidence.
+    if not found[1] <= found[0] and len(found[0]) < CHECK_K:
+        tally.kw_lost.append(f"{query['id']} lost {sorted(found[1] - found[0])}")
+
+
 def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     positive = Tally()
@@ -156,7 +198,8 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
         if t is None:
             continue
         if name == "negative":
-            rows[name] = {"n": t.n, "negative_precision": t.negatives_empty / t.n}
+            rows[name] = {"n": t.n, "negative_precision": t.negatives_empty / t.n,
+                          "bm25_negative_precision": t.bm25_negatives_empty / t.n}
             continue
         rows[name] = {
             "n": t.n,
@@ -165,6 +208,8 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
             "hit@3": t.hit3 / t.n,
             "hit@5": t.hit5 / t.n,
             "mrr": t.rr / t.n,
+            "bm25_hit@3": t.bm25_hit3 / t.n,
+            "bm25_hit@5": t.bm25_hit5 / t.n,
         }
         if name == "conflict":
             rows[name]["conflict_accuracy"] = t.conflict_ok / t.n
@@ -177,6 +222,11 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
         positive.hit5 += t.hit5
         positive.rr += t.rr
         positive.nn_hit5 += t.nn_hit5
+        positive.bm25_hit3 += t.bm25_hit3
+        positive.bm25_hit5 += t.bm25_hit5
+    checked = sum(t.kw_checked for t in tallies.values())
+    lost = [miss for t in tallies.values() for miss in t.kw_lost]
+    rows["keywords only help"] = {"checked": checked, "violations": len(lost), "examples": lost[:5]}
     rows["all non-negative"] = {
         "n": positive.n,
         "nn_hit@5": positive.nn_hit5 / positive.n,
@@ -184,6 +234,8 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
         "hit@3": positive.hit3 / positive.n,
         "hit@5": positive.hit5 / positive.n,
         "mrr": positive.rr / positive.n,
+        "bm25_hit@3": positive.bm25_hit3 / positive.n,
+        "bm25_hit@5": positive.bm25_hit5 / positive.n,
     }
     return rows
 
@@ -193,20 +245,22 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
     lines = [
         f"**{name}** (with agent keywords / without keywords)",
         "",
-        f"| type | n | hit@1 | hit@3 | hit@5 | MRR | conflict acc. | negative precision{plain} |",
-        "|---|---|---|---|---|---|---|---|" + ("---|" if nearest else ""),
+        f"| type | n | hit@1 | hit@3 | BM25 hit@3 | hit@5 | MRR | conflict acc. | negative precision "
+        f"| BM25 neg. prec.{plain} |",
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if nearest else ""),
     ]
 
     def cell(row: dict[str, Any], other: dict[str, Any], key: str) -> str:
         return f"{row[key]:.2f} / {other[key]:.2f}" if key in row else ""
 
     for type_ in [*TYPES, "all non-negative"]:
-        if type_ not in with_kw:
+        if type_ not in with_kw or "n" not in with_kw[type_]:
             continue
         a, b = with_kw[type_], without_kw[type_]
         lines.append(
-            f"| {type_} | {a['n']} | {cell(a, b, 'hit@1')} | {cell(a, b, 'hit@3')} | {cell(a, b, 'hit@5')} | "
-            f"{cell(a, b, 'mrr')} | {cell(a, b, 'conflict_accuracy')} | {cell(a, b, 'negative_precision')} |"
+            f"| {type_} | {a['n']} | {cell(a, b, 'hit@1')} | {cell(a, b, 'hit@3')} | {cell(a, b, 'bm25_hit@3')} | "
+            f"{cell(a, b, 'hit@5')} | {cell(a, b, 'mrr')} | {cell(a, b, 'conflict_accuracy')} | "
+            f"{cell(a, b, 'negative_precision')} | {cell(a, b, 'bm25_negative_precision')} |"
             + (f" {cell(a, b, 'nn_hit@5')} |" if nearest and type_ != "negative" else (" |" if nearest else ""))
         )
     conflict = with_kw.get("conflict")
@@ -220,6 +274,9 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
             f"{frac(conflict['unlinked'])}; when both versions were recalled, the newer ranked first in "
             f"{frac(conflict['both_recalled'])}.",
         ]
+    check = with_kw["keywords only help"]
+    lines += ["", f"Keywords only help: {check['checked']} queries compared (top 12), {check['violations']} where "
+              f"adding the agent's keywords lost a memory{': ' + '; '.join(check['examples']) if check['examples'] else ''}."]
     return "\n".join(lines)
 
 
@@ -252,8 +309,10 @@ def main() -> None:
             plain = f"plain-NN hit@5 {overall['nn_hit@5']:.3f} | " if args.embedder != "hash" else ""
             print(
                 f"{name} [{label}] {plain}hit@1 {overall['hit@1']:.3f} hit@3 {overall['hit@3']:.3f} "
+                f"(BM25 {overall['bm25_hit@3']:.3f}) "
                 f"hit@5 {overall['hit@5']:.3f} MRR {overall['mrr']:.3f} conflict {conflict:.3f} "
-                f"negative {neg:.3f}  ({elapsed:.1f}s)",
+                f"negative {neg:.3f}  kw-only-help violations "
+                f"{results[keywords]['keywords only help']['violations']}  ({elapsed:.1f}s)",
                 file=sys.stderr,
             )
             if args.show_misses:
@@ -263,6 +322,14 @@ def main() -> None:
         report[name] = {"keywords": results[True], "no_keywords": results[False]}
         sections.append(table(f"{name} ({len(data['memories'])} memories, {len(data['queries'])} queries)",
                               results[True], results[False], nearest=args.embedder != "hash"))
+    if not args.set:
+        import small_stores
+
+        small = small_stores.evaluate()
+        report["small_stores"] = small
+        print(small_stores.table(small), file=sys.stderr)
+        sections.append("**Small stores** (bench/data/small_stores.json; every relevant memory in the top 3)\n\n"
+                        + small_stores.table(small))
     if args.json:
         print(json.dumps(report, indent=2))
     if args.write:

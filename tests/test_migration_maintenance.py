@@ -22,6 +22,12 @@ USER = "global"
 async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch):
     settings = make_settings(tmp_path)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:1])
+    from pocketmem.store.sqlite.store import SQLiteTx
+
+    async def no_term_counts(*_args: object) -> None:  # the m001 code kept no per-user term counts
+        return None
+
+    monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
     async with PocketMem(settings, clock=clock) as old:
         kept = (await old.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))).memory_id
         chore = (await old.lifecycle.add(USER, AddRequest(content="周五交报告", category=Category.todo,

@@ -172,6 +172,7 @@ async def break_indexes(app, settings, backend, *, keywords: bool = False) -> No
             await tx.execute("alter table memories rename column embedding to embedding_lost")
             if keywords:
                 await tx.execute("drop table memory_term_counts")
+                await tx.execute("drop table memory_user_term_counts")
         return
     raw = connect(str(settings.db_path), load_vectors=True)
     raw.execute("drop table memory_vectors")

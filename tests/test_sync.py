@@ -358,6 +358,12 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
 
     clock = FixedClock(START)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:3])
+    from pocketmem.store.sqlite.store import SQLiteTx
+
+    async def no_term_counts(*_args: object) -> None:  # the code of that time kept no per-user term counts
+        return None
+
+    monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
     async with device(tmp_path, "a", library_url, clock) as old:
         kept = await add(old, "用户不喜欢香菜")
         gone = await add(old, "用户在学吉他")

@@ -8,6 +8,7 @@ from pocketmem.core.text import (
     guess_language,
     index_terms,
     query_terms,
+    weighted_query_terms,
 )
 
 
@@ -18,7 +19,7 @@ def test_two_character_chinese_words_are_single_terms():
 
 
 def test_query_terms_drop_filler_and_keep_mixed_words():
-    assert query_terms("Docker 代理") == ["docker", "代理"]
+    assert query_terms("Docker 代理")[:2] == ["docker", "代理"]
     assert query_terms("Nuxt 4") == ["nuxt", "4"]
     assert "用户" not in query_terms("用户喜欢什么")
     assert query_terms("猫") == ["猫"]
@@ -26,6 +27,23 @@ def test_query_terms_drop_filler_and_keep_mixed_words():
 
 def test_plurals_meet_singulars():
     assert index_terms("preferences") == query_terms("preference")
+
+
+def test_english_words_are_stemmed_alike():
+    assert query_terms("running cats") == index_terms("run cat")
+    assert set(query_terms("allergies")) <= set(index_terms("allergy"))
+
+
+def test_query_words_come_from_the_segmenter_not_pairs_across_words():
+    terms = weighted_query_terms("一天要喝几杯咖啡")
+    assert "天要" not in terms and terms["咖啡"] == 1.0 and terms["一天"] == 1.0
+    # a two-character word brings its characters at half weight: 猫叫 (one segmenter word) still finds 猫
+    assert weighted_query_terms("我的猫叫什么名字")["猫"] == 0.5
+
+
+def test_long_words_are_indexed_whole_and_in_pairs():
+    terms = index_terms("清明想去普陀山")
+    assert {"普陀山", "普陀", "陀山", "普"} <= set(terms)
 
 
 def test_fts_expression_quotes_everything():

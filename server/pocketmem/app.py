@@ -33,7 +33,7 @@ from pocketmem.service.maintenance import Maintenance
 from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.project_summary import ProjectSummary
-from pocketmem.service.retrieval import Retrieval
+from pocketmem.service.retrieval import Retrieval, warm_up
 from pocketmem.service.review import Review
 from pocketmem.service.sync import Sync
 from pocketmem.service.todos import Todos
@@ -117,6 +117,7 @@ class PocketMem:
         """Open the store (refcounted: each MCP connection may open and close it)."""
         async with self._open_lock:
             if self._opened == 0:
+                self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
                 await self.store.open()
                 try:
                     if check_embedder:

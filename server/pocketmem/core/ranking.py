@@ -4,15 +4,13 @@ For each candidate memory:
 
     semantic  = the cosine similarity on the embedder's calibrated scale (similarity.Scale):
                 0 for what unrelated texts score, PARAPHRASE_SCORE for a typical paraphrase, capped at 1
-    keyword   = saturation * (0.8 + 0.2 * coverage)
-                rarity(t) = IDF(t) / IDF of a term found in one memory   (1 for a rare term, ~0 for a common one)
-                matched   = sum of rarity of the query terms the memory contains (its content and keywords),
-                            each weighted 1.0 (message, agent keywords) or 0.5 (context lines)
-                saturation = matched / (matched + KEYWORD_SATURATION); coverage = matched / sum of all query rarity
+    evidence  = relevance.Evidence: strongest matched term's rarity, matched rarity sum, coverage of the
+                message's own terms, semantic, memory length (rarity per user: core.termstats)
+    relevance = relevance.probability(evidence)        (a fitted logistic model) -> must reach the threshold
+    keyword   = matched / (matched + relevance.MATCHED_SATURATION)
     freshness = exp(-age_days / FRESHNESS_DAYS), age from valid_from
     importance = the memory's current importance (scoring.py)
 
-    relevance = 1 - (1 - semantic) * (1 - keyword)      (noisy-or)         -> must reach the threshold
     score     = w_sem * semantic + w_kw * keyword + w_fresh * freshness + w_imp * importance
                 (x OUTDATED_FACTOR for superseded memories, shown only with include_history)
 
@@ -37,6 +35,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pocketmem.base.models import Category, Memory, Status
+from pocketmem.core import relevance as model
 from pocketmem.core.scoring import importance
 from pocketmem.core.similarity import Scale
 
@@ -66,6 +65,7 @@ class Candidate:
     cosine: float | None
     terms: frozenset[str]
     in_window: bool = False  # dated inside the window the query names (上周, 3天前)
+    evidence: model.Evidence | None = None  # computed by recall (message terms, best of two query vectors)
 
 
 @dataclass(frozen=True)
@@ -139,9 +139,10 @@ def rank(
     out: list[Ranked] = []
     for candidate in candidates:
         memory = candidate.memory
-        sem = semantic_score(candidate.cosine, scale)
-        kw = keyword_score(query, candidate.terms, rarities)
-        rel = relevance(sem, kw)
+        ev = candidate.evidence or model.evidence(
+            query, query, candidate.terms, rarities, semantic_score(candidate.cosine, scale)
+        )
+        sem, kw, rel = ev.semantic, ev.keyword, model.probability(ev)
         timed = temporal and memory.category in TIMED_CATEGORIES
         dated_match = timed and candidate.in_window
         if rel < threshold and not dated_match:

@@ -2,9 +2,14 @@
 
 SQLite's FTS5 tokenizers cannot split Chinese into words (unicode61 keeps a whole run of Han
 characters as one token; trigram needs three characters). We therefore index our own terms:
-every Han character and every pair of neighbouring Han characters, plus lower-cased Latin words.
-A two-character word such as 香菜 is then one exact term, and a query matches it without a
-dictionary or a model.
+every Han character, every pair of neighbouring Han characters, the words of three or more
+characters that the jieba segmenter (bundled dictionary) finds, and Snowball-stemmed Latin words.
+A two-character word such as 香菜 is then one exact term whatever the segmenter does with it.
+
+A query is split into words by the same segmenter (so 一天要 gives 一天, never the pair 天要 that
+spans two words), each two-character word also brings its characters at half weight (我的猫叫 is
+segmented 猫叫; the character 猫 still meets 猫，叫小白), and English words are stemmed so `sold`
+meets `sell` (irregular forms first become their base word) and `cats` meets `cat`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from functools import cache, lru_cache
+from typing import Any
 
 from pocketmem.base.errors import InvalidInput
 
@@ -36,6 +43,13 @@ EN_STOP_TERMS = frozenset(
     "i me my mine you your yours he him his she her it its we us our they them their this that these those "
     "what which who whom how when where why there here so not no yes can could would should will shall may "
     "might must have has had just very really also too about into over than then user users please thanks".split()
+)
+# Words a question is made of whatever it asks (for query terms only; the index keeps every word).
+ZH_QUERY_FILLER = frozenset("哪儿 哪里 哪个 哪些 为什么 多少 是不是 能不能 要不要 有没有 来着 帮我 一下 请问".split())
+EN_QUERY_FILLER = frozenset(
+    "any anything something some all now right still again want need get got getting say said tell know think "
+    "make go going let ok okay yeah hi hello hey thank thanks much many lot way thing things maybe "
+    "im ive id ill dont doesnt didnt cant wont isnt arent wasnt s t m d ll re ve".split()
 )
 
 
@@ -85,32 +99,113 @@ def stem(word: str) -> str:
     return word
 
 
+@cache
+def segmenter() -> Any:
+    """jieba, loaded once with its bundled dictionary (its own cache file makes later loads fast)."""
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.dt.check_initialized()
+    return jieba
+
+
+@cache
+def _english_stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+# Irregular English verb forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`).
+IRREGULAR = {
+    form: base
+    for base, forms in {
+        "be": "was were been", "buy": "bought", "sell": "sold", "go": "went gone", "run": "ran", "eat": "ate eaten",
+        "drink": "drank drunk", "drive": "drove driven", "fly": "flew flown", "give": "gave given",
+        "take": "took taken", "get": "got gotten", "make": "made", "see": "saw seen", "meet": "met",
+        "leave": "left", "lose": "lost", "find": "found", "feel": "felt", "keep": "kept", "sleep": "slept",
+        "teach": "taught", "think": "thought", "bring": "brought", "catch": "caught", "tell": "told",
+        "say": "said", "pay": "paid", "send": "sent", "spend": "spent", "build": "built", "begin": "began begun",
+        "break": "broke broken", "choose": "chose chosen", "forget": "forgot forgotten", "grow": "grew grown",
+        "know": "knew known", "write": "wrote written", "speak": "spoke spoken", "swim": "swam swum",
+        "sing": "sang sung", "wear": "wore worn", "win": "won", "hold": "held", "read": "read",
+        "hear": "heard", "stand": "stood", "understand": "understood", "fall": "fell fallen", "ride": "rode ridden",
+        "rise": "rose risen", "steal": "stole stolen", "throw": "threw thrown", "wake": "woke woken",
+        "child": "children", "mouse": "mice", "foot": "feet", "tooth": "teeth", "person": "people",
+        "man": "men", "woman": "women",
+    }.items()
+    for form in forms.split()
+}
+
+
+@lru_cache(maxsize=65536)
+def stem_word(word: str) -> str:
+    """The Snowball (Porter 2) stem the keyword index and queries use: preferences, preferred -> prefer;
+    irregular forms first become their base word (sold -> sell, bought -> buy, children -> child)."""
+    if not word.isascii() or not word.isalpha():
+        return word
+    return _english_stemmer().stemWord(IRREGULAR.get(word, word))
+
+
+@lru_cache(maxsize=16384)
+def cjk_words(run: str) -> tuple[str, ...]:
+    """The words of a run of Han characters, with the dictionary words inside longer ones (search mode)."""
+    if len(run) == 1:
+        return (run,)
+    return tuple(w for w in segmenter().cut_for_search(run) if w.strip())
+
+
 def index_terms(text: str) -> list[str]:
-    """Terms written to the keyword index: Han unigrams and bigrams, stemmed Latin words."""
+    """Terms written to the keyword index: Han unigrams and bigrams, segmenter words of 3+ characters,
+    Snowball-stemmed Latin words."""
     terms: list[str] = []
     for run, cjk in runs(text):
         if cjk:
             terms.extend(run)
             terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+            terms.extend(w for w in cjk_words(run) if len(w) > 2)
         else:
-            terms.append(stem(run))
+            terms.append(stem_word(run))
     return terms
 
 
-def query_terms(text: str) -> list[str]:
-    """Distinct meaningful terms of a query: Han bigrams (a lone Han character stays), Latin words."""
-    seen: dict[str, None] = {}
+def indexed_text(content: str, keywords: Iterable[str]) -> tuple[str, str]:
+    """The two columns of a memory's keyword index row: its content's terms and its keywords' terms."""
+    terms = " ".join(index_terms(content))
+    keyword_terms = " ".join(dict.fromkeys(term for keyword in keywords for term in index_terms(keyword)))
+    return terms, keyword_terms
+
+
+CHAR_WEIGHT = 0.5  # a character of a two-character query word, relative to the word
+
+
+def weighted_query_terms(text: str) -> dict[str, float]:
+    """Distinct meaningful terms of a query with their weight: segmenter words (1.0), the characters of
+    two-character words (CHAR_WEIGHT), stemmed Latin words (1.0); filler words left out."""
+    seen: dict[str, float] = {}
     for run, cjk in runs(text):
-        if cjk:
-            grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-            for gram in grams:
-                if gram not in ZH_STOP_TERMS:
-                    seen.setdefault(gram, None)
-        else:
-            word = stem(run)
-            if word not in EN_STOP_TERMS:
-                seen.setdefault(word, None)
-    return list(seen)
+        if not cjk:
+            word = stem_word(run)
+            filler = run in EN_STOP_TERMS or run in EN_QUERY_FILLER or word in EN_STOP_TERMS
+            if not filler and (len(run) > 1 or run.isdigit()):
+                seen[word] = 1.0
+            continue
+        for word in cjk_words(run):
+            if word in ZH_STOP_TERMS or word in ZH_QUERY_FILLER or not all(is_cjk_char(ch) for ch in word):
+                continue
+            seen[word] = 1.0
+            if len(word) == 2:
+                for ch in word:
+                    if ch not in ZH_STOP_TERMS:
+                        seen.setdefault(ch, CHAR_WEIGHT)
+    return seen
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct meaningful terms of a query (weighted_query_terms without the weights)."""
+    return list(weighted_query_terms(text))
 
 
 def keyword_terms(keywords: Iterable[str]) -> list[str]:
@@ -151,8 +246,8 @@ def signature(text: str) -> frozenset[str]:
         if cjk:
             out.update(ch for ch in run if ch not in ZH_STOP_TERMS)
         else:
-            word = stem(run)
-            if word not in EN_STOP_TERMS or word in NEGATIONS:
+            word = stem_word(run)
+            if run not in EN_STOP_TERMS or run in NEGATIONS:
                 out.add(word)
     return frozenset(out)
 

@@ -59,11 +59,13 @@ from pocketmem.core.text import (
     content_hash,
     guess_language,
     has_cjk,
-    index_terms,
     normalise,
     query_terms,
     signature,
     strip_subject,
+)
+from pocketmem.core.text import (
+    indexed_text as index_text_columns,
 )
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
@@ -124,8 +126,7 @@ def embedding_text(content: str, keywords: Sequence[str]) -> str:
 
 
 def indexed_text(content: str, keywords: Sequence[str]) -> IndexedText:
-    terms = " ".join(index_terms(content))
-    kw_terms = " ".join(dict.fromkeys(term for keyword in keywords for term in index_terms(keyword)))
+    terms, kw_terms = index_text_columns(content, keywords)
     return IndexedText(terms=terms, keyword_terms=kw_terms)
 
 

@@ -24,20 +24,17 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
-from pocketmem.core import timeexpr
+from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import (
     Candidate,
     Ranked,
     Weights,
-    keyword_score,
     rank,
-    rarity,
-    relevance,
     semantic_score,
     shadow_older,
 )
-from pocketmem.core.text import clean_text, guess_language, keyword_terms, query_terms
+from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
@@ -56,12 +53,19 @@ CONTEXT_WEIGHT = 0.5
 KEYWORDS_VECTOR_WEIGHT = 0.5
 VECTOR_NEIGHBOURS = 64
 KEYWORD_HITS = 64
+KEYWORD_HITS_SHARE = 0.004  # the keyword shortlist grows with the user's store: 400 at 100,000 memories
+MAX_KEYWORD_HITS = 1000
 MAX_MATCH_TERMS = 32
-COMMON_TERM_SHARE = 0.05
-COMMON_TERM_FLOOR = 200
 PENDING_SHOWN = 3
 WINDOW_CANDIDATES = 50
 SHADOW_POOL = 12
+
+
+def warm_up() -> None:
+    """Load the segmenter's dictionary and the background frequencies (about a second on a quiet machine)
+    so the first recall or write does not pay for it; run in a worker thread when the app opens."""
+    segmenter()
+    termstats.background_share("")
 
 
 @dataclass
@@ -84,6 +88,8 @@ class _Query:
     context: list[str]
     keywords: list[str]
     terms: dict[str, float] = field(default_factory=dict)
+    message_terms: list[str] = field(default_factory=list)
+    base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
@@ -133,14 +139,20 @@ class Retrieval:
         ]
         terms: dict[str, float] = {}
         for line in context:
-            for term in query_terms(line):
-                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT)
-        for term in [*query_terms(message), *keyword_terms(keywords)]:
-            terms[term] = 1.0
+            for term, weight in weighted_query_terms(line).items():
+                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT * weight)
+        own = weighted_query_terms(message)
+        for term, weight in own.items():
+            terms[term] = max(terms.get(term, 0.0), weight)
+        base = dict(terms)
+        for source in (weighted_query_terms(kw) for kw in keywords):
+            for term, weight in source.items():
+                terms[term] = max(terms.get(term, 0.0), weight)
         today = self.clock.now().astimezone(self.settings.zone).date()
-        return _Query(message, context, keywords, terms, timeexpr.parse(message, today))
+        return _Query(message, context, keywords, terms, list(own), base, timeexpr.parse(message, today))
 
-    async def _query_vector(self, q: _Query) -> list[float]:
+    async def _query_vectors(self, q: _Query) -> tuple[list[float], list[float]]:
+        """The query's vector (message, context and keywords) and the message's own vector."""
         texts = [q.message]
         weights = [1.0]
         if q.context:
@@ -154,7 +166,7 @@ class Retrieval:
         for weight, vector in zip(weights[1:], vectors[1:], strict=True):
             combined = [a + weight * b for a, b in zip(combined, vector, strict=True)]
         norm = math.hypot(*combined) or 1.0
-        return [x / norm for x in combined]
+        return [x / norm for x in combined], vectors[0]
 
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
         q = self._parse(req)
@@ -179,8 +191,9 @@ class Retrieval:
         if self.store.damage is not None:
             failures.append(f"store damaged ({self.store.damage}): run `pocketmem doctor`")
         vector: list[float] | None = None
+        own: list[float] | None = None
         try:
-            vector = await self._query_vector(q)
+            vector, own = await self._query_vectors(q)
             scale = await self.scale(guess_language(q.message))
         except PocketmemError as exc:
             failures.append(f"embedder: {exc}")
@@ -194,7 +207,9 @@ class Retrieval:
         ranked: list[Ranked] = []
         async with self.store.read() as reader:
             # Superseded memories are searched too: a hit on one brings its current version (current.py).
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, current.SEARCHED, failures, scale)
+            candidates, idfs = await self._candidates(
+                reader, user_id, q, vector, current.SEARCHED, failures, scale, own
+            )
             candidates = await current.bring_current(reader, user_id, candidates, statuses)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
@@ -273,11 +288,12 @@ class Retrieval:
         statuses: tuple[Status, ...],
         failures: list[str],
         scale: Scale = NEUTRAL,
+        own: list[float] | None = None,
     ) -> tuple[list[Candidate], dict[str, float]]:
-        """Gather candidate ids with their similarity cheaply in SQL, then load only those with any signal."""
+        """Gather candidate ids with their similarity cheaply in SQL, then load only those that are relevant."""
         sims: dict[str, float] = {}
         # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
-        # shares an informative term with the query, and the keyword index below enumerates exactly those.
+        # shares a term with the query, and the keyword index below enumerates exactly those.
         # The importance pass and the brute-force neighbour scan are for embedders that capture meaning.
         if vector is not None and not self.embedder.lexical:
             try:
@@ -300,15 +316,18 @@ class Retrieval:
         rarities: dict[str, float] = {}
         if q.terms:
             try:
-                counts, total = await reader.term_document_counts(list(q.terms))
-                rarities = {term: rarity(counts[term], total) for term in q.terms if counts.get(term)}
-                # Search by the informative terms only: a term in a large share of memories cannot make
-                # one relevant, and ranking its every match is what makes keyword search slow at scale.
-                limit = max(COMMON_TERM_FLOOR, total * COMMON_TERM_SHARE)
-                informative = sorted((t for t in rarities if counts[t] <= limit), key=lambda t: -rarities[t])
-                if informative:
-                    hits = await reader.keyword_hits(user_id, informative[:MAX_MATCH_TERMS], KEYWORD_HITS, statuses)
-                    keyword_ids = [mid for mid, _ in hits]
+                counts, total = await reader.user_term_counts(user_id, list(q.terms))
+                # Only terms the user has written: one found nowhere in their store matches nothing there.
+                rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
+                # Every term the user has written counts, common ones too (weighted by their rarity, never
+                # dropped); the shortlist grows with the store so the answer is not cut off at scale.
+                k = min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(total * KEYWORD_HITS_SHARE)))
+                # With keywords, the message's own search runs too: keywords only add candidates.
+                for weighted in (q.terms, q.base_terms) if q.keywords else (q.terms,):
+                    found = sorted((t for t in weighted if counts.get(t)), key=lambda t: -weighted[t] * rarities[t])
+                    if found:
+                        hits = await reader.keyword_hits(user_id, found[:MAX_MATCH_TERMS], k, statuses)
+                        keyword_ids += [mid for mid, _ in hits]
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
@@ -316,34 +335,42 @@ class Retrieval:
             sims.update(await fallback.vector_path(reader, user_id, vector, statuses, failures))
         bar = self._bar(fallback.Health.of(failures, vector is not None))
         # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
-        # those whose similarity alone reaches it (relevance is a noisy-or, so semantic >= threshold suffices).
+        # those whose similarity alone is high enough to be worth the evidence check.
         enough = scale.cosine_for(bar)
         shortlist = list(
             dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
         )
         unscored = [mid for mid in shortlist if mid not in sims]
-        if vector is not None and unscored:
+        own_sims: dict[str, float] = {}
+        if vector is not None and shortlist:
             try:
-                sims.update(await reader.similarities(user_id, unscored, vector))
+                if unscored:
+                    sims.update(await reader.similarities(user_id, unscored, vector))
+                if own is not None and (q.keywords or q.context):
+                    # Keywords and context only add evidence: the message's own similarity counts when higher.
+                    own_sims = await reader.similarities(user_id, shortlist, own)
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"vector scoring: {exc}")
         terms: dict[str, frozenset[str]] = {}
-        if rarities:
+        if rarities and shortlist:
             indexed = await reader.indexed_terms(user_id, shortlist)
             terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        evidence: dict[str, relevance.Evidence] = {}
+        for mid in shortlist:
+            sem = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
+            evidence[mid] = relevance.evidence(
+                q.terms, q.message_terms, terms.get(mid, ()), rarities, sem, not self.embedder.lexical
+            )
         # Whole rows only for what passes the threshold (or is dated inside the window a question names).
         passing = [
             mid
             for mid in shortlist
-            if mid in in_window
-            or relevance(
-                semantic_score(sims.get(mid), scale), keyword_score(q.terms, terms.get(mid, ()), rarities)
-            )
-            >= bar
+            if mid in in_window or relevance.probability(evidence[mid]) >= bar
         ]
         memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
         return [
-            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window) for m in memories
+            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, evidence[m.id])
+            for m in memories
         ], rarities
 
     def _bar(self, health: fallback.Health) -> float:
@@ -422,5 +449,5 @@ class Retrieval:
 
     # -- recall's stages, public for the calibration benchmark (bench/calibrate.py) ----------------------
     parse = _parse
-    query_vector = _query_vector
+    query_vectors = _query_vectors
     candidates = _candidates

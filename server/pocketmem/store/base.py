@@ -130,6 +130,17 @@ class StoreStats:
     unreadable: list[str] = field(default_factory=list)  # why a value could not be read; the rest is counted
 
 
+def term_deltas(old: IndexedText | None, new: IndexedText | None) -> dict[str, int]:
+    """How a memory's change moves its owner's term counts: -1 for each distinct term it loses, +1 for each
+    it gains; the term '' counts the memory itself."""
+
+    def terms(text: IndexedText | None) -> set[str]:
+        return set() if text is None else {"", *f"{text.terms} {text.keyword_terms}".split()}
+
+    before, after = terms(old), terms(new)
+    return {**{t: -1 for t in before - after}, **{t: 1 for t in after - before}}
+
+
 class StoreReader(ProfileReader):
     """Read queries, available inside both read and write transactions."""
 
@@ -212,6 +223,11 @@ class StoreReader(ProfileReader):
         """How many stored memories (of every user, in any status) contain each term, and how many
         memories are stored in all. Terms found nowhere are left out. The total may overstate by
         memories purged since (SQLite reads the highest row id)."""
+
+    @abstractmethod
+    async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many of this user's stored memories (in any status) contain each term, and how many memories
+        the user has stored. Terms the user never wrote are left out. Other users' writes never change it."""
 
     @abstractmethod
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None: ...

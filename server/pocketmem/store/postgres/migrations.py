@@ -19,6 +19,7 @@ changed after a snapshot (`pg_snapshot_xmin`), in commit order, whatever the clo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -270,6 +271,61 @@ async def pg002_user_scan(conn: Any) -> None:
     await conn.execute("create index if not exists memories_by_user_and_id on memories (user_id, id collate \"C\")")
 
 
+async def pg003_user_terms(conn: Any) -> None:
+    """Term counts per user (core.termstats), kept as +1/-1 rows by a trigger like memory_term_counts, and
+    every memory's terms re-split by the segmenter and Snowball stemmer (core.text.index_terms)."""
+    from pocketmem.core.text import indexed_text
+    from pocketmem.store.postgres.records import lexemes
+
+    await conn.execute(
+        """
+        create table memory_user_term_counts (
+            user_id text not null,
+            term text not null,
+            delta integer not null
+        );
+        create index user_term_counts_by_term on memory_user_term_counts (user_id, term);
+        insert into memory_user_term_counts (user_id, term, delta)
+            select user_id, t, count(*) from memories, unnest(pm_term_set(terms, keyword_terms) || '{""}'::text[]) t
+            group by user_id, t;
+        create function pm_count_user_terms() returns trigger language plpgsql as $$
+        begin
+            if tg_op in ('DELETE', 'UPDATE') then
+                insert into memory_user_term_counts (user_id, term, delta)
+                select old.user_id, t, -1 from unnest(pm_term_set(old.terms, old.keyword_terms)) t;
+            end if;
+            if tg_op in ('INSERT', 'UPDATE') then
+                insert into memory_user_term_counts (user_id, term, delta)
+                select new.user_id, t, 1 from unnest(pm_term_set(new.terms, new.keyword_terms)) t;
+            end if;
+            if tg_op = 'INSERT' then
+                insert into memory_user_term_counts (user_id, term, delta) values (new.user_id, '', 1);
+            elsif tg_op = 'DELETE' then
+                insert into memory_user_term_counts (user_id, term, delta) values (old.user_id, '', -1);
+            end if;
+            return null;
+        end $$;
+        create trigger memories_user_term_counts_insert after insert on memories
+            for each row execute function pm_count_user_terms();
+        create trigger memories_user_term_counts_delete after delete on memories
+            for each row execute function pm_count_user_terms();
+        create trigger memories_user_term_counts_update after update of terms, keyword_terms on memories
+            for each row when (old.terms is distinct from new.terms or old.keyword_terms is distinct from new.keyword_terms)
+            execute function pm_count_user_terms();
+        """
+    )
+    cur = await conn.execute("select id, user_id, content, keywords from memories")
+    rows = await cur.fetchall()
+    for memory_id, user_id, content, keywords in rows:
+        words = keywords if isinstance(keywords, list) else json.loads(keywords or "[]")
+        terms, keyword_terms = indexed_text(content, words)
+        await conn.execute(
+            "update memories set terms = %s, keyword_terms = %s, lexemes = array_to_tsvector(%s::text[]) "
+            "where id = %s and (terms is distinct from %s or keyword_terms is distinct from %s)",
+            (terms, keyword_terms, lexemes(user_id, terms, keyword_terms), memory_id, terms, keyword_terms),
+        )
+
+
 async def pg006_profile(conn: Any) -> None:
     """The profile layer (seed 004): as the SQLite m009_profile."""
     await conn.execute(
@@ -308,6 +364,7 @@ async def pg006_profile(conn: Any) -> None:
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
+    ("pg003_user_terms", pg003_user_terms),
     ("pg006_profile", pg006_profile),
 ]
 

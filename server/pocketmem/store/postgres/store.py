@@ -267,6 +267,13 @@ class PostgresStore(Store):
                 "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
                 "having sum(delta) <> 0"
             )
+            await tx._exec(
+                "with busy as (select user_id, term from memory_user_term_counts group by user_id, term "
+                "having count(*) > 1), gone as (delete from memory_user_term_counts c using busy "
+                "where c.user_id = busy.user_id and c.term = busy.term returning c.user_id, c.term, c.delta) "
+                "insert into memory_user_term_counts (user_id, term, delta) select user_id, term, sum(delta) "
+                "from gone group by user_id, term having sum(delta) <> 0"
+            )
 
     async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
         """Stored times outside the supported years; with repair, clamped into them."""

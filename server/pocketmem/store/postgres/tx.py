@@ -318,6 +318,17 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Token
         )
         return {r[0]: IndexedText(terms=r[1], keyword_terms=r[2]) for r in rows}
 
+    async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        wanted = list(dict.fromkeys(t for t in terms if t))
+        rows = await self._guarded(
+            "select term, sum(delta) from memory_user_term_counts where user_id = %s and term = any(%s) "
+            "group by term",
+            (user_id, ["", *wanted]),
+        )
+        counts = {r[0]: int(r[1]) for r in rows}
+        total = counts.pop("", 0)
+        return {t: n for t, n in counts.items() if n > 0}, total
+
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         wanted = list(dict.fromkeys(t for t in terms if t))
         rows = await self._guarded(

@@ -8,6 +8,7 @@ embedder and is created by the store (`prepare_vectors`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -298,6 +299,41 @@ async def m005_lookup_indexes(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m006_user_terms(db: aiosqlite.Connection) -> None:
+    """Term counts per user (core.termstats) and the keyword index re-split by the segmenter and Snowball
+    stemmer (core.text.index_terms): every memory's index row is rewritten from its stored content and
+    keywords, and user_terms is counted from the rewritten rows. No memory row changes."""
+    from pocketmem.core.text import indexed_text
+    from pocketmem.store.base import IndexedText, term_deltas
+
+    await _run_script(
+        db,
+        """
+        create table user_terms (
+            user_id text not null,
+            term text not null,
+            docs integer not null,
+            primary key (user_id, term)
+        ) without rowid;
+        """,
+    )
+    counts: dict[tuple[str, str], int] = {}
+    cursor = await db.execute("select rowid, user_id, content, keywords from memories")
+    while batch := await cursor.fetchmany(500):
+        rows = []
+        for rowid, user_id, content, keywords in batch:
+            terms, keyword_terms = indexed_text(content, json.loads(keywords or "[]"))
+            rows.append((terms, keyword_terms, rowid))
+            for term in term_deltas(None, IndexedText(terms=terms, keyword_terms=keyword_terms)):
+                counts[(user_id, term)] = counts.get((user_id, term), 0) + 1
+        await db.executemany("update memories_fts set terms = ?, keywords = ? where rowid = ?", rows)
+    await cursor.close()
+    await db.executemany(
+        "insert into user_terms (user_id, term, docs) values (?, ?, ?)",
+        [(user_id, term, n) for (user_id, term), n in counts.items()],
+    )
+
+
 async def m009_profile(db: aiosqlite.Connection) -> None:
     """The profile layer (seed 004). `profiles`: a user's persona and identity, one row per section, fields as
     JSON. `profile_revisions`: every change of a section keeps the previous fields. `profile_files`: the text
@@ -342,6 +378,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m003_tokens", m003_tokens),
     ("m004_sync", m004_sync),
     ("m005_lookup_indexes", m005_lookup_indexes),
+    ("m006_user_terms", m006_user_terms),
     ("m009_profile", m009_profile),
 ]
 

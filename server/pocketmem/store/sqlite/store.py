@@ -40,7 +40,15 @@ from pocketmem.base.models import (
 from pocketmem.core.instants import decode as from_iso
 from pocketmem.core.instants import encode as to_iso
 from pocketmem.core.text import fts_match_expression
-from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
+from pocketmem.store.base import (
+    IndexedText,
+    MemoryFilter,
+    Store,
+    StoreReader,
+    StoreStats,
+    StoreWriter,
+    term_deltas,
+)
 from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sqlite import faults, instants_check
@@ -496,6 +504,30 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
         )
         return {row[0]: IndexedText(terms=row[1], keyword_terms=row[2]) for row in rows}
 
+    async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        wanted = list(dict.fromkeys(t for t in terms if t))
+        rows = await self._all(
+            f"select term, docs from user_terms where user_id = ? and term in ({_placeholders(len(wanted) + 1)})",
+            (user_id, "", *wanted),
+        )
+        counts = {row[0]: int(row[1]) for row in rows}
+        total = counts.pop("", 0)
+        return {t: n for t, n in counts.items() if n > 0}, total
+
+    async def _count_terms(self, user_id: str, old: IndexedText | None, new: IndexedText | None) -> None:
+        """Keep user_terms (one row per user and term, '' for the memory count) in step with the index."""
+        deltas = term_deltas(old, new)
+        if deltas:
+            await self._db.executemany(
+                "insert into user_terms (user_id, term, docs) values (?, ?, ?) "
+                "on conflict (user_id, term) do update set docs = docs + excluded.docs",
+                [(user_id, term, delta) for term, delta in deltas.items()],
+            )
+
+    async def _indexed_row(self, rowid: int) -> IndexedText | None:
+        row = await self._one("select terms, keywords from memories_fts where rowid = ?", (rowid,))
+        return IndexedText(terms=row[0], keyword_terms=row[1]) if row else None
+
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         # count(*) on an FTS5 table reads every row; the highest rowid is an O(log n) stand-in that
         # only overstates N by the purged rows, which IDF barely notices. One statement, one round trip.
@@ -643,6 +675,7 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
             "insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)",
             (rowid, text.terms, text.keyword_terms),
         )
+        await self._count_terms(memory.user_id, None, text)
         if self._vectors and blob is not None:
             await self._exec(
                 "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
@@ -697,6 +730,7 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
             "where rowid = ?",
             (content, content_hash, json.dumps(keywords, ensure_ascii=False), blob, to_iso(updated_at), rowid),
         )
+        await self._count_terms(user_id, await self._indexed_row(rowid), text)
         await self._exec(
             "update memories_fts set terms = ?, keywords = ? where rowid = ?", (text.terms, text.keyword_terms, rowid)
         )

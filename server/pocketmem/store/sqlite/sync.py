@@ -46,6 +46,8 @@ class SyncQueries:
         async def _rowid(self, user_id: str, memory_id: str) -> int | None: ...
         async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None: ...
         def _pack(self, vector: Sequence[float]) -> bytes: ...
+        async def _count_terms(self, user_id: str, old: IndexedText | None, new: IndexedText | None) -> None: ...
+        async def _indexed_row(self, rowid: int) -> IndexedText | None: ...
         def _unpack(self, blob: bytes) -> list[float]: ...
 
     # -- reads ----------------------------------------------------------------------------------
@@ -125,6 +127,7 @@ class SyncQueries:
                 values.append(self._pack(vector))
             assignments = ", ".join(f"{c} = ?" for c in columns)
             await self._exec(f"update memories set {assignments} where rowid = ?", (*values, rowid))
+            await self._count_terms(memory.user_id, await self._indexed_row(rowid), text)
             await self._exec(
                 "update memories_fts set terms = ?, keywords = ? where rowid = ?",
                 (text.terms, text.keyword_terms, rowid),
@@ -185,6 +188,7 @@ class SyncQueries:
         rowid = await self._rowid(user_id, memory_id)
         if rowid is None:
             return False
+        await self._count_terms(user_id, await self._indexed_row(rowid), None)
         await self._exec("delete from memories_fts where rowid = ?", (rowid,))
         if self._vectors:
             await self._exec("delete from memory_vectors where rowid = ?", (rowid,))

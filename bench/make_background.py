@@ -1,0 +1,57 @@
+"""Build server/pocketmem/core/data/background.tsv.gz: how common each term is in ordinary text.
+
+    python bench/make_background.py      # needs wordfreq (a build-time tool only, not a run-time dependency)
+
+Rows are `term<TAB>frequency per word of running text`, for
+  - English: the 30,000 commonest words (wordfreq, CC BY-SA 4.0 data), folded by the Snowball stemmer
+    the keyword index uses (core.text.stem_word), frequencies of words with the same stem added;
+  - Chinese: the words of jieba's bundled dictionary (MIT) seen 20+ times in its corpus, and every Han
+    character, counted as the sum over the dictionary words that contain it.
+Recall blends these with each user's own term counts (core.termstats), so a word means the same in a
+store of 1 memory as in one of 100,000.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "server"))
+
+from pocketmem.core.text import is_cjk_char, segmenter, stem_word  # noqa: E402
+
+OUT = ROOT / "server" / "pocketmem" / "core" / "data" / "background.tsv.gz"
+
+
+def main() -> None:
+    import wordfreq
+
+    freq: dict[str, float] = defaultdict(float)
+    for word in wordfreq.top_n_list("en", 30000):
+        if word.isascii() and word.isalnum():
+            freq[stem_word(word)] += wordfreq.word_frequency(word, "en")
+    dictionary = segmenter().dt
+    dictionary.check_initialized()
+    total = dictionary.total
+    chars: dict[str, float] = defaultdict(float)
+    for word, count in dictionary.FREQ.items():
+        if not count or not all(is_cjk_char(ch) for ch in word):
+            continue
+        for ch in set(word):
+            chars[ch] += count / total
+        if count >= 20:
+            freq[word] = max(freq[word], count / total)
+    for ch, f in chars.items():
+        freq[ch] = max(freq[ch], f)
+    rows = sorted(freq.items(), key=lambda kv: -kv[1])
+    with gzip.open(OUT, "wt", encoding="utf-8", compresslevel=9) as out:
+        for term, f in rows:
+            out.write(f"{term}\t{f:.3g}\n")
+    print(f"{len(rows)} terms -> {OUT} ({OUT.stat().st_size // 1024} KiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Whether a memory is relevant to a message: a small logistic model over lexical and semantic evidence.
+
+For a candidate memory, with rarity(t) from core.termstats (per user, smoothed by a background frequency)
+and w(t) the query term's weight (message words and agent keywords 1.0, the characters of a two-character
+word and context-line terms 0.5):
+
+    strongest = max  w(t) * rarity(t)   over the query terms the memory holds (content or its keywords)
+    matched   = sum  w(t) * rarity(t)   over the same terms
+    coverage  = the message's own matched rarity / the rarity of the message's terms found in the user's store
+                (agent keywords are left out here, so sending more keywords can never dilute it, nor can a
+                word the user never wrote)
+    semantic  = the calibrated embedding similarity (ranking.semantic_score), 0 when no vector
+    length    = ln(1 + number of distinct index terms of the memory)
+
+    relevance = sigmoid(B0 + B_STRONGEST*strongest + B_MATCHED*matched + B_COVERAGE*coverage
+                        + B_SEMANTIC*semantic + B_LENGTH*length)
+
+One rule sits beside the fitted model: a memory that holds every word of the message (`complete`: each
+term of weight 1, characters standing in for words aside), together distinctive enough
+(matched >= FULL_MATCH_RARITY), is relevant, with
+relevance at least FULL_MATCH_RELEVANCE. A one-word message (成都, 香菜) names what it wants, and in a large
+store the one memory holding a person, an action and a thing together is the answer even when each word
+alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot teach
+the model either.
+
+With an embedder that captures meaning (local, OpenAI-compatible), its calibrated similarity is combined
+with the model's answer as a noisy-or, 1 - (1 - relevance) * (1 - semantic): a paraphrase with no shared
+word is found by meaning alone.
+
+A memory is recalled when relevance >= Settings.relevance_threshold (0.40). Every coefficient on
+evidence is >= 0, so adding keywords (which only add matched terms) never lowers relevance: what recall
+returns with keywords includes what it returns without them.
+
+The coefficients were fitted by bench/fit_relevance.py on bench/data/eval_a.json alone (candidates of
+every query, with and without agent keywords; gold memories positive, other candidates negative, the
+stale versions of changed facts left out), by logistic regression with non-negative evidence weights;
+the intercept was then moved so that the 0.40 threshold is the lowest cut (the most recall) whose
+negative precision on eval_a reaches 0.85 with and without keywords. eval_b, eval_c and the small-store scenarios were never used.
+Results: docs/benchmarks.md; the rule in words: docs/ranking.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+B0 = -1.765
+B_STRONGEST = 0.929
+B_MATCHED = 1.952
+B_COVERAGE = 0.608
+B_SEMANTIC = 0.122
+B_LENGTH = -0.501
+MATCHED_SATURATION = 1.0
+FULL_MATCH_RARITY = 0.5
+FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    strongest: float = 0.0
+    matched: float = 0.0
+    coverage: float = 0.0
+    semantic: float = 0.0
+    length: float = 0.0
+    complete: bool = False  # the memory holds every word of the message (not a fitted feature)
+    meaning: float = 0.0  # semantic score of an embedder that captures meaning (0 for the lexical built-in)
+
+    def features(self) -> tuple[float, ...]:
+        return (self.strongest, self.matched, self.coverage, self.semantic, self.length)
+
+    @property
+    def keyword(self) -> float:
+        """The keyword part of the ranking score, in [0, 1)."""
+        return self.matched / (self.matched + MATCHED_SATURATION)
+
+
+def lexical(
+    query: Mapping[str, float],
+    message: Iterable[str],
+    memory_terms: Iterable[str],
+    rarities: Mapping[str, float],
+) -> tuple[float, float, float]:
+    """(strongest, matched, coverage) of a memory's terms against the query's weighted terms."""
+    present = set(memory_terms)
+    strongest = matched = 0.0
+    for term, weight in query.items():
+        if term in present:
+            value = weight * rarities.get(term, 0.0)
+            strongest = max(strongest, value)
+            matched += value
+    message_terms = [t for t in message if t in query and t in rarities]
+    whole = sum(query[t] * rarities.get(t, 0.0) for t in message_terms)
+    found = sum(query[t] * rarities.get(t, 0.0) for t in message_terms if t in present)
+    return strongest, matched, (found / whole if whole > 0 else 0.0)
+
+
+def evidence(
+    query: Mapping[str, float],
+    message: Iterable[str],
+    memory_terms: Iterable[str],
+    rarities: Mapping[str, float],
+    semantic: float,
+    meaning: bool = False,
+) -> Evidence:
+    """`meaning`: the embedder captures meaning (not lexical), so its similarity counts on its own too."""
+    terms = frozenset(memory_terms)
+    strongest, matched, coverage = lexical(query, message, terms, rarities)
+    words = [t for t in message if query.get(t, 0.0) >= 1.0]
+    complete = bool(words) and all(t in terms for t in words)
+    return Evidence(
+        strongest, matched, coverage, semantic, math.log1p(len(terms)), complete, semantic if meaning else 0.0
+    )
+
+
+def probability(ev: Evidence) -> float:
+    z = (
+        B0
+        + B_STRONGEST * ev.strongest
+        + B_MATCHED * ev.matched
+        + B_COVERAGE * ev.coverage
+        + B_SEMANTIC * ev.semantic
+        + B_LENGTH * ev.length
+    )
+    p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+    if ev.complete and ev.matched >= FULL_MATCH_RARITY:
+        p = max(p, FULL_MATCH_RELEVANCE)
+    # An embedder that captures meaning (not fitted here: eval_a was fitted with the lexical built-in) is
+    # evidence of its own: either kind can make a memory relevant, both together more so (noisy-or).
+    return 1.0 - (1.0 - p) * (1.0 - ev.meaning)

@@ -1,0 +1,62 @@
+"""How informative a query term is for one user: their own term counts blended with a shipped background.
+
+    p(t)      = min(MAX_SHARE, WORDS_PER_MEMORY * f(t))   the share of ordinary memories expected to hold t,
+                f(t) = frequency per word of running text (data/background.tsv.gz, bench/make_background.py;
+                UNSEEN_FREQUENCY for a word the table lacks: names, jargon, 小白, Grafana)
+    df'(t)    = df_user(t) + PRIOR_MEMORIES * p(t)      the user's count, plus PRIOR_MEMORIES pseudo-memories
+    N'        = N_user + PRIOR_MEMORIES
+    rarity(t) = (IDF(df', N') - IDF_c) / (IDF(1, N') - IDF_c), clipped to [0, 1], where IDF_c is the IDF of a
+                term held by COMMON_SHARE of the memories: 1 for a term held by one memory and rare elsewhere,
+                about 0.4-0.5 for words common in all text (今天, 公司, 北京), 0 for "the" (weak on their own)
+
+So a word in every memory of a six-memory store (咖啡) is still a word the message names (its background
+share is small), a word common in all text (公司, 今天, user) is weak evidence even in a tiny store, and in
+a store of 100,000 memories the user's own counts dominate. Counts are per user: one user's writes never
+move another's rarities (nor, through `explain`, reveal them).
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from functools import cache
+from pathlib import Path
+
+PRIOR_MEMORIES = 10000.0
+WORDS_PER_MEMORY = 20.0
+MAX_SHARE = 0.5
+UNSEEN_FREQUENCY = 1e-7
+COMMON_SHARE = 0.3
+_TABLE = Path(__file__).with_name("data") / "background.tsv.gz"
+
+
+@cache
+def _background() -> dict[str, float]:
+    table: dict[str, float] = {}
+    with gzip.open(_TABLE, "rt", encoding="utf-8") as rows:
+        for row in rows:
+            term, _, freq = row.rstrip("\n").partition("\t")
+            table[term] = float(freq)
+    return table
+
+
+def background_share(term: str) -> float:
+    """The share of ordinary memories expected to hold `term`."""
+    return min(MAX_SHARE, WORDS_PER_MEMORY * _background().get(term, UNSEEN_FREQUENCY))
+
+
+def idf(document_count: float, total: float) -> float:
+    """BM25's inverse document frequency (never negative)."""
+    return math.log(1.0 + (total - document_count + 0.5) / (document_count + 0.5))
+
+
+def rarity(term: str, user_count: int, user_total: int) -> float:
+    """How strongly one occurrence of `term` marks a memory as about it, in [0, 1] (see module doc)."""
+    total = user_total + PRIOR_MEMORIES
+    count = min(total, user_count + PRIOR_MEMORIES * background_share(term))
+    common = idf(COMMON_SHARE * total, total)
+    return max(0.0, min(1.0, (idf(count, total) - common) / (idf(1.0, total) - common)))
+
+
+def rarities(counts: dict[str, int], user_total: int, terms: list[str]) -> dict[str, float]:
+    return {term: rarity(term, counts.get(term, 0), user_total) for term in terms}
