@@ -52,7 +52,7 @@ B_COVERAGE = 0.608
 B_SEMANTIC = 0.122
 B_LENGTH = -0.501
 MATCHED_SATURATION = 1.0
-FULL_MATCH_RARITY = 0.5
+FULL_MATCH_RARITY = 0.4
 FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
 
 

@@ -45,11 +45,16 @@ EN_STOP_TERMS = frozenset(
     "might must have has had just very really also too about into over than then user users please thanks".split()
 )
 # Words a question is made of whatever it asks (for query terms only; the index keeps every word).
-ZH_QUERY_FILLER = frozenset("哪儿 哪里 哪个 哪些 为什么 多少 是不是 能不能 要不要 有没有 来着 帮我 一下 请问".split())
+ZH_QUERY_FILLER = frozenset(
+    "哪儿 哪里 哪个 哪些 为什么 多少 是不是 能不能 要不要 有没有 来着 帮我 一下 请问 "
+    # asking for the past says when to look, not what about (core.triggers widens the search instead)
+    "还记得 记得 记不记得 之前 以前 上次 提到 提过 说过 聊过".split()
+)
 EN_QUERY_FILLER = frozenset(
     "any anything something some all now right still again want need get got getting say said tell know think "
     "make go going let ok okay yeah hi hello hey thank thanks much many lot way thing things maybe "
-    "im ive id ill dont doesnt didnt cant wont isnt arent wasnt s t m d ll re ve".split()
+    "im ive id ill dont doesnt didnt cant wont isnt arent wasnt s t m d ll re ve "
+    "remember recall mentioned mention earlier before last time".split()
 )
 
 

@@ -352,9 +352,12 @@ class Retrieval:
             except Exception as exc:  # noqa: BLE001
                 failures.append(f"vector scoring: {exc}")
         terms: dict[str, frozenset[str]] = {}
-        if rarities and shortlist:
-            indexed = await reader.indexed_terms(user_id, shortlist)
-            terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+        if rarities and shortlist and fallback.Health.of(failures, True).keywords:
+            try:
+                indexed = await reader.indexed_terms(user_id, shortlist)
+                terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+            except Exception as exc:  # noqa: BLE001 - a sick keyword index degrades recall, never fails it
+                failures.append(f"keyword index: {exc}")
         evidence: dict[str, relevance.Evidence] = {}
         for mid in shortlist:
             sem = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
