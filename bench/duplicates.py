@@ -116,7 +116,8 @@ def report(results: list[dict]) -> str:
         lines.append(
             f"| {r['embedder']} | {r['false_duplicates']}/{r['distinct']} "
             f"({100 * r['false_duplicates'] / r['distinct']:.1f}%) | {r['false_en']}/{r['distinct_en']} | "
-            f"{r['false_zh']}/{r['distinct_zh']} | {r['caught']}/{r['pairs']} ({100 * r['caught'] / r['pairs']:.0f}%) | "
+            f"{r['false_zh']}/{r['distinct_zh']} | "
+            f"{r['caught']}/{r['pairs']} ({100 * r['caught'] / r['pairs']:.0f}%) | "
             f"{r['caught_en']}/{r['pairs_en']} | {r['caught_zh']}/{r['pairs_zh']} |"
         )
     for r in results:

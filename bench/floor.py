@@ -70,7 +70,9 @@ async def sequential(client: Client, calls: int, warm: int = 20) -> list[float]:
 
 
 async def stdio_floor(calls: int = 300) -> dict[str, float]:
-    params = StdioServerParameters(command=sys.executable, args=[SERVER, "stdio"], env={"PATH": os.environ.get("PATH", "")})
+    params = StdioServerParameters(
+        command=sys.executable, args=[SERVER, "stdio"], env={"PATH": os.environ.get("PATH", "")}
+    )
     async with Client(params, mode="legacy") as client:
         times = await sequential(client, calls)
     return {"p50": statistics.median(times), "p95": percentile(times, 0.95)}

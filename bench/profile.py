@@ -47,7 +47,8 @@ async def measure(size: int, files: str, rounds: int) -> dict[str, str]:
             adds, checks, builds, tokens, renders = [], [], [], [], []
             for i in range(rounds):
                 started = time.perf_counter()
-                await app.lifecycle.add(USER, AddRequest(content=f"bench note {size}-{i}: the user likes tea number {i}"))
+                note = f"bench note {size}-{i}: the user likes tea number {i}"
+                await app.lifecycle.add(USER, AddRequest(content=note))
                 adds.append(time.perf_counter() - started)
                 started = time.perf_counter()
                 await app.profile_files.sync(USER)  # what every write pays with the files on: 4 renders
@@ -73,7 +74,8 @@ async def main() -> None:
         on = await measure(size, "on", args.rounds)
         off = await measure(size, "off", args.rounds)
         rows.append(
-            f"| {size:,} | {off['add']} | {on['add']} | {on['render']} | {on['check']} | {on['build']} | {on['tokens']} |"
+            f"| {size:,} | {off['add']} | {on['add']} | {on['render']} | {on['check']} | {on['build']} "
+            f"| {on['tokens']} |"
         )
         print(rows[-1], flush=True)
     text = "\n".join([

@@ -150,7 +150,11 @@ async def fill(home: Path, size: int, cap: int) -> float:
             batch = requests[start : start + FILL_BATCH]
             vectors = await app.embedder.embed_many([embedding_text(r.content, r.keywords) for r in batch])
             rows = [
-                (memory_of(r, "global", now, app.embedder.tag, settings.episode_days), v, indexed_text(r.content, r.keywords))
+                (
+                    memory_of(r, "global", now, app.embedder.tag, settings.episode_days),
+                    v,
+                    indexed_text(r.content, r.keywords),
+                )
                 for r, v in zip(batch, vectors, strict=True)
             ]
             async with app.store.write() as tx:
@@ -254,7 +258,8 @@ def main() -> None:
         print(
             f"{size:>7} memories: floor p50 {floor['p50']:.1f} ms | hit@3 {result['hit3']:.2f} | "
             f"recall p50 {result['recall_p50']:.1f} ms p95 {result['recall_p95']:.1f} ms | "
-            f"add p50 {result['add_p50']:.1f} ms p95 {result['add_p95']:.1f} ms | start-up {result['startup_s']:.2f} s | "
+            f"add p50 {result['add_p50']:.1f} ms p95 {result['add_p95']:.1f} ms | "
+            f"start-up {result['startup_s']:.2f} s | "
             f"RSS {result['rss_mb']:.0f} MB | bulk {rate:.0f}/s | db {db_mb:.0f} MB | "
             f"recalls with hits {result['recall_nonempty']:.0%}",
             file=sys.stderr,

@@ -122,8 +122,12 @@ def main() -> None:
             print(f"{size:>7,}  {name:<14} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
     if args.write:
         names = list(next(iter(results.values())))
-        rows = [f"| {name} | " + " | ".join(f"{results[s][name][0]:.1f} / {results[s][name][1]:.1f} ms" for s in results) + " |"
-                for name in names]
+        rows = [
+            f"| {name} | "
+            + " | ".join(f"{results[s][name][0]:.1f} / {results[s][name][1]:.1f} ms" for s in results)
+            + " |"
+            for name in names
+        ]
         text = "\n".join([
             "## Management page",
             "",

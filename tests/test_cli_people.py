@@ -183,7 +183,10 @@ def test_maintain_now_without_a_jump_runs_without_asking(tmp_path):
 @needs_terminal
 def test_maintain_in_the_future_asks_on_a_terminal(tmp_path):
     memory_id = _trash_one(tmp_path)
-    env = f"POCKETMEM_HOME={shlex.quote(str(tmp_path))} POCKETMEM_TZ=UTC PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}"
+    env = (
+        f"POCKETMEM_HOME={shlex.quote(str(tmp_path))} POCKETMEM_TZ=UTC "
+        f"PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}"
+    )
     command = f"{env} {shlex.quote(sys.executable)} -m pocketmem maintain --now 2099-01-01T00:00"
     # `script` gives the command a real terminal; "n" declines.
     answered = subprocess.run(["script", "-qec", command, "/dev/null"], input="n\n", capture_output=True, text=True,
@@ -284,8 +287,11 @@ async def test_show_lists_earlier_revisions(tmp_path):
            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=env)
     async with McpClient(params) as client:
-        patched = await client.call_tool("patch_core_memory", {"memory_id": added["memory_id"], "patch": "最近胃炎，暂时不吃辣",
-                                                              "reason": "doctor's advice"})
+        patched = await client.call_tool(
+            "patch_core_memory",
+            {"memory_id": added["memory_id"], "patch": "最近胃炎，暂时不吃辣", "reason": "doctor's advice"},
+        )
         assert not patched.is_error, patched.content
     shown = ok(run(tmp_path, "show", added["memory_id"]))
-    assert "最近胃炎" in shown.stdout and "append: was “用户很爱吃辣”" in shown.stderr and "doctor's advice" in shown.stderr
+    assert "最近胃炎" in shown.stdout
+    assert "append: was “用户很爱吃辣”" in shown.stderr and "doctor's advice" in shown.stderr

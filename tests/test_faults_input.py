@@ -157,7 +157,10 @@ async def test_import_holds_each_record_to_add_memorys_rules_and_reports_refusal
         memory_row("d" * 32, "用户要交房租", expires_at="1000-01-01T00:00:00+01:00"),
         memory_row("e" * 32, "用户要交水费", due_at=-1),
         memory_row("f" * 32, "sk-proj-" + "Q7" * 14),
-        memory_row("1" * 32, "用户家WiFi密码 Sunshine2024x", source="pw: Hunter22secret", keywords=["香菜", "sk-ant-" + "K5" * 12]),
+        memory_row(
+            "1" * 32, "用户家WiFi密码 Sunshine2024x", source="pw: Hunter22secret",
+            keywords=["香菜", "sk-ant-" + "K5" * 12],
+        ),
     ]
     report = await app.exporter.import_lines(export_lines(rows))
     refused = {(r.id, r.field) for r in report.refused}
@@ -180,7 +183,8 @@ async def test_import_screens_revisions_pending_events_and_profile_text(app):
     secret = "pw: Hunter22secret"
     rows = [
         {"type": "user", "user_id": USER, "display_name": None, "identity_confirmed": False,
-         "persona": f"你是助手。{secret}", "created_at": "2026-11-20T01:00:00.000Z", "updated_at": "2026-11-20T01:00:00.000Z"},
+         "persona": f"你是助手。{secret}",
+         "created_at": "2026-11-20T01:00:00.000Z", "updated_at": "2026-11-20T01:00:00.000Z"},
         memory_row("a" * 32, "用户喜欢香菜"),
         {"type": "revision", "id": "r1", "memory_id": "a" * 32, "user_id": USER, "previous_content": f"旧的 {secret}",
          "new_content": "用户喜欢香菜", "mode": "replace", "reason": secret, "created_at": "2026-11-20T01:00:00.000Z"},

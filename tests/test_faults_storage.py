@@ -189,7 +189,8 @@ def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path):
 
     try:
         send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}) + "\n")
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"},
+        }}) + "\n")
         assert reply()["id"] == 1
         send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         deep = "[" * 100_000 + "]" * 100_000

@@ -50,7 +50,8 @@ async def test_a_date_whose_utc_year_is_below_1000_is_refused_in_every_field(app
             )
     assert await rows(app) == before
     ok = await app.lifecycle.add(
-        USER, AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: "1000-01-01T08:00+08:00"})
+        USER,
+        AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: "1000-01-01T08:00+08:00"}),
     )
     assert ok.status == "stored"
 
@@ -125,7 +126,9 @@ async def test_numbers_are_not_dates(client):
     before = await client.call_tool("list_memories", {})
     for field in DATE_FIELDS:
         for number in (-1, 0, 1700000000, 1.5):
-            result = await client.call_tool("add_memory", {"content": "用户要交房租", "category": "todo", field: number})
+            result = await client.call_tool(
+                "add_memory", {"content": "用户要交房租", "category": "todo", field: number}
+            )
             assert result.is_error, (field, number)
             assert field in result.content[0].text and "not a number" in result.content[0].text
     after = await client.call_tool("list_memories", {})
@@ -162,7 +165,8 @@ async def test_doctor_names_a_row_it_cannot_read_and_repair_mends_it(app, clock)
     bad = (await app.lifecycle.add(USER, AddRequest(content="用户喜欢香菜"))).memory_id
     fine = (await app.lifecycle.add(USER, AddRequest(content="用户住在上海"))).memory_id
     episode = (await app.lifecycle.add("bob", AddRequest(content="bob 今天去爬山了", category="episode"))).memory_id
-    await poison(app, bad, "created_at", "999-12-31T15:54:17.000Z" if app.settings.database_url is None else "0999-12-31T15:54:17Z")
+    early = "999-12-31T15:54:17.000Z" if app.settings.database_url is None else "0999-12-31T15:54:17Z"
+    await poison(app, bad, "created_at", early)
 
     report = await app.doctor()
     named = [(p["table"], p["column"], p.get("id"), p["user_id"]) for p in report["unreadable_times"]]

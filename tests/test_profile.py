@@ -130,7 +130,9 @@ async def test_onboarding_can_be_switched_off_and_is_absent_in_temporary_mode(tm
 
 
 async def test_profile_values_are_screened_for_secrets(client, app, tmp_path, clock):
-    saved = await call(client, "update_profile", {"identity": {"background": "后端运维工程师，服务器密码是 hunter2hunter2"}})
+    saved = await call(
+        client, "update_profile", {"identity": {"background": "后端运维工程师，服务器密码是 hunter2hunter2"}}
+    )
     assert saved["redacted"] == ["password"] and "hunter2" not in json.dumps(saved, ensure_ascii=False)
     bad = await error(client, "update_profile", {"identity": {"nickname": "x"}})
     assert "nickname" in bad
@@ -289,10 +291,13 @@ async def test_files_are_off_on_postgresql_by_default(app, settings, client, bac
 # -- resources and notifications --------------------------------------------------------------------
 async def test_profile_resources_and_their_notifications(app, settings):
     uris: list[str] = []
+    both_updated = anyio.Event()
 
     async def inbox(message: object) -> None:
         if isinstance(message, types.ResourceUpdatedNotification):
             uris.append(message.params.uri)
+            if len(uris) >= 2:
+                both_updated.set()
 
     async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
         with warnings.catch_warnings():
@@ -304,8 +309,7 @@ async def test_profile_resources_and_their_notifications(app, settings):
                                                    "keywords": ["部署", "迁移"]})
         await call(client, "add_memory", {"content": "用户喜欢喝茶"})  # changes neither
         with anyio.fail_after(5):
-            while len(uris) < 2:
-                await anyio.sleep(0.02)
+            await both_updated.wait()
         await anyio.sleep(0.1)
         assert uris == ["memory://persona", "memory://insights"]
         assert "语气 (tone): 温和" in await read(client, "memory://persona")

@@ -294,7 +294,8 @@ async def test_export_and_import_only_the_users_own_rows(app, browser, settings)
     bob_export = json.dumps({"type": "memory", **(await app.get_memory("bob", (await app.lifecycle.list_memories(
         "bob", category=None, status="active", text=None, limit=1, offset=0)).items[0].id))})
     header = exported.text.splitlines()[0]
-    refused = await browser.post("/import", files={"file": ("b.jsonl", f"{header}\n{bob_export}\n".encode(), "text/plain")})
+    upload = ("b.jsonl", f"{header}\n{bob_export}\n".encode(), "text/plain")
+    refused = await browser.post("/import", files={"file": upload})
     assert refused.status_code == 400, refused.text[-500:]
     empty = await browser.post("/import", files={"file": ("e.jsonl", b"", "text/plain")})
     assert empty.status_code == 400 and "file: " in empty.text

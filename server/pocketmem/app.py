@@ -108,7 +108,9 @@ class PocketMem:
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
         self.profile_files.summary = self.project_summary
-        self.context = ContextBuilder(settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files)
+        self.context = ContextBuilder(
+            settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files
+        )
         self._opened = 0
         self._open_lock = asyncio.Lock()
 

@@ -72,7 +72,8 @@ class Settings(BaseSettings):
         0.60, ge=0, le=1, description="Confidence at or above which a memory waits for confirmation."
     )
     confirm_all: bool = Field(
-        False, description="Confirm everything: every write from the agent waits for the user's confirmation (pending).",
+        False,
+        description="Confirm everything: every write from the agent waits for the user's confirmation (pending).",
     )
 
     # -- time and privacy ------------------------------------------------------------------------

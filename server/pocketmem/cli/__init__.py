@@ -169,7 +169,9 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
             buffer = io.StringIO()
             with progress_bar("exporting", "users") as progress:
-                counts = await app.exporter.export(buffer, users, events=args.events, skipped=skipped, progress=progress)
+                counts = await app.exporter.export(
+                    buffer, users, events=args.events, skipped=skipped, progress=progress
+                )
             atomic_write(args.output, buffer.getvalue())
     print(f"exported {counts.model_dump()}", file=sys.stderr)
     for row in skipped:
@@ -197,7 +199,10 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
             report = await app.exporter.import_lines(lines, progress)
     print(dumps(report.model_dump(mode="json")))
     for item in report.refused:
-        print(f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}", file=sys.stderr)
+        print(
+            f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}",
+            file=sys.stderr,
+        )
     print(import_summary(report), file=sys.stderr)
     return 0
 
@@ -352,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     serve.add_argument(
-        "--ui", action="store_true", help="http/sse: also serve the memory management page under /ui (same access rules)"
+        "--ui",
+        action="store_true",
+        help="http/sse: also serve the memory management page under /ui (same access rules)",
     )
     serve.add_argument(
         "--stateless",
@@ -416,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")
     import_.add_argument("file", type=Path, metavar="FILE", help="a pocketmem export (JSONL), or - for stdin")
     import_.add_argument("--allow-evict", action="store_true",
-                         help="import even when it pushes a user over POCKETMEM_MAX_ACTIVE (the least important go to the trash)")
+                         help="import even when it pushes a user over POCKETMEM_MAX_ACTIVE "
+                              "(the least important go to the trash)")
 
     add_people_commands(sub)
     add_install_commands(sub)

@@ -270,7 +270,9 @@ def _user_id(text: str) -> str:
 
 
 def _paging(parser: argparse.ArgumentParser, default: int = 50) -> None:
-    parser.add_argument("--limit", type=_bounded(1, 500), default=default, help=f"rows to show, 1-500 (default {default})")
+    parser.add_argument(
+        "--limit", type=_bounded(1, 500), default=default, help=f"rows to show, 1-500 (default {default})"
+    )
     parser.add_argument("--offset", type=_bounded(0, 1_000_000), default=0, help="rows to skip (default 0)")
 
 
@@ -383,7 +385,8 @@ def add_people_commands(sub: Any) -> None:
         sub, "pending", "list memories waiting for confirmation; confirm or reject one",
         "Memories an agent was unsure of (confidence 0.60-0.85) wait here. Without an action: list them. "
         "confirm ID stores one; reject ID drops it for good.",
-        "examples:\n  pocketmem pending\n  pocketmem pending confirm 0193c1d2e4f5\n  pocketmem pending reject 0193c1d2e4f5",
+        "examples:\n  pocketmem pending\n  pocketmem pending confirm 0193c1d2e4f5\n"
+        "  pocketmem pending reject 0193c1d2e4f5",
         _command(_pending),
     )
     _paging(pending)

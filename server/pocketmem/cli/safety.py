@@ -57,7 +57,8 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
             f"--now {now:%Y-%m-%d %H:%M} is in the future and would purge {counted(total, 'memory')} for good; "
             "nothing was changed. Add --yes to go ahead, or --dry-run to only look"
         )
-    if ask(f"Purge {'this memory' if total == 1 else f'these {total} memories'} for good (restore is impossible afterwards)?"):
+    what = "this memory" if total == 1 else f"these {total} memories"
+    if ask(f"Purge {what} for good (restore is impossible afterwards)?"):
         return True
     _say("nothing was changed")
     return False
@@ -84,7 +85,8 @@ async def allow_import(app: Any, lines: list[str], args: argparse.Namespace) -> 
 def import_summary(report: Any) -> str:
     imported, skipped = report.imported, report.skipped
     text = (f"imported {counted(imported.memory, 'memory')}, {counted(imported.tombstone, 'tombstone')}, "
-            f"{counted(imported.revision, 'revision')}, {imported.pending} pending, {counted(imported.event, 'event')}, "
+            f"{counted(imported.revision, 'revision')}, {imported.pending} pending, "
+            f"{counted(imported.event, 'event')}, "
             f"{counted(imported.user, 'user')}; skipped {counted(skipped.total, 'row')} already in the store")
     if report.evicted:
         text += f"; {counted(len(report.evicted), 'memory')} moved to the trash by the cap (see `pocketmem trash`)"

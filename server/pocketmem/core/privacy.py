@@ -5,9 +5,11 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
 
     api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA),
                  GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_),
-                 Google (AIza...), JSON web tokens; `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`
-    password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…, 支付密码…,
-                 PIN码是 4455; a bare space also separates when the value has a digit (WiFi密码 Sunshine2024x)
+                 Google (AIza...), JSON web tokens; `api_key = ...`, `secret: ...`, `token=...`,
+                 `aws_secret_access_key`
+    password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…,
+                 支付密码…, PIN码是 4455; a bare space also separates when the value has a digit
+                 (WiFi密码 Sunshine2024x)
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
     card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
     id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date); US SSNs (123-45-6789)
@@ -68,7 +70,9 @@ _NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
     (
         "password",
         False,
-        re.compile(r"(?:支付|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)", re.IGNORECASE),
+        re.compile(
+            r"(?:支付|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)", re.IGNORECASE
+        ),
     ),
     (
         "api_key",

@@ -24,17 +24,28 @@ class FieldDef:
 
 
 PERSONA_FIELDS: tuple[FieldDef, ...] = (
-    FieldDef("role", "身份定位", "Role", "你希望我是谁（助手、搭档、老师……）", "who the assistant is to you (assistant, partner, tutor...)"),
+    FieldDef(
+        "role", "身份定位", "Role", "你希望我是谁（助手、搭档、老师……）",
+        "who the assistant is to you (assistant, partner, tutor...)",
+    ),
     FieldDef("tone", "语气", "Tone", "说话的语气和风格", "how it speaks"),
-    FieldDef("boundaries", "边界", "Boundaries", "做事的边界（例如先问再改）", "limits it keeps (e.g. asks before changing things)"),
+    FieldDef(
+        "boundaries", "边界", "Boundaries", "做事的边界（例如先问再改）",
+        "limits it keeps (e.g. asks before changing things)",
+    ),
     FieldDef("taboos", "禁区", "Off-limits", "绝对不要做或不要提的事", "what it must never do or bring up"),
     FieldDef("priorities", "优先行为", "Priorities", "最先要做到的事", "what it does first"),
 )
 IDENTITY_FIELDS: tuple[FieldDef, ...] = (
     FieldDef("name", "称呼", "Name", "怎么称呼你", "what to call you"),
     FieldDef("background", "职业背景", "Background", "你的职业和背景", "your work and background"),
-    FieldDef("tech", "技术偏好", "Tech preferences", "常用的语言、工具、技术偏好", "languages, tools and tech you prefer"),
-    FieldDef("collaboration", "协作习惯", "Collaboration", "你喜欢怎样合作（详略、节奏、确认方式）", "how you like to work together"),
+    FieldDef(
+        "tech", "技术偏好", "Tech preferences", "常用的语言、工具、技术偏好", "languages, tools and tech you prefer"
+    ),
+    FieldDef(
+        "collaboration", "协作习惯", "Collaboration", "你喜欢怎样合作（详略、节奏、确认方式）",
+        "how you like to work together",
+    ),
 )
 SECTIONS: dict[str, tuple[FieldDef, ...]] = {"persona": PERSONA_FIELDS, "identity": IDENTITY_FIELDS}
 MAX_FIELD_CHARS = 300

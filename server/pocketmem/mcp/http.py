@@ -370,7 +370,7 @@ async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem |
 async def stop_when_orphaned(server: Any, interval: float = 1.0) -> None:
     """A worker whose parent is gone (killed outright) stops cleanly instead of serving on alone."""
     parent = os.getppid()
-    while os.getppid() == parent:
+    while os.getppid() == parent:  # noqa: ASYNC110 - a parent's death has no event to wait on, only a changed ppid
         await asyncio.sleep(interval)
     log.warning("the parent process is gone; this worker stops")
     server.should_exit = True

@@ -50,8 +50,12 @@ def register_profile_tools(mcp: MCPServer, app: PocketMem, current_user: Callabl
     )
     @tool_errors
     async def update_profile(
-        persona: Annotated[PersonaIn | None, Field(description="Your persona for this user (身份定位、语气、边界、禁区、优先行为).")] = None,
-        identity: Annotated[IdentityIn | None, Field(description="The user's identity (称呼、职业背景、技术偏好、协作习惯).")] = None,
+        persona: Annotated[
+            PersonaIn | None, Field(description="Your persona for this user (身份定位、语气、边界、禁区、优先行为).")
+        ] = None,
+        identity: Annotated[
+            IdentityIn | None, Field(description="The user's identity (称呼、职业背景、技术偏好、协作习惯).")
+        ] = None,
         confirmed: Annotated[
             bool, Field(description="true once the user has seen your summary and said it is right: ends onboarding.")
         ] = False,

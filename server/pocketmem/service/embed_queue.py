@@ -87,7 +87,8 @@ class EmbedQueue:
                 continue
             after = work[-1][0]
             try:
-                vectors = await self.embedder.embed_many([embedding_text(content, kws) for _, _, _, content, kws in work])
+                texts = [embedding_text(content, kws) for _, _, _, content, kws in work]
+                vectors = await self.embedder.embed_many(texts)
             except Exception:
                 self._count_failure([r[2] for r in work])
                 raise

@@ -199,7 +199,8 @@ class Exporter:
         for section, fields in (await reader.get_profile(user_id)).items():
             rows.append(("profile", {"user_id": user_id, "section": section, "fields": fields}))
         rows += [
-            ("profile_revision", r.model_dump(mode="json")) for r in await reader.list_profile_revisions(user_id, 10_000)
+            ("profile_revision", r.model_dump(mode="json"))
+            for r in await reader.list_profile_revisions(user_id, 10_000)
         ]
         usages = await reader.usage(user_id)
         after: str | None = None

@@ -422,7 +422,8 @@ class Lifecycle:
                 (
                     "Waiting for confirmation: confirm-everything is on (POCKETMEM_CONFIRM_ALL). "
                     if self.settings.confirm_all
-                    else f"Waiting for confirmation (confidence {req.confidence:g} < {self.settings.store_threshold:g}). "
+                    else f"Waiting for confirmation (confidence {req.confidence:g} "
+                    f"< {self.settings.store_threshold:g}). "
                 )
                 + "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
             ),

@@ -227,7 +227,9 @@ class Profile:
             item = await tx.get_pending(user_id, pending_id)
             if item is None or item.status not in (PendingStatus.pending, PendingStatus.snoozed):
                 raise Conflict(f"pending {pending_id} was settled meanwhile; see list_memories(status='pending')")
-            changes = {s: {k: str(v) for k, v in f.items()} for s, f in item.candidate["profile"].items() if s in SECTIONS}
+            changes = {
+                s: {k: str(v) for k, v in f.items()} for s, f in item.candidate["profile"].items() if s in SECTIONS
+            }
             changed = await self.apply_in(tx, user_id, changes, "confirmed", now)
             await tx.update_pending(user_id, pending_id, status=PendingStatus.confirmed, updated_at=now)
             await tx.add_event(user_id, EventKind.confirmed, now, payload={"pending_id": pending_id, "profile": True})

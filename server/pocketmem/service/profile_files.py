@@ -19,11 +19,11 @@ difference between the recorded text and the file (a three-way merge, field by f
 When both sides changed, the person's edit wins for what the person touched; everything the person did not
 touch keeps the store's newer value. What the person touched is judged against the version pocketmem wrote
 that is nearest to their file (of the last five written): an editor left open across one of pocketmem's writes
-does not undo that write. Deleted lines are judged against the last version written. Anything that cannot be taken in (an unknown field, a line outside a
-section, a read-only section changed, a secret under POCKETMEM_SECRETS=refuse, a memory no longer active)
-is reported: the person's whole file is kept beside it as `<name>.rejected-<UTC time>.md`, a
-`profile_file_rejected` event lists the problems, and the rest of the edit is still taken in. Then the file
-is written again from the store. A deleted file is simply written again.
+does not undo that write. Deleted lines are judged against the last version written. Anything that cannot be
+taken in (an unknown field, a line outside a section, a read-only section changed, a secret under
+POCKETMEM_SECRETS=refuse, a memory no longer active) is reported: the person's whole file is kept beside it
+as `<name>.rejected-<UTC time>.md`, a `profile_file_rejected` event lists the problems, and the rest of the
+edit is still taken in. Then the file is written again from the store. A deleted file is simply written again.
 
 One store keeps a folder: the first to write it leaves its id in `.pocketmem-store`, and another store over
 the same POCKETMEM_HOME (a second database file, a synced device) leaves that folder alone.
@@ -418,7 +418,9 @@ class ProfileFiles:
         else:
             await self._add_line(user_id, name, section, text, report, problems, supersedes=memory_id)
 
-    async def _keep_rejected(self, user_id: str, name: str, raw: bytes, problems: list[str], report: FileReport) -> None:
+    async def _keep_rejected(
+        self, user_id: str, name: str, raw: bytes, problems: list[str], report: FileReport
+    ) -> None:
         now: datetime = self.clock.now()
         stamp = f"{now.astimezone(UTC):%Y%m%dT%H%M%S}Z"
         copy = self.folder(user_id) / f"{Path(name).stem}.rejected-{stamp}.md"

@@ -72,7 +72,10 @@ RESTATED = {
     "en": (
         ("Priya's father runs a spice shop in Leicester.", "Priya's dad owns a spice shop in Leicester."),
         ("Priya moved to Manchester for her master's degree.", "Priya relocated to Manchester to do a master's."),
-        ("Priya plays football for a women's league on Sundays.", "On Sundays Priya plays in a women's football league."),
+        (
+            "Priya plays football for a women's league on Sundays.",
+            "On Sundays Priya plays in a women's football league.",
+        ),
         ("Priya is training to become a family therapist.", "Priya is studying to be a family therapist."),
         ("The user is allergic to peanuts.", "The user has a peanut allergy."),
         ("The user's cat is called Snowball.", "The user has a cat named Snowball."),

@@ -59,7 +59,10 @@ def stacked_days(counts: Sequence[tuple[str, str, int]], days: Sequence[str], la
         if days:
             x = PAD + i * step
             anchor = "start" if i == 0 else "end"
-            parts.append(f'<text x="{x + (step if i else 0):.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{escape(days[i])}</text>')
+            parts.append(
+                f'<text x="{x + (step if i else 0):.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">'
+                f"{escape(days[i])}</text>"
+            )
     parts.append("</svg>")
     return Markup("".join(parts)) + _legend(keys)
 

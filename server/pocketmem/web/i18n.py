@@ -86,7 +86,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "history.newer": ("Replaced by", "已被取代为"),
     "revisions": ("Revisions", "修改记录"),
     "events": ("Events", "事件"),
-    "edit.new_version": ("Edit (saves a new version, the old one stays as history)", "编辑（保存为新版本，旧版本留作历史）"),
+    "edit.new_version": (
+        "Edit (saves a new version, the old one stays as history)", "编辑（保存为新版本，旧版本留作历史）"
+    ),
     "edit.save": ("Save new version", "保存新版本"),
     "patch.title": ("Patch this core memory", "修补这条核心记忆"),
     "patch.append": ("append", "追加"),
@@ -113,7 +115,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "overdue": ("overdue", "已逾期"),
     "insights.created": ("Memories over time, by category (last 90 days)", "近 90 天的记忆（按类别）"),
     "insights.importance": ("Importance of active non-core memories", "有效非核心记忆的重要度分布"),
-    "insights.cap": ("{n} of {cap} places used; {core} core memories do not count", "已用 {n} / {cap} 个位置；{core} 条核心记忆不计入"),
+    "insights.cap": (
+        "{n} of {cap} places used; {core} core memories do not count",
+        "已用 {n} / {cap} 个位置；{core} 条核心记忆不计入",
+    ),
     "insights.next_evicted": ("Next to be evicted when the cap is reached", "达到上限时最先被淘汰的"),
     "insights.recalls": ("Recalls per day (last 30 days)", "每天的召回次数（近 30 天）"),
     "insights.most_recalled": ("Most recalled", "召回最多的"),
@@ -131,7 +136,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "export.jsonl": ("Everything as JSONL (restorable with import)", "全部导出为 JSONL（可再导入）"),
     "export.md": ("User card as Markdown", "用户卡（Markdown）"),
     "import": ("Import", "导入"),
-    "import.help": ("A pocketmem JSONL export of your own memories; rows already here are skipped.", "选择自己记忆的 pocketmem JSONL 导出文件；已有的行会跳过。"),
+    "import.help": (
+        "A pocketmem JSONL export of your own memories; rows already here are skipped.",
+        "选择自己记忆的 pocketmem JSONL 导出文件；已有的行会跳过。",
+    ),
     "import.done": ("Imported {imported}, skipped {skipped}.", "导入 {imported} 行，跳过 {skipped} 行。"),
     "live.changed": ("Memories changed; the list was refreshed.", "记忆有更新，列表已刷新。"),
     "done.forgotten": ("Moved to the trash. It can be restored until it is purged.", "已移入回收站，清除前可以恢复。"),
@@ -142,7 +150,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "done.snoozed": ("Snoozed.", "已推迟。"),
     "done.reviewed": ("Done.", "完成。"),
     "error": ("Error", "出错了"),
-    "error.csrf": ("This form expired or came from another site; reload the page and try again.", "表单已过期或来自其他网站；请刷新页面后重试。"),
+    "error.csrf": (
+        "This form expired or came from another site; reload the page and try again.",
+        "表单已过期或来自其他网站；请刷新页面后重试。",
+    ),
     "error.forbidden_host": ("This server does not answer to that host name.", "服务器不接受这个主机名。"),
     "back": ("Back", "返回"),
     "yes": ("yes", "是"),

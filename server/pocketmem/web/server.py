@@ -57,7 +57,12 @@ def ui_app(pm: PocketMem, access: WebAccess) -> Starlette:
 
 
 async def serve_ui(
-    settings: Settings, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True, pm: PocketMem | None = None
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    open_browser: bool = True,
+    pm: PocketMem | None = None,
 ) -> None:
     import uvicorn
 
@@ -73,13 +78,14 @@ async def serve_ui(
         )
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(sockets=[listen(host, port)]))
-        while not server.started and not serving.done():
+        while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn has a started flag, no event
             await asyncio.sleep(0.02)
         if server.started:
             bound = server.servers[0].sockets[0].getsockname()[1]
             url = f"http://{host}:{bound}{UI_PATH}/memories"
             access = "no sign-in needed until a token exists" if tokens == 0 else "sign in with a token"
-            print(f"pocketmem: memory management page at {url} ({access}); Ctrl-C stops it", file=sys.stderr, flush=True)
+            print(f"pocketmem: memory management page at {url} ({access}); Ctrl-C stops it", file=sys.stderr,
+                  flush=True)
             if open_browser:
                 threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
         await serving

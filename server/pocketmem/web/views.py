@@ -97,7 +97,9 @@ async def logout(request: Request, page: Page) -> Response:
 PUBLIC = {login, logout}
 
 
-def public(web: WebUI, handler: Callable[[Request, Page], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+def public(
+    web: WebUI, handler: Callable[[Request, Page], Awaitable[Response]]
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         if not web.access.host_allowed(request.headers.get("host")):
             return PlainTextResponse("pocketmem: this server does not answer to that host name", status_code=421)
@@ -258,7 +260,9 @@ async def health(request: Request, page: Page) -> Response:
     checks = {
         "integrity": store.get("integrity") == "ok",
         "vectors": bool(store.get("vectors_available")),
-        "indexes": not (store.get("keyword_orphans") or store.get("vector_mismatches") or store.get("count_mismatches")),
+        "indexes": not (
+            store.get("keyword_orphans") or store.get("vector_mismatches") or store.get("count_mismatches")
+        ),
         "schema": bool(store.get("schema_current")),
         "embedder": bool(report["embedder"]["ok"]),
     }

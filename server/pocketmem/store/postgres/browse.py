@@ -64,7 +64,8 @@ class BrowseQueries:
 
     async def memory_events(self, user_id: str, memory_id: str, limit: int) -> list[Event]:
         rows = await self._all(
-            f"select {EVENT_COLUMNS} from memory_events where memory_id = %s and user_id = %s order by id desc limit %s",
+            f"select {EVENT_COLUMNS} from memory_events where memory_id = %s and user_id = %s "
+            "order by id desc limit %s",
             (memory_id, user_id, limit),
         )
         return [event_from_row(r) for r in rows]

@@ -16,7 +16,7 @@ _HIGH = datetime(instants.STORED_MAX_YEAR, 12, 31, 23, 59, 59, 999000, tzinfo=UT
 
 
 async def check(tx: Any, *, repair: bool) -> list[dict[str, Any]]:
-    columns = await tx._all(
+    columns = await tx.fetch_all(
         "select c.table_name, c.column_name, c.is_nullable = 'YES' from information_schema.columns c "
         "where c.table_schema = current_schema() and c.data_type = 'timestamp with time zone' "
         "and c.table_name not in ('schema_migrations', 'store_meta') order by c.table_name, c.column_name"
@@ -25,14 +25,14 @@ async def check(tx: Any, *, repair: bool) -> list[dict[str, Any]]:
     for table, column, _nullable in columns:
         keys = [
             r[0]
-            for r in await tx._all(
+            for r in await tx.fetch_all(
                 "select column_name from information_schema.columns where table_schema = current_schema() "
                 "and table_name = %s and column_name in ('user_id', 'id', 'tombstone_id', 'memory_id')",
                 (table,),
             )
         ]
         ids = [c for c in ("user_id", "id", "tombstone_id", "memory_id") if c in keys][:2]
-        rows = await tx._all(
+        rows = await tx.fetch_all(
             f'select ctid::text, {", ".join(ids) + ", " if ids else ""}"{column}" from "{table}" '
             f'where "{column}" < %s or "{column}" > %s',
             (_LOW, _HIGH),
@@ -46,7 +46,7 @@ async def check(tx: Any, *, repair: bool) -> list[dict[str, Any]]:
             item.update({name: row[1 + i] for i, name in enumerate(ids)})
             if repair:
                 fixed = _LOW if when < _LOW else _HIGH
-                await tx._exec(f'update "{table}" set "{column}" = %s where ctid = %s::tid', (fixed, row[0]))
+                await tx.execute(f'update "{table}" set "{column}" = %s where ctid = %s::tid', (fixed, row[0]))
                 item["repaired_to"] = instants.encode(fixed)
             problems.append(item)
     return problems

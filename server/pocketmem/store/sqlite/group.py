@@ -61,12 +61,12 @@ class GroupCommitter:
 
 
 async def _unit(tx: Any, work: Work) -> tuple[BaseException | None, Any]:
-    await tx._exec("savepoint pm_unit")
+    await tx.execute("savepoint pm_unit")
     try:
         value = await work(tx)
     except Exception as exc:  # noqa: BLE001 - handed to its own caller
-        await tx._exec("rollback to pm_unit")
-        await tx._exec("release pm_unit")
+        await tx.execute("rollback to pm_unit")
+        await tx.execute("release pm_unit")
         return exc, None
-    await tx._exec("release pm_unit")
+    await tx.execute("release pm_unit")
     return None, value

@@ -319,6 +319,10 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
         await cursor.close()
         return count
 
+    def run_inline(self, inline: bool) -> None:
+        """Run this transaction's statements on the event loop's thread (driver.py), for a short unit only."""
+        self._db.inline_writes = inline
+
     async def _rowid(self, user_id: str, memory_id: str) -> int | None:
         row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
         return row[0] if row else None
@@ -1089,11 +1093,11 @@ class SQLiteStore(Store):
         """write(), with the statements run on the event loop's thread (driver.py): for short units only."""
         async with self.write(durable) as tx:
             assert isinstance(tx, SQLiteTx)
-            tx._db.inline_writes = True
+            tx.run_inline(True)
             try:
                 yield tx
             finally:
-                tx._db.inline_writes = False
+                tx.run_inline(False)
 
     def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
         """A write transaction for a short unit of work (a few indexed statements): no thread hop per statement."""
@@ -1106,7 +1110,7 @@ class SQLiteStore(Store):
         # Through the reader: the writer's statements run inline, so they must stay inside its lock.
         async with self.read() as reader:
             assert isinstance(reader, SQLiteTx)
-            row = await reader._one("select value from store_meta where key = ?", (key,))
+            row = await reader.fetch_one("select value from store_meta where key = ?", (key,))
         return row[0] if row else None
 
     async def set_meta(self, key: str, value: str) -> None:
