@@ -57,11 +57,13 @@ async def features(data: dict, keywords: bool) -> tuple[list[tuple[float, ...]],
             for q in data["queries"]:
                 req = RecallRequest(query=q["query"], context=q.get("context", []),
                                     keywords=q.get("keywords", []) if keywords else [])
-                parsed = r._parse(req)
-                vector, own = await r._query_vectors(parsed)
+                parsed = r.parse(req)
+                vector, own = await r.query_vectors(parsed)
                 scale = await r.scale(guess_language(parsed.message)) if vector else NEUTRAL
                 async with app.store.read() as reader:
-                    candidates, _ = await r._candidates(reader, "eval", parsed, vector, (Status.active,), [], scale, own)
+                    candidates, _ = await r.candidates(
+                        reader, "eval", parsed, vector, (Status.active,), [], scale, own
+                    )
                 gold, stale = set(q["gold"]), set(q.get("stale", []))
                 for c in candidates:
                     key = keys[c.memory.id]

@@ -276,7 +276,8 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
         ]
     check = with_kw["keywords only help"]
     lines += ["", f"Keywords only help: {check['checked']} queries compared (top 12), {check['violations']} where "
-              f"adding the agent's keywords lost a memory{': ' + '; '.join(check['examples']) if check['examples'] else ''}."]
+              "adding the agent's keywords lost a memory"
+              f"{': ' + '; '.join(check['examples']) if check['examples'] else ''}."]
     return "\n".join(lines)
 
 

@@ -75,7 +75,8 @@ def evaluate() -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-    lines = ["| store | memories | every relevant memory in the top 3 | plain BM25 | nothing recalled for unrelated questions | missed |",
+    lines = ["| store | memories | every relevant memory in the top 3 | plain BM25 "
+             "| nothing recalled for unrelated questions | missed |",
              "|---|---|---|---|---|---|"]
     for name, s in summary.items():
         lines.append(f"| {name} | {s['memories']} | {s['relevant_in_top3']} | {s['bm25_relevant_in_top3']} | "

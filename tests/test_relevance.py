@@ -73,7 +73,9 @@ async def test_the_cat_is_found_by_its_name(client):
     assert cat in await recalled(client, "小白最近胃口不好")
 
 
-@pytest.mark.xfail(strict=True, reason="猫 alone (a common character, in a memory of 25 index terms) stays under the fitted threshold")
+@pytest.mark.xfail(
+    strict=True, reason="猫 alone (a common character, in a memory of 25 index terms) stays under the fitted threshold"
+)
 @pytest.mark.parametrize(("query", "keywords"), [("我的猫叫什么名字？", None), ("What is my cat called?", ["猫"])])
 async def test_the_cat_is_found_by_the_word_cat(client, query, keywords):
     cat = await add(client, "用户养了一只白色的猫，叫小白。")

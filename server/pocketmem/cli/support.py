@@ -36,6 +36,10 @@ HELP: dict[str, tuple[str, str]] = {
                    "examples:\n  pocketmem token list\n  pocketmem token list --user alice --all --json"),
     "token revoke": ("Revoke tokens by id; requests that carry them get 401 at once.",
                      "example:\n  pocketmem token revoke 0193c1d2e4f5"),
+    "ui": ("Open the memory management page: search, filter and open memories, fix or forget one, restore from "
+           "the trash, confirm pending memories. Serves on 127.0.0.1 on a free port and opens the browser; "
+           "asks for a token once a token exists (docs/ui.md).",
+           "examples:\n  pocketmem ui\n  pocketmem ui --no-browser --port 8790"),
     "token allow-anonymous": ("On loopback with --auth auto, serve requests without a token again once no token "
                               "is active. Revoking the last token alone keeps the server closed; the next token "
                               "created closes it again.",

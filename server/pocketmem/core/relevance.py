@@ -35,7 +35,8 @@ The coefficients were fitted by bench/fit_relevance.py on bench/data/eval_a.json
 every query, with and without agent keywords; gold memories positive, other candidates negative, the
 stale versions of changed facts left out), by logistic regression with non-negative evidence weights;
 the intercept was then moved so that the 0.40 threshold is the lowest cut (the most recall) whose
-negative precision on eval_a reaches 0.85 with and without keywords. eval_b, eval_c and the small-store scenarios were never used.
+negative precision on eval_a reaches 0.85 with and without keywords. eval_b, eval_c and the small-store
+scenarios were never used.
 Results: docs/benchmarks.md; the rule in words: docs/ranking.md.
 """
 

@@ -310,7 +310,8 @@ async def pg003_user_terms(conn: Any) -> None:
         create trigger memories_user_term_counts_delete after delete on memories
             for each row execute function pm_count_user_terms();
         create trigger memories_user_term_counts_update after update of terms, keyword_terms on memories
-            for each row when (old.terms is distinct from new.terms or old.keyword_terms is distinct from new.keyword_terms)
+            for each row
+            when (old.terms is distinct from new.terms or old.keyword_terms is distinct from new.keyword_terms)
             execute function pm_count_user_terms();
         """
     )

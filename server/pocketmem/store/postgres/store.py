@@ -267,7 +267,7 @@ class PostgresStore(Store):
                 "insert into memory_term_counts (term, delta) select term, sum(delta) from gone group by term "
                 "having sum(delta) <> 0"
             )
-            await tx._exec(
+            await tx.execute(
                 "with busy as (select user_id, term from memory_user_term_counts group by user_id, term "
                 "having count(*) > 1), gone as (delete from memory_user_term_counts c using busy "
                 "where c.user_id = busy.user_id and c.term = busy.term returning c.user_id, c.term, c.delta) "
