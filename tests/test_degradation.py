@@ -289,6 +289,7 @@ async def test_postgres_keyword_statistics_gone_builtin_embedder_answers_from_ve
         url = hash_app.settings.database_url.get_secret_value()
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("drop table memory_term_counts cascade")
+            conn.execute("drop table memory_user_term_counts cascade")
         answer = await call(client, "recall_memories", {"query": "香菜能吃吗"})
         assert [m["id"] for m in answer["memories"]] == [target["memory_id"]]
         assert answer["degraded"].startswith("vector path")

@@ -39,12 +39,13 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
             tg.start_soon(store.open)
     try:
         health = await stores[0].health()
-        assert health["schema"] == "pg003_user_terms" and health["schema_current"]
+        assert health["schema"] == "pg006_profile" and health["schema_current"]
         async with stores[1].read() as r:
             assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
                 "pg002_user_scan",
                 "pg003_user_terms",
+                "pg006_profile",
             ]
     finally:
         for store in stores:

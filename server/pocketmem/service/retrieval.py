@@ -328,6 +328,10 @@ class Retrieval:
                     if found:
                         hits = await reader.keyword_hits(user_id, found[:MAX_MATCH_TERMS], k, statuses)
                         keyword_ids += [mid for mid, _ in hits]
+                if not any(counts.get(t) for t in q.terms):
+                    # Nothing the message names is in the store: one cheap look still tells whether the
+                    # index answers, so a broken one is reported (and the fallbacks run) rather than unseen.
+                    await reader.keyword_hits(user_id, list(q.terms)[:1], 1, statuses)
             except Exception as exc:  # noqa: BLE001
                 log.warning("keyword search failed: %s", exc)
                 failures.append(f"keyword index: {exc}")
