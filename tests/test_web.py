@@ -6,6 +6,7 @@ see and then the store through the services, so a page that says "done" without 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import AsyncIterator
@@ -268,10 +269,113 @@ async def test_insights_draw_the_store(app, browser, clock):
     assert health.status_code == 200 and "healthy" in health.text
 
 
-async def test_profile_tab_is_a_placeholder_with_the_user_card(app, browser):
+def shown(page: httpx2.Response, field: str) -> str:
+    """The value the profile tab shows for `section.key`."""
+    found = re.search(rf'<dd data-field="{re.escape(field)}">(.*?)</dd>', page.text, re.DOTALL)
+    assert found is not None, field
+    return found.group(1)
+
+
+async def test_profile_tab_shows_the_saved_profile_card_project_and_insights(app, browser):
+    await app.profile.update(
+        USER, {"role": "编程搭档", "tone": "简洁直接", "boundaries": "改代码前先问", "taboos": "不要用表情",
+               "priorities": "先给结论"},
+        {"name": "李雷", "background": "后端工程师", "tech": "Python, PostgreSQL", "collaboration": "先给方案再动手"},
+        confirmed=True,
+    )
     await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+    await add(app, "pocketmem 的网页管理界面正在补画像页", category=Category.project)
+    lesson = await add(app, "迁移前先备份数据库", category=Category.lesson)
+    await app.retrieval.recall(USER, RecallRequest(query="备份数据库", used=[lesson]))
     page = await browser.get("/profile")
-    assert 'id="profile-soon"' in page.text and "用户叫李雷" in page.text
+    assert page.status_code == 200
+    assert shown(page, "persona.role") == "编程搭档" and shown(page, "persona.taboos") == "不要用表情"
+    assert shown(page, "identity.name") == "李雷" and shown(page, "identity.tech") == "Python, PostgreSQL"
+    assert 'data-confirmed="yes"' in page.text
+    assert 'name="persona.tone" value="简洁直接"' in page.text and 'name="confirm"' not in page.text
+    card = re.search(r'<pre id="user-card"[^>]*>(.*?)</pre>', page.text, re.DOTALL)
+    assert card is not None and "李雷" in card.group(1)
+    project = re.search(r'<pre id="project-md"[^>]*>(.*?)</pre>', page.text, re.DOTALL)
+    assert project is not None and "正在补画像页" in project.group(1)
+    insights = re.search(r'<pre id="insights-md"[^>]*>(.*?)</pre>', page.text, re.DOTALL)
+    assert insights is not None and "迁移前先备份数据库" in insights.group(1)
+    assert html.unescape(project.group(1)) == await app.profile.render_project(USER)  # as memory://project
+    assert html.unescape(insights.group(1)) == await app.profile.render_insights(USER)  # as memory://insights
+    zh = await browser.get("/profile", headers={"Accept-Language": "zh-CN"})
+    assert "身份定位" in zh.text and "协作习惯" in zh.text and "已由你确认" in zh.text
+
+
+async def test_the_profile_form_saves_then_asks_for_confirmation_once_confirmed(app, browser):
+    page = await browser.get("/profile")
+    assert 'data-confirmed="no"' in page.text and 'name="confirm" value="1" checked' in page.text
+    form = {"persona.role": "编程搭档", "persona.tone": "简洁", "identity.name": "小林", "identity.tech": "Rust"}
+    draft = await browser.post("/profile", form)  # the box left unticked: a draft, still unconfirmed
+    assert draft.status_code == 303 and draft.headers["location"].endswith("/profile?msg=saved")
+    view = await app.profile.view(USER)
+    assert view.persona == {"role": "编程搭档", "tone": "简洁"} and view.identity == {"name": "小林", "tech": "Rust"}
+    assert view.identity_confirmed is False
+
+    done = await browser.post("/profile", {**form, "identity.tech": "Rust, Go", "confirm": "1"})
+    assert done.headers["location"].endswith("msg=profile_confirmed")
+    view = await app.profile.view(USER)
+    assert view.identity["tech"] == "Rust, Go" and view.identity_confirmed is True
+    page = await browser.get("/profile?msg=profile_confirmed")
+    assert "your profile is confirmed" in page.text and shown(page, "identity.tech") == "Rust, Go"
+
+    same = await browser.post("/profile", {**form, "identity.tech": "Rust, Go"})
+    assert same.headers["location"].endswith("msg=unchanged")
+    # Confirmed: the change (an emptied tone is removed) waits on the Pending tab, where the person confirms it.
+    change = await browser.post("/profile", {**form, "identity.tech": "Rust, Go", "identity.name": "林",
+                                             "persona.tone": ""})
+    assert change.headers["location"].endswith("msg=profile_pending")
+    assert (await app.profile.view(USER)).identity["name"] == "小林"
+    page = await browser.get("/profile?msg=profile_pending")
+    assert "waits on the Pending tab" in page.text and 'href="/ui/pending"' in page.text
+    waiting = ids_on(await browser.get("/pending"))
+    assert len(waiting) == 1
+    confirmed = await browser.post(f"/pending/{waiting[0]}", {"action": "confirm"})
+    assert confirmed.status_code == 303
+    view = await app.profile.view(USER)
+    assert view.identity == {"name": "林", "tech": "Rust, Go"} and view.persona == {"role": "编程搭档"}
+    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text=None, limit=5, offset=0)
+    assert listed.total == 0  # the proposal changed the profile; it was not stored as a memory
+
+    too_long = await browser.post("/profile", {"identity.name": "名" * 301})
+    assert too_long.status_code == 400 and "identity.name" in too_long.text
+
+
+async def test_a_profile_change_without_the_csrf_token_changes_nothing(app, browser):
+    await app.profile.update(USER, {"role": "编程搭档"}, {"name": "李雷"})
+    await browser.get("/profile")
+    missing = await browser.client.post("/ui/profile", data={"identity.name": "mallory", "confirm": "1"})
+    assert missing.status_code == 403 and "expired" in missing.text
+    wrong = await browser.client.post("/ui/profile", data={"csrf": "0" * 64, "identity.name": "mallory"})
+    assert wrong.status_code == 403
+    foreign = await browser.post("/profile", {"identity.name": "mallory"}, headers={"Origin": "https://evil.example"})
+    assert foreign.status_code == 403
+    view = await app.profile.view(USER)
+    assert view.identity == {"name": "李雷"} and view.identity_confirmed is False
+
+
+async def test_another_users_token_sees_and_edits_only_their_own_profile(app):
+    await app.profile.update(USER, {"role": "本机用户的搭档"}, {"name": "本机用户"}, confirmed=True)
+    await app.profile.update("bob", {"role": "bob 的老师"}, {"name": "Bob"}, confirmed=True)
+    await add(app, "bob 在做一个秘密项目", user="bob", category=Category.project)
+    tokens = TokenService(app.store, app.clock)
+    alice = (await tokens.create("alice")).token
+    async with make_browser(app) as client:
+        assert (await client.post("/ui/login", data={"token": alice})).status_code == 303
+        browser = Browser(client)
+        page = await browser.get("/profile")
+        assert page.status_code == 200 and 'id="user">alice<' in page.text
+        for other in ("本机用户", "bob 的老师", "Bob", "秘密项目"):
+            assert other not in page.text, other
+        assert 'data-confirmed="no"' in page.text
+        saved = await browser.post("/profile", {"identity.name": "Alice", "confirm": "1"})
+        assert saved.headers["location"].endswith("msg=profile_confirmed")
+    assert (await app.profile.view("alice")).identity == {"name": "Alice"}
+    assert (await app.profile.view("bob")).identity == {"name": "Bob"}
+    assert (await app.profile.view(USER)).identity == {"name": "本机用户"}
 
 
 async def test_export_and_import_only_the_users_own_rows(app, browser, settings):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pocketmem.core.profile_text import SECTIONS
+
 LOCALES = ("en", "zh")
 
 # key: (English, 中文)
@@ -127,10 +129,27 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "health.ok": ("healthy", "健康"),
     "health.problem": ("needs attention", "需要处理"),
     "size": ("Size", "大小"),
-    "profile.soon": (
-        "The profile layer (persona, user card, project, insights) will appear here.",
-        "画像层（人设、用户卡、项目、洞察）将显示在这里。",
+    "profile.persona": ("Assistant persona", "助手人设"),
+    "profile.identity": ("About you", "关于你"),
+    "profile.confirmed": ("Confirmed by you", "已由你确认"),
+    "profile.unconfirmed": (
+        "Not confirmed yet: the assistant still saves changes directly (onboarding).",
+        "尚未确认：助手仍会直接保存修改（引导阶段）。",
     ),
+    "profile.edit": ("Edit the profile", "编辑画像"),
+    "profile.edit.help": (
+        "One line per field, at most 300 characters; an emptied field is removed. Secrets are never kept.",
+        "每项一行，最多 300 字；清空的项会被删除。不会保存任何密钥。",
+    ),
+    "profile.edit.pending": (
+        "Your profile is confirmed, so a change waits on the Pending tab until you confirm it there.",
+        "画像已确认，修改会先放到“待确认”页，在那里确认后生效。",
+    ),
+    "profile.confirm": ("This is right: confirm my profile", "没问题，确认我的画像"),
+    "profile.save": ("Save profile", "保存画像"),
+    "profile.project": ("Project.md", "Project.md（项目）"),
+    "profile.insights": ("Insights.md", "Insights.md（经验）"),
+    "profile.empty": ("not set", "未填写"),
     "user_card": ("User card", "用户卡"),
     "export": ("Export", "导出"),
     "export.jsonl": ("Everything as JSONL (restorable with import)", "全部导出为 JSONL（可再导入）"),
@@ -149,6 +168,14 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "done.rejected": ("Rejected.", "已拒绝。"),
     "done.snoozed": ("Snoozed.", "已推迟。"),
     "done.reviewed": ("Done.", "完成。"),
+    "done.unchanged": ("Nothing changed: the profile already says this.", "没有变化：画像里已经是这样了。"),
+    "done.profile_confirmed": ("Saved, and your profile is confirmed.", "已保存，画像已确认。"),
+    "done.profile_redacted": (
+        "Saved; something that looked like a secret was removed from it.", "已保存；其中看起来像密钥的内容已被移除。"
+    ),
+    "done.profile_pending": (
+        "The change waits on the Pending tab: confirm it there to apply it.", "修改已放到“待确认”页：在那里确认后生效。"
+    ),
     "error": ("Error", "出错了"),
     "error.csrf": (
         "This form expired or came from another site; reload the page and try again.",
@@ -160,6 +187,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "no": ("no", "否"),
     "open": ("Open", "打开"),
 }
+
+# The profile's field labels and hints come from the fields themselves (core/profile_text.py), in both languages.
+for _section, _fields in SECTIONS.items():
+    for _fd in _fields:
+        MESSAGES[f"profile.{_section}.{_fd.key}"] = (_fd.en, _fd.zh)
+        MESSAGES[f"profile.{_section}.{_fd.key}.hint"] = (_fd.hint_en, _fd.hint_zh)
+del _section, _fields, _fd
 
 
 def pick_locale(accept_language: str | None, override: str | None = None) -> str:

@@ -14,6 +14,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category
+from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.browse import BrowseQuery
 from pocketmem.service.curation import SCORE_NAMES
 from pocketmem.web import charts
@@ -24,6 +25,7 @@ PAGE_SIZES = (20, 50, 100, 200)
 TRASH_PAGE = 100
 PENDING_PAGE = 100
 BROWSE_FIELDS = tuple(BrowseQuery.model_fields)
+PROFILE_FIELDS = {section: tuple(fd.key for fd in fields) for section, fields in SECTIONS.items()}
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -207,7 +209,7 @@ async def decide_pending(request: Request, page: Page) -> Response:
     action = await _field(request, "action")
     if action not in ("confirm", "reject", "snooze"):
         raise InvalidInput("action", "must be confirm, reject or snooze")
-    await page.pm.lifecycle.confirm_pending(
+    await page.pm.profile.confirm_pending(  # a proposed profile change is applied, anything else stored
         page.user, request.path_params["pending_id"], cast(Literal["confirm", "reject", "snooze"], action), None
     )
     return page.back("/pending", {"confirm": "confirmed", "reject": "rejected", "snooze": "snoozed"}[action])
@@ -274,7 +276,42 @@ async def health(request: Request, page: Page) -> Response:
 
 
 async def profile(request: Request, page: Page) -> Response:
-    return page.render("profile.html", card=await page.pm.user_card(page.user))
+    """The profile layer as the MCP resources show it (mcp/profile_resources.py), plus the edit form."""
+    user = page.user
+    await page.pm.profile_files.check(user)  # a person's edit of Persona.md / User.md shows at once
+    return page.render(
+        "profile.html", profile=await page.pm.profile.view(user), fields=PROFILE_FIELDS,
+        card=await page.pm.user_card(user), project=await page.pm.profile.render_project(user),
+        insights=await page.pm.profile.render_insights(user),
+    )
+
+
+def _profile_section(form: dict[str, Any], section: str) -> dict[str, str | None]:
+    """A section's fields from the form: a field not sent is kept (None), an emptied one ("") is removed."""
+    values: dict[str, str | None] = {}
+    for key in PROFILE_FIELDS[section]:
+        value = form.get(f"{section}.{key}")
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        values[key] = value if isinstance(value, str) else None
+    return values
+
+
+async def update_profile(request: Request, page: Page) -> Response:
+    """The person edits their own profile: while it is unconfirmed it is saved (and confirmed when they tick the
+    box); once confirmed, the change waits on the Pending tab like any other change (app.profile.update)."""
+    form = await form_of(request)
+    result = await page.pm.profile.update(
+        page.user, _profile_section(form, "persona"), _profile_section(form, "identity"),
+        confirmed=form.get("confirm") == "1",
+    )
+    if result.status == "pending":
+        return page.back("/profile", "profile_pending")
+    if result.status == "unchanged":
+        return page.back("/profile", "unchanged")
+    if result.redacted:
+        return page.back("/profile", "profile_redacted")
+    return page.back("/profile", "profile_confirmed" if result.profile.identity_confirmed else "saved")
 
 
 async def transfer(request: Request, page: Page) -> Response:
@@ -347,6 +384,7 @@ ROUTES: list[tuple[str, Callable[[Request, Page], Awaitable[Response]], list[str
     ("/insights", insights, ["GET"]),
     ("/insights/health", health, ["GET"]),
     ("/profile", profile, ["GET"]),
+    ("/profile", update_profile, ["POST"]),
     ("/transfer", transfer, ["GET"]),
     ("/export.jsonl", export_jsonl, ["GET"]),
     ("/export.md", export_markdown, ["GET"]),
