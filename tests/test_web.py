@@ -255,7 +255,7 @@ async def test_insights_draw_the_store(app, browser, clock):
         await add(app, f"fact number {i} about the user's work", category=Category.fact,
                   scores={"emotion": 0.1 * i, "info": 0.1 * i, "persistence": 0.1, "judge": 0.1 * i})
     await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
-    await app.retrieval.recall(USER, RecallRequest(query="the user's work"))
+    await app.retrieval.recall(USER, RecallRequest(query="fact number 3 about the work"))
     page = await browser.get("/insights")
     assert page.status_code == 200
     assert page.text.count("<svg") == 4

@@ -244,7 +244,7 @@ async def _pending(app: Any, user: str, args: argparse.Namespace) -> int:
     if action is None:
         args.status, args.category, args.text = "pending", None, None
         return await _list(app, user, args)
-    result = await app.lifecycle.confirm_pending(user, args.pending_id, action, None)
+    result = await app.profile.confirm_pending(user, args.pending_id, action, None)  # a profile change too
     if args.json:
         _json(result)
     else:
