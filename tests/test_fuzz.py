@@ -162,7 +162,16 @@ def tool_args(tool: str, wild: bool) -> st.SearchStrategy[dict[str, Any]]:
         "list_memories": (
             {},
             {"category": v(CATEGORIES), "status": v(st.sampled_from(["active", "superseded", "pending", "trashed"])),
-             "text": v(hostile_text.filter(lambda t: len(t) <= 200)), "limit": limit, "offset": offset},
+             "text": v(hostile_text.filter(lambda t: len(t) <= 200)), "limit": limit, "offset": offset,
+             "since": v(iso_dates), "until": v(iso_dates)},
+        ),
+        "update_profile": (
+            {},
+            {"persona": v(st.fixed_dictionaries({}, optional={
+                k: text for k in ("role", "tone", "boundaries", "taboos", "priorities")})),
+             "identity": v(st.fixed_dictionaries({}, optional={
+                 k: text for k in ("name", "background", "tech", "collaboration")})),
+             "confirmed": v(st.booleans())},
         ),
     }
     required, optional = fields[tool]
@@ -176,6 +185,7 @@ def tool_args(tool: str, wild: bool) -> st.SearchStrategy[dict[str, Any]]:
 TOOLS = (
     "recall_memories", "add_memory", "patch_core_memory", "confirm_pending",
     "list_trash", "restore", "forget_memory", "list_memories", "mark_memory", "remember_conversation",
+    "update_profile",
 )
 TOOL_ARGS = {tool: st.one_of(tool_args(tool, wild=False), tool_args(tool, wild=True)) for tool in TOOLS}
 EXAMPLES = {"recall_memories": 60, "add_memory": 80, "patch_core_memory": 40, "confirm_pending": 30}
@@ -276,6 +286,7 @@ test_fuzz_forget_memory = fuzz_tool("forget_memory")
 test_fuzz_list_memories = fuzz_tool("list_memories")
 test_fuzz_mark_memory = fuzz_tool("mark_memory")
 test_fuzz_remember_conversation = fuzz_tool("remember_conversation")
+test_fuzz_update_profile = fuzz_tool("update_profile")
 
 
 async def test_the_fuzzer_covers_every_tool(world: World) -> None:

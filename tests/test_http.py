@@ -137,7 +137,7 @@ async def test_sse_transport(home):
         for mode in ("legacy", "auto"):
             async with connect(server.url, alice, mode=mode) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
-                assert len(tools) == 10
+                assert len(tools) == 11
                 await add(client, f"用户每天早上跑步 {mode}")
                 recalled = await client.call_tool("recall_memories", {"query": "跑步", "keywords": ["跑步"]})
                 assert recalled.structured_content["memories"], recalled.content[0].text

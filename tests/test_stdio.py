@@ -26,7 +26,7 @@ async def test_memories_survive_a_server_restart(tmp_path, mode):
     home = tmp_path / "home"
     async with Client(server_params(home), mode=mode) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert {"recall_memories", "mark_memory", "remember_conversation"} <= tools and len(tools) == 10
+        assert {"recall_memories", "mark_memory", "remember_conversation"} <= tools and len(tools) == 11
         added = await client.call_tool(
             "add_memory", {"content": "用户不喜欢香菜，吃到会很反感。", "keywords": ["香菜", "coriander"]}
         )

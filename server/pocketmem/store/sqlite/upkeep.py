@@ -6,7 +6,7 @@ A mixin of `SQLiteTx` (store/sqlite.py), which provides the connection helpers (
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -14,7 +14,7 @@ from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Status, Tombstone, Usage
 from pocketmem.core.instants import decode as from_iso
 from pocketmem.core.instants import encode as to_iso
-from pocketmem.store.base import IndexedText, ScoreRow
+from pocketmem.store.base import IndexedText, ScoreRow, term_deltas
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sqlite.records import (
     EVENT_COLUMNS,
@@ -240,12 +240,25 @@ class UpkeepQueries:
         if not quiet:
             await self._exec("update sync_clock set quiet = 0 where id = 1")
         await self._db.executemany("insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)", texts)
+        await self._count_batch_terms(fresh.values())
         if self._vectors:
             await self._db.executemany(
                 "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)", vectors
             )
         inserted = {id(row) for row in fresh.values()}
         return [id(row) in inserted for row in rows]
+
+    async def _count_batch_terms(self, rows: Iterable[tuple[Memory, Sequence[float], IndexedText]]) -> None:
+        """user_terms for a batch in one statement, as insert_memory keeps it for one memory."""
+        counts: dict[tuple[str, str], int] = {}
+        for memory, _, text in rows:
+            for term, delta in term_deltas(None, text).items():
+                counts[(memory.user_id, term)] = counts.get((memory.user_id, term), 0) + delta
+        await self._db.executemany(
+            "insert into user_terms (user_id, term, docs) values (?, ?, ?) "
+            "on conflict (user_id, term) do update set docs = docs + excluded.docs",
+            [(user_id, term, n) for (user_id, term), n in counts.items()],
+        )
 
     async def import_tombstone(self, tombstone: Tombstone) -> bool:
         count = await self._exec(
