@@ -20,32 +20,21 @@ from datetime import datetime
 from typing import Any
 
 from pocketmem.base.models import (
-    Event,
     EventKind,
     Memory,
     PendingItem,
     PendingStatus,
-    Revision,
     Status,
-    Tombstone,
 )
 from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
 from pocketmem.store.policy import CORE_PERSISTENCE
-from pocketmem.store.postgres.browse import BrowseQueries
 from pocketmem.store.postgres.dialect import POSTGRES
-from pocketmem.store.postgres.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.postgres.records import (
-    EVENT_COLUMNS,
     MEMORY_COLUMNS,
     PENDING_COLUMNS,
-    REVISION_COLUMNS,
-    TOMBSTONE_COLUMNS,
     dt,
-    event_from_row,
     memory_from_row,
     pending_from_row,
-    revision_from_row,
-    tombstone_from_row,
     ts,
     tsquery_text,
     vector_text,
@@ -53,7 +42,12 @@ from pocketmem.store.postgres.records import (
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
+from pocketmem.store.sql.browse import BrowseQueries
+from pocketmem.store.sql.events import EventQueries
+from pocketmem.store.sql.profile import ProfileQueries, memory_filter_clause
+from pocketmem.store.sql.revisions import RevisionQueries
 from pocketmem.store.sql.tokens import TokenQueries
+from pocketmem.store.sql.trash import TrashQueries
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
@@ -101,10 +95,25 @@ def per_user_locked(cls: type) -> type:
 
 
 @per_user_locked
-class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, TokenQueries, BrowseQueries, StoreWriter):
+class PostgresTx(
+    ProfileQueries,
+    UpkeepQueries,
+    SyncQueries,
+    WriteQueries,
+    EventQueries,
+    RevisionQueries,
+    TrashQueries,
+    TokenQueries,
+    BrowseQueries,
+    StoreWriter,
+):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     dialect = POSTGRES
+    _memory_columns = MEMORY_COLUMNS
+    _to_memory = staticmethod(memory_from_row)
+    _pending_columns = PENDING_COLUMNS
+    _to_pending = staticmethod(pending_from_row)
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:
         self._conn = conn
@@ -191,7 +200,7 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Token
         return int(row[0])
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        clause, params = memory_filter_clause(user_id, flt)
+        clause, params = memory_filter_clause(self.dialect, user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         found = await self._memories(
@@ -380,34 +389,6 @@ class PostgresTx(ProfileQueries, UpkeepQueries, SyncQueries, WriteQueries, Token
             (user_id, operation_id),
         )
         return (row[0], row[1]) if row else None
-
-    async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]:
-        rows = await self._all(
-            f"select {REVISION_COLUMNS} from memory_revisions where user_id = %s and memory_id = %s "
-            "order by created_at, seq",
-            (user_id, memory_id),
-        )
-        return [revision_from_row(r) for r in rows]
-
-    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
-        rows = await self._all(
-            f"select {TOMBSTONE_COLUMNS} from memory_tombstones where user_id = %s order by deleted_at desc limit %s",
-            (user_id, limit),
-        )
-        return [tombstone_from_row(r) for r in rows]
-
-    async def list_events(
-        self, user_id: str, limit: int = 100, kinds: Sequence[EventKind] | None = None
-    ) -> list[Event]:
-        params: list[Any] = [user_id]
-        clause = "user_id = %s"
-        if kinds:
-            clause += " and kind = any(%s)"
-            params.append([str(k) for k in kinds])
-        rows = await self._all(
-            f"select {EVENT_COLUMNS} from memory_events where {clause} order by id desc limit %s", (*params, limit)
-        )
-        return [event_from_row(r) for r in rows]
 
     async def stats(self, user_id: str) -> StoreStats:
         out = StoreStats()

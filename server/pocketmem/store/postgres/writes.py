@@ -19,20 +19,14 @@ from pocketmem.base.models import (
     Memory,
     PendingItem,
     PendingStatus,
-    Revision,
     Status,
-    Tombstone,
 )
 from pocketmem.store.base import IndexedText
-from pocketmem.store.policy import CORE_PERSISTENCE, DECAY_RATE_PER_DAY, TIME_COEF_FLOOR
 from pocketmem.store.postgres.records import (
     MEMORY_COLUMNS,
-    REVISION_COLUMNS,
-    TOMBSTONE_COLUMNS,
     json_text,
     lexemes,
     memory_params,
-    tombstone_params,
     ts,
     vector_text,
 )
@@ -174,46 +168,6 @@ class WriteQueries:
             (by, ts(now), user_id, list(memory_ids)),
         )
 
-    async def eviction_candidates(
-        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
-    ) -> list[Memory]:
-        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days), with
-        # time_coef = max(TIME_COEF_FLOOR, exp(-DECAY_RATE_PER_DAY * (1 - P) * max(0, days))) bound from scoring.py.
-        return await self._memories(
-            "user_id = %s and status = 'active' and persistence < %s and not (id = any(%s)) "
-            "order by info_importance * greatest(%s::float8, exp(-%s::float8 * (1 - persistence) * greatest(0, "
-            "extract(epoch from (%s - coalesce(last_active_at, created_at))) / 86400.0))), created_at, seq limit %s",
-            (user_id, CORE_PERSISTENCE, list(exclude), TIME_COEF_FLOOR, DECAY_RATE_PER_DAY, ts(now), count),
-        )
-
-    async def insert_tombstone(self, tombstone: Tombstone) -> None:
-        await self._exec(
-            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({', '.join(['%s'] * 10)})",
-            tombstone_params(tombstone),
-        )
-
-    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
-        await self._exec(
-            "update memory_tombstones set restored_at = %s where user_id = %s and memory_id = %s "
-            "and restored_at is null",
-            (ts(when), user_id, memory_id),
-        )
-
-    async def insert_revision(self, revision: Revision) -> None:
-        await self._exec(
-            f"insert into memory_revisions ({REVISION_COLUMNS}) values (%s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                revision.id,
-                revision.memory_id,
-                revision.user_id,
-                revision.previous_content,
-                revision.new_content,
-                revision.mode,
-                revision.reason,
-                ts(revision.created_at),
-            ),
-        )
-
     async def insert_pending(self, item: PendingItem) -> None:
         await self._exec(
             "insert into memory_pending (id, user_id, candidate, content_hash, confidence, status, cooldown_until, "
@@ -259,23 +213,6 @@ class WriteQueries:
             "values (%s, %s, %s, %s::jsonb, %s)",
             (user_id, operation_id, request_hash, json_text(result), ts(now)),
         )
-
-    async def add_event(
-        self,
-        user_id: str,
-        kind: EventKind,
-        now: datetime,
-        *,
-        memory_id: str | None = None,
-        operation_id: str | None = None,
-        payload: dict[str, Any] | None = None,
-    ) -> None:
-        await self._exec(
-            "insert into memory_events (user_id, kind, memory_id, operation_id, payload, created_at) "
-            "values (%s, %s, %s, %s, %s::jsonb, %s)",
-            (user_id, kind.value, memory_id, operation_id, json_text(payload), ts(now)),
-        )
-        self.changes.setdefault(user_id, set()).add(kind)
 
     async def ensure_user(self, user_id: str, now: datetime) -> None:
         await self._exec(

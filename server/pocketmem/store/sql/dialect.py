@@ -6,9 +6,11 @@ placeholder; times go through `dialect.ts` (to the column) and `dialect.dt` (fro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 
@@ -32,3 +34,58 @@ class Dialect:
 
     def dt(self, value: Any) -> datetime | None:
         return self.from_column(value) if value is not None else None
+
+    # -- added for the queries written once (store/sql/): the rest of what differs in SQL text ------------
+    list_param: bool  # an in-list as one array parameter (`= any(%s)`) instead of one placeholder per value
+    tie_break: str  # the insertion-order column that breaks ties: "rowid" or "seq"
+    text_collation: str  # appended to a text column ordered or compared bytewise ("" or ' collate "C"')
+    json_cast: str  # appended to a JSON parameter's placeholder ("" or "::jsonb")
+    json_as_text: str  # appended to a JSON column read as text ("" or "::text")
+    from_json: Callable[[Any], Any]  # a JSON column's value as Python (SQLite keeps text, psycopg decodes)
+    find_function: str  # position of a substring, 0 when absent: "instr" or "strpos"
+    null_safe_equal: str  # "is" or "is not distinct from"
+    utc_day: str  # the UTC day (YYYY-MM-DD) of the time column `{column}`
+    int_floor: str  # the integer part of the non-negative `{value}`
+    least: str  # the smaller of two values: "min" or "least"
+    greatest: str  # "max" or "greatest"
+    narrow_page: bool  # page a listing by its tie-break ids first (SQLite: skips index entries, not rows)
+
+    def in_list(self, column: str, values: Sequence[Any], *, negate: bool = False) -> tuple[str, list[Any]]:
+        """`column in (values)` (or not in) and its parameters; an empty list matches nothing (or everything)."""
+        plain = [v.value if isinstance(v, Enum) else v for v in values]
+        if self.list_param:
+            test = f"{column} = any({self.placeholder})"
+            return (f"not ({test})" if negate else test), [plain]
+        return f"{column} {'not in' if negate else 'in'} ({self.placeholders(len(plain))})", plain
+
+    def by_text(self, column: str) -> str:
+        """The column as ordered and compared byte by byte, the same on both backends."""
+        return f"{column}{self.text_collation}"
+
+    def json_p(self) -> str:
+        """The placeholder of a JSON parameter (its value: the JSON text)."""
+        return f"{self.placeholder}{self.json_cast}"
+
+    def contains(self, column: str, *, json: bool = False) -> str:
+        """Whether `column` contains the parameter, case-insensitively."""
+        text = f"{column}{self.json_as_text}" if json else column
+        return f"{self.find_function}(lower({text}), lower({self.placeholder})) > 0"
+
+    def day_of(self, column: str) -> str:
+        return self.utc_day.format(column=column)
+
+    def floor(self, value: str) -> str:
+        return self.int_floor.format(value=value)
+
+    def clamp(self, value: str, low: str, high: str) -> str:
+        return f"{self.least}({self.greatest}({value}, {low}), {high})"
+
+
+def json_text(value: Any) -> str:
+    """A JSON column's text: non-ASCII kept as is, unknown types by their string."""
+    return json.dumps(value if value is not None else {}, ensure_ascii=False, default=str)
+
+
+def json_from_text(value: Any) -> Any:
+    """A JSON column as SQLite returns it (text) decoded; a value already decoded is returned as it is."""
+    return json.loads(value) if isinstance(value, str | bytes) else value

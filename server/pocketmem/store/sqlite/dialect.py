@@ -1,8 +1,27 @@
-"""The SQLite dialect: `?` placeholders, times as ISO 8601 text with milliseconds (base/clock.py)."""
+"""The SQLite dialect: `?` placeholders, times as ISO 8601 text with milliseconds (core/instants.py)."""
 
 from __future__ import annotations
 
-from pocketmem.base.clock import from_iso, to_iso
-from pocketmem.store.sql.dialect import Dialect
+from pocketmem.core.instants import decode as from_iso
+from pocketmem.core.instants import encode as to_iso
+from pocketmem.store.sql.dialect import Dialect, json_from_text
 
-SQLITE = Dialect(name="sqlite", placeholder="?", to_column=to_iso, from_column=from_iso)
+SQLITE = Dialect(
+    name="sqlite",
+    placeholder="?",
+    to_column=to_iso,
+    from_column=from_iso,
+    list_param=False,
+    tie_break="rowid",
+    text_collation="",  # SQLite compares text bytewise already
+    json_cast="",
+    json_as_text="",
+    from_json=json_from_text,
+    find_function="instr",
+    null_safe_equal="is",
+    utc_day="substr({column}, 1, 10)",  # times are stored as UTC text
+    int_floor="cast({value} as integer)",
+    least="min",
+    greatest="max",
+    narrow_page=True,
+)

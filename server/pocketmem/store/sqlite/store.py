@@ -27,15 +27,12 @@ from pocketmem.base.errors import StoreError, UnreadableRow
 from pocketmem.base.models import (
     Category,
     DeleteReason,
-    Event,
     EventKind,
     Memory,
     PendingItem,
     PendingStatus,
-    Revision,
     Scores,
     Status,
-    Tombstone,
 )
 from pocketmem.core.instants import decode as from_iso
 from pocketmem.core.instants import encode as to_iso
@@ -50,25 +47,18 @@ from pocketmem.store.base import (
     term_deltas,
 )
 from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
+from pocketmem.store.sql.browse import BrowseQueries
+from pocketmem.store.sql.events import EventQueries
+from pocketmem.store.sql.profile import ProfileQueries, memory_filter_clause
+from pocketmem.store.sql.revisions import RevisionQueries
 from pocketmem.store.sql.tokens import TokenQueries
+from pocketmem.store.sql.trash import TrashQueries
 from pocketmem.store.sqlite import faults, instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
-from pocketmem.store.sqlite.browse import BrowseQueries
 from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.group import GroupCommitter
-from pocketmem.store.sqlite.profile import ProfileQueries, memory_filter_clause
-from pocketmem.store.sqlite.records import (
-    EVENT_COLUMNS,
-    REVISION_COLUMNS,
-    TOMBSTONE_COLUMNS,
-    event_from_row,
-    payload_text,
-    revision_from_row,
-    tombstone_from_row,
-    tombstone_params,
-)
 from pocketmem.store.sqlite.records import dt as _dt
 from pocketmem.store.sqlite.records import placeholders as _placeholders
 from pocketmem.store.sqlite.records import ts as _ts
@@ -286,7 +276,17 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQueries, StoreWriter):
+class SQLiteTx(
+    ProfileQueries,
+    UpkeepQueries,
+    SyncQueries,
+    EventQueries,
+    RevisionQueries,
+    TrashQueries,
+    TokenQueries,
+    BrowseQueries,
+    StoreWriter,
+):
     """Queries over one connection inside one transaction."""
 
     _memory_columns = _MEMORY_COLUMNS
@@ -379,7 +379,7 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
         return int(row[0]) if row else 0
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        clause, params = memory_filter_clause(user_id, flt)
+        clause, params = memory_filter_clause(self.dialect, user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         rows = await self._all(
@@ -584,35 +584,6 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
         )
         return (row[0], json.loads(row[1])) if row else None
 
-    async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]:
-        rows = await self._all(
-            f"select {REVISION_COLUMNS} from memory_revisions where user_id = ? and memory_id = ? "
-            "order by created_at, rowid",
-            (user_id, memory_id),
-        )
-        return [revision_from_row(r) for r in rows]
-
-    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
-        rows = await self._all(
-            f"select {TOMBSTONE_COLUMNS} from memory_tombstones where user_id = ? order by deleted_at desc limit ?",
-            (user_id, limit),
-        )
-        return [tombstone_from_row(r) for r in rows]
-
-    async def list_events(
-        self, user_id: str, limit: int = 100, kinds: Sequence[EventKind] | None = None
-    ) -> list[Event]:
-        params: list[Any] = [user_id]
-        clause = "user_id = ?"
-        if kinds:
-            clause += f" and kind in ({_placeholders(len(kinds))})"
-            params.extend(kinds)
-        rows = await self._all(
-            f"select {EVENT_COLUMNS} from memory_events where {clause} order by id desc limit ?",
-            (*params, limit),
-        )
-        return [event_from_row(r) for r in rows]
-
     async def stats(self, user_id: str) -> StoreStats:
         out = StoreStats()
         for status, count in await self._all(
@@ -781,47 +752,6 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
             (by, to_iso(now), user_id, *memory_ids),
         )
 
-    async def eviction_candidates(
-        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
-    ) -> list[Memory]:
-        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days).
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence < ? "
-            f"and id not in ({_placeholders(len(exclude))}) "
-            "order by info_importance * pm_time_coef(persistence, "
-            "julianday(?) - julianday(coalesce(last_active_at, created_at))), created_at limit ?",
-            (user_id, CORE_PERSISTENCE, *exclude, to_iso(now), count),
-        )
-        return [_memory(r) for r in rows]
-
-    async def insert_tombstone(self, tombstone: Tombstone) -> None:
-        await self._exec(
-            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({_placeholders(10)})",
-            tombstone_params(tombstone),
-        )
-
-    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
-        await self._exec(
-            "update memory_tombstones set restored_at = ? where user_id = ? and memory_id = ? and restored_at is null",
-            (to_iso(when), user_id, memory_id),
-        )
-
-    async def insert_revision(self, revision: Revision) -> None:
-        await self._exec(
-            "insert into memory_revisions (id, memory_id, user_id, previous_content, new_content, mode, reason, "
-            "created_at) values (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                revision.id,
-                revision.memory_id,
-                revision.user_id,
-                revision.previous_content,
-                revision.new_content,
-                revision.mode,
-                revision.reason,
-                to_iso(revision.created_at),
-            ),
-        )
-
     async def insert_pending(self, item: PendingItem) -> None:
         await self._exec(
             "insert into memory_pending (id, user_id, candidate, content_hash, confidence, status, cooldown_until, "
@@ -866,23 +796,6 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
             "values (?, ?, ?, ?, ?)",
             (user_id, operation_id, request_hash, json.dumps(result, ensure_ascii=False, default=str), to_iso(now)),
         )
-
-    async def add_event(
-        self,
-        user_id: str,
-        kind: EventKind,
-        now: datetime,
-        *,
-        memory_id: str | None = None,
-        operation_id: str | None = None,
-        payload: dict[str, Any] | None = None,
-    ) -> None:
-        await self._exec(
-            "insert into memory_events (user_id, kind, memory_id, operation_id, payload, created_at) "
-            "values (?, ?, ?, ?, ?, ?)",
-            (user_id, kind.value, memory_id, operation_id, payload_text(payload), to_iso(now)),
-        )
-        self.changes.setdefault(user_id, set()).add(kind)
 
     async def ensure_user(self, user_id: str, now: datetime) -> None:
         await self._exec(

@@ -1,0 +1,109 @@
+"""Tombstones (memory_tombstones), the trail a deleted memory leaves, for both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pocketmem.base.models import DeleteReason, Tombstone
+from pocketmem.store.sql.dialect import Dialect
+from pocketmem.store.sql.queries import Queries
+
+TOMBSTONE_COLUMNS = (
+    "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
+    "purged_at"
+)
+
+
+def tombstone_from_row(r: Sequence[Any], d: Dialect) -> Tombstone:
+    return Tombstone(
+        tombstone_id=r[0],
+        memory_id=r[1],
+        user_id=r[2],
+        deleted_at=d.from_column(r[3]),
+        purge_at=d.dt(r[4]),
+        reason=DeleteReason(r[5]),
+        cloud_synced_at=d.dt(r[6]),
+        payload_hash=r[7],
+        restored_at=d.dt(r[8]),
+        purged_at=d.dt(r[9]),
+    )
+
+
+def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
+    return (
+        t.tombstone_id,
+        t.memory_id,
+        t.user_id,
+        d.ts(t.deleted_at),
+        d.ts(t.purge_at),
+        t.reason.value,
+        d.ts(t.cloud_synced_at),
+        t.payload_hash,
+        d.ts(t.restored_at),
+        d.ts(t.purged_at),
+    )
+
+
+class TrashQueries(Queries):
+    async def _tombstones(self, where: str, params: Sequence[Any]) -> list[Tombstone]:
+        rows = await self._all(f"select {TOMBSTONE_COLUMNS} from memory_tombstones where {where}", params)
+        return [tombstone_from_row(r, self.dialect) for r in rows]
+
+    async def insert_tombstone(self, tombstone: Tombstone) -> None:
+        d = self.dialect
+        await self._exec(
+            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(10)})",
+            tombstone_params(tombstone, d),
+        )
+
+    async def import_tombstone(self, tombstone: Tombstone) -> bool:
+        d = self.dialect
+        count = await self._exec(
+            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(10)}) "
+            "on conflict (tombstone_id) do nothing",
+            tombstone_params(tombstone, d),
+        )
+        return count > 0
+
+    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
+        d = self.dialect
+        await self._exec(
+            d.sql(
+                "update memory_tombstones set restored_at = {p} where user_id = {p} and memory_id = {p} "
+                "and restored_at is null"
+            ),
+            (d.ts(when), user_id, memory_id),
+        )
+
+    async def _mark_purged(self, user_id: str, memory_id: str, when: datetime) -> None:
+        d = self.dialect
+        await self._exec(
+            d.sql(
+                "update memory_tombstones set purged_at = {p} where user_id = {p} and memory_id = {p} "
+                "and purged_at is null"
+            ),
+            (d.ts(when), user_id, memory_id),
+        )
+
+    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
+        return await self._tombstones(
+            self.dialect.sql("user_id = {p} order by deleted_at desc limit {p}"), (user_id, limit)
+        )
+
+    async def all_tombstones(self, user_id: str) -> list[Tombstone]:
+        d = self.dialect
+        return await self._tombstones(
+            d.sql(f"user_id = {{p}} order by deleted_at, {d.by_text('tombstone_id')}"), (user_id,)
+        )
+
+    async def tombstones_for(self, user_id: str, memory_ids: Sequence[str]) -> list[Tombstone]:
+        if not memory_ids:
+            return []
+        d = self.dialect
+        in_ids, id_params = d.in_list("memory_id", memory_ids)
+        return await self._tombstones(
+            d.sql(f"user_id = {{p}} and {in_ids} order by deleted_at, {d.by_text('tombstone_id')}"),
+            (user_id, *id_params),
+        )
