@@ -11,9 +11,8 @@ committed (or rolled back) before the snapshot, and whatever commits later has a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory
 from pocketmem.store.base import IndexedText
 from pocketmem.store.postgres.records import MEMORY_COLUMN_LIST, lexemes, memory_params, parse_vector, vector_text
@@ -22,10 +21,7 @@ from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
 
 class SyncQueries(SharedSyncQueries):
     _sync_column = "sync_txid"
-
-    if TYPE_CHECKING:
-
-        async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None: ...
+    _row_key = "id"
 
     # -- reads ----------------------------------------------------------------------------------
     async def change_marker(self) -> str:
@@ -45,35 +41,22 @@ class SyncQueries(SharedSyncQueries):
     async def _quiet(self, on: bool) -> None:
         await self._exec("select set_config('pocketmem.quiet', %s, true)", ("on" if on else "off",))
 
-    async def upsert_memory(
-        self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
+    async def _overwrite_copy(
+        self, key: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
     ) -> None:
-        if not record_change:
-            await self._quiet(True)
-        try:
-            owner = await self._one("select user_id from memories where id = %s", (memory.id,))
-            if owner is None:
-                if vector is None:
-                    raise StoreError(f"memory {memory.id} needs a vector to be inserted")
-                await self.insert_memory(memory, vector, text)
-                return
-            if owner[0] != memory.user_id:
-                raise StoreError(f"memory id {memory.id} belongs to another user")
-            columns = MEMORY_COLUMN_LIST[2:]
-            values: list[Any] = list(memory_params(memory))[2:]
-            assignments = [f"{c} = %s" for c in columns]
-            assignments += ["terms = %s", "keyword_terms = %s", "lexemes = array_to_tsvector(%s::text[])"]
-            values += [text.terms, text.keyword_terms, lexemes(memory.user_id, text.terms, text.keyword_terms)]
-            if vector is not None:
-                assignments.append("embedding = %s::vector")
-                values.append(vector_text(vector))
-            await self._exec(
-                f"update memories set {', '.join(assignments)} where id = %s and user_id = %s",
-                (*values, memory.id, memory.user_id),
-            )
-        finally:
-            if not record_change:
-                await self._quiet(False)
+        """The user's row rewritten from a copy, keyword columns and vector included."""
+        columns = MEMORY_COLUMN_LIST[2:]
+        values: list[Any] = list(memory_params(memory))[2:]
+        assignments = [f"{c} = %s" for c in columns]
+        assignments += ["terms = %s", "keyword_terms = %s", "lexemes = array_to_tsvector(%s::text[])"]
+        values += [text.terms, text.keyword_terms, lexemes(memory.user_id, text.terms, text.keyword_terms)]
+        if vector is not None:
+            assignments.append("embedding = %s::vector")
+            values.append(vector_text(vector))
+        await self._exec(
+            f"update memories set {', '.join(assignments)} where id = %s and user_id = %s",
+            (*values, key, memory.user_id),
+        )
 
     async def remove_memory(self, user_id: str, memory_id: str) -> bool:
         count = await self._exec("delete from memories where id = %s and user_id = %s", (memory_id, user_id))

@@ -13,6 +13,7 @@ from pocketmem.base.models import EventKind, Memory, Status
 from pocketmem.store.base import BrowseFilter
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.dialect import Dialect
+from pocketmem.store.sql.profile import listing_where
 from pocketmem.store.sql.queries import Queries
 
 # Each order ends with the insertion order ({tie}) so a page is stable; "importance" is the order of the
@@ -26,26 +27,14 @@ _ORDERS = {
 
 
 def browse_where(d: Dialect, user_id: str, flt: BrowseFilter) -> tuple[str, list[Any]]:
-    in_statuses, params = d.in_list("status", flt.statuses)
-    where, params = [d.sql("user_id = {p}"), in_statuses], [user_id, *params]
-    if flt.category is not None:
-        where.append(d.sql("category = {p}"))
-        params.append(flt.category.value)
+    clause, params = listing_where(d, user_id, flt.statuses, flt.category, flt.text, flt.since, flt.until)
+    where = [clause]
     if flt.core is not None:
         where.append(d.sql("persistence >= {p}" if flt.core else "persistence < {p}"))
         params.append(CORE_PERSISTENCE)
     if flt.source is not None:
         where.append(d.sql("source = {p}"))
         params.append(flt.source)
-    if flt.since is not None:
-        where.append(d.sql("created_at >= {p}"))
-        params.append(d.ts(flt.since))
-    if flt.until is not None:
-        where.append(d.sql("created_at < {p}"))
-        params.append(d.ts(flt.until))
-    if flt.text:
-        where.append(f"({d.contains('content')} or {d.contains('keywords', json=True)})")
-        params.extend([flt.text, flt.text])
     return " and ".join(where), params
 
 
@@ -72,33 +61,29 @@ class BrowseQueries(Queries):
             page = f"{d.tie_break} in (select {d.tie_break} from memories where {page}) order by {order}"
         return await self._memories(page, (*params, flt.limit, flt.offset)), int(total)
 
+    async def _per_day(
+        self, table: str, key: str, user_id: str, since: datetime, in_list: tuple[str, list[Any]]
+    ) -> list[tuple[str, str, int]]:
+        """(UTC day, key, rows) of the user's rows in `table` created since `since`, within `in_list`."""
+        d = self.dialect
+        rows = await self._all(
+            d.sql(
+                f"select {d.day_of('created_at')}, {key}, count(*) from {table} "
+                f"where user_id = {{p}} and created_at >= {{p}} and {in_list[0]} group by 1, 2"
+            ),
+            (user_id, d.ts(since), *in_list[1]),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
     async def created_per_day(
         self, user_id: str, since: datetime, statuses: Sequence[Status]
     ) -> list[tuple[str, str, int]]:
-        d = self.dialect
-        in_statuses, status_params = d.in_list("status", statuses)
-        rows = await self._all(
-            d.sql(
-                f"select {d.day_of('created_at')}, category, count(*) from memories "
-                f"where user_id = {{p}} and {in_statuses} and created_at >= {{p}} group by 1, 2"
-            ),
-            (user_id, *status_params, d.ts(since)),
-        )
-        return [(r[0], r[1], int(r[2])) for r in rows]
+        return await self._per_day("memories", "category", user_id, since, self.dialect.in_list("status", statuses))
 
     async def events_per_day(
         self, user_id: str, kinds: Sequence[EventKind], since: datetime
     ) -> list[tuple[str, str, int]]:
-        d = self.dialect
-        in_kinds, kind_params = d.in_list("kind", kinds)
-        rows = await self._all(
-            d.sql(
-                f"select {d.day_of('created_at')}, kind, count(*) from memory_events "
-                f"where user_id = {{p}} and created_at >= {{p}} and {in_kinds} group by 1, 2"
-            ),
-            (user_id, d.ts(since), *kind_params),
-        )
-        return [(r[0], r[1], int(r[2])) for r in rows]
+        return await self._per_day("memory_events", "kind", user_id, since, self.dialect.in_list("kind", kinds))
 
     async def importance_histogram(self, user_id: str, buckets: int) -> list[tuple[int, int]]:
         # Every active memory through the importance index, less the (few) core ones: no scan of the table.

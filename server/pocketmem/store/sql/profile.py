@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pocketmem.base.models import Category, Memory, ProfileRevision
+from pocketmem.base.models import Category, Memory, ProfileRevision, Status
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
 
@@ -19,25 +19,39 @@ if TYPE_CHECKING:
 _PROFILE_REVISION_COLUMNS = "id, user_id, section, previous, new, source, created_at"
 
 
+def listing_where(
+    d: Dialect,
+    user_id: str,
+    statuses: Sequence[Status],
+    category: Category | None,
+    text: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> tuple[str, list[Any]]:
+    """The where clause of a listing of the user's memories: statuses, category, text, creation window."""
+    in_statuses, params = d.in_list("status", statuses)
+    where, params = [d.sql("user_id = {p}"), in_statuses], [user_id, *params]
+    if category is not None:
+        where.append(d.sql("category = {p}"))
+        params.append(category.value)
+    if text:
+        where.append(f"({d.contains('content')} or {d.contains('keywords', json=True)})")
+        params.extend([text, text])
+    if since is not None:
+        where.append(d.sql("created_at >= {p}"))
+        params.append(d.ts(since))
+    if until is not None:
+        where.append(d.sql("created_at < {p}"))
+        params.append(d.ts(until))
+    return " and ".join(where), params
+
+
 def memory_filter_clause(
     d: Dialect, user_id: str, flt: MemoryFilter, *, with_category: bool = True
 ) -> tuple[str, list[Any]]:
     """The where clause of a memory listing (shared by list_memories and category_counts)."""
-    in_statuses, params = d.in_list("status", flt.statuses)
-    where, params = [d.sql("user_id = {p}"), in_statuses], [user_id, *params]
-    if with_category and flt.category is not None:
-        where.append(d.sql("category = {p}"))
-        params.append(flt.category.value)
-    if flt.text:
-        where.append(f"({d.contains('content')} or {d.contains('keywords', json=True)})")
-        params.extend([flt.text, flt.text])
-    if flt.since is not None:
-        where.append(d.sql("created_at >= {p}"))
-        params.append(d.ts(flt.since))
-    if flt.until is not None:
-        where.append(d.sql("created_at < {p}"))
-        params.append(d.ts(flt.until))
-    return " and ".join(where), params
+    category = flt.category if with_category else None
+    return listing_where(d, user_id, flt.statuses, category, flt.text, flt.since, flt.until)
 
 
 def _json(value: Any) -> str:

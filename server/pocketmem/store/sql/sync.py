@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory, Tombstone
+from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.trash import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
 
@@ -31,10 +33,15 @@ def parse_key(key: str | None) -> tuple[int, str]:
 
 class SyncQueries(Queries):
     _sync_column: ClassVar[str]  # the change order's column, in memories and memory_tombstones
+    _row_key: ClassVar[str]  # the column that finds a memory's row again: rowid, or its id
 
     if TYPE_CHECKING:
 
         async def _quiet(self, on: bool) -> None: ...
+        async def _overwrite_copy(
+            self, key: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
+        ) -> None: ...
+        async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None: ...
 
     def _page(self, id_column: str, since: str | None, after: str | None) -> tuple[str, list[Any]]:
         """The where clause of a page of changes at or after `since`, past the key `after`."""
@@ -79,6 +86,28 @@ class SyncQueries(Queries):
             ),
             (key, value),
         )
+
+    async def upsert_memory(
+        self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
+    ) -> None:
+        """Insert a memory copied from elsewhere, or overwrite the user's copy (never another user's)."""
+        if not record_change:
+            await self._quiet(True)
+        try:
+            row = await self._one(
+                self.dialect.sql(f"select user_id, {self._row_key} from memories where id = {{p}}"), (memory.id,)
+            )
+            if row is None:
+                if vector is None:
+                    raise StoreError(f"memory {memory.id} needs a vector to be inserted")
+                await self.insert_memory(memory, vector, text)
+                return
+            if row[0] != memory.user_id:
+                raise StoreError(f"memory id {memory.id} belongs to another user")
+            await self._overwrite_copy(row[1], memory, vector, text)
+        finally:
+            if not record_change:
+                await self._quiet(False)
 
     async def upsert_tombstone(self, tombstone: Tombstone, *, record_change: bool = True) -> bool:
         """Insert a tombstone, or fill in the restore, purge and sync times it gained elsewhere."""

@@ -67,25 +67,22 @@ class TrashQueries(Queries):
         )
         return count > 0
 
-    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
+    async def _stamp_once(self, column: str, user_id: str, memory_id: str, when: datetime) -> None:
+        """Set a time on the memory's tombstones that do not have it yet (restored_at, purged_at)."""
         d = self.dialect
         await self._exec(
             d.sql(
-                "update memory_tombstones set restored_at = {p} where user_id = {p} and memory_id = {p} "
-                "and restored_at is null"
+                f"update memory_tombstones set {column} = {{p}} where user_id = {{p}} and memory_id = {{p}} "
+                f"and {column} is null"
             ),
             (d.ts(when), user_id, memory_id),
         )
 
+    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None:
+        await self._stamp_once("restored_at", user_id, memory_id, when)
+
     async def _mark_purged(self, user_id: str, memory_id: str, when: datetime) -> None:
-        d = self.dialect
-        await self._exec(
-            d.sql(
-                "update memory_tombstones set purged_at = {p} where user_id = {p} and memory_id = {p} "
-                "and purged_at is null"
-            ),
-            (d.ts(when), user_id, memory_id),
-        )
+        await self._stamp_once("purged_at", user_id, memory_id, when)
 
     async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
         return await self._tombstones(

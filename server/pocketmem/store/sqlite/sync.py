@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory
 from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
@@ -21,13 +20,13 @@ if TYPE_CHECKING:
 
 class SyncQueries(SharedSyncQueries):
     _sync_column = "sync_seq"
+    _row_key = "rowid"
     _memory_params: Callable[[Memory], tuple[Any, ...]]
     _vectors: bool
 
     if TYPE_CHECKING:
 
         async def _rowid(self, user_id: str, memory_id: str) -> int | None: ...
-        async def insert_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> None: ...
         def _pack(self, vector: Sequence[float]) -> bytes: ...
         async def _count_terms(self, user_id: str, old: IndexedText | None, new: IndexedText | None) -> None: ...
         async def _indexed_row(self, rowid: int) -> IndexedText | None: ...
@@ -52,44 +51,26 @@ class SyncQueries(SharedSyncQueries):
     async def _quiet(self, on: bool) -> None:
         await self._exec("update sync_clock set quiet = ?", (1 if on else 0,))
 
-    async def upsert_memory(
-        self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
+    async def _overwrite_copy(
+        self, key: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
     ) -> None:
-        if not record_change:
-            await self._quiet(True)
-        try:
-            row = await self._one("select rowid, user_id from memories where id = ?", (memory.id,))
-            if row is None:
-                if vector is None:
-                    raise StoreError(f"memory {memory.id} needs a vector to be inserted")
-                await self.insert_memory(memory, vector, text)
-                return
-            rowid, owner = row
-            if owner != memory.user_id:
-                raise StoreError(f"memory id {memory.id} belongs to another user")
-            columns = [c.strip() for c in self._memory_columns.split(",")][2:]
-            values = list(self._memory_params(memory))[2:]
+        """The user's row `key` (its rowid) rewritten from a copy, with its keyword and vector rows."""
+        rowid = key
+        columns = [c.strip() for c in self._memory_columns.split(",")][2:]
+        values = list(self._memory_params(memory))[2:]
+        if vector is not None:
+            columns.append("embedding")
+            values.append(self._pack(vector))
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        await self._exec(f"update memories set {assignments} where rowid = ?", (*values, rowid))
+        await self._count_terms(memory.user_id, await self._indexed_row(rowid), text)
+        await self._exec(
+            "update memories_fts set terms = ?, keywords = ? where rowid = ?", (text.terms, text.keyword_terms, rowid)
+        )
+        if self._vectors:
+            await self._exec("update memory_vectors set status = ? where rowid = ?", (memory.status.value, rowid))
             if vector is not None:
-                columns.append("embedding")
-                values.append(self._pack(vector))
-            assignments = ", ".join(f"{c} = ?" for c in columns)
-            await self._exec(f"update memories set {assignments} where rowid = ?", (*values, rowid))
-            await self._count_terms(memory.user_id, await self._indexed_row(rowid), text)
-            await self._exec(
-                "update memories_fts set terms = ?, keywords = ? where rowid = ?",
-                (text.terms, text.keyword_terms, rowid),
-            )
-            if self._vectors:
-                await self._exec(
-                    "update memory_vectors set status = ? where rowid = ?", (memory.status.value, rowid)
-                )
-                if vector is not None:
-                    await self._exec(
-                        "update memory_vectors set embedding = ? where rowid = ?", (self._pack(vector), rowid)
-                    )
-        finally:
-            if not record_change:
-                await self._quiet(False)
+                await self._exec("update memory_vectors set embedding = ? where rowid = ?", (self._pack(vector), rowid))
 
     async def remove_memory(self, user_id: str, memory_id: str) -> bool:
         rowid = await self._rowid(user_id, memory_id)
