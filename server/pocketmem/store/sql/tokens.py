@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pocketmem.base.models import ApiToken
 from pocketmem.store.sql.dialect import Dialect
+from pocketmem.store.sql.queries import Queries
 
 TOKEN_COLUMNS = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
 
@@ -25,16 +26,8 @@ def token_from_row(row: Sequence[Any], dialect: Dialect) -> ApiToken:
     )
 
 
-class TokenQueries:
+class TokenQueries(Queries):
     """Reads and writes of `api_tokens`; mixed into each backend's transaction class."""
-
-    dialect: Dialect
-
-    if TYPE_CHECKING:
-
-        async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-        async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
     async def get_token(self, token_id: str) -> ApiToken | None:
         d = self.dialect
