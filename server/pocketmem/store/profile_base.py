@@ -1,8 +1,8 @@
 """The store interface of the profile layer (seed 004): persona and identity sections, their revisions, the
 text last written to each Markdown file, and the counts and orders the profile and listing need.
 
-Part of StoreReader / StoreWriter (store/base.py); each backend implements it in its own profile module
-(store/sqlite/profile.py, store/postgres/profile.py). Rows in, rows out: no policy here.
+Part of StoreReader / StoreWriter (store/base.py); implemented once for both backends in store/sql/profile.py.
+Rows in, rows out: no policy here.
 """
 
 from __future__ import annotations
