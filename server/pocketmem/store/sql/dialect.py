@@ -6,10 +6,13 @@ placeholder; times go through `dialect.ts` (to the column) and `dialect.dt` (fro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from pocketmem.core.instants import encode as to_iso
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,12 @@ class Dialect:
     placeholder: str  # "?" (SQLite) or "%s" (psycopg)
     to_column: Callable[[datetime], Any]  # a time as the column stores it
     from_column: Callable[[Any], datetime]  # and back, as an aware UTC datetime
+    # For the row mappers and the memory queries (store/sql/records.py, store/sql/memories.py):
+    parsed_json: bool = False  # the driver hands JSON columns back decoded (psycopg's jsonb)
+    json_cast: str = ""  # after a JSON parameter's placeholder ("::jsonb")
+    arrays: bool = False  # an in-list is one array parameter (`= any(%s)`), not one placeholder per value
+    row_order: str = "rowid"  # the insertion-order column, where equal times need a tie-break
+    owner_prefix: str = "+"  # before `user_id` beside a lookup by id: SQLite's `+` keeps the primary key's plan
 
     def sql(self, text: str) -> str:
         """`text` with every `{p}` replaced by the placeholder."""
@@ -32,3 +41,29 @@ class Dialect:
 
     def dt(self, value: Any) -> datetime | None:
         return self.from_column(value) if value is not None else None
+
+    def to_json(self, value: Any) -> str:
+        """A JSON parameter's value (text; PostgreSQL casts it with `json_cast`)."""
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    def from_json(self, value: Any) -> Any:
+        return value if self.parsed_json else json.loads(value)
+
+    def iso(self, value: Any) -> str | None:
+        """A stored instant as ISO 8601 text."""
+        return to_iso(self.from_column(value)) if value is not None else None
+
+    def in_list(self, column: str, values: Iterable[Any]) -> tuple[str, tuple[Any, ...]]:
+        """`column` is one of `values`: the condition and its parameters (enums as their values)."""
+        plain = [getattr(v, "value", v) for v in values]
+        if self.arrays:
+            return f"{column} = any({self.placeholder})", (plain,)
+        return f"{column} in ({self.placeholders(len(plain))})", tuple(plain)
+
+    def owner(self, column: str = "user_id") -> str:
+        """The owner column beside a lookup by id (see `owner_prefix`)."""
+        return f"{self.owner_prefix}{column}"
+
+    def index_hint(self, index: str) -> str:
+        """`indexed by <index> ` where the backend takes such a hint (SQLite), else nothing."""
+        return f"indexed by {index} " if self.name == "sqlite" else ""
