@@ -45,51 +45,14 @@ USER_COLUMNS = "user_id, display_name, identity_confirmed, persona, created_at, 
 
 # Columns holding instants, wherever they appear (converted by the dialect's time codec).
 TIME_FIELDS = frozenset(
-    {
-        "created_at",
-        "updated_at",
-        "valid_from",
-        "valid_until",
-        "last_active_at",
-        "deleted_at",
-        "purge_at",
-        "expires_at",
-        "due_at",
-        "remind_at",
-        "completed_at",
-        "cooldown_until",
-        "cloud_synced_at",
-        "restored_at",
-        "purged_at",
-        "last_used_at",
-    }
+    "created_at updated_at valid_from valid_until last_active_at deleted_at purge_at expires_at due_at remind_at "
+    "completed_at cooldown_until cloud_synced_at restored_at purged_at last_used_at".split()
 )
 # What update_memory may change; content, status and the index go through their own methods.
 MEMORY_UPDATABLE = frozenset(
-    {
-        "category",
-        "keywords",
-        "emotion",
-        "info",
-        "persistence",
-        "judge",
-        "info_importance",
-        "time_coef",
-        "importance",
-        "confidence",
-        "source",
-        "source_ref",
-        "updated_at",
-        "valid_from",
-        "valid_until",
-        "last_active_at",
-        "use_count",
-        "supersedes",
-        "expires_at",
-        "due_at",
-        "remind_at",
-        "completed_at",
-    }
+    "category keywords emotion info persistence judge info_importance time_coef importance confidence source "
+    "source_ref updated_at valid_from valid_until last_active_at use_count supersedes expires_at due_at remind_at "
+    "completed_at".split()
 )
 PENDING_UPDATABLE = frozenset({"status", "cooldown_until", "memory_id", "updated_at"})
 
