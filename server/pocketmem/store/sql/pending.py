@@ -11,9 +11,9 @@ from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.records import (
     PENDING_COLUMNS,
     PENDING_UPDATABLE,
-    column_value,
     pending_from_row,
     pending_params,
+    set_clause,
 )
 
 
@@ -77,12 +77,9 @@ class PendingQueries:
         )
 
     async def update_pending(self, user_id: str, pending_id: str, **fields: Any) -> None:
-        unknown = set(fields) - PENDING_UPDATABLE
-        if unknown:
-            raise ValueError(f"not updatable here: {sorted(unknown)}")
         d = self.dialect
-        assignments = ", ".join(f"{key} = {d.placeholder}" for key in fields)
+        assignments, values = set_clause(fields, PENDING_UPDATABLE, d)
         await self._exec(
             d.sql(f"update memory_pending set {assignments} where id = {{p}} and {d.owner()} = {{p}}"),
-            (*(column_value(k, v, d) for k, v in fields.items()), pending_id, user_id),
+            (*values, pending_id, user_id),
         )

@@ -68,6 +68,15 @@ def column_value(key: str, value: Any, d: Dialect) -> Any:
     return value
 
 
+def set_clause(fields: dict[str, Any], allowed: frozenset[str], d: Dialect) -> tuple[str, tuple[Any, ...]]:
+    """`a = ?, b = ?` for the fields of an update, and their values as the columns store them."""
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"not updatable here: {sorted(unknown)}")
+    values = tuple(column_value(key, value, d) for key, value in fields.items())
+    return ", ".join(f"{key} = {d.placeholder}" for key in fields), values
+
+
 def memory_from_row(row: Sequence[Any], d: Dialect) -> Memory:
     try:
         return _decode_memory(row, d)

@@ -14,7 +14,7 @@ from pocketmem.base.errors import StoreError
 from pocketmem.base.models import DeleteReason, Memory, Status
 from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.dialect import Dialect
-from pocketmem.store.sql.records import MEMORY_COLUMNS, MEMORY_UPDATABLE, column_value, memory_params
+from pocketmem.store.sql.records import MEMORY_COLUMNS, MEMORY_UPDATABLE, memory_params, set_clause
 
 # An index column written with a memory: (column, its value's SQL with `{p}`, the parameter).
 IndexColumn = tuple[str, str, Any]
@@ -53,14 +53,11 @@ class MemoryWrites:
         await self._indexed_insert(ref, memory, vector, text)
 
     async def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
-        unknown = set(fields) - MEMORY_UPDATABLE
-        if unknown:
-            raise ValueError(f"not updatable here: {sorted(unknown)}")
         d = self.dialect
-        assignments = ", ".join(f"{key} = {d.placeholder}" for key in fields)
+        assignments, values = set_clause(fields, MEMORY_UPDATABLE, d)
         await self._exec(
             d.sql(f"update memories set {assignments} where id = {{p}} and {d.owner()} = {{p}}"),
-            (*(column_value(k, v, d) for k, v in fields.items()), memory_id, user_id),
+            (*values, memory_id, user_id),
         )
 
     async def replace_content(
