@@ -37,5 +37,5 @@ POSTGRES = Dialect(
     json_cast="::jsonb",
     arrays=True,
     row_order="seq",
-    owner_prefix="",
+    planner_hints=False,
 )

@@ -26,7 +26,7 @@ class Dialect:
     json_cast: str = ""  # after a JSON parameter's placeholder ("::jsonb")
     arrays: bool = False  # an in-list is one array parameter (`= any(%s)`), not one placeholder per value
     row_order: str = "rowid"  # the insertion-order column, where equal times need a tie-break
-    owner_prefix: str = "+"  # before `user_id` beside a lookup by id: SQLite's `+` keeps the primary key's plan
+    planner_hints: bool = True  # SQLite's: `+user_id` beside a lookup by id, `indexed by` an index
 
     def sql(self, text: str) -> str:
         """`text` with every `{p}` replaced by the placeholder."""
@@ -60,10 +60,10 @@ class Dialect:
             return f"{column} = any({self.placeholder})", (plain,)
         return f"{column} in ({self.placeholders(len(plain))})", tuple(plain)
 
-    def owner(self, column: str = "user_id") -> str:
-        """The owner column beside a lookup by id (see `owner_prefix`)."""
-        return f"{self.owner_prefix}{column}"
+    def owner(self) -> str:
+        """The owner column beside a lookup by id: SQLite's `+user_id` keeps the planner on the primary key."""
+        return "+user_id" if self.planner_hints else "user_id"
 
     def index_hint(self, index: str) -> str:
         """`indexed by <index> ` where the backend takes such a hint (SQLite), else nothing."""
-        return f"indexed by {index} " if self.name == "sqlite" else ""
+        return f"indexed by {index} " if self.planner_hints else ""
