@@ -1,11 +1,31 @@
-"""The PostgreSQL dialect: `%s` placeholders, times as timestamptz (UTC, millisecond precision)."""
+"""The PostgreSQL dialect: `%s` placeholders, times as timestamptz (UTC, millisecond precision), jsonb, arrays."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, overload
 
-from pocketmem.store.postgres.records import dt, ts
 from pocketmem.store.sql.dialect import Dialect
+
+
+@overload
+def ts(value: datetime) -> datetime: ...
+@overload
+def ts(value: None) -> None: ...
+def ts(value: datetime | None) -> datetime | None:
+    """What the store keeps of an instant: UTC, millisecond precision (as the SQLite backend)."""
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
+@overload
+def dt(value: datetime) -> datetime: ...
+@overload
+def dt(value: None) -> None: ...
+def dt(value: datetime | None) -> datetime | None:
+    return value.astimezone(UTC) if value is not None else None
 
 
 def _decoded(value: Any) -> Any:
@@ -30,4 +50,5 @@ POSTGRES = Dialect(
     least="least",
     greatest="greatest",
     narrow_page=False,
+    planner_hints=False,
 )

@@ -14,28 +14,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from pocketmem.base.models import (
     EventKind,
     Memory,
-    PendingItem,
-    PendingStatus,
     Status,
 )
-from pocketmem.store.base import IndexedText, MemoryFilter, StoreStats, StoreWriter
-from pocketmem.store.policy import CORE_PERSISTENCE
+from pocketmem.store.base import IndexedText, StoreWriter
 from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.records import (
     MEMORY_COLUMNS,
     PENDING_COLUMNS,
-    dt,
+    lexemes,
     memory_from_row,
     pending_from_row,
-    ts,
     tsquery_text,
     vector_text,
 )
@@ -44,10 +38,15 @@ from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
 from pocketmem.store.sql.browse import BrowseQueries
 from pocketmem.store.sql.events import EventQueries
+from pocketmem.store.sql.memories import MemoryReads
+from pocketmem.store.sql.operations import OperationQueries
+from pocketmem.store.sql.pending import PendingQueries
 from pocketmem.store.sql.profile import ProfileQueries, memory_filter_clause
 from pocketmem.store.sql.revisions import RevisionQueries
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
+from pocketmem.store.sql.users import UserQueries
+from pocketmem.store.sql.writes import IndexColumn, MemoryWrites
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
@@ -96,6 +95,11 @@ def per_user_locked(cls: type) -> type:
 
 @per_user_locked
 class PostgresTx(
+    MemoryReads,
+    MemoryWrites,
+    PendingQueries,
+    OperationQueries,
+    UserQueries,
     ProfileQueries,
     UpkeepQueries,
     SyncQueries,
@@ -156,63 +160,38 @@ class PostgresTx(
         async with self._conn.transaction():
             return await self._all(sql, params)
 
-    async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
-        rows = await self._all(f"select {MEMORY_COLUMNS} from memories where {where}", params)
-        return [memory_from_row(r) for r in rows]
+    _filter_clause = staticmethod(memory_filter_clause)
+
+    # -- the index columns of a memory (store/sql/writes.py): all in its own row ---------------
+    def _index_columns(self, user_id: str, vector: Sequence[float] | None, text: IndexedText) -> list[IndexColumn]:
+        return [
+            ("embedding", "{p}::vector", vector_text(vector) if vector is not None else None),
+            ("terms", "{p}", text.terms),
+            ("keyword_terms", "{p}", text.keyword_terms),
+            ("lexemes", "array_to_tsvector({p}::text[])", lexemes(user_id, text.terms, text.keyword_terms)),
+        ]
+
+    async def _insert_row(self, sql: str, params: Sequence[Any]) -> None:
+        await self._exec(sql, params)
+
+    async def _indexed_insert(
+        self, ref: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
+    ) -> None:
+        return None
+
+    async def _indexed_content(
+        self, user_id: str, memory_id: str, vector: Sequence[float], text: IndexedText
+    ) -> None:
+        return None
+
+    async def _indexed_status(self, user_id: str, memory_id: str, status: Status) -> None:
+        return None
 
     # -- reads ----------------------------------------------------------------------------------
-    async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
-        found = await self._memories("id = %s and user_id = %s", (memory_id, user_id))
-        return found[0] if found else None
-
-    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        if not memory_ids:
-            return []
-        by_id = {m.id: m for m in await self._memories("user_id = %s and id = any(%s)", (user_id, list(memory_ids)))}
-        return [by_id[i] for i in memory_ids if i in by_id]
-
-    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
-        found = await self._memories(
-            "user_id = %s and status = any(%s) and content_hash = %s limit 1",
-            (user_id, [str(s) for s in statuses], content_hash),
-        )
-        return found[0] if found else None
-
-    async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
-        found = await self._memories(
-            "user_id = %s and supersedes = %s and status in ('active', "
-            "'superseded') order by created_at desc, seq desc "
-            "limit 1",
-            (user_id, memory_id),
-        )
-        return found[0] if found else None
-
-    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
-        rows = await self._all(
-            "select seq, user_id, id, content, keywords from memories where embedding is null and seq > %s "
-            "order by seq limit %s",
-            (after, limit),
-        )
-        return [(int(r[0]), r[1], r[2], r[3], _keyword_list(r[4])) for r in rows]
 
     async def count_active(self, user_id: str) -> int:
         row = await self._one("select count(*) from memories where user_id = %s and status = 'active'", (user_id,))
         return int(row[0])
-
-    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        clause, params = memory_filter_clause(self.dialect, user_id, flt)
-        total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
-        order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
-        found = await self._memories(
-            f"{clause} order by {order}, seq desc limit %s offset %s", (*params, flt.limit, flt.offset)
-        )
-        return found, int(total)
-
-    async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
-        return await self._memories(
-            "user_id = %s and status = 'active' and persistence >= %s order by created_at, seq limit %s",
-            (user_id, CORE_PERSISTENCE, limit),
-        )
 
     async def vector_neighbours(
         self, user_id: str, vector: Sequence[float], k: int, statuses: Sequence[Status]
@@ -261,15 +240,6 @@ class PostgresTx(
             (query, user_id, [str(s) for s in statuses], k),
         )
         return [(r[0], float(r[1])) for r in rows]
-
-    async def memories_between(
-        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
-    ) -> list[Memory]:
-        return await self._memories(
-            "user_id = %s and status = any(%s) and valid_from >= %s and valid_from < %s "
-            "order by valid_from desc, seq desc limit %s",
-            (user_id, [str(s) for s in statuses], ts(start), ts(end), limit),
-        )
 
     async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
         if len(memory_ids) < 2:
@@ -348,97 +318,3 @@ class PostgresTx(
         total = counts.pop("", 0)
         return {t: n for t, n in counts.items() if n > 0}, total
 
-    async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
-        row = await self._one(
-            f"select {PENDING_COLUMNS} from memory_pending where id = %s and user_id = %s", (pending_id, user_id)
-        )
-        return pending_from_row(row) if row else None
-
-    async def list_pending(
-        self, user_id: str, statuses: Sequence[PendingStatus], limit: int, offset: int = 0
-    ) -> tuple[list[PendingItem], int]:
-        params = (user_id, [str(s) for s in statuses])
-        clause = "user_id = %s and status = any(%s)"
-        total = (await self._one(f"select count(*) from memory_pending where {clause}", params))[0]
-        rows = await self._all(
-            f"select {PENDING_COLUMNS} from memory_pending where {clause} order by created_at desc, seq desc "
-            "limit %s offset %s",
-            (*params, limit, offset),
-        )
-        return [pending_from_row(r) for r in rows], int(total)
-
-    async def due_pending(self, user_id: str, now: datetime, limit: int) -> list[PendingItem]:
-        rows = await self._all(
-            f"select {PENDING_COLUMNS} from memory_pending where user_id = %s and (status = 'pending' "
-            "or (status = 'snoozed' and cooldown_until <= %s)) order by created_at, seq limit %s",
-            (user_id, ts(now), limit),
-        )
-        return [pending_from_row(r) for r in rows]
-
-    async def find_pending_by_hash(self, user_id: str, content_hash: str) -> PendingItem | None:
-        row = await self._one(
-            f"select {PENDING_COLUMNS} from memory_pending where user_id = %s and content_hash = %s "
-            "and status in ('pending', 'snoozed') limit 1",
-            (user_id, content_hash),
-        )
-        return pending_from_row(row) if row else None
-
-    async def operation_result(self, user_id: str, operation_id: str) -> tuple[str, dict[str, Any]] | None:
-        row = await self._one(
-            "select request_hash, result from memory_operations where user_id = %s and operation_id = %s",
-            (user_id, operation_id),
-        )
-        return (row[0], row[1]) if row else None
-
-    async def stats(self, user_id: str) -> StoreStats:
-        out = StoreStats()
-        for status, count in await self._all(
-            "select status, count(*) from memories where user_id = %s group by status", (user_id,)
-        ):
-            out.by_status[status] = count
-        for category, count in await self._all(
-            "select category, count(*) from memories where user_id = %s and status = 'active' group by category",
-            (user_id,),
-        ):
-            out.by_category[category] = count
-        row = await self._one(
-            "select count(*) filter (where persistence >= %s), min(created_at), max(created_at) from memories "
-            "where user_id = %s and status = 'active'",
-            (CORE_PERSISTENCE, user_id),
-        )
-        out.core, out.oldest, out.newest = row[0], dt(row[1]), dt(row[2])
-        counts = await self._one(
-            "select (select count(*) from memory_pending where user_id = %s and status in ('pending', 'snoozed')), "
-            "(select count(*) from memory_tombstones where user_id = %s), "
-            "(select count(*) from memory_revisions where user_id = %s), "
-            "(select count(*) from memory_events where user_id = %s)",
-            (user_id, user_id, user_id, user_id),
-        )
-        out.pending, out.tombstones, out.revisions, out.events = counts
-        return out
-
-    async def get_user(self, user_id: str) -> dict[str, Any] | None:
-        row = await self._one(
-            "select user_id, display_name, identity_confirmed, persona, created_at, updated_at from users "
-            "where user_id = %s",
-            (user_id,),
-        )
-        if row is None:
-            return None
-        return {
-            "user_id": row[0],
-            "display_name": row[1],
-            "identity_confirmed": bool(row[2]),
-            "persona": row[3],
-            "created_at": _iso(row[4]),
-            "updated_at": _iso(row[5]),
-        }
-
-def _iso(value: datetime | None) -> str | None:
-    from pocketmem.core.instants import encode as to_iso
-
-    return to_iso(value) if value is not None else None
-
-
-def _keyword_list(value: Any) -> list[str]:
-    return list(json.loads(value)) if isinstance(value, str) else list(value or [])

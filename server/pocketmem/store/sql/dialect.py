@@ -13,6 +13,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from pocketmem.core.instants import encode as to_iso
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -49,6 +51,7 @@ class Dialect:
     least: str  # the smaller of two values: "min" or "least"
     greatest: str  # "max" or "greatest"
     narrow_page: bool  # page a listing by its tie-break ids first (SQLite: skips index entries, not rows)
+    planner_hints: bool  # SQLite's: `+user_id` beside a lookup by id, `indexed by` an index
 
     def in_list(self, column: str, values: Sequence[Any], *, negate: bool = False) -> tuple[str, list[Any]]:
         """`column in (values)` (or not in) and its parameters; an empty list matches nothing (or everything)."""
@@ -79,6 +82,23 @@ class Dialect:
 
     def clamp(self, value: str, low: str, high: str) -> str:
         return f"{self.least}({self.greatest}({value}, {low}), {high})"
+
+
+    def to_json(self, value: Any) -> str:
+        """A JSON parameter's value (text; PostgreSQL casts it with `json_cast`)."""
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    def iso(self, value: Any) -> str | None:
+        """A stored instant as ISO 8601 text."""
+        return to_iso(self.from_column(value)) if value is not None else None
+
+    def owner(self) -> str:
+        """The owner column beside a lookup by id: SQLite's `+user_id` keeps the planner on the primary key."""
+        return "+user_id" if self.planner_hints else "user_id"
+
+    def index_hint(self, index: str) -> str:
+        """`indexed by <index> ` where the backend takes such a hint (SQLite), else nothing."""
+        return f"indexed by {index} " if self.planner_hints else ""
 
 
 def json_text(value: Any) -> str:

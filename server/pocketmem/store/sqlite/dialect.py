@@ -24,4 +24,5 @@ SQLITE = Dialect(
     least="min",
     greatest="max",
     narrow_page=True,
+    planner_hints=True,
 )

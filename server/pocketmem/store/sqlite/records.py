@@ -1,31 +1,32 @@
-"""Row <-> record conversions and column lists shared by the SQLite backend's query modules."""
+"""The SQLite backend's value helpers, and the shared row mappers (store/sql/records.py) bound to its
+dialect for the query modules that take a row alone."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from pocketmem.base.models import DeleteReason, Event, EventKind, Revision, Tombstone, Usage
-from pocketmem.core.instants import decode as from_iso
-from pocketmem.core.instants import encode as to_iso
+from pocketmem.store.sql import records as shared
+from pocketmem.store.sql.records import EVENT_COLUMNS, REVISION_COLUMNS, TOMBSTONE_COLUMNS, USAGE_COLUMNS
+from pocketmem.store.sqlite.dialect import SQLITE
 
-TOMBSTONE_COLUMNS = (
-    "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
-    "purged_at"
-)
-REVISION_COLUMNS = "id, memory_id, user_id, previous_content, new_content, mode, reason, created_at"
-EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at"
-USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
+__all__ = ["EVENT_COLUMNS", "REVISION_COLUMNS", "TOMBSTONE_COLUMNS", "USAGE_COLUMNS"]
+
+tombstone_from_row = partial(shared.tombstone_from_row, d=SQLITE)
+tombstone_params = partial(shared.tombstone_params, d=SQLITE)
+revision_from_row = partial(shared.revision_from_row, d=SQLITE)
+revision_params = partial(shared.revision_params, d=SQLITE)
+event_from_row = partial(shared.event_from_row, d=SQLITE)
+usage_from_row = partial(shared.usage_from_row, d=SQLITE)
 
 
 def ts(value: datetime | None) -> str | None:
-    return to_iso(value) if value is not None else None
+    return SQLITE.ts(value)
 
 
 def dt(value: str | None) -> datetime | None:
-    return from_iso(value) if value is not None else None
+    return SQLITE.dt(value)
 
 
 def placeholders(n: int) -> str:
@@ -33,83 +34,5 @@ def placeholders(n: int) -> str:
 
 
 def payload_text(payload: dict[str, Any] | None) -> str:
-    return json.dumps(payload or {}, ensure_ascii=False, default=str)
+    return SQLITE.to_json(payload or {})
 
-
-def tombstone_from_row(r: Sequence[Any]) -> Tombstone:
-    return Tombstone(
-        tombstone_id=r[0],
-        memory_id=r[1],
-        user_id=r[2],
-        deleted_at=from_iso(r[3]),
-        purge_at=dt(r[4]),
-        reason=DeleteReason(r[5]),
-        cloud_synced_at=dt(r[6]),
-        payload_hash=r[7],
-        restored_at=dt(r[8]),
-        purged_at=dt(r[9]),
-    )
-
-
-def tombstone_params(t: Tombstone) -> tuple[Any, ...]:
-    return (
-        t.tombstone_id,
-        t.memory_id,
-        t.user_id,
-        to_iso(t.deleted_at),
-        ts(t.purge_at),
-        t.reason.value,
-        ts(t.cloud_synced_at),
-        t.payload_hash,
-        ts(t.restored_at),
-        ts(t.purged_at),
-    )
-
-
-def revision_from_row(r: Sequence[Any]) -> Revision:
-    return Revision(
-        id=r[0],
-        memory_id=r[1],
-        user_id=r[2],
-        previous_content=r[3],
-        new_content=r[4],
-        mode=r[5],
-        reason=r[6],
-        created_at=from_iso(r[7]),
-    )
-
-
-def revision_params(r: Revision) -> tuple[Any, ...]:
-    return (
-        r.id,
-        r.memory_id,
-        r.user_id,
-        r.previous_content,
-        r.new_content,
-        r.mode,
-        r.reason,
-        to_iso(r.created_at),
-    )
-
-
-def event_from_row(r: Sequence[Any]) -> Event:
-    return Event(
-        id=r[0],
-        user_id=r[1],
-        kind=EventKind(r[2]),
-        memory_id=r[3],
-        operation_id=r[4],
-        payload=json.loads(r[5]),
-        created_at=from_iso(r[6]),
-    )
-
-
-def usage_from_row(r: Sequence[Any]) -> Usage:
-    return Usage(
-        user_id=r[0],
-        memory_id=r[1],
-        used_count=r[2],
-        last_used_at=dt(r[3]),
-        used_mark=r[4],
-        recalled_mark=r[5],
-    )

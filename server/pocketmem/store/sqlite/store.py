@@ -23,45 +23,47 @@ from typing import Any, TypeVar
 import aiosqlite
 import anyio
 
-from pocketmem.base.errors import StoreError, UnreadableRow
+from pocketmem.base.errors import StoreError
 from pocketmem.base.models import (
-    Category,
-    DeleteReason,
     EventKind,
     Memory,
     PendingItem,
-    PendingStatus,
-    Scores,
     Status,
 )
-from pocketmem.core.instants import decode as from_iso
-from pocketmem.core.instants import encode as to_iso
 from pocketmem.core.text import fts_match_expression
 from pocketmem.store.base import (
     IndexedText,
-    MemoryFilter,
     Store,
     StoreReader,
-    StoreStats,
     StoreWriter,
     term_deltas,
 )
-from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
+from pocketmem.store.policy import sql_time_coef
 from pocketmem.store.sql.browse import BrowseQueries
 from pocketmem.store.sql.events import EventQueries
+from pocketmem.store.sql.memories import MemoryReads
+from pocketmem.store.sql.operations import OperationQueries
+from pocketmem.store.sql.pending import PendingQueries
 from pocketmem.store.sql.profile import ProfileQueries, memory_filter_clause
+from pocketmem.store.sql.records import (
+    MEMORY_COLUMNS,
+    PENDING_COLUMNS,
+    memory_from_row,
+    memory_params,
+    pending_from_row,
+)
 from pocketmem.store.sql.revisions import RevisionQueries
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
+from pocketmem.store.sql.users import UserQueries
+from pocketmem.store.sql.writes import IndexColumn, MemoryWrites
 from pocketmem.store.sqlite import faults, instants_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.group import GroupCommitter
-from pocketmem.store.sqlite.records import dt as _dt
 from pocketmem.store.sqlite.records import placeholders as _placeholders
-from pocketmem.store.sqlite.records import ts as _ts
 from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
 
@@ -73,54 +75,8 @@ LOCK_RETRIES = 3
 # How long a write waits for other processes' writes before it fails as busy.
 WRITE_LOCK_TIMEOUT = 30.0
 
-_MEMORY_COLUMNS = (
-    "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
-    "importance, confidence, source, source_ref, created_at, updated_at, valid_from, valid_until, last_active_at, "
-    "use_count, status, deleted_at, purge_at, delete_reason, supersedes, expires_at, due_at, remind_at, "
-    "completed_at, content_hash, embed_model"
-)
-_TIME_FIELDS = {
-    "created_at",
-    "updated_at",
-    "valid_from",
-    "valid_until",
-    "last_active_at",
-    "deleted_at",
-    "purge_at",
-    "expires_at",
-    "due_at",
-    "remind_at",
-    "completed_at",
-    "cooldown_until",
-    "cloud_synced_at",
-    "restored_at",
-    "purged_at",
-    "last_used_at",
-}
-_UPDATABLE = {
-    "category",
-    "keywords",
-    "emotion",
-    "info",
-    "persistence",
-    "judge",
-    "info_importance",
-    "time_coef",
-    "importance",
-    "confidence",
-    "source",
-    "source_ref",
-    "updated_at",
-    "valid_from",
-    "valid_until",
-    "last_active_at",
-    "use_count",
-    "supersedes",
-    "expires_at",
-    "due_at",
-    "remind_at",
-    "completed_at",
-}
+_MEMORY_COLUMNS = MEMORY_COLUMNS
+_PENDING_COLUMNS = PENDING_COLUMNS
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:
@@ -132,135 +88,15 @@ def unpack_vector(blob: bytes) -> list[float]:
 
 
 def _memory(row: Sequence[Any]) -> Memory:
-    try:
-        return _decode_memory(row)
-    except ValueError as exc:  # UnreadableInstant, or a value of the wrong kind: name the row, not just the value
-        raise UnreadableRow("memories", str(row[1]), str(row[0]), str(exc)) from None
-
-
-def _decode_memory(row: Sequence[Any]) -> Memory:
-    (
-        id_,
-        user_id,
-        content,
-        category,
-        keywords,
-        emotion,
-        info,
-        persistence,
-        judge,
-        info_importance,
-        time_coef,
-        importance,
-        confidence,
-        source,
-        source_ref,
-        created_at,
-        updated_at,
-        valid_from,
-        valid_until,
-        last_active_at,
-        use_count,
-        status,
-        deleted_at,
-        purge_at,
-        delete_reason,
-        supersedes,
-        expires_at,
-        due_at,
-        remind_at,
-        completed_at,
-        content_hash,
-        embed_model,
-    ) = row
-    # model_construct: rows come from our own schema, and recall builds dozens of these per call.
-    return Memory.model_construct(
-        id=id_,
-        user_id=user_id,
-        content=content,
-        category=Category(category),
-        keywords=json.loads(keywords),
-        scores=Scores.model_construct(emotion=emotion, info=info, persistence=persistence, judge=judge),
-        info_importance=info_importance,
-        time_coef=time_coef,
-        importance=importance,
-        confidence=confidence,
-        source=source,
-        source_ref=source_ref,
-        created_at=from_iso(created_at),
-        updated_at=from_iso(updated_at),
-        valid_from=from_iso(valid_from),
-        valid_until=_dt(valid_until),
-        last_active_at=_dt(last_active_at),
-        use_count=use_count,
-        status=Status(status),
-        deleted_at=_dt(deleted_at),
-        purge_at=_dt(purge_at),
-        delete_reason=DeleteReason(delete_reason) if delete_reason else None,
-        supersedes=supersedes,
-        expires_at=_dt(expires_at),
-        due_at=_dt(due_at),
-        remind_at=_dt(remind_at),
-        completed_at=_dt(completed_at),
-        content_hash=content_hash,
-        embed_model=embed_model,
-    )
+    return memory_from_row(row, SQLITE)
 
 
 def _memory_params(memory: Memory) -> tuple[Any, ...]:
-    """The values of _MEMORY_COLUMNS for a memory, in order."""
-    return (
-        memory.id,
-        memory.user_id,
-        memory.content,
-        memory.category.value,
-        json.dumps(memory.keywords, ensure_ascii=False),
-        memory.scores.emotion,
-        memory.scores.info,
-        memory.scores.persistence,
-        memory.scores.judge,
-        memory.info_importance,
-        memory.time_coef,
-        memory.importance,
-        memory.confidence,
-        memory.source,
-        memory.source_ref,
-        to_iso(memory.created_at),
-        to_iso(memory.updated_at),
-        to_iso(memory.valid_from),
-        _ts(memory.valid_until),
-        _ts(memory.last_active_at),
-        memory.use_count,
-        memory.status.value,
-        _ts(memory.deleted_at),
-        _ts(memory.purge_at),
-        memory.delete_reason.value if memory.delete_reason else None,
-        memory.supersedes,
-        _ts(memory.expires_at),
-        _ts(memory.due_at),
-        _ts(memory.remind_at),
-        _ts(memory.completed_at),
-        memory.content_hash,
-        memory.embed_model,
-    )
+    return memory_params(memory, SQLITE)
 
 
 def _pending(row: Sequence[Any]) -> PendingItem:
-    id_, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at = row
-    return PendingItem(
-        id=id_,
-        user_id=user_id,
-        candidate=json.loads(candidate),
-        confidence=confidence,
-        status=PendingStatus(status),
-        cooldown_until=_dt(cooldown_until),
-        memory_id=memory_id,
-        created_at=from_iso(created_at),
-        updated_at=from_iso(updated_at),
-    )
-
-
-_PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
+    return pending_from_row(row, SQLITE)
 
 
 async def _rollback(conn: aiosqlite.Connection) -> None:
@@ -277,6 +113,11 @@ def _is_locked(exc: BaseException) -> bool:
 
 
 class SQLiteTx(
+    MemoryReads,
+    MemoryWrites,
+    PendingQueries,
+    OperationQueries,
+    UserQueries,
     ProfileQueries,
     UpkeepQueries,
     SyncQueries,
@@ -333,68 +174,54 @@ class SQLiteTx(
     fetch_all = _all
     rowid = _rowid
 
+    _filter_clause = staticmethod(memory_filter_clause)
+
+    # -- the index rows beside a memory (store/sql/writes.py) -----------------------------------
+    def _index_columns(self, user_id: str, vector: Sequence[float] | None, text: IndexedText) -> list[IndexColumn]:
+        return [("embedding", "{p}", pack_vector(vector) if vector is not None else None)]
+
+    async def _insert_row(self, sql: str, params: Sequence[Any]) -> int | None:
+        cursor = await self._db.execute(sql, params)
+        rowid = cursor.lastrowid
+        await cursor.close()
+        return rowid
+
+    async def _indexed_insert(
+        self, ref: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
+    ) -> None:
+        await self._exec(
+            "insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)", (ref, text.terms, text.keyword_terms)
+        )
+        await self._count_terms(memory.user_id, None, text)
+        if self._vectors and vector is not None:
+            await self._exec(
+                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
+                (ref, memory.user_id, memory.status.value, pack_vector(vector)),
+            )
+
+    async def _indexed_content(
+        self, user_id: str, memory_id: str, vector: Sequence[float], text: IndexedText
+    ) -> None:
+        rowid = await self._rowid(user_id, memory_id)
+        if rowid is None:
+            raise StoreError(f"memory {memory_id} vanished during the update")
+        await self._count_terms(user_id, await self._indexed_row(rowid), text)
+        await self._exec(
+            "update memories_fts set terms = ?, keywords = ? where rowid = ?", (text.terms, text.keyword_terms, rowid)
+        )
+        if self._vectors:
+            await self._exec("update memory_vectors set embedding = ? where rowid = ?", (pack_vector(vector), rowid))
+
+    async def _indexed_status(self, user_id: str, memory_id: str, status: Status) -> None:
+        if self._vectors:
+            rowid = await self._rowid(user_id, memory_id)
+            await self._exec("update memory_vectors set status = ? where rowid = ?", (status.value, rowid))
+
     # -- reads ----------------------------------------------------------------------------------
-    async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
-        row = await self._one(
-            f"select {_MEMORY_COLUMNS} from memories where id = ? and +user_id = ?", (memory_id, user_id)
-        )
-        return _memory(row) if row else None
-
-    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        if not memory_ids:
-            return []
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
-            (user_id, *memory_ids),
-        )
-        by_id = {row[0]: _memory(row) for row in rows}
-        return [by_id[i] for i in memory_ids if i in by_id]
-
-    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
-        row = await self._one(
-            f"select {_MEMORY_COLUMNS} from memories indexed by memories_by_hash where user_id = ? "
-            f"and status in ({_placeholders(len(statuses))}) and content_hash = ? limit 1",
-            (user_id, *statuses, content_hash),
-        )
-        return _memory(row) if row else None
-
-    async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
-        row = await self._one(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and supersedes = ? "
-            "and status in ('active', 'superseded') order by created_at desc limit 1",
-            (user_id, memory_id),
-        )
-        return _memory(row) if row else None
-
-    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
-        rows = await self._all(
-            "select rowid, user_id, id, content, keywords from memories where embedding is null and rowid > ? "
-            "order by rowid limit ?",
-            (after, limit),
-        )
-        return [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
 
     async def count_active(self, user_id: str) -> int:
         row = await self._one("select active from memory_counts where user_id = ?", (user_id,))
         return int(row[0]) if row else 0
-
-    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
-        clause, params = memory_filter_clause(self.dialect, user_id, flt)
-        total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
-        order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where {clause} order by {order}, rowid desc limit ? offset ?",
-            (*params, flt.limit, flt.offset),
-        )
-        return [_memory(r) for r in rows], int(total)
-
-    async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status = 'active' and persistence >= ? "
-            "order by created_at limit ?",
-            (user_id, CORE_PERSISTENCE, limit),
-        )
-        return [_memory(r) for r in rows]
 
     async def vector_neighbours(
         self, user_id: str, vector: Sequence[float], k: int, statuses: Sequence[Status]
@@ -428,16 +255,6 @@ class SQLiteTx(
         )
         # FTS5's bm25() is smaller for better matches; flip it so larger is better.
         return [(row[0], -float(row[1])) for row in rows]
-
-    async def memories_between(
-        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
-    ) -> list[Memory]:
-        rows = await self._all(
-            f"select {_MEMORY_COLUMNS} from memories where user_id = ? and status in ({_placeholders(len(statuses))}) "
-            "and valid_from >= ? and valid_from < ? order by valid_from desc limit ?",
-            (user_id, *statuses, to_iso(start), to_iso(end), limit),
-        )
-        return [_memory(r) for r in rows]
 
     async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
         if len(memory_ids) < 2:
@@ -543,139 +360,8 @@ class SQLiteTx(
         total = int(rows[0][1])
         return {row[0]: int(row[1]) for row in rows[1:]}, total
 
-    async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
-        row = await self._one(
-            f"select {_PENDING_COLUMNS} from memory_pending where id = ? and +user_id = ?", (pending_id, user_id)
-        )
-        return _pending(row) if row else None
-
-    async def list_pending(
-        self, user_id: str, statuses: Sequence[PendingStatus], limit: int, offset: int = 0
-    ) -> tuple[list[PendingItem], int]:
-        params = (user_id, *statuses)
-        clause = f"user_id = ? and status in ({_placeholders(len(statuses))})"
-        total = (await self._one(f"select count(*) from memory_pending where {clause}", params))[0]
-        rows = await self._all(
-            f"select {_PENDING_COLUMNS} from memory_pending where {clause} order by created_at desc limit ? offset ?",
-            (*params, limit, offset),
-        )
-        return [_pending(r) for r in rows], int(total)
-
-    async def due_pending(self, user_id: str, now: datetime, limit: int) -> list[PendingItem]:
-        rows = await self._all(
-            f"select {_PENDING_COLUMNS} from memory_pending where user_id = ? and (status = 'pending' "
-            "or (status = 'snoozed' and cooldown_until <= ?)) order by created_at limit ?",
-            (user_id, to_iso(now), limit),
-        )
-        return [_pending(r) for r in rows]
-
-    async def find_pending_by_hash(self, user_id: str, content_hash: str) -> PendingItem | None:
-        row = await self._one(
-            f"select {_PENDING_COLUMNS} from memory_pending where user_id = ? and content_hash = ? "
-            "and status in ('pending', 'snoozed') limit 1",
-            (user_id, content_hash),
-        )
-        return _pending(row) if row else None
-
-    async def operation_result(self, user_id: str, operation_id: str) -> tuple[str, dict[str, Any]] | None:
-        row = await self._one(
-            "select request_hash, result from memory_operations where user_id = ? and operation_id = ?",
-            (user_id, operation_id),
-        )
-        return (row[0], json.loads(row[1])) if row else None
-
-    async def stats(self, user_id: str) -> StoreStats:
-        out = StoreStats()
-        for status, count in await self._all(
-            "select status, count(*) from memories where user_id = ? group by status", (user_id,)
-        ):
-            out.by_status[status] = count
-        for category, count in await self._all(
-            "select category, count(*) from memories where user_id = ? and status = 'active' group by category",
-            (user_id,),
-        ):
-            out.by_category[category] = count
-        row = await self._one(
-            "select count(*), min(created_at), max(created_at) from memories "
-            "where user_id = ? and status = 'active' and persistence >= ?",
-            (user_id, CORE_PERSISTENCE),
-        )
-        out.core = row[0]
-        span = await self._one(
-            "select min(created_at), max(created_at) from memories where user_id = ? and status = 'active'", (user_id,)
-        )
-        for name, value in zip(("oldest", "newest"), span, strict=True):
-            try:
-                setattr(out, name, _dt(value))
-            except ValueError as exc:  # counted anyway; `pocketmem doctor` names the row
-                out.unreadable.append(f"{name} created_at: {exc}")
-        out.pending = (
-            await self._one(
-                "select count(*) from memory_pending where user_id = ? and status in ('pending', 'snoozed')", (user_id,)
-            )
-        )[0]
-        out.tombstones = (await self._one("select count(*) from memory_tombstones where user_id = ?", (user_id,)))[0]
-        out.revisions = (await self._one("select count(*) from memory_revisions where user_id = ?", (user_id,)))[0]
-        out.events = (await self._one("select count(*) from memory_events where user_id = ?", (user_id,)))[0]
-        return out
-
-    async def get_user(self, user_id: str) -> dict[str, Any] | None:
-        row = await self._one(
-            "select user_id, display_name, identity_confirmed, persona, created_at, updated_at from users "
-            "where user_id = ?",
-            (user_id,),
-        )
-        if row is None:
-            return None
-        return {
-            "user_id": row[0],
-            "display_name": row[1],
-            "identity_confirmed": bool(row[2]),
-            "persona": row[3],
-            "created_at": row[4],
-            "updated_at": row[5],
-        }
 
     # -- writes ---------------------------------------------------------------------------------
-    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
-        # No vector (the embedding endpoint was down): keyword-searchable now, embedded later (embed_queue.py).
-        blob = pack_vector(vector) if vector is not None else None
-        cursor = await self._db.execute(
-            f"insert into memories ({_MEMORY_COLUMNS}, embedding) values ({_placeholders(33)})",
-            (*_memory_params(memory), blob),
-        )
-        rowid = cursor.lastrowid
-        await cursor.close()
-        await self._exec(
-            "insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)",
-            (rowid, text.terms, text.keyword_terms),
-        )
-        await self._count_terms(memory.user_id, None, text)
-        if self._vectors and blob is not None:
-            await self._exec(
-                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
-                (rowid, memory.user_id, memory.status.value, blob),
-            )
-
-    async def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
-        unknown = set(fields) - _UPDATABLE
-        if unknown:
-            raise ValueError(f"not updatable here: {sorted(unknown)}")
-        assignments, params = [], []
-        for key, value in fields.items():
-            assignments.append(f"{key} = ?")
-            if key in _TIME_FIELDS:
-                params.append(_ts(value))
-            elif key == "keywords":
-                params.append(json.dumps(value, ensure_ascii=False))
-            elif isinstance(value, Category):
-                params.append(value.value)
-            else:
-                params.append(value)
-        await self._exec(
-            f"update memories set {', '.join(assignments)} where id = ? and +user_id = ?",
-            (*params, memory_id, user_id),
-        )
 
     async def update_scores(self, user_id: str, scores: Sequence[tuple[str, float, float, float]]) -> None:
         if scores:
@@ -684,124 +370,6 @@ class SQLiteTx(
                 [(info, coef, imp, memory_id, user_id) for memory_id, info, coef, imp in scores],
             )
 
-    async def replace_content(
-        self,
-        user_id: str,
-        memory_id: str,
-        *,
-        content: str,
-        content_hash: str,
-        keywords: list[str],
-        vector: Sequence[float],
-        text: IndexedText,
-        updated_at: datetime,
-    ) -> None:
-        rowid = await self._rowid(user_id, memory_id)
-        if rowid is None:
-            raise StoreError(f"memory {memory_id} vanished during the update")
-        blob = pack_vector(vector)
-        await self._exec(
-            "update memories set content = ?, content_hash = ?, keywords = ?, embedding = ?, updated_at = ? "
-            "where rowid = ?",
-            (content, content_hash, json.dumps(keywords, ensure_ascii=False), blob, to_iso(updated_at), rowid),
-        )
-        await self._count_terms(user_id, await self._indexed_row(rowid), text)
-        await self._exec(
-            "update memories_fts set terms = ?, keywords = ? where rowid = ?", (text.terms, text.keyword_terms, rowid)
-        )
-        if self._vectors:
-            await self._exec("update memory_vectors set embedding = ? where rowid = ?", (blob, rowid))
-
-    async def set_status(
-        self,
-        user_id: str,
-        memory_id: str,
-        status: Status,
-        *,
-        updated_at: datetime,
-        deleted_at: datetime | None = None,
-        purge_at: datetime | None = None,
-        delete_reason: DeleteReason | None = None,
-        valid_until: datetime | None = None,
-    ) -> None:
-        rowid = await self._rowid(user_id, memory_id)
-        if rowid is None:
-            raise StoreError(f"memory {memory_id} vanished during the update")
-        await self._exec(
-            "update memories set status = ?, updated_at = ?, deleted_at = ?, purge_at = ?, delete_reason = ?, "
-            "valid_until = ? where rowid = ?",
-            (
-                status.value,
-                to_iso(updated_at),
-                _ts(deleted_at),
-                _ts(purge_at),
-                delete_reason.value if delete_reason else None,
-                _ts(valid_until),
-                rowid,
-            ),
-        )
-        if self._vectors:
-            await self._exec("update memory_vectors set status = ? where rowid = ?", (status.value, rowid))
-
-    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
-        if not memory_ids:
-            return
-        await self._exec(
-            "update memories set use_count = use_count + ?, last_active_at = ? "
-            f"where +user_id = ? and id in ({_placeholders(len(memory_ids))})",
-            (by, to_iso(now), user_id, *memory_ids),
-        )
-
-    async def insert_pending(self, item: PendingItem) -> None:
-        await self._exec(
-            "insert into memory_pending (id, user_id, candidate, content_hash, confidence, status, cooldown_until, "
-            "memory_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                item.id,
-                item.user_id,
-                json.dumps(item.candidate, ensure_ascii=False),
-                item.candidate.get("content_hash", ""),
-                item.confidence,
-                item.status.value,
-                _ts(item.cooldown_until),
-                item.memory_id,
-                to_iso(item.created_at),
-                to_iso(item.updated_at),
-            ),
-        )
-
-    async def update_pending(self, user_id: str, pending_id: str, **fields: Any) -> None:
-        allowed = {"status", "cooldown_until", "memory_id", "updated_at"}
-        if set(fields) - allowed:
-            raise ValueError(f"not updatable here: {sorted(set(fields) - allowed)}")
-        assignments, params = [], []
-        for key, value in fields.items():
-            assignments.append(f"{key} = ?")
-            if key in _TIME_FIELDS:
-                params.append(_ts(value))
-            elif isinstance(value, PendingStatus):
-                params.append(value.value)
-            else:
-                params.append(value)
-        await self._exec(
-            f"update memory_pending set {', '.join(assignments)} where id = ? and +user_id = ?",
-            (*params, pending_id, user_id),
-        )
-
-    async def record_operation(
-        self, user_id: str, operation_id: str, request_hash: str, result: dict[str, Any], now: datetime
-    ) -> None:
-        await self._exec(
-            "insert into memory_operations (user_id, operation_id, request_hash, result, created_at) "
-            "values (?, ?, ?, ?, ?)",
-            (user_id, operation_id, request_hash, json.dumps(result, ensure_ascii=False, default=str), to_iso(now)),
-        )
-
-    async def ensure_user(self, user_id: str, now: datetime) -> None:
-        await self._exec(
-            "insert into users (user_id, created_at, updated_at) values (?, ?, ?) on conflict (user_id) do nothing",
-            (user_id, to_iso(now), to_iso(now)),
-        )
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))

@@ -1,0 +1,153 @@
+"""Reads of memory rows, for both backends: by id, by hash, successors, listings, the core set, stats."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pocketmem.base.models import Memory, Status
+from pocketmem.store.base import MemoryFilter, StoreStats
+from pocketmem.store.policy import CORE_PERSISTENCE
+from pocketmem.store.sql.dialect import Dialect
+from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row
+
+
+class MemoryReads:
+    """Mixed into each backend's transaction class; `_filter_clause` is the backend's listing filter."""
+
+    dialect: Dialect
+
+    if TYPE_CHECKING:
+
+        async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+        async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+        def _filter_clause(self, user_id: str, flt: MemoryFilter) -> tuple[str, list[Any]]: ...
+
+    async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
+        rows = await self._all(f"select {MEMORY_COLUMNS} from memories where {where}", params)
+        return [memory_from_row(r, self.dialect) for r in rows]
+
+    async def _memory(self, where: str, params: Sequence[Any]) -> Memory | None:
+        row = await self._one(f"select {MEMORY_COLUMNS} from memories where {where}", params)
+        return memory_from_row(row, self.dialect) if row else None
+
+    async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
+        d = self.dialect
+        return await self._memory(d.sql(f"id = {{p}} and {d.owner()} = {{p}}"), (memory_id, user_id))
+
+    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        d = self.dialect
+        ids, params = d.in_list("id", memory_ids)
+        found = await self._memories(d.sql(f"{d.owner()} = {{p}} and {ids}"), (user_id, *params))
+        by_id = {m.id: m for m in found}
+        return [by_id[i] for i in memory_ids if i in by_id]
+
+    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
+        d = self.dialect
+        wanted, params = d.in_list("status", statuses)
+        row = await self._one(
+            d.sql(
+                f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_by_hash')}where user_id = {{p}} "
+                f"and {wanted} and content_hash = {{p}} limit 1"
+            ),
+            (user_id, *params, content_hash),
+        )
+        return memory_from_row(row, d) if row else None
+
+    async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
+        d = self.dialect
+        return await self._memory(
+            d.sql(
+                "user_id = {p} and supersedes = {p} and status in ('active', 'superseded') "
+                f"order by created_at desc, {d.tie_break} desc limit 1"
+            ),
+            (user_id, memory_id),
+        )
+
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        d = self.dialect
+        rows = await self._all(
+            d.sql(
+                f"select {d.tie_break}, user_id, id, content, keywords from memories where embedding is null "
+                f"and {d.tie_break} > {{p}} order by {d.tie_break} limit {{p}}"
+            ),
+            (after, limit),
+        )
+        return [(int(r[0]), r[1], r[2], r[3], list(d.from_json(r[4]))) for r in rows]
+
+    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
+        d = self.dialect
+        clause, params = self._filter_clause(user_id, flt)
+        total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
+        order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
+        found = await self._memories(
+            d.sql(f"{clause} order by {order}, {d.tie_break} desc limit {{p}} offset {{p}}"),
+            (*params, flt.limit, flt.offset),
+        )
+        return found, int(total)
+
+    async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
+        d = self.dialect
+        return await self._memories(
+            d.sql(
+                "user_id = {p} and status = 'active' and persistence >= {p} "
+                f"order by created_at, {d.tie_break} limit {{p}}"
+            ),
+            (user_id, CORE_PERSISTENCE, limit),
+        )
+
+    async def memories_between(
+        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
+    ) -> list[Memory]:
+        d = self.dialect
+        wanted, params = d.in_list("status", statuses)
+        return await self._memories(
+            d.sql(
+                f"user_id = {{p}} and {wanted} and valid_from >= {{p}} and valid_from < {{p}} "
+                f"order by valid_from desc, {d.tie_break} desc limit {{p}}"
+            ),
+            (user_id, *params, d.ts(start), d.ts(end), limit),
+        )
+
+    async def stats(self, user_id: str) -> StoreStats:
+        d = self.dialect
+        out = StoreStats()
+        for status, count in await self._all(
+            d.sql("select status, count(*) from memories where user_id = {p} group by status"), (user_id,)
+        ):
+            out.by_status[status] = int(count)
+        for category, count in await self._all(
+            d.sql(
+                "select category, count(*) from memories where user_id = {p} and status = 'active' group by category"
+            ),
+            (user_id,),
+        ):
+            out.by_category[category] = int(count)
+        core, oldest, newest = await self._one(
+            d.sql(
+                "select coalesce(sum(case when persistence >= {p} then 1 else 0 end), 0), min(created_at), "
+                "max(created_at) from memories where user_id = {p} and status = 'active'"
+            ),
+            (CORE_PERSISTENCE, user_id),
+        )
+        out.core = int(core)
+        for name, value in (("oldest", oldest), ("newest", newest)):
+            try:
+                setattr(out, name, d.dt(value))
+            except ValueError as exc:  # counted anyway; `pocketmem doctor` names the row
+                out.unreadable.append(f"{name} created_at: {exc}")
+        counts = await self._one(
+            d.sql(
+                "select (select count(*) from memory_pending where user_id = {p} "
+                "and status in ('pending', 'snoozed')), "
+                "(select count(*) from memory_tombstones where user_id = {p}), "
+                "(select count(*) from memory_revisions where user_id = {p}), "
+                "(select count(*) from memory_events where user_id = {p})"
+            ),
+            (user_id,) * 4,
+        )
+        out.pending, out.tombstones, out.revisions, out.events = (int(n) for n in counts)
+        return out

@@ -1,0 +1,277 @@
+"""Row <-> record conversions and column lists, written once for both backends.
+
+Every mapper takes the backend's `Dialect` for what differs in the values (times, JSON); the records they
+return are the same in both: aware UTC datetimes, lists, dicts and enums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pocketmem.base.errors import UnreadableRow
+from pocketmem.base.models import (
+    Category,
+    DeleteReason,
+    Event,
+    EventKind,
+    Memory,
+    PendingItem,
+    PendingStatus,
+    Revision,
+    Scores,
+    Status,
+    Tombstone,
+    Usage,
+)
+from pocketmem.store.sql.dialect import Dialect
+
+MEMORY_COLUMNS = (
+    "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
+    "importance, confidence, source, source_ref, created_at, updated_at, valid_from, valid_until, last_active_at, "
+    "use_count, status, deleted_at, purge_at, delete_reason, supersedes, expires_at, due_at, remind_at, "
+    "completed_at, content_hash, embed_model"
+)
+MEMORY_COLUMN_LIST = [c.strip() for c in MEMORY_COLUMNS.split(",")]
+PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
+TOMBSTONE_COLUMNS = (
+    "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
+    "purged_at"
+)
+REVISION_COLUMNS = "id, memory_id, user_id, previous_content, new_content, mode, reason, created_at"
+EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at"
+USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
+USER_COLUMNS = "user_id, display_name, identity_confirmed, persona, created_at, updated_at"
+
+# Columns holding instants, wherever they appear (converted by the dialect's time codec).
+TIME_FIELDS = frozenset(
+    "created_at updated_at valid_from valid_until last_active_at deleted_at purge_at expires_at due_at remind_at "
+    "completed_at cooldown_until cloud_synced_at restored_at purged_at last_used_at".split()
+)
+# What update_memory may change; content, status and the index go through their own methods.
+MEMORY_UPDATABLE = frozenset(
+    "category keywords emotion info persistence judge info_importance time_coef importance confidence source "
+    "source_ref updated_at valid_from valid_until last_active_at use_count supersedes expires_at due_at remind_at "
+    "completed_at".split()
+)
+PENDING_UPDATABLE = frozenset({"status", "cooldown_until", "memory_id", "updated_at"})
+
+
+def column_value(key: str, value: Any, d: Dialect) -> Any:
+    """A field given to an update, as its column stores it."""
+    if key in TIME_FIELDS:
+        return d.ts(value)
+    if key == "keywords":
+        return d.to_json(value)
+    if isinstance(value, Category | PendingStatus | Status):
+        return value.value
+    return value
+
+
+def set_clause(fields: dict[str, Any], allowed: frozenset[str], d: Dialect) -> tuple[str, tuple[Any, ...]]:
+    """`a = ?, b = ?` for the fields of an update, and their values as the columns store them."""
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"not updatable here: {sorted(unknown)}")
+    values = tuple(column_value(key, value, d) for key, value in fields.items())
+    return ", ".join(f"{key} = {d.placeholder}" for key in fields), values
+
+
+def memory_from_row(row: Sequence[Any], d: Dialect) -> Memory:
+    try:
+        return _decode_memory(row, d)
+    except ValueError as exc:  # UnreadableInstant, or a value of the wrong kind: name the row, not just the value
+        raise UnreadableRow("memories", str(row[1]), str(row[0]), str(exc)) from None
+
+
+def _decode_memory(row: Sequence[Any], d: Dialect) -> Memory:
+    (
+        id_, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef,
+        importance, confidence, source, source_ref, created_at, updated_at, valid_from, valid_until, last_active_at,
+        use_count, status, deleted_at, purge_at, delete_reason, supersedes, expires_at, due_at, remind_at,
+        completed_at, content_hash, embed_model,
+    ) = row  # fmt: skip
+    # model_construct: rows come from our own schema, and recall builds dozens of these per call.
+    at, dt = d.from_column, d.dt
+    return Memory.model_construct(
+        id=id_,
+        user_id=user_id,
+        content=content,
+        category=Category(category),
+        keywords=list(d.from_json(keywords)),
+        scores=Scores.model_construct(emotion=emotion, info=info, persistence=persistence, judge=judge),
+        info_importance=info_importance,
+        time_coef=time_coef,
+        importance=importance,
+        confidence=confidence,
+        source=source,
+        source_ref=source_ref,
+        created_at=at(created_at),
+        updated_at=at(updated_at),
+        valid_from=at(valid_from),
+        valid_until=dt(valid_until),
+        last_active_at=dt(last_active_at),
+        use_count=use_count,
+        status=Status(status),
+        deleted_at=dt(deleted_at),
+        purge_at=dt(purge_at),
+        delete_reason=DeleteReason(delete_reason) if delete_reason else None,
+        supersedes=supersedes,
+        expires_at=dt(expires_at),
+        due_at=dt(due_at),
+        remind_at=dt(remind_at),
+        completed_at=dt(completed_at),
+        content_hash=content_hash,
+        embed_model=embed_model,
+    )
+
+
+def memory_params(m: Memory, d: Dialect) -> tuple[Any, ...]:
+    """The values of MEMORY_COLUMNS for a memory, in order."""
+    return (
+        m.id,
+        m.user_id,
+        m.content,
+        m.category.value,
+        d.to_json(m.keywords),
+        m.scores.emotion,
+        m.scores.info,
+        m.scores.persistence,
+        m.scores.judge,
+        m.info_importance,
+        m.time_coef,
+        m.importance,
+        m.confidence,
+        m.source,
+        m.source_ref,
+        d.ts(m.created_at),
+        d.ts(m.updated_at),
+        d.ts(m.valid_from),
+        d.ts(m.valid_until),
+        d.ts(m.last_active_at),
+        m.use_count,
+        m.status.value,
+        d.ts(m.deleted_at),
+        d.ts(m.purge_at),
+        m.delete_reason.value if m.delete_reason else None,
+        m.supersedes,
+        d.ts(m.expires_at),
+        d.ts(m.due_at),
+        d.ts(m.remind_at),
+        d.ts(m.completed_at),
+        m.content_hash,
+        m.embed_model,
+    )
+
+
+def pending_from_row(row: Sequence[Any], d: Dialect) -> PendingItem:
+    id_, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at = row
+    return PendingItem(
+        id=id_,
+        user_id=user_id,
+        candidate=d.from_json(candidate),
+        confidence=confidence,
+        status=PendingStatus(status),
+        cooldown_until=d.dt(cooldown_until),
+        memory_id=memory_id,
+        created_at=d.from_column(created_at),
+        updated_at=d.from_column(updated_at),
+    )
+
+
+def pending_params(item: PendingItem, d: Dialect) -> tuple[Any, ...]:
+    """The values of PENDING_COLUMNS with content_hash after the candidate (see insert_pending)."""
+    return (
+        item.id,
+        item.user_id,
+        d.to_json(item.candidate),
+        item.candidate.get("content_hash", ""),
+        item.confidence,
+        item.status.value,
+        d.ts(item.cooldown_until),
+        item.memory_id,
+        d.ts(item.created_at),
+        d.ts(item.updated_at),
+    )
+
+
+def user_from_row(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
+    """A users row; its times as ISO 8601 text, as export writes them."""
+    return {
+        "user_id": row[0],
+        "display_name": row[1],
+        "identity_confirmed": bool(row[2]),
+        "persona": row[3],
+        "created_at": d.iso(row[4]),
+        "updated_at": d.iso(row[5]),
+    }
+
+
+def tombstone_from_row(r: Sequence[Any], d: Dialect) -> Tombstone:
+    return Tombstone(
+        tombstone_id=r[0],
+        memory_id=r[1],
+        user_id=r[2],
+        deleted_at=d.from_column(r[3]),
+        purge_at=d.dt(r[4]),
+        reason=DeleteReason(r[5]),
+        cloud_synced_at=d.dt(r[6]),
+        payload_hash=r[7],
+        restored_at=d.dt(r[8]),
+        purged_at=d.dt(r[9]),
+    )
+
+
+def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
+    return (
+        t.tombstone_id,
+        t.memory_id,
+        t.user_id,
+        d.ts(t.deleted_at),
+        d.ts(t.purge_at),
+        t.reason.value,
+        d.ts(t.cloud_synced_at),
+        t.payload_hash,
+        d.ts(t.restored_at),
+        d.ts(t.purged_at),
+    )
+
+
+def revision_from_row(r: Sequence[Any], d: Dialect) -> Revision:
+    return Revision(
+        id=r[0],
+        memory_id=r[1],
+        user_id=r[2],
+        previous_content=r[3],
+        new_content=r[4],
+        mode=r[5],
+        reason=r[6],
+        created_at=d.from_column(r[7]),
+    )
+
+
+def revision_params(r: Revision, d: Dialect) -> tuple[Any, ...]:
+    return (r.id, r.memory_id, r.user_id, r.previous_content, r.new_content, r.mode, r.reason, d.ts(r.created_at))
+
+
+def event_from_row(r: Sequence[Any], d: Dialect) -> Event:
+    return Event(
+        id=r[0],
+        user_id=r[1],
+        kind=EventKind(r[2]),
+        memory_id=r[3],
+        operation_id=r[4],
+        payload=d.from_json(r[5]),
+        created_at=d.from_column(r[6]),
+    )
+
+
+def usage_from_row(r: Sequence[Any], d: Dialect) -> Usage:
+    return Usage(
+        user_id=r[0],
+        memory_id=r[1],
+        used_count=r[2],
+        last_used_at=d.dt(r[3]),
+        used_mark=r[4],
+        recalled_mark=r[5],
+    )
