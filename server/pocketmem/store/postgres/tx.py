@@ -41,7 +41,7 @@ from pocketmem.store.sql.events import EventQueries
 from pocketmem.store.sql.memories import MemoryReads
 from pocketmem.store.sql.operations import OperationQueries
 from pocketmem.store.sql.pending import PendingQueries
-from pocketmem.store.sql.profile import ProfileQueries, memory_filter_clause
+from pocketmem.store.sql.profile import ProfileQueries
 from pocketmem.store.sql.revisions import RevisionQueries
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
@@ -159,8 +159,6 @@ class PostgresTx(
         the transaction usable for the next query, as in SQLite."""
         async with self._conn.transaction():
             return await self._all(sql, params)
-
-    _filter_clause = staticmethod(memory_filter_clause)
 
     # -- the index columns of a memory (store/sql/writes.py): all in its own row ---------------
     def _index_columns(self, user_id: str, vector: Sequence[float] | None, text: IndexedText) -> list[IndexColumn]:

@@ -10,11 +10,12 @@ from pocketmem.base.models import Memory, Status
 from pocketmem.store.base import MemoryFilter, StoreStats
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.dialect import Dialect
+from pocketmem.store.sql.profile import memory_filter_clause
 from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row
 
 
 class MemoryReads:
-    """Mixed into each backend's transaction class; `_filter_clause` is the backend's listing filter."""
+    """Mixed into each backend's transaction class."""
 
     dialect: Dialect
 
@@ -22,7 +23,6 @@ class MemoryReads:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
         async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-        def _filter_clause(self, user_id: str, flt: MemoryFilter) -> tuple[str, list[Any]]: ...
 
     async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
         rows = await self._all(f"select {MEMORY_COLUMNS} from memories where {where}", params)
@@ -80,7 +80,7 @@ class MemoryReads:
 
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
         d = self.dialect
-        clause, params = self._filter_clause(user_id, flt)
+        clause, params = memory_filter_clause(self.dialect, user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
         found = await self._memories(

@@ -44,7 +44,7 @@ from pocketmem.store.sql.events import EventQueries
 from pocketmem.store.sql.memories import MemoryReads
 from pocketmem.store.sql.operations import OperationQueries
 from pocketmem.store.sql.pending import PendingQueries
-from pocketmem.store.sql.profile import ProfileQueries, memory_filter_clause
+from pocketmem.store.sql.profile import ProfileQueries
 from pocketmem.store.sql.records import (
     MEMORY_COLUMNS,
     PENDING_COLUMNS,
@@ -173,8 +173,6 @@ class SQLiteTx(
     fetch_one = _one
     fetch_all = _all
     rowid = _rowid
-
-    _filter_clause = staticmethod(memory_filter_clause)
 
     # -- the index rows beside a memory (store/sql/writes.py) -----------------------------------
     def _index_columns(self, user_id: str, vector: Sequence[float] | None, text: IndexedText) -> list[IndexColumn]:
