@@ -17,7 +17,7 @@ _ORDERS = {
     "newest": "created_at desc, seq desc",
     "oldest": "created_at, seq",
     "importance": "importance desc, seq desc",
-    "uses": "use_count desc, seq desc",
+    "uses": "use_count desc, created_at desc, seq desc",  # the order of memories_by_uses
 }
 _UTC_DAY = "to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')"
 
@@ -25,6 +25,8 @@ _UTC_DAY = "to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')"
 def browse_where(user_id: str, flt: BrowseFilter) -> tuple[str, list[Any]]:
     where = ["user_id = %s", "status = any(%s)"]
     params: list[Any] = [user_id, [str(s) for s in flt.statuses]]
+    if len(flt.statuses) == 1:  # one status as an equality: an index then also gives the order (no sort)
+        where[1], params[1] = "status = %s", str(flt.statuses[0])
     if flt.category is not None:
         where.append("category = %s")
         params.append(flt.category.value)

@@ -19,7 +19,7 @@ _ORDERS = {
     "newest": "created_at desc, rowid desc",
     "oldest": "created_at, rowid",
     "importance": "importance desc, rowid",  # the order of memories_by_importance, ties included
-    "uses": "use_count desc, rowid desc",
+    "uses": "use_count desc, created_at desc, rowid desc",  # the order of memories_by_uses
 }
 
 
