@@ -114,7 +114,7 @@ async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(ap
         USER, [AddRequest(content=f"教训{i}：部署前先{s}", category=Category.lesson) for i, s in enumerate("测查备")]
     )
     plans: list[str] = []
-    original = postgres_tx.PostgresTx._all
+    original = postgres_tx.PostgresTx._all  # noqa: SLF001 - explained on the way through
 
     async def explaining(self, sql, params=()):
         if "order by use_count" in sql:

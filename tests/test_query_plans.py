@@ -67,7 +67,8 @@ async def test_the_most_recalled_lessons_are_read_from_the_use_index(app):
     from pocketmem.base.models import Category
 
     for i in range(3):
-        await app.lifecycle.add(USER, AddRequest(content=f"教训{i}：部署前先跑{'测试检查备份'[i]}", category=Category.lesson))
+        lesson = f"教训{i}：部署前先跑{'测试检查备份'[i]}"
+        await app.lifecycle.add(USER, AddRequest(content=lesson, category=Category.lesson))
     recorder = PlanRecorder(app)
 
     async def read() -> None:

@@ -375,7 +375,9 @@ async def m009_profile(db: aiosqlite.Connection) -> None:
 async def m007_use_index(db: aiosqlite.Connection) -> None:
     """One user's memories of a status by use_count, newest first among equals: the management page's sort by
     uses and the insights page's most-recalled list read a page of this index instead of every row."""
-    await _run_script(db, "create index if not exists memories_by_uses on memories (user_id, status, use_count, created_at);")
+    await _run_script(
+        db, "create index if not exists memories_by_uses on memories (user_id, status, use_count, created_at);"
+    )
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [

@@ -77,7 +77,8 @@ class ProfileQueries:
     async def most_used(self, user_id: str, categories: Sequence[Category], limit: int) -> list[Memory]:
         rows = await self._all(
             f"select {self._memory_columns} from memories where user_id = ? and status = 'active' "
-            f"and category in ({placeholders(len(categories))}) order by use_count desc, created_at desc, rowid desc limit ?",
+            f"and category in ({placeholders(len(categories))}) "
+            "order by use_count desc, created_at desc, rowid desc limit ?",
             (user_id, *[c.value for c in categories], limit),
         )
         return [self._to_memory(r) for r in rows]
