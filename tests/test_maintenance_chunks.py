@@ -111,3 +111,29 @@ class _Spy:
             self.chunks.append(self.rescored)
             self.first_chunk.set()
         return result
+
+
+async def test_a_pass_with_no_score_to_change_takes_the_write_lock_for_no_chunk(big, monkeypatch):
+    first = await big.maintenance.run()
+    assert first.users[0].rescored == SIZE
+    store_class = type(big.store)
+    original_write, original_rescore = store_class.write, big.maintenance._rescore  # noqa: SLF001
+    writes: list[str] = []
+    step: list[str] = []
+
+    def counting_write(self, durable: bool = True):
+        writes.extend(step)
+        return original_write(self, durable)
+
+    async def rescore(user_id, now):
+        step.append("rescore")
+        try:
+            return await original_rescore(user_id, now)
+        finally:
+            step.clear()
+
+    monkeypatch.setattr(store_class, "write", counting_write)
+    monkeypatch.setattr(big.maintenance, "_rescore", rescore)
+    again = await big.maintenance.run()  # the same instant: nothing moved
+    assert again.users[0].rescored == 0 and not again.changed
+    assert writes == []  # SIZE // RESCORE_BATCH chunks read, none written
