@@ -230,8 +230,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
         from pocketmem.mcp.stdio import run_stdio
 
+        server = build_server(settings)
         args.protocol_started = True  # from here a failure is the server's, reported through the protocol
-        anyio.run(run_stdio, build_server(settings))
+        anyio.run(run_stdio, server)
         return 0
     from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
 
