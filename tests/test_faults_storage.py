@@ -87,13 +87,17 @@ def crashed_store(home: Path) -> None:
 
 
 @pytest.mark.slow
-async def test_a_read_only_store_still_answers_recall_and_lists():
+@pytest.mark.parametrize("shm", [True, False], ids=["with-shm", "wal-without-shm"])
+async def test_a_read_only_store_still_answers_recall_and_lists(shm):
     # Root ignores file modes, so the server runs as `nobody` there; otherwise the folder is made read-only.
+    # Without the -shm file SQLite cannot open a WAL store in a folder it may not write: it is read from a copy.
     base = Path(tempfile.mkdtemp(prefix="pocketmem-ro-"))
     os.chmod(base, 0o755)
     home = base / "home"
     try:
         crashed_store(home)
+        if not shm:
+            (home / "memory.db-shm").unlink()
         env = server_env(home)
         if os.geteuid() == 0:
             if shutil.which("setpriv") is None:
@@ -115,6 +119,7 @@ async def test_a_read_only_store_still_answers_recall_and_lists():
             text = added.content[0].text
             assert "read-only" in text and "nothing was written" in text and "internal error" not in text
             assert not (await client.call_tool("list_trash", {})).is_error
+        assert (home / "memory.db-shm").exists() == shm  # nothing was created beside the read-only store
     finally:
         home.chmod(0o755)
         shutil.rmtree(base, ignore_errors=True)

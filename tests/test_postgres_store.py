@@ -39,13 +39,14 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
             tg.start_soon(store.open)
     try:
         health = await stores[0].health()
-        assert health["schema"] == "pg006_profile" and health["schema_current"]
+        assert health["schema"] == "pg004_use_index" and health["schema_current"]
         async with stores[1].read() as r:
             assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
                 "pg002_user_scan",
                 "pg003_user_terms",
                 "pg006_profile",
+                "pg004_use_index",
             ]
     finally:
         for store in stores:
@@ -103,3 +104,29 @@ async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock
         async with app.store.read() as r:
             through_index = await r.vector_neighbours(USER, vector, 3, (Status.active,))
         assert through_index[0] == exact[0] and "爬山" in (await app.get_memory(USER, exact[0][0]))["content"]
+
+
+async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(app, monkeypatch):
+    from pocketmem.base.models import Category
+    from pocketmem.service.browse import BrowseQuery
+
+    await app.lifecycle.add_many(
+        USER, [AddRequest(content=f"教训{i}：部署前先{s}", category=Category.lesson) for i, s in enumerate("测查备")]
+    )
+    plans: list[str] = []
+    original = postgres_tx.PostgresTx._all  # noqa: SLF001 - explained on the way through
+
+    async def explaining(self, sql, params=()):
+        if "order by use_count" in sql:
+            await self.connection.execute("set local enable_seqscan = off")  # a tiny table is read whole otherwise
+            rows = await original(self, "explain " + sql, params)
+            plans.append(" | ".join(r[0] for r in rows))
+        return await original(self, sql, params)
+
+    monkeypatch.setattr(postgres_tx.PostgresTx, "_all", explaining)
+    await app.browse.page(USER, BrowseQuery.model_validate({"sort": "uses"}))
+    async with app.store.read() as r:
+        assert len(await r.most_used(USER, (Category.lesson,), 10)) == 3
+    assert len(plans) == 2, plans
+    for plan in plans:
+        assert "memories_by_uses" in plan and "Sort" not in plan.replace("Sort Key", ""), plan

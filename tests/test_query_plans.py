@@ -63,6 +63,23 @@ async def test_maintenance_walks_a_users_memories_by_index_without_sorting_them(
     assert "memories_by_user_and_id" in plan and "TEMP B-TREE" not in plan, plan
 
 
+async def test_the_most_recalled_lessons_are_read_from_the_use_index(app):
+    from pocketmem.base.models import Category
+
+    for i in range(3):
+        lesson = f"教训{i}：部署前先跑{'测试检查备份'[i]}"
+        await app.lifecycle.add(USER, AddRequest(content=lesson, category=Category.lesson))
+    recorder = PlanRecorder(app)
+
+    async def read() -> None:
+        async with app.store.read() as reader:
+            await reader.most_used(USER, (Category.lesson,), 10)
+
+    await recorder.explain_during(read)
+    plan = recorder.plan_of("order by use_count desc")
+    assert "INDEX memories_by_uses" in plan and "TEMP B-TREE" not in plan, plan
+
+
 def _recall(query: str):
     from pocketmem.service.retrieval import RecallRequest
 
@@ -75,6 +92,7 @@ def _recall(query: str):
         ("?", "memories_by_created"),
         ("?sort=importance", "memories_by_importance"),
         ("?page=3&per_page=1", "memories_by_created"),
+        ("?sort=uses", "memories_by_uses"),
     ],
 )
 async def test_the_management_lists_pages_come_from_an_index_without_sorting(app, query, index):

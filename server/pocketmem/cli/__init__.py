@@ -230,7 +230,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
         from pocketmem.mcp.stdio import run_stdio
 
-        anyio.run(run_stdio, build_server(settings))
+        server = build_server(settings)
+        args.protocol_started = True  # from here a failure is the server's, reported through the protocol
+        anyio.run(run_stdio, server)
         return 0
     from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
 
@@ -457,17 +459,40 @@ def _failed(cause: BaseException, debug: bool, shown: BaseException) -> int:
         return 2
     if isinstance(cause, KeyboardInterrupt):
         return 130
-    print(
-        f"pocketmem: unexpected {type(cause).__name__}: {cause}. Run `pocketmem doctor` to check the store; "
-        "add --debug to see the traceback",
-        file=sys.stderr,
-    )
+    print(f"pocketmem: {_unexpected(cause)}", file=sys.stderr)
     return 1
+
+
+def _unexpected(cause: BaseException) -> str:
+    return (
+        f"unexpected {type(cause).__name__}: {cause}. Run `pocketmem doctor` to check the store; "
+        "add --debug to see the traceback"
+    )
+
+
+def _answer_start_failure(args: argparse.Namespace, cause: BaseException | None) -> None:
+    """`serve` over stdio that failed before the protocol started: answer the host until stdin closes
+    (mcp/failed_start.py), so it shows the cause rather than a closed connection. Not on a terminal."""
+    if cause is None or isinstance(cause, KeyboardInterrupt) or getattr(args, "protocol_started", False):
+        return
+    stdio = args.command == "serve" and getattr(args, "transport", None) == "stdio"
+    if not stdio or sys.stdin is None or sys.stdin.isatty():
+        return
+    import anyio
+
+    from pocketmem.mcp.failed_start import answer_failed_start
+
+    text = str(cause) if isinstance(cause, PocketmemError) else _unexpected(cause)
+    try:
+        anyio.run(answer_failed_start, text)
+    except (Exception, KeyboardInterrupt):  # noqa: BLE001 - the host left; the exit code is already decided
+        logging.getLogger(__name__).debug("answering the start-up failure over stdio stopped", exc_info=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     args.argv = list(argv) if argv is not None else sys.argv[1:]
+    failure: BaseException | None = None
     try:
         settings = load_settings()
         configure_logging(settings, args.verbose, args.log_level)
@@ -490,16 +515,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.debug:
             traceback.print_exc()
         print(f"pocketmem: {exc}", file=sys.stderr)
-        code = 2
+        code, failure = 2, exc
     except KeyboardInterrupt:
         code = 130
     except BrokenPipeError:  # `pocketmem export | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     except BaseExceptionGroup as group:  # from a task group: report the cause, one line
-        code = _failed(_cause(group), args.debug, group)
+        failure = _cause(group)
+        code = _failed(failure, args.debug, group)
     except Exception as exc:  # noqa: BLE001 - the edge: one line naming the cause, the traceback only with --debug
-        code = _failed(exc, args.debug, exc)
+        code, failure = _failed(exc, args.debug, exc), exc
+    _answer_start_failure(args, failure)
     sys.exit(code)
 
 

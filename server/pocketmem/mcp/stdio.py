@@ -9,9 +9,11 @@ read), and the server goes on with the next line. The message names no content o
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
@@ -31,7 +33,10 @@ def parse_error() -> SessionMessage:
 
 
 async def run_stdio(mcp: MCPServer) -> None:
-    server = mcp._lowlevel_server  # noqa: SLF001 - the SDK's own run_stdio_async, with the reader wrapped
+    await run_lowlevel_stdio(mcp._lowlevel_server)  # noqa: SLF001 - the SDK's own run_stdio_async, reader wrapped
+
+
+async def run_lowlevel_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read_stream, write_stream):
         send, receive = create_context_streams[SessionMessage | Exception](0)
 

@@ -8,7 +8,8 @@ One run, for every user, at one instant `now`:
                 row, revisions and usage; their tombstones stay (marked purged_at), event `purged`
     3. rescore  stored time_coef / importance are refreshed to the formula at `now` (scoring.py); they
                 feed the candidate order of recall. The values follow from the formula, so the log gets
-                one `rescored` event with the count per user and run (per 500 memories), not one per memory
+                one `rescored` event with the count per user and run (per 500 memories), not one per memory;
+                each chunk of 500 is read first without the write lock, which only a chunk with a change takes
     4. cap      over POCKETMEM_MAX_ACTIVE (lowered since the last write, or after an import), the least
                 important non-core memories are evicted to the trash as after a write
 
@@ -36,11 +37,13 @@ from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.store import Store
+from pocketmem.store.base import ScoreRow
 
 log = logging.getLogger(__name__)
 
 BATCH = 200
-RESCORE_BATCH = 500
+RESCORE_BATCH = 500  # memories per rescore chunk: bounds how long one chunk holds the write lock
+RESCORED = (Status.active, Status.superseded)
 FIRST_RUN_DELAY = 2.0  # seconds after start, so the first run never competes with the MCP handshake
 # Scores are rewritten only when they moved by more than this: a change below it alters no ranking or
 # eviction, and rewriting every row on every run (decay moves each a little every hour) is what made a
@@ -159,29 +162,31 @@ class Maintenance:
                 return done
 
     async def _rescore(self, user_id: str, now: datetime) -> int:
+        """Chunks of RESCORE_BATCH memories in id order. Each is read without the write lock; only a chunk with
+        a score to change takes it, for that chunk alone (read again inside, so a memory written meanwhile is
+        scored as it is now). Adds and recalls wait for one chunk at most, never for the whole pass."""
         count = 0
         after: str | None = None
         while True:
-            async with self.store.write() as tx:
-                batch = await tx.scan_scores(user_id, (Status.active, Status.superseded), after, RESCORE_BATCH)
-                changed: list[tuple[str, float, float, float]] = []
-                for row in batch:
-                    info, coef, imp = importance(row.scores, row.last_active, now)
-                    if (
-                        abs(info - row.info_importance) > EPSILON
-                        or abs(coef - row.time_coef) > EPSILON
-                        or abs(imp - row.importance) > EPSILON
-                    ):
-                        changed.append((row.id, info, coef, imp))
-                if changed:
-                    await tx.update_scores(user_id, changed)
-                    await tx.add_event(
-                        user_id, EventKind.rescored, now, payload={"count": len(changed), "at": now.isoformat()}
-                    )
-                count += len(changed)
+            async with self.store.read() as reader:
+                batch = await reader.scan_scores(user_id, RESCORED, after, RESCORE_BATCH)
+            if _changed_scores(batch, now):
+                written, batch = await self._rescore_chunk(user_id, now, after)
+                count += written
             if len(batch) < RESCORE_BATCH:
                 return count
             after = batch[-1].id
+
+    async def _rescore_chunk(self, user_id: str, now: datetime, after: str | None) -> tuple[int, list[ScoreRow]]:
+        async with self.store.write() as tx:
+            batch = await tx.scan_scores(user_id, RESCORED, after, RESCORE_BATCH)
+            changed = _changed_scores(batch, now)
+            if changed:
+                await tx.update_scores(user_id, changed)
+                await tx.add_event(
+                    user_id, EventKind.rescored, now, payload={"count": len(changed), "at": now.isoformat()}
+                )
+        return len(changed), batch
 
     async def _cap(self, user_id: str, now: datetime) -> list[str]:
         async with self.store.write() as tx:
@@ -206,3 +211,17 @@ class Maintenance:
                 except Exception:  # a failed run must not stop the timer or the server
                     log.exception("maintenance run failed; trying again in %s s", interval)
             await anyio.sleep(interval)
+
+
+def _changed_scores(batch: list[ScoreRow], now: datetime) -> list[tuple[str, float, float, float]]:
+    """(id, info_importance, time_coef, importance) at `now` of the rows whose stored values moved by over EPSILON."""
+    changed = []
+    for row in batch:
+        info, coef, imp = importance(row.scores, row.last_active, now)
+        if (
+            abs(info - row.info_importance) > EPSILON
+            or abs(coef - row.time_coef) > EPSILON
+            or abs(imp - row.importance) > EPSILON
+        ):
+            changed.append((row.id, info, coef, imp))
+    return changed

@@ -362,11 +362,19 @@ async def pg006_profile(conn: Any) -> None:
     )
 
 
+async def pg004_use_index(conn: Any) -> None:
+    """As the SQLite m007_use_index: the sort by uses and the most-recalled list read a page of this index."""
+    await conn.execute(
+        "create index if not exists memories_by_uses on memories (user_id, status, use_count, created_at, seq)"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
     ("pg003_user_terms", pg003_user_terms),
     ("pg006_profile", pg006_profile),
+    ("pg004_use_index", pg004_use_index),
 ]
 
 

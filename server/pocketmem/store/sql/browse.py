@@ -22,7 +22,7 @@ _ORDERS = {
     "newest": "created_at desc, {tie} desc",
     "oldest": "created_at, {tie}",
     "importance": "importance desc, {tie}",
-    "uses": "use_count desc, {tie} desc",
+    "uses": "use_count desc, created_at desc, {tie} desc",  # the order of memories_by_uses
 }
 
 

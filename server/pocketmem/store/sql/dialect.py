@@ -56,6 +56,8 @@ class Dialect:
     def in_list(self, column: str, values: Sequence[Any], *, negate: bool = False) -> tuple[str, list[Any]]:
         """`column in (values)` (or not in) and its parameters; an empty list matches nothing (or everything)."""
         plain = [v.value if isinstance(v, Enum) else v for v in values]
+        if len(plain) == 1:  # an equality: an index on the column then also gives the order
+            return f"{column} {'<>' if negate else '='} {self.placeholder}", plain
         if self.list_param:
             test = f"{column} = any({self.placeholder})"
             return (f"not ({test})" if negate else test), [plain]

@@ -372,6 +372,14 @@ async def m009_profile(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m007_use_index(db: aiosqlite.Connection) -> None:
+    """One user's memories of a status by use_count, newest first among equals: the management page's sort by
+    uses and the insights page's most-recalled list read a page of this index instead of every row."""
+    await _run_script(
+        db, "create index if not exists memories_by_uses on memories (user_id, status, use_count, created_at);"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
@@ -380,6 +388,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m005_lookup_indexes", m005_lookup_indexes),
     ("m006_user_terms", m006_user_terms),
     ("m009_profile", m009_profile),
+    ("m007_use_index", m007_use_index),
 ]
 
 

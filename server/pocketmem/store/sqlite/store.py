@@ -57,7 +57,7 @@ from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
 from pocketmem.store.sql.users import UserQueries
 from pocketmem.store.sql.writes import IndexColumn, MemoryWrites
-from pocketmem.store.sqlite import faults, instants_check
+from pocketmem.store.sqlite import faults, instants_check, readonly_copy
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
@@ -407,6 +407,7 @@ class SQLiteStore(Store):
         self._group = GroupCommitter(self._short_write)  # concurrent durable adds share one commit (group.py)
         self._vectors_loaded = False
         self._vector_table = False
+        self._copy: str | None = None  # a private copy opened instead of the file (readonly_copy.py)
 
     @property
     def vectors_available(self) -> bool:
@@ -415,10 +416,13 @@ class SQLiteStore(Store):
     async def _connect(self, *, inline: bool = False, writer: bool = False) -> aiosqlite.Connection:
         """A connection whose calls run on the event loop's thread: all of a reader's (`inline`), a writer's
         but its commits and BEGIN IMMEDIATE (`writer`; driver.py says why)."""
-        path = self.path
+        path = self._copy or self.path
+        query_only = self._copy is not None
 
         def factory() -> Any:
             conn = connect(path, load_vectors=True)
+            if query_only:
+                conn.execute("pragma query_only = on")  # the copy stands for a read-only store: no write
             # The decay rule of scoring.py, for the eviction order (registered on every connection).
             conn.create_function("pm_time_coef", 2, sql_time_coef, deterministic=True)
             return conn
@@ -437,9 +441,9 @@ class SQLiteStore(Store):
             if self.path != ":memory:":
                 # Fails here, in a plain thread, for a file that is not a database: an aiosqlite connection that
                 # fails while opening leaves its worker thread to report into a closed event loop at exit.
-                await anyio.to_thread.run_sync(_probe, self.path)
+                await self._probe_or_copy()
             self._writer = await self._connect(writer=True)
-            await sqlite_migrations.migrate(self._writer)
+            await self._migrate(self._writer)
             found = await self._writer.execute_fetchall(
                 "select 1 from sqlite_master where type = 'index' and name = 'memories_owner'"
             )
@@ -465,6 +469,33 @@ class SQLiteStore(Store):
             )
         )
 
+    async def _probe_or_copy(self) -> None:
+        """Opens the file in a plain thread; a read-only WAL store without its -shm is read from a copy."""
+        try:
+            await anyio.to_thread.run_sync(_probe, self.path)
+        except Exception:
+            if not readonly_copy.wal_without_shm(self.path):
+                raise
+            self._copy = await anyio.to_thread.run_sync(readonly_copy.private_copy, self.path)
+            log.warning(
+                "the memory store at %s is read-only and has a WAL but no -shm file: reading a copy at %s; "
+                "nothing can be saved until the folder is writable",
+                self.path, self._copy,
+            )
+            await anyio.to_thread.run_sync(_probe, self._copy)
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        """Applies what is missing; a read-only store is read with the schema it has."""
+        if self._copy is not None:
+            return
+        try:
+            await sqlite_migrations.migrate(conn)
+        except Exception as exc:
+            fault = faults.classify(exc, self.path, writing=True)
+            if fault is None or fault.kind != "read-only":
+                raise
+            log.warning("the memory store at %s is read-only: its schema is not brought up to date", self.path)
+
     async def close(self) -> None:
         if self._writer is not None:
             try:
@@ -478,6 +509,9 @@ class SQLiteStore(Store):
             except Exception:  # closing must not hide the original error
                 log.debug("error closing connection", exc_info=True)
         self._writer = self._reader = self._bookkeeper = None
+        if self._copy is not None:
+            readonly_copy.remove(self._copy)
+            self._copy = None
 
     def _require(self, conn: aiosqlite.Connection | None) -> aiosqlite.Connection:
         if conn is None:
@@ -685,7 +719,7 @@ class SQLiteStore(Store):
         if self.path == ":memory:":
             return None
         try:
-            found = await anyio.to_thread.run_sync(_quick_check, self.path)
+            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path)
         except Exception as exc:  # noqa: BLE001 - a check that cannot even run has found damage
             found = [str(exc)]
         problem = None if found == ["ok"] else "; ".join(found[:3])
