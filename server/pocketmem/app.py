@@ -28,13 +28,14 @@ from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
-from pocketmem.service.lifecycle import Lifecycle, embedding_text
+from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.maintenance import Maintenance
 from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.retrieval import Retrieval, warm_up
 from pocketmem.service.review import Review
+from pocketmem.service.rows import embedding_text
 from pocketmem.service.sync import Sync
 from pocketmem.service.todos import Todos
 from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
@@ -81,7 +82,7 @@ class PocketMem:
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
         # Memories stored while the embedding endpoint was down get their vectors here, in the background.
         self.embed_queue = EmbedQueue(self.store, self.embedder, self.lifecycle)
-        self.lifecycle.vector_deferred = self.embed_queue.wake
+        self.lifecycle.when_vector_deferred(self.embed_queue.wake)
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (

@@ -19,7 +19,8 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import Category, EventKind, Scores, Status
 from pocketmem.base.results import AddResult, EvictedItem, MemoryView
 from pocketmem.core.scoring import importance
-from pocketmem.service.lifecycle import AddRequest, Lifecycle
+from pocketmem.service.add_request import AddRequest
+from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.store import Store
 
 SCORE_NAMES = ("emotion", "info", "persistence", "judge")

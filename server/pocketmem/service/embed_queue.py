@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.lifecycle import Lifecycle, embedding_text
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.rows import embedding_text
 from pocketmem.store import Store
 
 log = logging.getLogger(__name__)

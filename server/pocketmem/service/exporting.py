@@ -59,7 +59,8 @@ from pocketmem.base.models import (
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import Refused, check_record, numeric_times
-from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import IndexedText, Store
 

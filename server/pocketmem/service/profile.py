@@ -33,7 +33,8 @@ from pocketmem.core.profile_text import (
     render,
 )
 from pocketmem.core.text import clean_text, has_cjk
-from pocketmem.service.lifecycle import Lifecycle, new_id
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.rows import new_id
 from pocketmem.store import Store
 from pocketmem.store.base import MemoryFilter, StoreWriter
 

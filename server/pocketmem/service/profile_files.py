@@ -49,8 +49,9 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
-from pocketmem.service.lifecycle import AddRequest, Lifecycle
+from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.profile import Profile
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT

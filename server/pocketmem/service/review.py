@@ -34,7 +34,7 @@ from pocketmem.base.models import Category, EventKind, Memory, Scores, Status, U
 from pocketmem.base.results import MarkResult, MemoryView
 from pocketmem.core import privacy
 from pocketmem.core.scoring import importance, info_importance
-from pocketmem.service.lifecycle import MAX_SOURCE_CHARS as MAX_REASON_CHARS
+from pocketmem.service.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
 from pocketmem.store import Store
