@@ -81,7 +81,7 @@ class PocketMem:
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
         # Memories stored while the embedding endpoint was down get their vectors here, in the background.
-        self.embed_queue = EmbedQueue(self.store, self.embedder, self.lifecycle)
+        self.embed_queue = EmbedQueue(self.store, self.embedder)
         self.lifecycle.when_vector_deferred(self.embed_queue.wake)
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
@@ -163,10 +163,9 @@ class PocketMem:
                 "configured embedder, or set POCKETMEM_EMBEDDER / POCKETMEM_EMBED_MODEL back."
             )
         dims = self.embedder.dimensions
-        if stored is None and dims is not None:
-            await self.store.prepare_vectors(self.embedder.tag, dims)
+        if dims is not None:
+            await self.store.ensure_vectors(self.embedder.tag, dims)
         # Otherwise the index exists already, or is created when the endpoint first tells the vector size.
-        self.lifecycle.vectors_ready = stored is not None or dims is not None
 
     # -- views ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
@@ -234,7 +233,6 @@ class PocketMem:
             await tx.add_event(self.settings.user, EventKind.reindexed, self.clock.now(),
                                payload={"embedder": self.embedder.tag, "memories": count})
         self.calibration.reset()
-        self.lifecycle.vectors_ready = True
         return count
 
     async def _memory_total(self) -> int:

@@ -309,9 +309,7 @@ class Exporter:
                 ready = await prepared
                 if number + 1 < len(batches):
                     prepared = asyncio.ensure_future(self._prepare(batches[number + 1]))
-                if not self.lifecycle.vectors_ready:
-                    await self.store.prepare_vectors(self.embedder.tag, len(ready[0][1]))
-                    self.lifecycle.vectors_ready = True
+                await self.store.ensure_vectors(self.embedder.tag, len(ready[0][1]))
                 async with self.store.write() as tx:
                     inserted = await tx.import_memories(ready)
                     for row, done in zip(batch, inserted, strict=True):

@@ -89,14 +89,6 @@ class Lifecycle:
         self.pending = Pending(store, clock, self.writing)
         self.listing = Listing(settings, store, clock)
 
-    @property
-    def vectors_ready(self) -> bool:
-        return self.vectors.vectors_ready
-
-    @vectors_ready.setter
-    def vectors_ready(self, ready: bool) -> None:
-        self.vectors.vectors_ready = ready
-
     def when_vector_deferred(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a memory was stored without a vector (the embed queue's wake-up)."""
         self.vectors.when_deferred(callback)

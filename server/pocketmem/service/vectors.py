@@ -26,7 +26,6 @@ class Vectors:
         self.embedder = embedder
         self.calibration = calibration
         self.sameness = Sameness(store, embedder)
-        self.vectors_ready = False
         self._deferred: Callable[[], None] = lambda: None
 
     def when_deferred(self, callback: Callable[[], None]) -> None:
@@ -42,10 +41,8 @@ class Vectors:
         # Computed (and stored) now, outside any write transaction: the duplicate check inside one needs them.
         await self.calibration.scales()
         await self.sameness.thresholds()
-        if not self.vectors_ready:
-            # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
-            await self.store.prepare_vectors(self.embedder.tag, dimensions)
-            self.vectors_ready = True
+        # The first vector tells the size (OpenAI-compatible endpoints without POCKETMEM_EMBED_DIMENSIONS).
+        await self.store.ensure_vectors(self.embedder.tag, dimensions)
 
     async def embed(self, content: str, keywords: Sequence[str]) -> list[float]:
         """The vector of a memory with this content and these keywords; raises ProviderUnavailable."""

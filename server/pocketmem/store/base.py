@@ -624,6 +624,21 @@ class Store(ABC):
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
         """Create the vector index for `dimensions` if missing; record which embedder fills it."""
 
+    _vectors_ensured: tuple[str, int] | None = None
+
+    async def ensure_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Make sure the vector index for `embed_tag`'s vectors of `dimensions` exists; idempotent, and free
+        after the first call for the same pair, so every write path may call it before it stores a vector.
+
+        A store that already records this embedder has its index (opening refuses another embedder's store);
+        otherwise the index is created now (prepare_vectors), for the size the first vector tells.
+        """
+        if self._vectors_ensured == (embed_tag, dimensions):
+            return
+        if await self.get_meta("embedder") != embed_tag:
+            await self.prepare_vectors(embed_tag, dimensions)
+        self._vectors_ensured = (embed_tag, dimensions)
+
     @abstractmethod
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
