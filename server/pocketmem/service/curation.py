@@ -21,7 +21,7 @@ from pocketmem.base.results import AddResult, EvictedItem, MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.store import Store
+from pocketmem.store.roles import Transactions
 
 SCORE_NAMES = ("emotion", "info", "persistence", "judge")
 UI_SOURCE = "ui"
@@ -34,7 +34,7 @@ class RescoreResult(BaseModel):
 
 
 class Curation:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock

@@ -25,7 +25,7 @@ from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.add_request import MAX_KEYWORDS, AddRequest
 from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.sameness import Sameness
-from pocketmem.store import StoreWriter
+from pocketmem.store.roles import MemoryTx, SearchTx
 
 NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_TERMS = 16
@@ -38,7 +38,7 @@ class Duplicates:
         self.sameness = sameness
 
     async def near_duplicate(
-        self, tx: StoreWriter, user_id: str, content: str, vector: Sequence[float] | None
+        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None
     ) -> Memory | None:
         """Inside a transaction: an active memory that already says what `content` says (the rules above)."""
         sig = signature(content)
@@ -74,7 +74,7 @@ class Duplicates:
         return None
 
     async def reinforce(
-        self, tx: StoreWriter, user_id: str, existing: Memory, req: AddRequest, now: datetime
+        self, tx: MemoryTx, user_id: str, existing: Memory, req: AddRequest, now: datetime
     ) -> AddResult:
         """Inside a transaction: the request is a duplicate of `existing`, which is reinforced instead."""
         await tx.touch(user_id, [existing.id], now)

@@ -25,7 +25,7 @@ import anyio
 
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.rows import embedding_text
-from pocketmem.store import Store
+from pocketmem.store.roles import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class QueueState:
 class EmbedQueue:
     def __init__(
         self,
-        store: Store,
+        store: VectorStore,
         embedder: Embedder,
         *,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,

@@ -62,7 +62,8 @@ from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import IndexedText, Store
+from pocketmem.store import IndexedText
+from pocketmem.store.roles import VectorStore
 
 log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
@@ -142,7 +143,7 @@ def check_target(path: Path, field: str = "output") -> None:
 
 class Exporter:
     def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
+        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
     ) -> None:
         self.settings = settings
         self.store = store

@@ -56,7 +56,8 @@ from pocketmem.service.rows import embedding_text, indexed_text, new_id, payload
 from pocketmem.service.trash import Trash
 from pocketmem.service.vectors import Vectors
 from pocketmem.service.writing import Writing
-from pocketmem.store import Store, StoreWriter
+from pocketmem.store import Store
+from pocketmem.store.roles import TrashTx
 
 # Long-standing import paths of the write path's names (tests, benchmarks, other services).
 __all__ = [
@@ -131,11 +132,11 @@ class Lifecycle:
     async def list_trash(self, user_id: str, limit: int, offset: int) -> TrashList:
         return await self.trash.list_trash(user_id, limit, offset)
 
-    async def enforce_cap(self, tx: StoreWriter, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
+    async def enforce_cap(self, tx: TrashTx, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
         return await self.trash.enforce_cap(tx, user_id, now, keep)
 
     async def trash_memory(
-        self, tx: StoreWriter, user_id: str, memory: Memory, reason: DeleteReason, kind: EventKind, now: datetime,
+        self, tx: TrashTx, user_id: str, memory: Memory, reason: DeleteReason, kind: EventKind, now: datetime,
         note: str | None = None,
     ) -> datetime:
         return await self.trash.trash_memory(tx, user_id, memory, reason, kind, now, note)

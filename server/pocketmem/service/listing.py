@@ -13,11 +13,12 @@ from pocketmem.base.results import MemoryList, MemoryView, PendingView
 from pocketmem.core.scoring import importance
 from pocketmem.core.text import clean_text
 from pocketmem.service.add_request import instant
-from pocketmem.store import MemoryFilter, Store, StoreReader
+from pocketmem.store import MemoryFilter
+from pocketmem.store.roles import PendingReads, Transactions
 
 
 class Listing:
-    def __init__(self, settings: Settings, store: Store, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -59,7 +60,7 @@ class Listing:
 
 
 async def list_pending(
-    reader: StoreReader,
+    reader: PendingReads,
     user_id: str,
     category: Category | None,
     text: str | None,

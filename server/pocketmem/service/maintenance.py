@@ -35,7 +35,7 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
 from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.store import Store
+from pocketmem.store.roles import UpkeepStore
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class MaintenanceReport(BaseModel):
 
 
 class Maintenance:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: UpkeepStore, clock: Clock, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock

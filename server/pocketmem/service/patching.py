@@ -20,7 +20,7 @@ from pocketmem.core.text import clean_text, content_hash, has_cjk
 from pocketmem.service.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.rows import indexed_text, new_id
 from pocketmem.service.vectors import Vectors
-from pocketmem.store import Store, StoreWriter
+from pocketmem.store.roles import MemoryTx, Transactions
 
 
 def require_core(memory: Memory | None, memory_id: str) -> Memory:
@@ -40,7 +40,7 @@ def require_core(memory: Memory | None, memory_id: str) -> Memory:
 
 
 class Patching:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, vectors: Vectors) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, vectors: Vectors) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -92,7 +92,7 @@ class Patching:
         return f"{content.rstrip()} ({day}: {patch})"
 
     async def patch_in(
-        self, tx: StoreWriter, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
+        self, tx: MemoryTx, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
         reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
         *, prepared: str | None = None,
     ) -> PatchResult:

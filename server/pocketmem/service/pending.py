@@ -15,7 +15,7 @@ from pocketmem.base.models import EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.writing import Writing
-from pocketmem.store import Store
+from pocketmem.store.roles import Transactions
 
 MAX_SNOOZE_HOURS = 24 * 90
 
@@ -31,7 +31,7 @@ def require_open(item: PendingItem | None, pending_id: str) -> PendingItem:
 
 
 class Pending:
-    def __init__(self, store: Store, clock: Clock, writing: Writing) -> None:
+    def __init__(self, store: Transactions, clock: Clock, writing: Writing) -> None:
         self.store = store
         self.clock = clock
         self.writing = writing

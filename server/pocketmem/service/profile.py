@@ -35,8 +35,8 @@ from pocketmem.core.profile_text import (
 from pocketmem.core.text import clean_text, has_cjk
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.rows import new_id
-from pocketmem.store import Store
 from pocketmem.store.base import MemoryFilter, StoreWriter
+from pocketmem.store.roles import Transactions
 
 INSIGHTS_LIMIT = 10  # Insights.md keeps the hot lessons only; the rest stays in the database
 
@@ -72,7 +72,7 @@ def _digest(value: Any) -> str:
 
 
 class Profile:
-    def __init__(self, settings: Settings, store: Store, lifecycle: Lifecycle, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: Transactions, lifecycle: Lifecycle, clock: Clock) -> None:
         self.settings = settings
         self.store = store
         self.lifecycle = lifecycle

@@ -22,8 +22,8 @@ from pocketmem.base.models import Category, EventKind
 from pocketmem.core import privacy
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatModel, ChatRequest, ChatTurn, configured_model
-from pocketmem.store import Store
 from pocketmem.store.base import MemoryFilter
+from pocketmem.store.roles import Transactions
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ PROMPT = (
 
 class ProjectSummary:
     def __init__(
-        self, settings: Settings, store: Store, clock: Clock,
+        self, settings: Settings, store: Transactions, clock: Clock,
         model_factory: Callable[[Settings], ChatModel | None] = configured_model,
     ) -> None:
         self.settings = settings

@@ -37,7 +37,7 @@ from pocketmem.core.scoring import importance, info_importance
 from pocketmem.service.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
-from pocketmem.store import Store
+from pocketmem.store.roles import Transactions
 
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10
@@ -102,7 +102,7 @@ def decay_reason(memory: Memory, now: datetime) -> str | None:
 
 
 class Review:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock

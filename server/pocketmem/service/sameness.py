@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.store import Store
+from pocketmem.store.roles import MetaStore
 
 MARGIN = 0.05
 LANGUAGES = ("zh", "en")
@@ -117,7 +117,7 @@ async def measure(embedder: Embedder) -> dict[str, float | None]:
 class Sameness:
     """The store's cached same-fact thresholds for its embedder (measured once, kept in store_meta)."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: MetaStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
         self._thresholds: dict[str, float | None] | None = None

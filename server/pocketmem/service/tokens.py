@@ -21,7 +21,7 @@ from pocketmem.base.config import USER_ID_PATTERN
 from pocketmem.base.errors import InvalidInput, NotFound, PocketmemError
 from pocketmem.base.models import ApiToken, EventKind
 from pocketmem.core.text import clean_text
-from pocketmem.store import Store
+from pocketmem.store.roles import MetaStore
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ ANONYMOUS_KEY = "auth.anonymous"  # store_meta: "open" (operator allowed it) or 
 
 
 class TokenService:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: MetaStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
 

@@ -18,17 +18,18 @@ from pocketmem.core import privacy
 from pocketmem.core.scoring import importance
 from pocketmem.service.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.rows import new_id, payload_hash
-from pocketmem.store import MemoryFilter, Store, StoreWriter
+from pocketmem.store import MemoryFilter
+from pocketmem.store.roles import Transactions, TrashTx
 
 
 class Trash:
-    def __init__(self, settings: Settings, store: Store, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
 
     async def trash_memory(
-        self, tx: StoreWriter, user_id: str, memory: Memory, reason: DeleteReason, kind: EventKind, now: datetime,
+        self, tx: TrashTx, user_id: str, memory: Memory, reason: DeleteReason, kind: EventKind, now: datetime,
         note: str | None = None,
     ) -> datetime:
         """Inside a transaction: move `memory` to the trash with a tombstone and an event; returns its purge time."""
@@ -57,7 +58,7 @@ class Trash:
         await tx.add_event(user_id, kind, now, memory_id=memory.id, payload=payload)
         return purge_at
 
-    async def enforce_cap(self, tx: StoreWriter, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
+    async def enforce_cap(self, tx: TrashTx, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
         """Inside a transaction: over max_active, the lowest-importance non-core memories (never those in
         `keep`) go to the trash as evicted."""
         over = await tx.count_active(user_id) - self.settings.max_active
@@ -84,7 +85,7 @@ class Trash:
             return await self.forget_in(tx, user_id, memory_id, reason, now)
 
     async def forget_in(
-        self, tx: StoreWriter, user_id: str, memory_id: str, reason: str | None, now: datetime
+        self, tx: TrashTx, user_id: str, memory_id: str, reason: str | None, now: datetime
     ) -> ForgetResult:
         """Inside a transaction: move a memory to the trash on the user's behalf."""
         memory = await tx.get_memory(user_id, memory_id)

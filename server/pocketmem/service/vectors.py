@@ -15,13 +15,13 @@ from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.rows import embedding_text
 from pocketmem.service.sameness import Sameness
-from pocketmem.store import Store
+from pocketmem.store.roles import VectorStore
 
 log = logging.getLogger(__name__)
 
 
 class Vectors:
-    def __init__(self, store: Store, embedder: Embedder, calibration: Calibration) -> None:
+    def __init__(self, store: VectorStore, embedder: Embedder, calibration: Calibration) -> None:
         self.store = store
         self.embedder = embedder
         self.calibration = calibration

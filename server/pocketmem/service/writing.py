@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
@@ -37,12 +36,12 @@ from pocketmem.service.duplicates import Duplicates
 from pocketmem.service.rows import indexed_text, new_id
 from pocketmem.service.trash import Trash
 from pocketmem.service.vectors import Vectors
-from pocketmem.store import Store, StoreWriter
+from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, Transactions, WriteTx
 
 
 class Writing:
     def __init__(
-        self, settings: Settings, store: Store, clock: Clock, vectors: Vectors, trash: Trash
+        self, settings: Settings, store: Transactions, clock: Clock, vectors: Vectors, trash: Trash
     ) -> None:
         self.settings = settings
         self.store = store
@@ -52,7 +51,7 @@ class Writing:
         self.duplicates = Duplicates(vectors.embedder, vectors.sameness)
         self._known_users: set[str] = set()
 
-    async def _ensure_user(self, tx: StoreWriter, user_id: str, now: datetime) -> None:
+    async def _ensure_user(self, tx: MemoryWrites, user_id: str, now: datetime) -> None:
         if user_id not in self._known_users:
             await tx.ensure_user(user_id, now)
             self._known_users.add(user_id)
@@ -76,7 +75,7 @@ class Writing:
                 return await self.refuse_secret_in(tx, user_id, kinds, self.clock.now())
         return note_redactions(await self._route(user_id, req), kinds)
 
-    async def refuse_secret_in(self, tx: StoreWriter, user_id: str, kinds: list[str], now: datetime) -> AddResult:
+    async def refuse_secret_in(self, tx: EventWrites, user_id: str, kinds: list[str], now: datetime) -> AddResult:
         """Inside a transaction: log (without the secret) an add refused because it carried one."""
         await tx.add_event(user_id, EventKind.discarded, now, payload={"reason": "secret", "kinds": kinds})
         return AddResult(
@@ -110,7 +109,7 @@ class Writing:
             return await self._add_pending(user_id, req, digest, now)
         vector = await self.vectors.embed_or_defer(req.content, req.keywords)
 
-        async def work(tx: StoreWriter) -> AddResult:
+        async def work(tx: WriteTx) -> AddResult:
             try:
                 replay = await self.replay(tx, user_id, req.operation_id, digest)
                 if replay is not None:
@@ -155,7 +154,7 @@ class Writing:
                 results.append(result)
         return results
 
-    async def discard_in(self, tx: StoreWriter, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+    async def discard_in(self, tx: EventWrites, user_id: str, req: AddRequest, now: datetime) -> AddResult:
         """Inside a transaction: log a candidate too uncertain to keep."""
         await tx.add_event(
             user_id, EventKind.discarded, now, operation_id=req.operation_id,
@@ -171,7 +170,7 @@ class Writing:
         )
 
     @staticmethod
-    async def replay(reader: Any, user_id: str, operation_id: str | None, digest: str) -> AddResult | None:
+    async def replay(reader: EventReads, user_id: str, operation_id: str | None, digest: str) -> AddResult | None:
         """The answer already given for this operation_id, or None; InvalidInput if it was used for another call."""
         if operation_id is None:
             return None
@@ -188,7 +187,7 @@ class Writing:
 
     @staticmethod
     async def record_result(
-        tx: StoreWriter, user_id: str, operation_id: str | None, digest: str, result: AddResult, now: datetime
+        tx: EventWrites, user_id: str, operation_id: str | None, digest: str, result: AddResult, now: datetime
     ) -> None:
         """Inside a transaction: remember the answer for this operation_id, so a retry gets it again."""
         if operation_id is not None:
@@ -203,7 +202,7 @@ class Writing:
             await self.record_result(tx, user_id, req.operation_id, digest, result, now)
         return result
 
-    async def pending_in(self, tx: StoreWriter, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+    async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
         """Inside a transaction: a pending candidate (or the duplicate it already is)."""
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
@@ -247,7 +246,7 @@ class Writing:
             ),
         )
 
-    async def _superseded(self, tx: StoreWriter, user_id: str, memory_id: str | None) -> Memory | None:
+    async def _superseded(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
         """The memory a request supersedes, checked: it exists, is active and is not core."""
         if memory_id is None:
             return None
@@ -298,7 +297,7 @@ class Writing:
         )
 
     async def store_in(
-        self, tx: StoreWriter, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
+        self, tx: WriteTx, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
         *, cap: bool = True,
     ) -> AddResult:
         """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
