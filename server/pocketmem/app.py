@@ -229,7 +229,7 @@ class PocketMem:
         if not rebuilt:
             dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
             await self.store.rebuild_vectors(self.embedder.tag, dims)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=self.settings.user) as tx:
             await tx.add_event(self.settings.user, EventKind.reindexed, self.clock.now(),
                                payload={"embedder": self.embedder.tag, "memories": count})
         self.calibration.reset()

@@ -107,7 +107,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             ready.append((step, None))
 
     results: list[StepResult] = []
-    async with lifecycle.store.write() as tx:
+    async with lifecycle.store.write(user_id=user_id) as tx:
         for step, vector in ready:
             if isinstance(step, RefusedStep):
                 results.append(await writing.refuse_secret_in(tx, user_id, step.kinds, now))

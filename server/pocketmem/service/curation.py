@@ -62,7 +62,7 @@ class Curation:
             if not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"scores.{name}", "must be between 0 and 1")
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
                 raise NotFound(f"memory_id: no memory with id {memory_id!r}")

@@ -34,7 +34,7 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -275,6 +275,7 @@ class Exporter:
         others.sort(key=lambda r: order[_kind(r)])  # users first, so their rows are kept as exported
         users = [r for r in others if _kind(r) == "user"]
         async with self.store.write() as tx:
+            await tx.lock_users([*map(_user_of, users), *(m.memory.user_id for m in fresh)])
             for record in users:
                 self._count(report, touched, *await self._insert(tx, record, {}, now, 0))
             for user_id in dict.fromkeys(m.memory.user_id for m in fresh):
@@ -282,6 +283,7 @@ class Exporter:
         await self._import_memories(fresh, report, touched, progress)
         copies: dict[str, int] = {}  # identical events (same instant, same everything) may legitimately repeat
         async with self.store.write() as tx:
+            await tx.lock_users([*map(_user_of, others[len(users) :]), *touched])
             for record in others[len(users) :]:
                 nth = 0
                 if isinstance(record, Event):
@@ -312,6 +314,7 @@ class Exporter:
                     prepared = asyncio.ensure_future(self._prepare(batches[number + 1]))
                 await self.store.ensure_vectors(self.embedder.tag, len(ready[0][1]))
                 async with self.store.write() as tx:
+                    await tx.lock_users(row.memory.user_id for row in batch)
                     inserted = await tx.import_memories(ready)
                     for row, done in zip(batch, inserted, strict=True):
                         if done and row.usage is not None:
@@ -373,6 +376,13 @@ class Exporter:
         if isinstance(record, ProfileRevision):
             return "profile_revision", record.user_id, await tx.import_profile_revision(record)
         return "user", record["user_id"], await tx.import_user(record)
+
+
+def _user_of(record: Any) -> str:
+    """The user any imported row belongs to (records, models or plain mappings)."""
+    if isinstance(record, _MemoryRow):
+        return record.memory.user_id
+    return str(record["user_id"] if isinstance(record, Mapping) else record.user_id)
 
 
 def _owner(record: Any) -> str:

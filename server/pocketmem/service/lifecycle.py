@@ -110,7 +110,7 @@ class Lifecycle:
 
         Returns the ids reinforced: active memories of this user; others are ignored.
         """
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             return await record_used(tx, user_id, memory_ids, self.clock.now())
 
     # -- patch ----------------------------------------------------------------------------------

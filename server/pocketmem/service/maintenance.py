@@ -121,7 +121,7 @@ class Maintenance:
     async def _expire(self, user_id: str, now: datetime) -> list[str]:
         done: list[str] = []
         while True:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 batch = await tx.expired_memories(user_id, now, BATCH)
                 for memory in batch:
                     await self.lifecycle.trash_memory(
@@ -140,7 +140,7 @@ class Maintenance:
     async def _purge(self, user_id: str, now: datetime) -> list[str]:
         done: list[str] = []
         while True:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 batch = await tx.purgeable_memories(user_id, now, BATCH)
                 for memory in batch:
                     if await tx.purge_memory(user_id, memory.id, now):
@@ -162,7 +162,7 @@ class Maintenance:
         count = 0
         after: str | None = None
         while True:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 batch = await tx.scan_scores(user_id, (Status.active, Status.superseded), after, RESCORE_BATCH)
                 changed: list[tuple[str, float, float, float]] = []
                 for row in batch:
@@ -184,7 +184,7 @@ class Maintenance:
             after = batch[-1].id
 
     async def _cap(self, user_id: str, now: datetime) -> list[str]:
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])
         return [item.id for item in evicted]
 

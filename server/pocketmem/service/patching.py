@@ -66,7 +66,7 @@ class Patching:
                 "use mode 'replace' with a rewritten, shorter memory",
             )
         vector = await self.vectors.embed(new_content, memory.keywords)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             return await self.patch_in(
                 tx, user_id, memory_id, patch, mode, reason, vector, now, redacted, prepared=new_content
             )

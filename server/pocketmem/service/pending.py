@@ -53,7 +53,7 @@ class Pending:
         candidate = {k: v for k, v in item.candidate.items() if k != "content_hash"}
         req = self.writing.clean(AddRequest.model_validate(candidate).model_copy(update={"confidence": 1.0}))
         vector = await self.writing.vectors.embed_or_defer(req.content, req.keywords)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             require_open(await tx.get_pending(user_id, pending_id), pending_id)
             result = await self.writing.store_in(tx, user_id, req, vector, now)
             await tx.update_pending(
@@ -73,7 +73,7 @@ class Pending:
 
     async def _reject(self, user_id: str, pending_id: str) -> ConfirmResult:
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             require_open(await tx.get_pending(user_id, pending_id), pending_id)
             await tx.update_pending(user_id, pending_id, status=PendingStatus.rejected, updated_at=now)
             await tx.add_event(user_id, EventKind.rejected, now, payload={"pending_id": pending_id})
@@ -87,7 +87,7 @@ class Pending:
         if not 0 < hours <= MAX_SNOOZE_HOURS:
             raise InvalidInput("snooze_hours", f"must be more than 0 and at most {MAX_SNOOZE_HOURS}")
         until = now + timedelta(hours=hours)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             require_open(await tx.get_pending(user_id, pending_id), pending_id)
             await tx.update_pending(
                 user_id, pending_id, status=PendingStatus.snoozed, cooldown_until=until, updated_at=now

@@ -150,7 +150,7 @@ class Profile:
                 return ProfileResult(status="unchanged", profile=await self.view(user_id), redacted=kinds,
                                      message="Nothing new: the profile already says this.")
             return await self._propose(user_id, changes, changed, kinds, now)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await self.apply_in(tx, user_id, changes, "tool", now)
             if confirmed:
                 await tx.set_identity_confirmed(user_id, True, now)
@@ -193,7 +193,7 @@ class Profile:
         content = ("更新个人资料：" if lang == "zh" else "Profile update: ") + "; ".join(lines)
         digest = _digest(changes)
         candidate = {"content": content, "category": Category.fact.value, "profile": changes, "content_hash": digest}
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             waiting = await tx.find_pending_by_hash(user_id, digest)
             if waiting is not None:
                 pending_id = waiting.id
@@ -224,7 +224,7 @@ class Profile:
 
     async def _confirm_profile(self, user_id: str, pending_id: str) -> ConfirmResult:
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             item = await tx.get_pending(user_id, pending_id)
             if item is None or item.status not in (PendingStatus.pending, PendingStatus.snoozed):
                 raise Conflict(f"pending {pending_id} was settled meanwhile; see list_memories(status='pending')")

@@ -82,7 +82,7 @@ class ProjectSummary:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         lines = [line if line.startswith("- ") else f"- {line.lstrip('-* ')}" for line in lines]
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await tx.put_profile(user_id, SECTION, {"text": "\n".join(lines), "covers": covers,
                                                     "count": len(older), "lang": guess_language(notes)}, now)
             await tx.add_event(user_id, EventKind.profile_updated, now,

@@ -102,6 +102,7 @@ class UseLedger:
             self._uses, self._events = {}, []
             try:
                 async with self.store.write_short(durable=False) as tx:
+                    await tx.lock_users([*uses, *(event[0] for event in events)])
                     for user_id, counted in uses.items():
                         groups: dict[tuple[int, datetime], list[str]] = {}
                         for memory_id, key in counted.items():

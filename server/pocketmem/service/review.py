@@ -166,7 +166,7 @@ class Review:
             assert trashed is not None
             return MarkResult(memory=MemoryView.of(trashed), action="forget", message=forgotten.message)
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
                 raise NotFound(

@@ -71,7 +71,7 @@ class Todos:
         if reason is not None:
             reason = privacy.kept_text(reason, "reason", max_chars=MAX_REASON_CHARS)
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             todo = await tx.get_memory(user_id, memory_id)
             if todo is None:
                 raise NotFound(

@@ -78,7 +78,7 @@ class TokenService:
         token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(SECRET_BYTES)}"
         now = self.clock.now()
         record = ApiToken(id=token_id, user_id=user_id, name=label, token_hash=hash_token(token), created_at=now)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await tx.ensure_user(user_id, now)
             await tx.insert_token(record)
             await tx.put_meta(ANONYMOUS_KEY, "closed")

@@ -81,7 +81,7 @@ class Trash:
         if reason is not None:
             reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             return await self.forget_in(tx, user_id, memory_id, reason, now)
 
     async def forget_in(
@@ -106,7 +106,7 @@ class Trash:
 
     async def restore(self, user_id: str, memory_id: str) -> RestoreResult:
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
                 raise NotFound(

@@ -71,7 +71,7 @@ class Writing:
             )
         req, kinds, refused = screen_secrets(req, self.settings)
         if refused:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 return await self.refuse_secret_in(tx, user_id, kinds, self.clock.now())
         return note_redactions(await self._route(user_id, req), kinds)
 
@@ -97,7 +97,7 @@ class Writing:
                 return replay
         now = self.clock.now()
         if req.confidence < self.settings.pending_threshold:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 replay = await self.replay(tx, user_id, req.operation_id, digest)
                 if replay is not None:
                     return replay
@@ -122,7 +122,7 @@ class Writing:
                 raise
 
         # Embedded above, outside the lock; adds arriving together share one durable commit.
-        result = await self.store.write_shared(work)
+        result = await self.store.write_shared(work, user_id=user_id)
         if vector is None and result.status == "stored":
             self.vectors.deferred()
         return result
@@ -142,7 +142,7 @@ class Writing:
         vectors = await self.vectors.embed_many([(r.content, r.keywords) for r in cleaned])
         now = self.clock.now()
         results: list[AddResult] = []
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             for req, vector in zip(cleaned, vectors, strict=True):
                 digest = request_hash(req)
                 replay = await self.replay(tx, user_id, req.operation_id, digest)
@@ -194,7 +194,7 @@ class Writing:
             await tx.record_operation(user_id, operation_id, digest, result.model_dump(mode="json"), now)
 
     async def _add_pending(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> AddResult:
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             replay = await self.replay(tx, user_id, req.operation_id, digest)
             if replay is not None:
                 return replay

@@ -4,8 +4,9 @@ The interface is cut into roles (store/roles.py); the classes here compose them.
 
 Rows in, rows out: no ranking, thresholds or text policy live here. Every method takes the
 user id, so no query can reach another user's rows. Writes happen inside `Store.write()`,
-one transaction per unit of work, and writes of one user never interleave (SQLite has one
-writer; PostgreSQL takes a per-user lock at the first statement for that user); reads inside
+one transaction per unit of work, and writes of one user never interleave when the transaction is
+opened for that user (`write(user_id=...)`; SQLite has one writer; PostgreSQL takes a per-user lock
+at the start); reads inside
 `Store.read()`, one consistent snapshot. Times go in and come out as UTC instants with
 millisecond precision.
 
@@ -57,6 +58,7 @@ from pocketmem.store.roles import (
     TrashReads,
     TrashWrites,
     UpkeepReads,
+    UserLocks,
     VectorAdmin,
 )
 
@@ -167,7 +169,7 @@ class StoreReader(
 
 class StoreWriter(
     StoreReader, MemoryWrites, PendingWrites, EventWrites, TrashWrites, ImportWrites, TokenWrites, SyncWrites,
-    MetaWrites, ProfileWriter,
+    MetaWrites, UserLocks, ProfileWriter,
 ):
     """Writes; only available inside `Store.write()`: every write role (store/roles.py)."""
 

@@ -27,7 +27,7 @@ here once (`WriteTx`, `ReadTx`...) since Python has no intersection types.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -555,19 +555,29 @@ class Transactions(Protocol):
     def read(self) -> AbstractAsyncContextManager[StoreReader]: ...
 
     @abstractmethod
-    def write(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+    def write(self, durable: bool = True, *, user_id: str | None = None) -> AbstractAsyncContextManager[StoreWriter]:
         """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
-        a later durable commit makes it durable too."""
+        a later durable commit makes it durable too.
 
-    def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        A transaction that acts for one user is opened for that user (`user_id`): it holds the user's write
+        lock from its first statement to its end, so two writes for one user never interleave while writes for
+        different users run side by side (PostgreSQL: a per-user advisory lock; SQLite's single writer already
+        serialises every write). One that acts for several users calls `tx.lock_users(...)` before it reads or
+        writes their rows (UserLocks).
+        """
+
+    def write_short(
+        self, durable: bool = True, *, user_id: str | None = None
+    ) -> AbstractAsyncContextManager[StoreWriter]:
         """write() for a short unit of work (a few indexed statements); a backend may run it more cheaply."""
-        return self.write(durable)
+        return self.write(durable, user_id=user_id)
 
-    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]], *, user_id: str | None = None) -> T:
         """Run `work` in a durable write transaction it may share with other writers waiting at the same time
         (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;
-        an exception from `work` undoes only its own writes and is raised to its caller alone."""
-        async with self.write() as tx:
+        an exception from `work` undoes only its own writes and is raised to its caller alone. `user_id` as
+        for write()."""
+        async with self.write(user_id=user_id) as tx:
             return await work(tx)
 
 
@@ -645,6 +655,20 @@ class Checks(Protocol):
 
 
 # -- roles that functions need together -----------------------------------------------------------
+
+
+class UserLocks(Protocol):
+    """Per-user write locks inside a write transaction (see Transactions.write)."""
+
+    async def lock_user(self, user_id: str) -> None:
+        """Hold `user_id`'s write lock until the transaction ends (again: no cost). A backend whose writes are
+        serialised anyway (SQLite) keeps this default."""
+        return None
+
+    async def lock_users(self, user_ids: Iterable[str]) -> None:
+        """Lock several users, always in the same (sorted) order, so two such transactions cannot deadlock."""
+        for user_id in sorted(set(user_ids)):
+            await self.lock_user(user_id)
 
 
 class MemoryTx(MemoryReads, MemoryWrites, EventWrites, Protocol):
