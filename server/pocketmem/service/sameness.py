@@ -15,7 +15,7 @@ model's space. So, once per embedder (cached in store_meta), pocketmem embeds tw
                 when restated >= threshold: the model tells a restated fact from a different fact about
                 the same person in this language. Otherwise (a lexical embedder,
                 or a model that cannot read the language: all-MiniLM on Chinese) there is no similarity rule
-                for the language, and only the word-level rules of lifecycle._near_duplicate apply.
+                for the language, and only the word-level rules of duplicates.near_duplicate apply.
 
 The reference sentences are not the benchmark's (bench/data/distinct_facts.jsonl), so the benchmark measures it.
 """
