@@ -125,7 +125,7 @@ FILL_BATCH = 1000
 
 
 def memory_of(req: AddRequest, user_id: str, now: datetime, tag: str, episode_days: int) -> Memory:
-    """The row the write path stores for `req` (lifecycle._store), for a store filled the way an import fills it."""
+    """The row the write path stores for `req` (Writing.store_in), for a store filled the way an import fills it."""
     scores = fill_scores(req.category, req.scores)
     info, coef, imp = importance(scores, now, now)
     return Memory(

@@ -130,3 +130,69 @@ async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(ap
     assert len(plans) == 2, plans
     for plan in plans:
         assert "memories_by_uses" in plan and "Sort" not in plan.replace("Sort Key", ""), plan
+async def _waits(store, holder, second) -> bool:
+    """Whether `second` (a coroutine function) is held up while a write transaction locked by `holder` is open.
+
+    `holder(tx)` locks inside the open transaction; `second` runs to the end once the first transaction ends.
+    """
+    holding, release, done = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def first() -> None:
+        async with store.write() as tx:
+            await holder(tx)
+            holding.set()
+            await release.wait()
+
+    async def then() -> None:
+        await holding.wait()
+        await second()
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first)
+        tg.start_soon(then)
+        await holding.wait()
+        with anyio.move_on_after(1.0):
+            await done.wait()
+        waited = not done.is_set()
+        release.set()
+        with anyio.fail_after(20):
+            await done.wait()
+    return waited
+
+
+async def test_a_write_opened_for_a_user_waits_only_for_that_users_writes(app):
+    def lock(user):
+        async def holder(tx):
+            await tx.lock_user(user)
+        return holder
+
+    def write_for(user):
+        async def second():
+            async with app.store.write(user_id=user) as tx:
+                await tx.ensure_user(user, app.clock.now())
+        return second
+
+    assert await _waits(app.store, lock("alice"), write_for("alice"))  # one user: serialised
+    assert not await _waits(app.store, lock("alice"), write_for("bob"))  # two users: side by side
+
+
+async def test_the_services_open_their_writes_for_the_user(app):
+    first = await app.lifecycle.add(USER, AddRequest(content="用户住在杭州"))
+
+    async def hold_user(tx):
+        await tx.lock_user(USER)
+
+    async def hold_several(tx):
+        await tx.lock_users(["someone-else", USER])
+
+    async def forget():
+        await app.lifecycle.forget(USER, first.memory_id, None)
+
+    async def add():
+        await app.lifecycle.add(USER, AddRequest(content="用户喜欢爬山"))
+
+    assert await _waits(app.store, hold_user, add)
+    assert await _waits(app.store, hold_several, forget)
+    async with app.store.read() as r:
+        assert await r.count_active(USER) == 1

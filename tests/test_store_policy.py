@@ -65,8 +65,7 @@ async def test_the_core_rule_is_scorings(app, clock):
 
 
 @pytest.mark.postgres_only
-async def test_postgres_writes_lock_the_user_by_argument_or_by_record(app, clock, backend):
-    from pocketmem.base.models import DeleteReason, Tombstone
+async def test_postgres_writes_lock_the_user_they_are_opened_for(app, clock, backend):
     from pocketmem.store.postgres.tx import USER_LOCK_SPACE
 
     async def user_locks(tx) -> int:
@@ -76,18 +75,19 @@ async def test_postgres_writes_lock_the_user_by_argument_or_by_record(app, clock
         )
         return row[0]
 
-    async with app.store.write() as tx:
-        assert await user_locks(tx) == 0
-        await tx.get_memory("alice", "nope")  # a method taking the user id
+    async with app.store.write(user_id="alice") as tx:
+        assert await user_locks(tx) == 1  # taken when the transaction opens, before any statement of its own
+        await tx.get_memory("alice", "nope")
         assert await user_locks(tx) == 1
-        stone = Tombstone(tombstone_id="t1", memory_id="m1", user_id="bob", deleted_at=clock.now(), purge_at=None,
-                          reason=DeleteReason.user_delete)
-        await tx.insert_tombstone(stone)  # a method taking a record that carries the user
+    async with app.store.write() as tx:
+        await tx.get_memory("alice", "nope")  # not opened for a user: the method calls lock nothing
+        assert await user_locks(tx) == 0
+        await tx.lock_users(["bob", "carol", "bob"])  # a transaction for several users names them
         assert await user_locks(tx) == 2
-        await tx.get_memory("alice", "nope")  # each user once per transaction
+        await tx.lock_user("carol")  # each user once per transaction
         assert await user_locks(tx) == 2
     async with app.store.read() as r:
-        await r.get_memory("carol", "nope")  # reads take no lock
+        await r.lock_user("dave")  # reads take no lock
         assert await user_locks(r) == 0
 
 

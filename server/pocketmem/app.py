@@ -28,13 +28,14 @@ from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
-from pocketmem.service.lifecycle import Lifecycle, embedding_text
+from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.maintenance import Maintenance
 from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.retrieval import Retrieval, warm_up
 from pocketmem.service.review import Review
+from pocketmem.service.rows import embedding_text
 from pocketmem.service.sync import Sync
 from pocketmem.service.todos import Todos
 from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
@@ -80,8 +81,8 @@ class PocketMem:
         self.calibration = Calibration(self.store, self.embedder)
         self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
         # Memories stored while the embedding endpoint was down get their vectors here, in the background.
-        self.embed_queue = EmbedQueue(self.store, self.embedder, self.lifecycle)
-        self.lifecycle.vector_deferred = self.embed_queue.wake
+        self.embed_queue = EmbedQueue(self.store, self.embedder)
+        self.lifecycle.when_vector_deferred(self.embed_queue.wake)
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (
@@ -162,10 +163,9 @@ class PocketMem:
                 "configured embedder, or set POCKETMEM_EMBEDDER / POCKETMEM_EMBED_MODEL back."
             )
         dims = self.embedder.dimensions
-        if stored is None and dims is not None:
-            await self.store.prepare_vectors(self.embedder.tag, dims)
+        if dims is not None:
+            await self.store.ensure_vectors(self.embedder.tag, dims)
         # Otherwise the index exists already, or is created when the endpoint first tells the vector size.
-        self.lifecycle.vectors_ready = stored is not None or dims is not None
 
     # -- views ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
@@ -229,11 +229,10 @@ class PocketMem:
         if not rebuilt:
             dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
             await self.store.rebuild_vectors(self.embedder.tag, dims)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=self.settings.user) as tx:
             await tx.add_event(self.settings.user, EventKind.reindexed, self.clock.now(),
                                payload={"embedder": self.embedder.tag, "memories": count})
         self.calibration.reset()
-        self.lifecycle.vectors_ready = True
         return count
 
     async def _memory_total(self) -> int:

@@ -182,7 +182,7 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
 
 
 async def _add(app: Any, user: str, args: argparse.Namespace) -> int:
-    from pocketmem.service.lifecycle import AddRequest
+    from pocketmem.service.add_request import AddRequest
 
     request = AddRequest(
         content=args.content,

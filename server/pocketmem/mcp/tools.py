@@ -33,7 +33,7 @@ from pocketmem.base.results import (
 )
 from pocketmem.core.instants import not_a_number
 from pocketmem.core.text import guess_language
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,10 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
 from pocketmem.core import privacy
 from pocketmem.core.text import clean_text
-from pocketmem.service.lifecycle import MAX_SOURCE_CHARS, AddRequest, Lifecycle
+from pocketmem.service.add_request import MAX_SOURCE_CHARS, AddRequest, note_redactions, screen_secrets
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.patching import require_core
+from pocketmem.service.reinforcement import record_used
 
 
 @dataclass(frozen=True)
@@ -67,35 +70,36 @@ class BatchResult:
 
 async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step]) -> BatchResult:
     settings = lifecycle.settings
+    writing, patching, trash, vectors = lifecycle.writing, lifecycle.patching, lifecycle.trash, lifecycle.vectors
     now = lifecycle.clock.now()
     ready: list[tuple[Step | RefusedStep, list[float] | None]] = []
     step: Step | RefusedStep
     for i, step in enumerate(steps):
         if isinstance(step, AddStep):
-            req = lifecycle.clean_request(step.request)
+            req = writing.clean(step.request)
             if req.operation_id is not None:
                 raise InvalidInput(f"steps[{i}].operation_id", "is not supported inside a batch")
-            req, kinds, refused = lifecycle.screen_secrets(req)
+            req, kinds, refused = screen_secrets(req, settings)
             if refused:
                 ready.append((RefusedStep(kinds), None))
                 continue
             stored = req.confidence >= settings.store_threshold and not settings.confirm_all
-            vector = await lifecycle.embed_or_defer(req.content, req.keywords) if stored else None
+            vector = await vectors.embed_or_defer(req.content, req.keywords) if stored else None
             ready.append((AddStep(req, kinds), vector))
         elif isinstance(step, PatchStep):
-            patch, redacted = lifecycle.screen_patch(
+            patch, redacted = patching.screen_patch(
                 clean_text(step.patch, f"steps[{i}].patch", max_chars=settings.max_content_chars), f"steps[{i}].patch"
             )
             reason = _reason(step.reason, i)
             async with lifecycle.store.read() as reader:
-                memory = lifecycle.require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
-            new_content = lifecycle.patched(memory.content, patch, step.mode, now)
+                memory = require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
+            new_content = patching.patched(memory.content, patch, step.mode, now)
             if len(new_content) > settings.max_content_chars:
                 raise InvalidInput(
                     f"steps[{i}].patch",
                     f"would make the memory {len(new_content)} characters (limit {settings.max_content_chars})",
                 )
-            vector = await lifecycle.embed(new_content, memory.keywords)
+            vector = await vectors.embed(new_content, memory.keywords)
             ready.append((PatchStep(step.memory_id, patch, step.mode, reason, redacted, new_content), vector))
         elif isinstance(step, ForgetStep):
             ready.append((ForgetStep(step.memory_id, _reason(step.reason, i)), None))
@@ -103,39 +107,39 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             ready.append((step, None))
 
     results: list[StepResult] = []
-    async with lifecycle.store.write() as tx:
+    async with lifecycle.store.write(user_id=user_id) as tx:
         for step, vector in ready:
             if isinstance(step, RefusedStep):
-                results.append(await lifecycle.refuse_secret_in(tx, user_id, step.kinds, now))
+                results.append(await writing.refuse_secret_in(tx, user_id, step.kinds, now))
             elif isinstance(step, AddStep):
                 req = step.request
                 if req.confidence < settings.pending_threshold:
-                    result = await lifecycle.discard_in(tx, user_id, req, now)
+                    result = await writing.discard_in(tx, user_id, req, now)
                 elif req.confidence < settings.store_threshold or settings.confirm_all:
-                    result = await lifecycle.pending_in(tx, user_id, req, now)
+                    result = await writing.pending_in(tx, user_id, req, now)
                 else:
-                    result = await lifecycle.store_in(tx, user_id, req, vector, now, cap=False)
-                results.append(lifecycle.note_redactions(result, step.redacted))
+                    result = await writing.store_in(tx, user_id, req, vector, now, cap=False)
+                results.append(note_redactions(result, step.redacted))
             elif isinstance(step, PatchStep):
                 assert vector is not None
                 results.append(
-                    await lifecycle.patch_in(
+                    await patching.patch_in(
                         tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now, step.redacted,
                         prepared=step.prepared,
                     )
                 )
             elif isinstance(step, ForgetStep):
-                results.append(await lifecycle.forget_in(tx, user_id, step.memory_id, step.reason, now))
+                results.append(await trash.forget_in(tx, user_id, step.memory_id, step.reason, now))
             else:
-                results.append(await lifecycle.reinforce_in(tx, user_id, step.memory_ids, now))
+                results.append(await record_used(tx, user_id, step.memory_ids, now))
         written = [
             r.memory_id
             for r in results
             if isinstance(r, AddResult) and r.status == "stored" and r.memory_id is not None
         ]
-        evicted = await lifecycle.enforce_cap(tx, user_id, now, keep=written)
+        evicted = await trash.enforce_cap(tx, user_id, now, keep=written)
     if any(isinstance(step, AddStep) and vector is None for step, vector in ready):
-        lifecycle.vector_deferred()  # stored without a vector: the embed queue computes it
+        vectors.deferred()  # stored without a vector: the embed queue computes it
     return BatchResult(results=results, evicted=evicted)
 
 

@@ -26,8 +26,9 @@ from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import days_between, importance
 from pocketmem.core.text import clean_text, query_terms
 from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.store import Store, StoreReader
+from pocketmem.store import StoreReader
 from pocketmem.store.base import BrowseFilter, BrowseOrder
+from pocketmem.store.roles import Transactions
 
 MAX_PER_PAGE = 200
 MAX_QUERY_CHARS = 200
@@ -112,7 +113,7 @@ class TodoOverview(BaseModel):
 
 
 class Browse:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, retrieval: Retrieval) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, retrieval: Retrieval) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock

@@ -23,7 +23,7 @@ from dataclasses import asdict
 
 from pocketmem.core.similarity import NEUTRAL, Scale, dot, fit
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.store import Store
+from pocketmem.store.roles import MetaStore
 
 # Scale and NEUTRAL live in core/similarity.py; they are re-exported here for existing imports.
 __all__ = ["NEUTRAL", "Calibration", "Scale", "measure"]
@@ -103,7 +103,7 @@ async def measure(embedder: Embedder) -> dict[str, Scale]:
 class Calibration:
     """The store's cached scales for its embedder (measured once, kept in store_meta)."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: MetaStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
         self._scales: dict[str, Scale] | None = None

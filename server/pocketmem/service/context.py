@@ -27,8 +27,8 @@ from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.retrieval import RecallRequest, Retrieval
 from pocketmem.service.usercard import CARD_CORE_LIMIT
-from pocketmem.store import Store
 from pocketmem.store.base import MemoryFilter
+from pocketmem.store.roles import Transactions
 
 RECENT_DAYS = 14
 RECENT_LIMIT = 200
@@ -38,7 +38,7 @@ EVIDENCE_TOP_K_LONG = 5
 
 class ContextBuilder:
     def __init__(
-        self, settings: Settings, store: Store, clock: Clock, retrieval: Retrieval, profile: Profile,
+        self, settings: Settings, store: Transactions, clock: Clock, retrieval: Retrieval, profile: Profile,
         files: ProfileFiles,
     ) -> None:
         self.settings = settings

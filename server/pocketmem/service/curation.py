@@ -19,8 +19,9 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import Category, EventKind, Scores, Status
 from pocketmem.base.results import AddResult, EvictedItem, MemoryView
 from pocketmem.core.scoring import importance
-from pocketmem.service.lifecycle import AddRequest, Lifecycle
-from pocketmem.store import Store
+from pocketmem.service.add_request import AddRequest
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.store.roles import Transactions
 
 SCORE_NAMES = ("emotion", "info", "persistence", "judge")
 UI_SOURCE = "ui"
@@ -33,7 +34,7 @@ class RescoreResult(BaseModel):
 
 
 class Curation:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -61,7 +62,7 @@ class Curation:
             if not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"scores.{name}", "must be between 0 and 1")
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
                 raise NotFound(f"memory_id: no memory with id {memory_id!r}")

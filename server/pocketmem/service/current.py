@@ -14,13 +14,13 @@ from collections.abc import Sequence
 
 from pocketmem.base.models import Memory, Status
 from pocketmem.core.ranking import Candidate
-from pocketmem.store import StoreReader
+from pocketmem.store.roles import MemoryReads
 
 MAX_CHAIN = 32  # versions followed at most (a chain is normally 1-3 long)
 SEARCHED = (Status.active, Status.superseded)
 
 
-async def current_version(reader: StoreReader, user_id: str, memory: Memory) -> Memory | None:
+async def current_version(reader: MemoryReads, user_id: str, memory: Memory) -> Memory | None:
     """The active memory at the end of `memory`'s supersedes chain; None if the chain ends elsewhere (trashed)."""
     for _ in range(MAX_CHAIN):
         if memory.status == Status.active:
@@ -38,7 +38,7 @@ def _merge(a: Candidate, b: Candidate) -> Candidate:
 
 
 async def bring_current(
-    reader: StoreReader, user_id: str, candidates: Sequence[Candidate], statuses: Sequence[Status]
+    reader: MemoryReads, user_id: str, candidates: Sequence[Candidate], statuses: Sequence[Status]
 ) -> list[Candidate]:
     """Candidates found among active and superseded memories -> those of `statuses`, each superseded one
     joined (or replaced) by its current version carrying its evidence."""

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.lifecycle import Lifecycle, embedding_text
-from pocketmem.store import Store
+from pocketmem.service.rows import embedding_text
+from pocketmem.store.roles import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,13 @@ class QueueState:
 class EmbedQueue:
     def __init__(
         self,
-        store: Store,
+        store: VectorStore,
         embedder: Embedder,
-        lifecycle: Lifecycle,
         *,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.lifecycle = lifecycle
         self.state = QueueState()
         self._sleep = sleep
         self._wake = anyio.Event()
@@ -92,7 +90,8 @@ class EmbedQueue:
             except Exception:
                 self._count_failure([r[2] for r in work])
                 raise
-            await self._prepare(len(vectors[0]))
+            # The endpoint was down when the store opened: the vector index waits for the first vector's size.
+            await self.store.ensure_vectors(self.embedder.tag, len(vectors[0]))
             await self.store.write_vectors(
                 [(user, mid, vec) for (_, user, mid, _, _), vec in zip(work, vectors, strict=True)],
                 self.embedder.tag,
@@ -102,12 +101,6 @@ class EmbedQueue:
                 self.state.attempts.pop(mid, None)
             done += len(work)
             self.state.embedded += len(work)
-
-    async def _prepare(self, dimensions: int) -> None:
-        # The endpoint was down when the store opened: the vector index waits for the first vector's size.
-        if not self.lifecycle.vectors_ready:
-            await self.store.prepare_vectors(self.embedder.tag, dimensions)
-            self.lifecycle.vectors_ready = True
 
     def _count_failure(self, ids: list[str]) -> None:
         for mid in ids:

@@ -34,7 +34,7 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -59,9 +59,11 @@ from pocketmem.base.models import (
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import Refused, check_record, numeric_times
-from pocketmem.service.lifecycle import Lifecycle, embedding_text, indexed_text
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import IndexedText, Store
+from pocketmem.store import IndexedText
+from pocketmem.store.roles import VectorStore
 
 log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
@@ -141,7 +143,7 @@ def check_target(path: Path, field: str = "output") -> None:
 
 class Exporter:
     def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
+        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
     ) -> None:
         self.settings = settings
         self.store = store
@@ -273,6 +275,7 @@ class Exporter:
         others.sort(key=lambda r: order[_kind(r)])  # users first, so their rows are kept as exported
         users = [r for r in others if _kind(r) == "user"]
         async with self.store.write() as tx:
+            await tx.lock_users([*map(_user_of, users), *(m.memory.user_id for m in fresh)])
             for record in users:
                 self._count(report, touched, *await self._insert(tx, record, {}, now, 0))
             for user_id in dict.fromkeys(m.memory.user_id for m in fresh):
@@ -280,6 +283,7 @@ class Exporter:
         await self._import_memories(fresh, report, touched, progress)
         copies: dict[str, int] = {}  # identical events (same instant, same everything) may legitimately repeat
         async with self.store.write() as tx:
+            await tx.lock_users([*map(_user_of, others[len(users) :]), *touched])
             for record in others[len(users) :]:
                 nth = 0
                 if isinstance(record, Event):
@@ -308,10 +312,9 @@ class Exporter:
                 ready = await prepared
                 if number + 1 < len(batches):
                     prepared = asyncio.ensure_future(self._prepare(batches[number + 1]))
-                if not self.lifecycle.vectors_ready:
-                    await self.store.prepare_vectors(self.embedder.tag, len(ready[0][1]))
-                    self.lifecycle.vectors_ready = True
+                await self.store.ensure_vectors(self.embedder.tag, len(ready[0][1]))
                 async with self.store.write() as tx:
+                    await tx.lock_users(row.memory.user_id for row in batch)
                     inserted = await tx.import_memories(ready)
                     for row, done in zip(batch, inserted, strict=True):
                         if done and row.usage is not None:
@@ -373,6 +376,13 @@ class Exporter:
         if isinstance(record, ProfileRevision):
             return "profile_revision", record.user_id, await tx.import_profile_revision(record)
         return "user", record["user_id"], await tx.import_user(record)
+
+
+def _user_of(record: Any) -> str:
+    """The user any imported row belongs to (records, models or plain mappings)."""
+    if isinstance(record, _MemoryRow):
+        return record.memory.user_id
+    return str(record["user_id"] if isinstance(record, Mapping) else record.user_id)
 
 
 def _owner(record: Any) -> str:

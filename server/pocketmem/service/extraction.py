@@ -44,6 +44,7 @@ from pocketmem.core.operations import (
 from pocketmem.core.rubric import Language, server_rubric
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatAnswer, ChatModel, ChatRequest, ChatTurn, configured_model
+from pocketmem.service.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, AddRequest
 from pocketmem.service.batch import (
     AddStep,
     ForgetStep,
@@ -53,7 +54,7 @@ from pocketmem.service.batch import (
     StepResult,
     apply_batch,
 )
-from pocketmem.service.lifecycle import MAX_KEYWORD_CHARS, MAX_KEYWORDS, AddRequest, Lifecycle
+from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.retrieval import RecallRequest, Retrieval
 from pocketmem.store import Store
 

@@ -36,8 +36,8 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
 from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.store import Store
 from pocketmem.store.base import ScoreRow
+from pocketmem.store.roles import UpkeepStore
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class MaintenanceReport(BaseModel):
 
 
 class Maintenance:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: UpkeepStore, clock: Clock, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -124,7 +124,7 @@ class Maintenance:
     async def _expire(self, user_id: str, now: datetime) -> list[str]:
         done: list[str] = []
         while True:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 batch = await tx.expired_memories(user_id, now, BATCH)
                 for memory in batch:
                     await self.lifecycle.trash_memory(
@@ -143,7 +143,7 @@ class Maintenance:
     async def _purge(self, user_id: str, now: datetime) -> list[str]:
         done: list[str] = []
         while True:
-            async with self.store.write() as tx:
+            async with self.store.write(user_id=user_id) as tx:
                 batch = await tx.purgeable_memories(user_id, now, BATCH)
                 for memory in batch:
                     if await tx.purge_memory(user_id, memory.id, now):
@@ -178,7 +178,7 @@ class Maintenance:
             after = batch[-1].id
 
     async def _rescore_chunk(self, user_id: str, now: datetime, after: str | None) -> tuple[int, list[ScoreRow]]:
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             batch = await tx.scan_scores(user_id, RESCORED, after, RESCORE_BATCH)
             changed = _changed_scores(batch, now)
             if changed:
@@ -189,7 +189,7 @@ class Maintenance:
         return len(changed), batch
 
     async def _cap(self, user_id: str, now: datetime) -> list[str]:
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])
         return [item.id for item in evicted]
 

@@ -33,9 +33,10 @@ from pocketmem.core.profile_text import (
     render,
 )
 from pocketmem.core.text import clean_text, has_cjk
-from pocketmem.service.lifecycle import Lifecycle, new_id
-from pocketmem.store import Store
+from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.rows import new_id
 from pocketmem.store.base import MemoryFilter, StoreWriter
+from pocketmem.store.roles import Transactions
 
 INSIGHTS_LIMIT = 10  # Insights.md keeps the hot lessons only; the rest stays in the database
 
@@ -71,7 +72,7 @@ def _digest(value: Any) -> str:
 
 
 class Profile:
-    def __init__(self, settings: Settings, store: Store, lifecycle: Lifecycle, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: Transactions, lifecycle: Lifecycle, clock: Clock) -> None:
         self.settings = settings
         self.store = store
         self.lifecycle = lifecycle
@@ -149,7 +150,7 @@ class Profile:
                 return ProfileResult(status="unchanged", profile=await self.view(user_id), redacted=kinds,
                                      message="Nothing new: the profile already says this.")
             return await self._propose(user_id, changes, changed, kinds, now)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await self.apply_in(tx, user_id, changes, "tool", now)
             if confirmed:
                 await tx.set_identity_confirmed(user_id, True, now)
@@ -192,7 +193,7 @@ class Profile:
         content = ("更新个人资料：" if lang == "zh" else "Profile update: ") + "; ".join(lines)
         digest = _digest(changes)
         candidate = {"content": content, "category": Category.fact.value, "profile": changes, "content_hash": digest}
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             waiting = await tx.find_pending_by_hash(user_id, digest)
             if waiting is not None:
                 pending_id = waiting.id
@@ -223,7 +224,7 @@ class Profile:
 
     async def _confirm_profile(self, user_id: str, pending_id: str) -> ConfirmResult:
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             item = await tx.get_pending(user_id, pending_id)
             if item is None or item.status not in (PendingStatus.pending, PendingStatus.snoozed):
                 raise Conflict(f"pending {pending_id} was settled meanwhile; see list_memories(status='pending')")

@@ -49,8 +49,9 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
-from pocketmem.service.lifecycle import AddRequest, Lifecycle
+from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.profile import Profile
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
@@ -289,7 +290,7 @@ class ProfileFiles:
             report.written.append(name)
         earlier = ([stored[0], *stored[2]] if stored is not None and stored[0] != text else
                    (stored[2] if stored is not None else []))[:KEEP_EARLIER]
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await tx.put_profile_file(user_id, name, text, digest, earlier, self.clock.now())
         self._seen[key] = self._stat(user_id, name)
         self._written[key] = digest
@@ -355,7 +356,7 @@ class ProfileFiles:
             clean.update(one)
         if not clean:
             return
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             changed = await self.profile.apply_in(tx, user_id, {section: clean}, "file", self.clock.now())
         report.taken_in += [f"{name}: {c}" for c in changed]
 
@@ -431,6 +432,6 @@ class ProfileFiles:
         await anyio.to_thread.run_sync(copy.write_bytes, raw)
         report.problems += problems
         report.kept.append(str(copy))
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await tx.add_event(user_id, EventKind.profile_file_rejected, now,
                                payload={"file": name, "problems": problems, "kept": copy.name})

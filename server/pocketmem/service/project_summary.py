@@ -22,8 +22,8 @@ from pocketmem.base.models import Category, EventKind
 from pocketmem.core import privacy
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatModel, ChatRequest, ChatTurn, configured_model
-from pocketmem.store import Store
 from pocketmem.store.base import MemoryFilter
+from pocketmem.store.roles import Transactions
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ PROMPT = (
 
 class ProjectSummary:
     def __init__(
-        self, settings: Settings, store: Store, clock: Clock,
+        self, settings: Settings, store: Transactions, clock: Clock,
         model_factory: Callable[[Settings], ChatModel | None] = configured_model,
     ) -> None:
         self.settings = settings
@@ -82,7 +82,7 @@ class ProjectSummary:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         lines = [line if line.startswith("- ") else f"- {line.lstrip('-* ')}" for line in lines]
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await tx.put_profile(user_id, SECTION, {"text": "\n".join(lines), "covers": covers,
                                                     "count": len(older), "lang": guess_language(notes)}, now)
             await tx.add_event(user_id, EventKind.profile_updated, now,

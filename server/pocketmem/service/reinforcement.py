@@ -18,14 +18,14 @@ import anyio
 
 from pocketmem.base.models import EventKind, Scores, Status
 from pocketmem.core.scoring import info_importance
-from pocketmem.store import Store, StoreWriter
+from pocketmem.store.roles import MemoryTx, Transactions
 
 log = logging.getLogger(__name__)
 
 USED_JUDGE_BOOST = 0.1
 
 
-async def record_used(tx: StoreWriter, user_id: str, memory_ids: Sequence[str], now: datetime) -> list[str]:
+async def record_used(tx: MemoryTx, user_id: str, memory_ids: Sequence[str], now: datetime) -> list[str]:
     """Count memories as having shaped the agent's reply; ids that are not active memories are skipped."""
     wanted = list(dict.fromkeys(memory_ids))
     memories = [m for m in await tx.get_memories(user_id, wanted) if m.status == Status.active]
@@ -63,7 +63,7 @@ class UseLedger:
 
     MAX_PENDING = 512
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Transactions) -> None:
         self.store = store
         self.deferred = False
         self._uses: dict[str, dict[str, tuple[int, datetime]]] = {}  # user -> memory -> (count, last recalled)
@@ -102,6 +102,7 @@ class UseLedger:
             self._uses, self._events = {}, []
             try:
                 async with self.store.write_short(durable=False) as tx:
+                    await tx.lock_users([*uses, *(event[0] for event in events)])
                     for user_id, counted in uses.items():
                         groups: dict[tuple[int, datetime], list[str]] = {}
                         for memory_id, key in counted.items():

@@ -182,7 +182,7 @@ class Retrieval:
         reinforced: list[str] = []
         if req.used:
             try:
-                async with self.store.write() as tx:
+                async with self.store.write(user_id=user_id) as tx:
                     reinforced = await record_used(tx, user_id, req.used, now)
             except StoreError as exc:  # the reinforcement is lost, the recall is not
                 log.warning("recall could not reinforce the used memories: %s", exc)

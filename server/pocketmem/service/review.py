@@ -34,10 +34,10 @@ from pocketmem.base.models import Category, EventKind, Memory, Scores, Status, U
 from pocketmem.base.results import MarkResult, MemoryView
 from pocketmem.core import privacy
 from pocketmem.core.scoring import importance, info_importance
-from pocketmem.service.lifecycle import MAX_SOURCE_CHARS as MAX_REASON_CHARS
+from pocketmem.service.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
 from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
-from pocketmem.store import Store
+from pocketmem.store.roles import Transactions
 
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10
@@ -102,7 +102,7 @@ def decay_reason(memory: Memory, now: datetime) -> str | None:
 
 
 class Review:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -166,7 +166,7 @@ class Review:
             assert trashed is not None
             return MarkResult(memory=MemoryView.of(trashed), action="forget", message=forgotten.message)
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
                 raise NotFound(

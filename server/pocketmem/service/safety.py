@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Memory, Status
-from pocketmem.store import Store
+from pocketmem.store.roles import Transactions
 
 PREVIEW_LIMIT = 10_000
 
@@ -28,7 +28,7 @@ class CapOverflow(BaseModel):
         return self.active + self.incoming - self.max_active
 
 
-async def purge_preview(store: Store, now: datetime, limit: int = PREVIEW_LIMIT) -> dict[str, list[Memory]]:
+async def purge_preview(store: Transactions, now: datetime, limit: int = PREVIEW_LIMIT) -> dict[str, list[Memory]]:
     """Per user, the trashed memories a maintenance run at `now` deletes for good (purge_at <= now)."""
     out: dict[str, list[Memory]] = {}
     async with store.read() as reader:
@@ -39,7 +39,7 @@ async def purge_preview(store: Store, now: datetime, limit: int = PREVIEW_LIMIT)
     return out
 
 
-async def import_overflow(store: Store, settings: Settings, records: Sequence[Any]) -> list[CapOverflow]:
+async def import_overflow(store: Transactions, settings: Settings, records: Sequence[Any]) -> list[CapOverflow]:
     """Users whose active memories would exceed the cap once the new active rows of an import are in."""
     incoming: dict[str, set[str]] = {}
     for record in records:

@@ -15,7 +15,7 @@ model's space. So, once per embedder (cached in store_meta), pocketmem embeds tw
                 when restated >= threshold: the model tells a restated fact from a different fact about
                 the same person in this language. Otherwise (a lexical embedder,
                 or a model that cannot read the language: all-MiniLM on Chinese) there is no similarity rule
-                for the language, and only the word-level rules of lifecycle._near_duplicate apply.
+                for the language, and only the word-level rules of duplicates.near_duplicate apply.
 
 The reference sentences are not the benchmark's (bench/data/distinct_facts.jsonl), so the benchmark measures it.
 """
@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.store import Store
+from pocketmem.store.roles import MetaStore
 
 MARGIN = 0.05
 LANGUAGES = ("zh", "en")
@@ -117,7 +117,7 @@ async def measure(embedder: Embedder) -> dict[str, float | None]:
 class Sameness:
     """The store's cached same-fact thresholds for its embedder (measured once, kept in store_meta)."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: MetaStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
         self._thresholds: dict[str, float | None] | None = None

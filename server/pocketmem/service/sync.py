@@ -136,7 +136,7 @@ class Sync:
 
     async def _sync_user(self, user_id: str) -> UserSyncReport:
         out = UserSyncReport(user_id=user_id)
-        async with self.library.write() as tx:
+        async with self.library.write(user_id=user_id) as tx:
             await tx.ensure_user(user_id, self.clock.now())
         await self._push(user_id, out)
         if self.settings.sync_trash:
@@ -171,11 +171,11 @@ class Sync:
                 tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
             if not tombstones:
                 break
-            async with self.library.write() as tx:
+            async with self.library.write(user_id=user_id) as tx:
                 for _, tombstone in tombstones:
                     if await apply_tombstone(tx, tombstone, library=True, record_change=True):
                         out.tombstones_uploaded += 1
-            async with self.local.write() as tx:
+            async with self.local.write(user_id=user_id) as tx:
                 await tx.mark_tombstones_synced(user_id, [t.tombstone_id for _, t in tombstones], self.clock.now())
             after = tombstones[-1][0]
         async with self.local.write() as tx:
@@ -191,6 +191,7 @@ class Sync:
                 vectors[memory.id] = vector
         changed = 0
         async with self.library.write() as tx:
+            await tx.lock_users(m.user_id for m in memories)
             for memory in memories:
                 if await apply_memory(tx, memory, vectors.get(memory.id), library=True, record_change=True):
                     changed += 1
@@ -209,12 +210,12 @@ class Sync:
                 return
             after = trash[-1].id
             await self._send([sync_view(m) for m in trash], vectors, [])
-            async with self.library.write() as tx:
+            async with self.library.write(user_id=user_id) as tx:
                 for tombstone in tombstones:
                     await apply_tombstone(tx, tombstone, library=True, record_change=True)
             # Only now that the library has committed it does the trash leave the notebook.
             now = self.clock.now()
-            async with self.local.write() as tx:
+            async with self.local.write(user_id=user_id) as tx:
                 cleared: list[str] = []
                 for memory in trash:
                     current = await tx.get_memory(user_id, memory.id)
@@ -245,7 +246,7 @@ class Sync:
             if not page:
                 break
             now = self.clock.now()
-            async with self.local.write() as tx:
+            async with self.local.write(user_id=user_id) as tx:
                 landed: list[str] = []
                 for _, memory in page:
                     incoming = sync_view(memory)  # a library served by a pocketmem server may evict too
@@ -267,7 +268,7 @@ class Sync:
             if not tombstones:
                 break
             now = self.clock.now()
-            async with self.local.write() as tx:
+            async with self.local.write(user_id=user_id) as tx:
                 for _, tombstone in tombstones:
                     if tombstone.reason == DeleteReason.evicted:
                         continue  # another notebook's capacity, not a delete

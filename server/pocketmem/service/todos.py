@@ -20,7 +20,7 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, ReminderView
 from pocketmem.core import privacy
-from pocketmem.store import Store, StoreReader
+from pocketmem.store.roles import MemoryReads, Transactions
 
 MAX_REASON_CHARS = 500
 
@@ -42,7 +42,7 @@ def reminder_label(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> st
 
 
 async def due_reminders(
-    reader: StoreReader, user_id: str, now: datetime, limit: int = REMINDERS_SHOWN
+    reader: MemoryReads, user_id: str, now: datetime, limit: int = REMINDERS_SHOWN
 ) -> list[Memory]:
     """Open todos whose reminder time has come, soonest first (one indexed range scan)."""
     return await reader.open_todos(user_id, limit, due_by=now)
@@ -60,7 +60,7 @@ def reminder_view(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> Rem
 
 
 class Todos:
-    def __init__(self, settings: Settings, store: Store, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -71,7 +71,7 @@ class Todos:
         if reason is not None:
             reason = privacy.kept_text(reason, "reason", max_chars=MAX_REASON_CHARS)
         now = self.clock.now()
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             todo = await tx.get_memory(user_id, memory_id)
             if todo is None:
                 raise NotFound(

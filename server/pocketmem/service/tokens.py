@@ -21,7 +21,7 @@ from pocketmem.base.config import USER_ID_PATTERN
 from pocketmem.base.errors import InvalidInput, NotFound, PocketmemError
 from pocketmem.base.models import ApiToken, EventKind
 from pocketmem.core.text import clean_text
-from pocketmem.store import Store
+from pocketmem.store.roles import MetaStore
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ ANONYMOUS_KEY = "auth.anonymous"  # store_meta: "open" (operator allowed it) or 
 
 
 class TokenService:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: MetaStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
 
@@ -78,7 +78,7 @@ class TokenService:
         token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(SECRET_BYTES)}"
         now = self.clock.now()
         record = ApiToken(id=token_id, user_id=user_id, name=label, token_hash=hash_token(token), created_at=now)
-        async with self.store.write() as tx:
+        async with self.store.write(user_id=user_id) as tx:
             await tx.ensure_user(user_id, now)
             await tx.insert_token(record)
             await tx.put_meta(ANONYMOUS_KEY, "closed")

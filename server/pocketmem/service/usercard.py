@@ -8,14 +8,14 @@ from pocketmem.base.config import Settings
 from pocketmem.core.formatting import user_card
 from pocketmem.core.profile_text import profile_summary
 from pocketmem.core.text import has_cjk
-from pocketmem.store import Store
+from pocketmem.store.roles import Transactions
 
 CARD_CORE_LIMIT = 60
 CARD_TODO_LIMIT = 20
 TEMPORARY_CARD = user_card("User card", [("Temporary mode", ["Memories are off: nothing is recalled or stored."])])
 
 
-async def render_user_card(store: Store, user_id: str, settings: Settings, now: datetime) -> str:
+async def render_user_card(store: Transactions, user_id: str, settings: Settings, now: datetime) -> str:
     async with store.read() as reader:
         user = await reader.get_user(user_id)
         identity = (await reader.get_profile(user_id)).get("identity", {})

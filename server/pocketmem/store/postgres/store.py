@@ -165,7 +165,7 @@ class PostgresStore(Store):
                     await _finish(conn, "rollback")
 
     @asynccontextmanager
-    async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
+    async def write(self, durable: bool = True, *, user_id: str | None = None) -> AsyncIterator[StoreWriter]:
         tx: PostgresTx | None = None
         async with self._connection() as conn:
             await conn.execute("begin")
@@ -173,6 +173,8 @@ class PostgresStore(Store):
                 await conn.execute("set local synchronous_commit = off")
             tx = PostgresTx(conn, writing=True, vectors=self._vectors)
             try:
+                if user_id is not None:
+                    await tx.lock_user(user_id)  # before the first statement: the user's writes never interleave
                 yield tx
             except BaseException:
                 with anyio.CancelScope(shield=True):

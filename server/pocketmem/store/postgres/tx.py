@@ -5,16 +5,15 @@ keyword ranking is ts_rank over the user's pre-split terms instead of BM25 (only
 used), and the nearest-neighbour search uses pgvector's HNSW index (cosine) when the planner
 finds it cheaper than scanning the user's rows.
 
-Inside a write transaction every method takes a per-user advisory lock before its first
-statement for that user, so one user's writes never interleave (the SQLite backend gets the
-same from its single writer) while different users write in parallel.
+A write transaction opened for a user (`PostgresStore.write(user_id=...)`) takes that user's advisory
+lock before its first statement, so one user's writes never interleave (the SQLite backend gets the
+same from its single writer) while different users write in parallel; a transaction acting for several
+users locks them with `lock_users` (store/roles.py UserLocks).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pocketmem.base.models import (
@@ -52,48 +51,7 @@ USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
 EF_SEARCH_MIN, EF_SEARCH_MAX = 100, 1000
 
-def _user_of_record(record: Any) -> str | None:
-    """The user a record (a model or a mapping with `user_id`) belongs to, if it says."""
-    user = record.get("user_id") if isinstance(record, Mapping) else getattr(record, "user_id", None)
-    return user if isinstance(user, str) else None
 
-
-def per_user_locked(cls: type) -> type:
-    """Lock the user first in every public coroutine method that acts for one user.
-
-    A method acts for a user when its first parameter is `user_id`, or when its first argument is a record
-    carrying a `user_id` (a memory, tombstone, revision, pending item, usage row, imported row). No list of
-    method names to keep: a new method is locked by its signature or by the record it is given.
-    """
-    for name in dir(cls):
-        if name.startswith("_"):
-            continue
-        fn = getattr(cls, name)
-        if not inspect.iscoroutinefunction(fn):
-            continue
-        params = list(inspect.signature(fn).parameters)
-        if len(params) < 2:
-            continue
-        by_id = params[1] == "user_id"
-
-        def wrap(fn: Any, by_id: bool) -> Any:
-            @functools.wraps(fn)
-            async def locked(self: PostgresTx, *args: Any, **kwargs: Any) -> Any:
-                if by_id:
-                    user = args[0] if args else kwargs.get("user_id")
-                else:
-                    user = _user_of_record(args[0]) if args else None
-                if isinstance(user, str):
-                    await self._lock_user(user)
-                return await fn(self, *args, **kwargs)
-
-            return locked
-
-        setattr(cls, name, wrap(fn, by_id))
-    return cls
-
-
-@per_user_locked
 class PostgresTx(
     MemoryReads,
     MemoryWrites,
@@ -125,6 +83,10 @@ class PostgresTx(
         self._vectors = vectors
         self._locked: set[str] = set()
         self.changes: dict[str, set[EventKind]] = {}
+
+    async def lock_user(self, user_id: str) -> None:
+        """Hold the user's advisory lock until this transaction ends (once per user; nothing in a read)."""
+        await self._lock_user(user_id)
 
     async def _lock_user(self, user_id: str) -> None:
         if self._writing and user_id not in self._locked:

@@ -1,7 +1,7 @@
 """PostgreSQL writes of the core store interface (store/base.py StoreWriter), a mixin of `PostgresTx`.
 
-Every statement runs inside the transaction `PostgresTx` was given; the per-user lock is taken by the
-wrapper `per_user_locked` puts around each method (store/postgres_tx.py).
+Every statement runs inside the transaction `PostgresTx` was given; the per-user lock is taken
+when the transaction is opened for the user (PostgresStore.write(user_id=...), store/postgres/tx.py).
 """
 
 from __future__ import annotations

@@ -538,7 +538,8 @@ class SQLiteStore(Store):
             raise fault from exc
 
     @asynccontextmanager
-    async def write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
+    async def write(self, durable: bool = True, *, user_id: str | None = None) -> AsyncIterator[StoreWriter]:
+        # One writer for the whole file: every write transaction already excludes every other, whoever it is for.
         conn = self._require(self._writer if durable else self._bookkeeper)
         tx: SQLiteTx | None = None
         try:
@@ -587,7 +588,7 @@ class SQLiteStore(Store):
                     await _rollback(conn)
                     raise
 
-    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]], *, user_id: str | None = None) -> T:
         try:
             return await self._group.submit(work)
         except Exception as exc:
@@ -612,7 +613,9 @@ class SQLiteStore(Store):
             finally:
                 tx.run_inline(False)
 
-    def write_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+    def write_short(
+        self, durable: bool = True, *, user_id: str | None = None
+    ) -> AbstractAsyncContextManager[StoreWriter]:
         """A write transaction for a short unit of work (a few indexed statements): no thread hop per statement."""
         return self._short_write(durable)
 

@@ -1,0 +1,115 @@
+"""What add_memory accepts, and the checks every write path runs on it before touching the store.
+
+`clean_request` trims and bounds the text, checks scores and dates; `screen_secrets` redacts or refuses
+secrets; `note_redactions` tells the caller what was removed. All pure apart from the settings and the
+current time they are given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, Field
+
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.models import Category
+from pocketmem.base.results import AddResult
+from pocketmem.core import instants, privacy
+from pocketmem.core.text import clean_text
+
+MAX_KEYWORDS = 12
+MAX_KEYWORD_CHARS = 40
+MAX_SOURCE_CHARS = 500
+MAX_OPERATION_ID_CHARS = 200
+
+DATE_FIELDS = ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
+
+
+class AddRequest(BaseModel):
+    """Everything add_memory accepts, already type-checked by the MCP layer or the CLI."""
+
+    content: str
+    category: Category = Category.fact
+    keywords: list[str] = Field(default_factory=list)
+    scores: dict[str, float | None] | None = None
+    confidence: float = 1.0
+    supersedes: str | None = None
+    created_at: datetime | None = None
+    valid_from: datetime | None = None
+    due_at: datetime | None = None
+    remind_at: datetime | None = None
+    expires_at: datetime | None = None
+    source: str | None = None
+    source_ref: str | None = None
+    operation_id: str | None = None
+
+
+def instant(settings: Settings, field: str, value: datetime | None) -> datetime | None:
+    """An aware UTC instant within the supported years (checked in UTC); no offset means the user's zone."""
+    return None if value is None else instants.accept(field, value, settings.zone)
+
+
+def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequest:
+    """The request with its text trimmed and bounded, keywords deduplicated, dates as UTC instants.
+
+    Raises InvalidInput for anything add_memory refuses (too long, bad scores, a date in the future...).
+    """
+    content = clean_text(req.content, "content", max_chars=settings.max_content_chars)
+    if len(req.keywords) > MAX_KEYWORDS:
+        raise InvalidInput("keywords", f"at most {MAX_KEYWORDS} short terms, got {len(req.keywords)}")
+    keywords: list[str] = []
+    for i, keyword in enumerate(req.keywords):
+        cleaned = clean_text(keyword, f"keywords[{i}]", max_chars=MAX_KEYWORD_CHARS)
+        if cleaned not in keywords:
+            keywords.append(cleaned)
+    side = {
+        name: privacy.kept_text(getattr(req, name), name, max_chars=limit)
+        for name, limit in (("source", MAX_SOURCE_CHARS), ("source_ref", MAX_SOURCE_CHARS),
+                            ("operation_id", MAX_OPERATION_ID_CHARS))
+        if getattr(req, name) is not None
+    }
+    if not 0.0 <= req.confidence <= 1.0:
+        raise InvalidInput("confidence", "must be between 0 and 1")
+    for key, value in (req.scores or {}).items():
+        if key not in ("emotion", "info", "persistence", "judge"):
+            raise InvalidInput(f"scores.{key}", "unknown score; use emotion, info, persistence, judge")
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise InvalidInput(f"scores.{key}", "must be between 0 and 1")
+    dates = {name: instant(settings, name, getattr(req, name)) for name in DATE_FIELDS}
+    req = req.model_copy(update=dates)
+    if req.created_at is not None and req.created_at > now + timedelta(days=1):
+        raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
+    if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
+        raise InvalidInput("remind_at", "must not be after due_at")
+    return req.model_copy(update={"content": content, "keywords": keywords, **side})
+
+
+def request_hash(req: AddRequest) -> str:
+    """What an operation_id is bound to: the request without its operation_id."""
+    body = req.model_dump(mode="json", exclude={"operation_id"})
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+def screen_secrets(req: AddRequest, settings: Settings) -> tuple[AddRequest, list[str], bool]:
+    """(request with secrets redacted, kinds found, refused?) — every write path passes through here."""
+    screened = privacy.screen_memory(req.content, req.keywords)
+    if not screened.kinds:
+        return req, [], False
+    if settings.secrets == "refuse" or not privacy.meaningful(screened.content):
+        return req, screened.kinds, True
+    cleaned = req.model_copy(update={"content": screened.content, "keywords": screened.keywords})
+    return cleaned, screened.kinds, False
+
+
+def note_redactions(result: AddResult, kinds: list[str]) -> AddResult:
+    """The result, telling the caller which kinds of secrets were removed before storing."""
+    if not kinds:
+        return result
+    return result.model_copy(
+        update={
+            "redacted": kinds, "message": f"{result.message} Removed before storing: {privacy.describe(kinds)}."
+        }
+    )

@@ -1,0 +1,140 @@
+"""Patching a core memory: append to it or replace it, keeping the previous text as a revision.
+
+Only active core memories (persistence 1) are patched; any other memory changes by superseding it.
+The new text's vector is computed before the write transaction, from the text the patch would make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.models import EventKind, Memory, Revision, Status
+from pocketmem.base.results import MemoryView, PatchResult
+from pocketmem.core import privacy
+from pocketmem.core.text import clean_text, content_hash, has_cjk
+from pocketmem.service.add_request import MAX_SOURCE_CHARS
+from pocketmem.service.rows import indexed_text, new_id
+from pocketmem.service.vectors import Vectors
+from pocketmem.store.roles import MemoryTx, Transactions
+
+
+def require_core(memory: Memory | None, memory_id: str) -> Memory:
+    """The memory, if it exists and is an active core memory; otherwise NotFound or Conflict."""
+    if memory is None:
+        raise NotFound(
+            f"memory_id: no memory with id {memory_id!r}; find ids with list_memories or recall_memories"
+        )
+    if memory.status != Status.active:
+        raise Conflict(f"memory {memory_id} is {memory.status.value}; only an active core memory can be patched")
+    if not memory.core:
+        raise Conflict(
+            f"memory {memory_id} is not a core memory (persistence {memory.scores.persistence:g} < 1); "
+            "record the change with add_memory(content=..., supersedes=this id) instead"
+        )
+    return memory
+
+
+class Patching:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, vectors: Vectors) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.vectors = vectors
+
+    async def patch_core(
+        self, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"], reason: str | None
+    ) -> PatchResult:
+        patch, redacted = self.screen_patch(
+            clean_text(patch, "patch", max_chars=self.settings.max_content_chars), "patch"
+        )
+        if reason is not None:
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+        async with self.store.read() as reader:
+            memory = await reader.get_memory(user_id, memory_id)
+        memory = require_core(memory, memory_id)
+        now = self.clock.now()
+        new_content = self.patched(memory.content, patch, mode, now)
+        if len(new_content) > self.settings.max_content_chars:
+            raise InvalidInput(
+                "patch",
+                f"would make the memory {len(new_content)} characters (limit {self.settings.max_content_chars}); "
+                "use mode 'replace' with a rewritten, shorter memory",
+            )
+        vector = await self.vectors.embed(new_content, memory.keywords)
+        async with self.store.write(user_id=user_id) as tx:
+            return await self.patch_in(
+                tx, user_id, memory_id, patch, mode, reason, vector, now, redacted, prepared=new_content
+            )
+
+    def screen_patch(self, patch: str, field: str) -> tuple[str, list[str]]:
+        """The patch with secrets redacted, and their kinds; refused (InvalidInput) when nothing else is left."""
+        screened = privacy.screen(patch)
+        if not screened.findings:
+            return patch, []
+        if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
+            raise InvalidInput(
+                field, f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out"
+            )
+        return screened.text, screened.kinds
+
+    def patched(self, content: str, patch: str, mode: str, now: datetime) -> str:
+        """The text a patch makes: the patch itself (replace), or the content with the dated patch appended."""
+        if mode == "replace":
+            return patch
+        day = now.astimezone(self.settings.zone).date().isoformat()
+        if has_cjk(content) or has_cjk(patch):
+            return f"{content.rstrip()}（{day}：{patch}）"
+        return f"{content.rstrip()} ({day}: {patch})"
+
+    async def patch_in(
+        self, tx: MemoryTx, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
+        reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
+        *, prepared: str | None = None,
+    ) -> PatchResult:
+        """Inside a transaction: patch a core memory, keeping the previous text as a revision.
+
+        `vector` was computed from `prepared` before the transaction; if the memory changed meanwhile the
+        vector would not match the text, so the patch is refused and can be retried.
+        """
+        memory = require_core(await tx.get_memory(user_id, memory_id), memory_id)
+        new_content = self.patched(memory.content, patch, mode, now)
+        if prepared is not None and new_content != prepared:
+            raise Conflict(f"memory {memory_id} changed while it was being patched; send the patch again")
+        revision = Revision(
+            id=new_id(),
+            memory_id=memory.id,
+            user_id=user_id,
+            previous_content=memory.content,
+            new_content=new_content,
+            mode=mode,
+            reason=reason,
+            created_at=now,
+        )
+        await tx.insert_revision(revision)
+        await tx.replace_content(
+            user_id,
+            memory.id,
+            content=new_content,
+            content_hash=content_hash(new_content),
+            keywords=memory.keywords,
+            vector=vector,
+            text=indexed_text(new_content, memory.keywords),
+            updated_at=now,
+        )
+        await tx.add_event(
+            user_id, EventKind.patched, now, memory_id=memory.id,
+            payload={"mode": mode, "revision_id": revision.id, "reason": reason},
+        )
+        updated = await tx.get_memory(user_id, memory.id)
+        assert updated is not None
+        return PatchResult(
+            memory=MemoryView.of(updated),
+            revision_id=revision.id,
+            previous_content=memory.content,
+            redacted=redacted or [],
+        )

@@ -1,0 +1,101 @@
+"""Answering a pending memory: confirm (it is stored), reject (never asked again) or snooze (asked later).
+
+Pending memories are written by the write path (writing.py `pending_in`) when an add's confidence is
+between the pending and the store thresholds, or when confirm-everything is on.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.models import EventKind, PendingItem, PendingStatus
+from pocketmem.base.results import ConfirmResult
+from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing import Writing
+from pocketmem.store.roles import Transactions
+
+MAX_SNOOZE_HOURS = 24 * 90
+
+
+def require_open(item: PendingItem | None, pending_id: str) -> PendingItem:
+    """The pending item, if it exists and is still waiting; otherwise NotFound or Conflict."""
+    if item is None:
+        raise NotFound(f"pending_id: no pending memory with id {pending_id!r}; see list_memories(status='pending')")
+    if item.status not in (PendingStatus.pending, PendingStatus.snoozed):
+        detail = f" as memory {item.memory_id}" if item.memory_id else ""
+        raise Conflict(f"pending {pending_id} was already {item.status.value}{detail}")
+    return item
+
+
+class Pending:
+    def __init__(self, store: Transactions, clock: Clock, writing: Writing) -> None:
+        self.store = store
+        self.clock = clock
+        self.writing = writing
+
+    async def confirm_pending(
+        self, user_id: str, pending_id: str, action: Literal["confirm", "reject", "snooze"], snooze_hours: float | None
+    ) -> ConfirmResult:
+        async with self.store.read() as reader:
+            item = require_open(await reader.get_pending(user_id, pending_id), pending_id)
+        if action == "confirm":
+            return await self._confirm(user_id, item)
+        if action == "reject":
+            return await self._reject(user_id, pending_id)
+        return await self._snooze(user_id, pending_id, snooze_hours)
+
+    async def _confirm(self, user_id: str, item: PendingItem) -> ConfirmResult:
+        pending_id = item.id
+        now = self.clock.now()
+        candidate = {k: v for k, v in item.candidate.items() if k != "content_hash"}
+        req = self.writing.clean(AddRequest.model_validate(candidate).model_copy(update={"confidence": 1.0}))
+        vector = await self.writing.vectors.embed_or_defer(req.content, req.keywords)
+        async with self.store.write(user_id=user_id) as tx:
+            require_open(await tx.get_pending(user_id, pending_id), pending_id)
+            result = await self.writing.store_in(tx, user_id, req, vector, now)
+            await tx.update_pending(
+                user_id, pending_id, status=PendingStatus.confirmed, memory_id=result.memory_id, updated_at=now
+            )
+            await tx.add_event(
+                user_id, EventKind.confirmed, now, memory_id=result.memory_id, payload={"pending_id": pending_id}
+            )
+        if vector is None:
+            self.writing.vectors.deferred()
+        return ConfirmResult(
+            status=PendingStatus.confirmed,
+            pending_id=pending_id,
+            memory_id=result.memory_id,
+            message=result.message,
+        )
+
+    async def _reject(self, user_id: str, pending_id: str) -> ConfirmResult:
+        now = self.clock.now()
+        async with self.store.write(user_id=user_id) as tx:
+            require_open(await tx.get_pending(user_id, pending_id), pending_id)
+            await tx.update_pending(user_id, pending_id, status=PendingStatus.rejected, updated_at=now)
+            await tx.add_event(user_id, EventKind.rejected, now, payload={"pending_id": pending_id})
+        return ConfirmResult(
+            status=PendingStatus.rejected, pending_id=pending_id, message="Rejected; it will not be asked again."
+        )
+
+    async def _snooze(self, user_id: str, pending_id: str, snooze_hours: float | None) -> ConfirmResult:
+        now = self.clock.now()
+        hours = 24.0 if snooze_hours is None else snooze_hours
+        if not 0 < hours <= MAX_SNOOZE_HOURS:
+            raise InvalidInput("snooze_hours", f"must be more than 0 and at most {MAX_SNOOZE_HOURS}")
+        until = now + timedelta(hours=hours)
+        async with self.store.write(user_id=user_id) as tx:
+            require_open(await tx.get_pending(user_id, pending_id), pending_id)
+            await tx.update_pending(
+                user_id, pending_id, status=PendingStatus.snoozed, cooldown_until=until, updated_at=now
+            )
+            await tx.add_event(user_id, EventKind.snoozed, now, payload={"pending_id": pending_id, "until": until})
+        return ConfirmResult(
+            status=PendingStatus.snoozed,
+            pending_id=pending_id,
+            cooldown_until=until,
+            message=f"Snoozed; it comes back in recall results after {until:%Y-%m-%d %H:%M} UTC.",
+        )

@@ -1,0 +1,139 @@
+"""The trash: forgetting on the user's behalf, eviction over the cap, restoring, listing.
+
+A memory in the trash keeps its row and gains a tombstone; it is purged `trash_days` later
+(maintenance.py) and can be restored until then.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import Conflict, NotFound
+from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
+from pocketmem.base.results import EvictedItem, ForgetResult, MemoryView, RestoreResult, TrashItem, TrashList
+from pocketmem.core import privacy
+from pocketmem.core.scoring import importance
+from pocketmem.service.add_request import MAX_SOURCE_CHARS
+from pocketmem.service.rows import new_id, payload_hash
+from pocketmem.store import MemoryFilter
+from pocketmem.store.roles import Transactions, TrashTx
+
+
+class Trash:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+
+    async def trash_memory(
+        self, tx: TrashTx, user_id: str, memory: Memory, reason: DeleteReason, kind: EventKind, now: datetime,
+        note: str | None = None,
+    ) -> datetime:
+        """Inside a transaction: move `memory` to the trash with a tombstone and an event; returns its purge time."""
+        purge_at = now + timedelta(days=self.settings.trash_days)
+        # Eviction is the notebook running out of room, not a change to the memory: it keeps its updated_at,
+        # so sync (sync_rules.py) never lets it outrank a real edit or delete made elsewhere.
+        updated_at = memory.updated_at if reason == DeleteReason.evicted else now
+        await tx.set_status(
+            user_id, memory.id, Status.trashed, updated_at=updated_at, deleted_at=now, purge_at=purge_at,
+            delete_reason=reason, valid_until=memory.valid_until,
+        )
+        await tx.insert_tombstone(
+            Tombstone(
+                tombstone_id=new_id(),
+                memory_id=memory.id,
+                user_id=user_id,
+                deleted_at=now,
+                purge_at=purge_at,
+                reason=reason,
+                payload_hash=payload_hash(memory),
+            )
+        )
+        payload: dict[str, Any] = {"reason": reason.value, "purge_at": purge_at.isoformat()}
+        if note:
+            payload["note"] = note
+        await tx.add_event(user_id, kind, now, memory_id=memory.id, payload=payload)
+        return purge_at
+
+    async def enforce_cap(self, tx: TrashTx, user_id: str, now: datetime, keep: list[str]) -> list[EvictedItem]:
+        """Inside a transaction: over max_active, the lowest-importance non-core memories (never those in
+        `keep`) go to the trash as evicted."""
+        over = await tx.count_active(user_id) - self.settings.max_active
+        if over <= 0:
+            return []
+        evicted: list[EvictedItem] = []
+        for victim in await tx.eviction_candidates(user_id, over, now, exclude=keep):
+            purge_at = await self.trash_memory(tx, user_id, victim, DeleteReason.evicted, EventKind.evicted, now)
+            evicted.append(
+                EvictedItem(
+                    id=victim.id,
+                    content=victim.content,
+                    importance=round(importance(victim.scores, victim.last_active_at or victim.created_at, now)[2], 4),
+                    purge_at=purge_at,
+                )
+            )
+        return evicted
+
+    async def forget(self, user_id: str, memory_id: str, reason: str | None) -> ForgetResult:
+        if reason is not None:
+            reason = privacy.kept_text(reason, "reason", max_chars=MAX_SOURCE_CHARS)
+        now = self.clock.now()
+        async with self.store.write(user_id=user_id) as tx:
+            return await self.forget_in(tx, user_id, memory_id, reason, now)
+
+    async def forget_in(
+        self, tx: TrashTx, user_id: str, memory_id: str, reason: str | None, now: datetime
+    ) -> ForgetResult:
+        """Inside a transaction: move a memory to the trash on the user's behalf."""
+        memory = await tx.get_memory(user_id, memory_id)
+        if memory is None:
+            raise NotFound(f"memory_id: no memory with id {memory_id!r}; find ids with list_memories")
+        if memory.status == Status.trashed:
+            raise Conflict(
+                f"memory {memory_id} is already in the trash (purged after {memory.purge_at:%Y-%m-%d}); "
+                "restore brings it back"
+            )
+        await self.trash_memory(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
+        trashed = await tx.get_memory(user_id, memory_id)
+        assert trashed is not None
+        return ForgetResult(
+            item=TrashItem.of(trashed),
+            message=f"Moved to the trash; restore(memory_id) brings it back until {trashed.purge_at:%Y-%m-%d}.",
+        )
+
+    async def restore(self, user_id: str, memory_id: str) -> RestoreResult:
+        now = self.clock.now()
+        async with self.store.write(user_id=user_id) as tx:
+            memory = await tx.get_memory(user_id, memory_id)
+            if memory is None:
+                raise NotFound(
+                    f"memory_id: nothing with id {memory_id!r} in the trash; it may have been purged. See list_trash"
+                )
+            if memory.status != Status.trashed:
+                raise Conflict(f"memory {memory_id} is {memory.status.value}, not in the trash; nothing to restore")
+            successor = await tx.successor_of(user_id, memory_id)
+            status = Status.superseded if successor is not None else Status.active
+            await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=memory.valid_until)
+            await tx.mark_tombstones_restored(user_id, memory_id, now)
+            if memory.delete_reason == DeleteReason.expired:
+                # Brought back on purpose: it must not expire again at the next maintenance run.
+                await tx.update_memory(user_id, memory_id, expires_at=None)
+            await tx.add_event(user_id, EventKind.restored, now, memory_id=memory_id, payload={"status": status.value})
+            evicted = await self.enforce_cap(tx, user_id, now, keep=[memory_id]) if status == Status.active else []
+            restored = await tx.get_memory(user_id, memory_id)
+        assert restored is not None
+        return RestoreResult(
+            memory=MemoryView.of(restored),
+            evicted=evicted,
+            message="Restored." if status == Status.active else "Restored as history: a newer memory supersedes it.",
+        )
+
+    async def list_trash(self, user_id: str, limit: int, offset: int) -> TrashList:
+        async with self.store.read() as reader:
+            items, total = await reader.list_memories(
+                user_id, MemoryFilter(statuses=(Status.trashed,), limit=limit, offset=offset)
+            )
+        return TrashList(items=[TrashItem.of(m) for m in items], total=total)

@@ -1,0 +1,349 @@
+"""The write path: add_memory and bulk adds, routed by confidence, deduplicated, capped.
+
+Write path (design "Write path"):
+    confidence >= store_threshold (0.85)    -> stored
+    confidence >= pending_threshold (0.60)  -> pending, until confirm_pending
+    otherwise                               -> discarded (logged, not stored)
+    same normalised content as an active memory -> duplicate: the existing one is reinforced
+    same operation_id as before             -> the first answer again, nothing written
+    over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
+
+The steps that run inside a write transaction (`store_in`, `pending_in`, `discard_in`, `refuse_secret_in`)
+are public: batch import (batch.py) runs them per item inside one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.models import Category, EventKind, Memory, PendingItem, PendingStatus, Status
+from pocketmem.base.results import AddResult
+from pocketmem.core import privacy
+from pocketmem.core.scoring import fill_scores, importance, is_core
+from pocketmem.core.text import content_hash
+from pocketmem.service.add_request import (
+    AddRequest,
+    clean_request,
+    note_redactions,
+    request_hash,
+    screen_secrets,
+)
+from pocketmem.service.duplicates import Duplicates
+from pocketmem.service.rows import indexed_text, new_id
+from pocketmem.service.trash import Trash
+from pocketmem.service.vectors import Vectors
+from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, Transactions, WriteTx
+
+
+class Writing:
+    def __init__(
+        self, settings: Settings, store: Transactions, clock: Clock, vectors: Vectors, trash: Trash
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.vectors = vectors
+        self.trash = trash
+        self.duplicates = Duplicates(vectors.embedder, vectors.sameness)
+        self._known_users: set[str] = set()
+
+    async def _ensure_user(self, tx: MemoryWrites, user_id: str, now: datetime) -> None:
+        if user_id not in self._known_users:
+            await tx.ensure_user(user_id, now)
+            self._known_users.add(user_id)
+
+    def clean(self, req: AddRequest) -> AddRequest:
+        """The request checked and cleaned (add_request.clean_request) against the current time."""
+        return clean_request(req, self.settings, self.clock.now())
+
+    # -- add ------------------------------------------------------------------------------------
+    async def add(self, user_id: str, request: AddRequest, *, temporary: bool = False) -> AddResult:
+        req = self.clean(request)
+        if temporary or self.settings.temporary:
+            return AddResult(
+                status="discarded",
+                reason="temporary",
+                message="Not stored: temporary mode is on, so nothing from this conversation is remembered.",
+            )
+        req, kinds, refused = screen_secrets(req, self.settings)
+        if refused:
+            async with self.store.write(user_id=user_id) as tx:
+                return await self.refuse_secret_in(tx, user_id, kinds, self.clock.now())
+        return note_redactions(await self._route(user_id, req), kinds)
+
+    async def refuse_secret_in(self, tx: EventWrites, user_id: str, kinds: list[str], now: datetime) -> AddResult:
+        """Inside a transaction: log (without the secret) an add refused because it carried one."""
+        await tx.add_event(user_id, EventKind.discarded, now, payload={"reason": "secret", "kinds": kinds})
+        return AddResult(
+            status="discarded",
+            reason="secret",
+            redacted=kinds,
+            message=(
+                f"Not stored: it contains a {privacy.describe(kinds)}. Never save secrets; if it matters, save that "
+                "the user has one (e.g. 'The user keeps the staging password in 1Password') without the value."
+            ),
+        )
+
+    async def _route(self, user_id: str, req: AddRequest) -> AddResult:
+        digest = request_hash(req)
+        if req.operation_id is not None:
+            async with self.store.read() as reader:
+                replay = await self.replay(reader, user_id, req.operation_id, digest)
+            if replay is not None:
+                return replay
+        now = self.clock.now()
+        if req.confidence < self.settings.pending_threshold:
+            async with self.store.write(user_id=user_id) as tx:
+                replay = await self.replay(tx, user_id, req.operation_id, digest)
+                if replay is not None:
+                    return replay
+                result = await self.discard_in(tx, user_id, req, now)
+                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
+            return result
+        if req.confidence < self.settings.store_threshold or self.settings.confirm_all:
+            # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
+            return await self._add_pending(user_id, req, digest, now)
+        vector = await self.vectors.embed_or_defer(req.content, req.keywords)
+
+        async def work(tx: WriteTx) -> AddResult:
+            try:
+                replay = await self.replay(tx, user_id, req.operation_id, digest)
+                if replay is not None:
+                    return replay
+                result = await self.store_in(tx, user_id, req, vector, now)
+                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
+                return result
+            except BaseException:
+                self._known_users.discard(user_id)  # its users row may have been undone with it
+                raise
+
+        # Embedded above, outside the lock; adds arriving together share one durable commit.
+        result = await self.store.write_shared(work, user_id=user_id)
+        if vector is None and result.status == "stored":
+            self.vectors.deferred()
+        return result
+
+    async def add_many(self, user_id: str, requests: Sequence[AddRequest]) -> list[AddResult]:
+        """Bulk write (imports, benchmarks): embeddings in batches, all requests in one transaction.
+
+        Each request is routed exactly as add() would route it; the cap is enforced after every item.
+        """
+        cleaned = [self.clean(r) for r in requests]
+        for i, req in enumerate(cleaned):
+            if req.confidence < self.settings.store_threshold:
+                raise InvalidInput(
+                    f"[{i}].confidence",
+                    f"bulk writes store directly; confidence must be >= {self.settings.store_threshold:g}",
+                )
+        vectors = await self.vectors.embed_many([(r.content, r.keywords) for r in cleaned])
+        now = self.clock.now()
+        results: list[AddResult] = []
+        async with self.store.write(user_id=user_id) as tx:
+            for req, vector in zip(cleaned, vectors, strict=True):
+                digest = request_hash(req)
+                replay = await self.replay(tx, user_id, req.operation_id, digest)
+                if replay is not None:
+                    results.append(replay)
+                    continue
+                result = await self.store_in(tx, user_id, req, vector, now)
+                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
+                results.append(result)
+        return results
+
+    async def discard_in(self, tx: EventWrites, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+        """Inside a transaction: log a candidate too uncertain to keep."""
+        await tx.add_event(
+            user_id, EventKind.discarded, now, operation_id=req.operation_id,
+            payload={"content": req.content, "confidence": req.confidence},
+        )
+        return AddResult(
+            status="discarded",
+            reason="low_confidence",
+            message=(
+                f"Not stored: confidence {req.confidence:g} is below {self.settings.pending_threshold:g}. "
+                "Only save what the user actually said or clearly implied."
+            ),
+        )
+
+    @staticmethod
+    async def replay(reader: EventReads, user_id: str, operation_id: str | None, digest: str) -> AddResult | None:
+        """The answer already given for this operation_id, or None; InvalidInput if it was used for another call."""
+        if operation_id is None:
+            return None
+        found = await reader.operation_result(user_id, operation_id)
+        if found is None:
+            return None
+        stored_hash, result = found
+        if stored_hash != digest:
+            raise InvalidInput(
+                "operation_id",
+                f"{operation_id!r} was already used for a different add_memory call; use a new operation_id",
+            )
+        return AddResult.model_validate(result)
+
+    @staticmethod
+    async def record_result(
+        tx: EventWrites, user_id: str, operation_id: str | None, digest: str, result: AddResult, now: datetime
+    ) -> None:
+        """Inside a transaction: remember the answer for this operation_id, so a retry gets it again."""
+        if operation_id is not None:
+            await tx.record_operation(user_id, operation_id, digest, result.model_dump(mode="json"), now)
+
+    async def _add_pending(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> AddResult:
+        async with self.store.write(user_id=user_id) as tx:
+            replay = await self.replay(tx, user_id, req.operation_id, digest)
+            if replay is not None:
+                return replay
+            result = await self.pending_in(tx, user_id, req, now)
+            await self.record_result(tx, user_id, req.operation_id, digest, result, now)
+        return result
+
+    async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+        """Inside a transaction: a pending candidate (or the duplicate it already is)."""
+        digest = content_hash(req.content)
+        existing = await tx.find_by_hash(user_id, digest, (Status.active,))
+        if existing is not None:
+            return await self.duplicates.reinforce(tx, user_id, existing, req, now)
+        waiting = await tx.find_pending_by_hash(user_id, digest)
+        if waiting is not None:
+            return AddResult(
+                status="pending",
+                pending_id=waiting.id,
+                message="Already waiting for the user's confirmation (confirm_pending).",
+            )
+        candidate = req.model_dump(mode="json", exclude={"operation_id"})
+        candidate["content_hash"] = digest
+        item = PendingItem(
+            id=new_id(),
+            user_id=user_id,
+            candidate=candidate,
+            confidence=req.confidence,
+            status=PendingStatus.pending,
+            created_at=now,
+            updated_at=now,
+        )
+        await self._ensure_user(tx, user_id, now)
+        await tx.insert_pending(item)
+        await tx.add_event(
+            user_id, EventKind.pending, now, operation_id=req.operation_id,
+            payload={"pending_id": item.id, "content": req.content, "confidence": req.confidence},
+        )
+        return AddResult(
+            status="pending",
+            pending_id=item.id,
+            message=(
+                (
+                    "Waiting for confirmation: confirm-everything is on (POCKETMEM_CONFIRM_ALL). "
+                    if self.settings.confirm_all
+                    else f"Waiting for confirmation (confidence {req.confidence:g} "
+                    f"< {self.settings.store_threshold:g}). "
+                )
+                + "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
+            ),
+        )
+
+    async def _superseded(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
+        """The memory a request supersedes, checked: it exists, is active and is not core."""
+        if memory_id is None:
+            return None
+        old = await tx.get_memory(user_id, memory_id)
+        if old is None:
+            raise NotFound(f"supersedes: no memory with id {memory_id!r}; check the id with list_memories")
+        if old.status != Status.active:
+            raise Conflict(
+                f"supersedes: memory {old.id} is {old.status.value}, only an active memory can be superseded"
+            )
+        if old.core:
+            raise Conflict(
+                f"supersedes: memory {old.id} is a core memory; change it with patch_core_memory "
+                "(mode append or replace) instead"
+            )
+        return old
+
+    def _new_memory(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> Memory:
+        scores = fill_scores(req.category, req.scores)
+        created = req.created_at or now
+        info, coef, imp = importance(scores, created, now)
+        expires_at = req.expires_at
+        if expires_at is None and req.category == Category.episode:
+            expires_at = created + timedelta(days=self.settings.episode_days)
+        return Memory(
+            id=new_id(),
+            user_id=user_id,
+            content=req.content,
+            category=req.category,
+            keywords=req.keywords,
+            scores=scores,
+            info_importance=info,
+            time_coef=coef,
+            importance=imp,
+            confidence=req.confidence,
+            source=req.source,
+            source_ref=req.source_ref,
+            created_at=created,
+            updated_at=now,
+            valid_from=req.valid_from or created,
+            status=Status.active,
+            supersedes=req.supersedes,
+            expires_at=expires_at,
+            due_at=req.due_at,
+            remind_at=req.remind_at,
+            content_hash=digest,
+            embed_model=self.vectors.embedder.tag,
+        )
+
+    async def store_in(
+        self, tx: WriteTx, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
+        *, cap: bool = True,
+    ) -> AddResult:
+        """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
+        (a batch enforces it once, after all its writes)."""
+        digest = content_hash(req.content)
+        existing = await tx.find_by_hash(user_id, digest, (Status.active,))
+        if existing is None and req.supersedes is None:
+            existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector)
+        if existing is not None:
+            return await self.duplicates.reinforce(tx, user_id, existing, req, now)
+        old = await self._superseded(tx, user_id, req.supersedes)
+        memory = self._new_memory(user_id, req, digest, now)
+        await self._ensure_user(tx, user_id, now)
+        await tx.insert_memory(memory, vector, indexed_text(memory.content, memory.keywords))
+        await tx.add_event(
+            user_id, EventKind.created, now, memory_id=memory.id, operation_id=req.operation_id,
+            payload={"category": memory.category.value, "core": memory.core, "importance": round(memory.importance, 4)},
+        )
+        if old is not None:
+            await tx.set_status(user_id, old.id, Status.superseded, updated_at=now, valid_until=memory.valid_from)
+            await tx.add_event(
+                user_id, EventKind.updated, now, memory_id=memory.id, operation_id=req.operation_id,
+                payload={"supersedes": old.id},
+            )
+        evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
+        return AddResult(
+            status="stored",
+            memory_id=memory.id,
+            importance=round(memory.importance, 4),
+            core=memory.core,
+            superseded=old.id if old else None,
+            evicted=evicted,
+            message=self._stored_message(memory, old, vector is None, len(evicted)),
+        )
+
+    def _stored_message(self, memory: Memory, old: Memory | None, no_vector: bool, evicted: int) -> str:
+        kind = "core memory" if is_core(memory.scores) else f"{memory.category.value} memory"
+        message = f"Stored as {'an' if kind[0] in 'aeiou' else 'a'} {kind} (importance {memory.importance:.2f})."
+        if old is not None:
+            message += f" It replaces {old.id}, kept as history (include_history)."
+        if no_vector:
+            message += (
+                " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
+                " in the background."
+            )
+        if evicted:
+            moved = "1 low-importance memory" if evicted == 1 else f"{evicted} low-importance memories"
+            message += f" {moved} moved to the trash (restorable for {self.settings.trash_days} days)."
+        return message

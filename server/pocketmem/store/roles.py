@@ -1,0 +1,699 @@
+"""The store's interface cut into roles: each service names the few it uses, not the whole store.
+
+Inside a transaction (`Store.read()` hands out every read role, `Store.write()` every read and write role):
+
+    MemoryReads / MemoryWrites     memory rows, revisions, use counts, the user's counts
+    SearchReads, TermStats         recall's and the duplicate check's candidates; term frequencies
+    PendingReads / PendingWrites   candidates waiting for the user's confirmation
+    EventReads / EventWrites       the event log and operation-id answers
+    TrashReads / TrashWrites       tombstones, restoring, purging
+    UpkeepReads                    what maintenance and the embed queue scan for
+    BrowseReads                    the management page's lists and charts
+    SyncFeed / SyncWrites          changes in commit order; applying changes made elsewhere
+    TokenReads / TokenWrites       API tokens
+    ImportWrites                   rows copied in as they are (import)
+    MetaReads / MetaWrites         store_meta
+    ProfileReader / ProfileWriter  the profile layer (store/profile_base.py)
+
+On the store itself: Transactions (read, write, write_short, write_shared), MetaAdmin, VectorAdmin (the
+vector index: ensure_vectors, reindex), Checks (integrity, housekeeping).
+
+`StoreReader`, `StoreWriter` and `Store` (store/base.py) are these roles composed; a backend implements
+the composed classes. The roles are `typing.Protocol`s, so a test double or a new backend part need only
+provide the methods of the roles it stands in for. Roles that a function needs together are named
+here once (`WriteTx`, `ReadTx`...) since Python has no intersection types.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pocketmem.base.models import (
+    ApiToken,
+    DeleteReason,
+    Event,
+    EventKind,
+    Memory,
+    PendingItem,
+    PendingStatus,
+    Revision,
+    Status,
+    Tombstone,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from pocketmem.store.base import (
+        BrowseFilter,
+        IndexedText,
+        MemoryFilter,
+        ScoreRow,
+        StoreReader,
+        StoreStats,
+        StoreWriter,
+    )
+
+T = TypeVar("T")
+
+
+class MemoryReads(Protocol):
+    """A memory's rows and the user's counts."""
+
+    @abstractmethod
+    async def get_memory(self, user_id: str, memory_id: str) -> Memory | None: ...
+
+    @abstractmethod
+    async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """The user's memories with these ids, in any status, in the order of `memory_ids` (unknown ids left out)."""
+
+    @abstractmethod
+    async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
+        """One memory with this content hash in one of `statuses`, if any."""
+
+    @abstractmethod
+    async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
+        """The non-trashed memory that supersedes `memory_id`, if any."""
+
+    @abstractmethod
+    async def count_active(self, user_id: str) -> int:
+        """Active memories of the user (what the cap counts), cheap enough to ask after every write."""
+
+    @abstractmethod
+    async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
+        """A page of memories and the total matching. `text`: case-insensitive substring of the content or of
+        the keywords (as JSON text). Newest first: by deleted_at for the trash alone, else by created_at; ties
+        in reverse order of insertion."""
+
+    @abstractmethod
+    async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
+        """Active memories with persistence 1, oldest first (ties in insertion order)."""
+
+    @abstractmethod
+    async def memories_between(
+        self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
+    ) -> list[Memory]:
+        """Memories whose valid_from lies in [start, end), newest first."""
+
+    @abstractmethod
+    async def open_todos(self, user_id: str, limit: int, due_by: datetime | None = None) -> list[Memory]:
+        """Active, not completed todos, soonest first by coalesce(remind_at, due_at) (undated last).
+
+        With `due_by`: only those whose remind_at (or, without one, due_at) is at or before it.
+        """
+
+    @abstractmethod
+    async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]: ...
+
+    @abstractmethod
+    async def all_revisions(self, user_id: str) -> list[Revision]: ...
+
+    @abstractmethod
+    async def usage(self, user_id: str, memory_ids: Sequence[str] | None = None) -> dict[str, Usage]:
+        """Usage rows by memory id (all of the user's when `memory_ids` is None)."""
+
+    @abstractmethod
+    async def stats(self, user_id: str) -> StoreStats: ...
+
+    @abstractmethod
+    async def get_user(self, user_id: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    async def user_ids(self) -> list[str]:
+        """Every user with a row in the store."""
+
+
+class SearchReads(Protocol):
+    """Candidates for recall and the duplicate check: vectors and keyword hits."""
+
+    @abstractmethod
+    async def vector_neighbours(
+        self, user_id: str, vector: Sequence[float], k: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, float]]:
+        """(memory id, cosine similarity) of the k nearest searchable memories."""
+
+    @abstractmethod
+    async def keyword_hits(
+        self, user_id: str, terms: Sequence[str], k: int, statuses: Sequence[Status], *, all_terms: bool = False
+    ) -> list[tuple[str, float]]:
+        """(memory id, score) for the k memories that best match any (with `all_terms`: every one) of the index
+        terms (text.query_terms, text.signature).
+
+        The score is higher for better matches (SQLite: BM25; PostgreSQL: ts_rank); only the order
+        counts, recall scores keywords itself from term_document_counts and indexed_terms."""
+
+    @abstractmethod
+    async def top_similarities(
+        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, float]]:
+        """(id, cosine to `vector`) for every active core memory and the `limit` most important memories."""
+
+    @abstractmethod
+    async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
+        """Cosine similarity between each pair of the given memories (key: (id_a, id_b), a < b)."""
+
+    @abstractmethod
+    async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
+        """Cosine similarity of each memory's vector to `vector`."""
+
+    @abstractmethod
+    async def indexed_terms(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, IndexedText]:
+        """The pre-split terms the keyword index holds for each memory, exactly as written."""
+
+    @abstractmethod
+    async def memory_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vector of each memory that has one."""
+
+
+class TermStats(Protocol):
+    """How often terms occur, for keyword weighting."""
+
+    @abstractmethod
+    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many stored memories (of every user, in any status) contain each term, and how many
+        memories are stored in all. Terms found nowhere are left out. The total may overstate by
+        memories purged since (SQLite reads the highest row id)."""
+
+    @abstractmethod
+    async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many of this user's stored memories (in any status) contain each term, and how many memories
+        the user has stored. Terms the user never wrote are left out. Other users' writes never change it."""
+
+
+class PendingReads(Protocol):
+    """Candidates waiting for the user's confirmation."""
+
+    @abstractmethod
+    async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None: ...
+
+    @abstractmethod
+    async def list_pending(
+        self, user_id: str, statuses: Sequence[PendingStatus], limit: int, offset: int = 0
+    ) -> tuple[list[PendingItem], int]: ...
+
+    @abstractmethod
+    async def due_pending(self, user_id: str, now: datetime, limit: int) -> list[PendingItem]:
+        """Pending items to show now: status pending, or snoozed with the cooldown over."""
+
+    @abstractmethod
+    async def find_pending_by_hash(self, user_id: str, content_hash: str) -> PendingItem | None: ...
+
+    @abstractmethod
+    async def all_pending(self, user_id: str) -> list[PendingItem]: ...
+
+
+class EventReads(Protocol):
+    """The event log and the answers recorded for operation ids."""
+
+    @abstractmethod
+    async def operation_result(self, user_id: str, operation_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(request hash, result) recorded for an operation id."""
+
+    @abstractmethod
+    async def list_events(
+        self, user_id: str, limit: int = 100, kinds: Sequence[EventKind] | None = None
+    ) -> list[Event]:
+        """The most recent events (of these kinds), newest first."""
+
+    @abstractmethod
+    async def events_after(self, user_id: str, after_id: int, limit: int) -> list[Event]:
+        """Events with an id greater than `after_id`, oldest first."""
+
+    @abstractmethod
+    async def latest_event_id(self, user_id: str) -> int:
+        """The id of the user's newest event (0 when none): a page polls it to see that something changed."""
+
+
+class TrashReads(Protocol):
+    """Tombstones of deleted memories."""
+
+    @abstractmethod
+    async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
+        """The most recent tombstones, newest deleted_at first."""
+
+    @abstractmethod
+    async def all_tombstones(self, user_id: str) -> list[Tombstone]: ...
+
+    @abstractmethod
+    async def tombstones_for(self, user_id: str, memory_ids: Sequence[str]) -> list[Tombstone]:
+        """Every tombstone of the given memories."""
+
+
+class UpkeepReads(Protocol):
+    """What maintenance and the embed queue scan for."""
+
+    async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
+        """Memories of every user stored without a vector (the embedder was down), in insertion order after
+        position `after`: (position, user_id, id, content, keywords). The embed queue's work list."""
+        raise NotImplementedError
+
+    @abstractmethod
+    async def scan_memories(
+        self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
+    ) -> list[Memory]:
+        """Up to `limit` memories with the given statuses and an id greater than `after`, by id (keyset paging)."""
+
+    @abstractmethod
+    async def scan_scores(
+        self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
+    ) -> list[ScoreRow]:
+        """As scan_memories, only the columns rescoring reads (the same order and paging)."""
+
+    @abstractmethod
+    async def expired_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+        """Active or superseded non-core memories whose expires_at is at or before `now`."""
+
+    @abstractmethod
+    async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+        """Trashed memories whose purge_at is at or before `now`."""
+
+
+class BrowseReads(Protocol):
+    """The management page's lists and charts."""
+
+    @abstractmethod
+    async def browse_memories(self, user_id: str, flt: BrowseFilter) -> tuple[list[Memory], int]:
+        """A page of memories by the filter, and the total matching; ties in reverse order of insertion."""
+
+    @abstractmethod
+    async def memory_events(self, user_id: str, memory_id: str, limit: int) -> list[Event]:
+        """The most recent events about one memory, newest first."""
+
+    @abstractmethod
+    async def created_per_day(
+        self, user_id: str, since: datetime, statuses: Sequence[Status]
+    ) -> list[tuple[str, str, int]]:
+        """(UTC day YYYY-MM-DD, category, memories created that day) for created_at at or after `since`."""
+
+    @abstractmethod
+    async def events_per_day(
+        self, user_id: str, kinds: Sequence[EventKind], since: datetime
+    ) -> list[tuple[str, str, int]]:
+        """(UTC day YYYY-MM-DD, event kind, count) for events at or after `since`."""
+
+    @abstractmethod
+    async def importance_histogram(self, user_id: str, buckets: int) -> list[tuple[int, int]]:
+        """(bucket, count) of active non-core memories by stored importance; bucket = floor(importance * buckets),
+        the top one closed (importance 1 falls in buckets - 1)."""
+
+    @abstractmethod
+    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
+        """The active non-core memories with the lowest stored importance (refreshed by maintenance), lowest first;
+        read through the importance index, unlike StoreWriter.eviction_candidates which recomputes every row."""
+
+
+class SyncFeed(Protocol):
+    """A store's changes in commit order, for sync."""
+
+    @abstractmethod
+    async def change_marker(self) -> str:
+        """A position in this store's change order: `changed_*(since=marker)` returns everything changed
+        after this transaction's snapshot (and perhaps a little before)."""
+
+    @abstractmethod
+    async def changed_memories(
+        self, user_id: str, since: str | None, after: str | None, limit: int
+    ) -> list[tuple[str, Memory]]:
+        """(key, memory) for memories changed at or after `since` (None: from the beginning), by key;
+        `after` is the last key of the previous page. Keys sort as text."""
+
+    @abstractmethod
+    async def changed_tombstones(
+        self, user_id: str, since: str | None, after: str | None, limit: int
+    ) -> list[tuple[str, Tombstone]]:
+        """(key, tombstone) for tombstones written or changed (restored_at, purged_at) at or after `since`."""
+
+
+class TokenReads(Protocol):
+    """API tokens. Looked up by their id before the user is known (the id is the public part of a presented
+    token), so these are the only reads not scoped by a user id."""
+
+    @abstractmethod
+    async def get_token(self, token_id: str) -> ApiToken | None: ...
+
+    @abstractmethod
+    async def list_tokens(self, user_id: str | None = None, *, include_revoked: bool = False) -> list[ApiToken]:
+        """Tokens of one user (or of every user when None), oldest first."""
+
+    @abstractmethod
+    async def count_active_tokens(self) -> int: ...
+
+
+class MetaReads(Protocol):
+    """store_meta inside a transaction."""
+
+    @abstractmethod
+    async def meta(self, key: str) -> str | None:
+        """A store_meta value, read inside the transaction."""
+
+
+class MemoryWrites(Protocol):
+    """Writing memories, their revisions and their use counts."""
+
+    @abstractmethod
+    async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None:
+        """Insert a memory with its vector and keyword terms (kept even before the vector index exists)."""
+
+    @abstractmethod
+    async def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
+        """Set plain columns (no content or status change; see replace_content / set_status)."""
+
+    @abstractmethod
+    async def update_scores(self, user_id: str, scores: Sequence[tuple[str, float, float, float]]) -> None:
+        """Set (memory_id, info_importance, time_coef, importance) for many memories in one statement batch:
+        maintenance rescores every memory, and one round trip per memory is what made it slow at scale."""
+
+    @abstractmethod
+    async def replace_content(
+        self,
+        user_id: str,
+        memory_id: str,
+        *,
+        content: str,
+        content_hash: str,
+        keywords: list[str],
+        vector: Sequence[float],
+        text: IndexedText,
+        updated_at: datetime,
+    ) -> None: ...
+
+    @abstractmethod
+    async def set_status(
+        self,
+        user_id: str,
+        memory_id: str,
+        status: Status,
+        *,
+        updated_at: datetime,
+        deleted_at: datetime | None = None,
+        purge_at: datetime | None = None,
+        delete_reason: DeleteReason | None = None,
+        valid_until: datetime | None = None,
+    ) -> None: ...
+
+    @abstractmethod
+    async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
+        """use_count += by, last_active_at = now."""
+
+    @abstractmethod
+    async def eviction_candidates(
+        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+    ) -> list[Memory]:
+        """The `count` non-core active memories of lowest current importance."""
+
+    @abstractmethod
+    async def insert_revision(self, revision: Revision) -> None: ...
+
+    @abstractmethod
+    async def ensure_user(self, user_id: str, now: datetime) -> None: ...
+
+    @abstractmethod
+    async def add_uses(self, user_id: str, memory_ids: Sequence[str], now: datetime) -> None:
+        """used_count += 1 and last_used_at = now for each memory (creating its usage row)."""
+
+
+class PendingWrites(Protocol):
+    """Writing pending candidates."""
+
+    @abstractmethod
+    async def insert_pending(self, item: PendingItem) -> None: ...
+
+    @abstractmethod
+    async def update_pending(self, user_id: str, pending_id: str, **fields: Any) -> None: ...
+
+
+class EventWrites(Protocol):
+    """Writing events and operation answers."""
+
+    @abstractmethod
+    async def record_operation(
+        self, user_id: str, operation_id: str, request_hash: str, result: dict[str, Any], now: datetime
+    ) -> None: ...
+
+    @abstractmethod
+    async def add_event(
+        self,
+        user_id: str,
+        kind: EventKind,
+        now: datetime,
+        *,
+        memory_id: str | None = None,
+        operation_id: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> None: ...
+
+
+class TrashWrites(Protocol):
+    """Tombstones, restoring, purging."""
+
+    @abstractmethod
+    async def insert_tombstone(self, tombstone: Tombstone) -> None:
+        """Record a deletion; tombstones outlive their memory (purge marks them, never removes them)."""
+
+    @abstractmethod
+    async def mark_tombstones_restored(self, user_id: str, memory_id: str, when: datetime) -> None: ...
+
+    @abstractmethod
+    async def purge_memory(self, user_id: str, memory_id: str, when: datetime) -> bool:
+        """Delete a memory for good: its row, vector, keyword row, revisions and usage. Its tombstones stay,
+        marked purged_at = `when`. False when there was nothing to delete."""
+
+
+class ImportWrites(Protocol):
+    """Rows copied in as they are (import, restore from export): nothing recomputed."""
+
+    @abstractmethod
+    async def put_usage(self, usage: Usage) -> None:
+        """Create or overwrite a usage row."""
+
+    # Import: insert a row unless one with the same id exists; True when inserted.
+    @abstractmethod
+    async def import_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> bool: ...
+
+    async def import_memories(self, rows: Sequence[tuple[Memory, Sequence[float], IndexedText]]) -> list[bool]:
+        """import_memory for a batch (one round trip per statement where the backend allows); True per inserted row."""
+        return [await self.import_memory(memory, vector, text) for memory, vector, text in rows]
+
+    @abstractmethod
+    async def import_tombstone(self, tombstone: Tombstone) -> bool: ...
+
+    @abstractmethod
+    async def import_revision(self, revision: Revision) -> bool: ...
+
+    @abstractmethod
+    async def import_pending(self, item: PendingItem) -> bool: ...
+
+    @abstractmethod
+    async def import_event(self, event: Event, nth: int = 0) -> bool:
+        """Insert an event that is the `nth` (from 0) of its identical copies (same user, kind, memory,
+        operation, payload and time) in the file, unless the store already holds more than `nth` of them;
+        keeps the event's id when that id is free."""
+
+    @abstractmethod
+    async def import_user(self, user: Mapping[str, Any]) -> bool:
+        """Insert a users row (user_id, display_name, identity_confirmed, persona, created_at, updated_at)."""
+
+
+class TokenWrites(Protocol):
+    """Writing API tokens."""
+
+    @abstractmethod
+    async def insert_token(self, token: ApiToken) -> None: ...
+
+    @abstractmethod
+    async def revoke_token(self, token_id: str, when: datetime) -> bool:
+        """Mark an active token revoked; False when it is unknown or already revoked."""
+
+    @abstractmethod
+    async def touch_token(self, token_id: str, when: datetime) -> None:
+        """Record when the token was last used."""
+
+
+class SyncWrites(Protocol):
+    """Applying changes that came from another store."""
+
+    @abstractmethod
+    async def upsert_memory(
+        self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
+    ) -> None:
+        """Insert the memory, or overwrite every column of the row with its id (same user). Without a
+        vector an existing row keeps its own. `record_change=False`: a copy of a change made elsewhere,
+        left out of this store's change order."""
+
+    @abstractmethod
+    async def upsert_tombstone(self, tombstone: Tombstone, *, record_change: bool = True) -> bool:
+        """Insert the tombstone, or fill in the stored one's empty restored_at, purged_at and
+        cloud_synced_at from it. True when anything changed."""
+
+    @abstractmethod
+    async def mark_tombstones_synced(self, user_id: str, tombstone_ids: Sequence[str], when: datetime) -> None:
+        """cloud_synced_at = `when` where it is empty; not a change in the change order."""
+
+    @abstractmethod
+    async def remove_memory(self, user_id: str, memory_id: str) -> bool:
+        """Delete a memory's row, vector, keyword row, revisions and usage, leaving its tombstones as they
+        are (the trash handed over to the cloud library). False when there was nothing to delete."""
+
+
+class MetaWrites(Protocol):
+    """store_meta inside a transaction."""
+
+    @abstractmethod
+    async def put_meta(self, key: str, value: str) -> None:
+        """Set a store_meta value inside the transaction."""
+
+# -- roles of the store object ------------------------------------------------------------------
+
+
+class Transactions(Protocol):
+    """Handing out transactions."""
+
+    @abstractmethod
+    def read(self) -> AbstractAsyncContextManager[StoreReader]: ...
+
+    @abstractmethod
+    def write(self, durable: bool = True, *, user_id: str | None = None) -> AbstractAsyncContextManager[StoreWriter]:
+        """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
+        a later durable commit makes it durable too.
+
+        A transaction that acts for one user is opened for that user (`user_id`): it holds the user's write
+        lock from its first statement to its end, so two writes for one user never interleave while writes for
+        different users run side by side (PostgreSQL: a per-user advisory lock; SQLite's single writer already
+        serialises every write). One that acts for several users calls `tx.lock_users(...)` before it reads or
+        writes their rows (UserLocks).
+        """
+
+    def write_short(
+        self, durable: bool = True, *, user_id: str | None = None
+    ) -> AbstractAsyncContextManager[StoreWriter]:
+        """write() for a short unit of work (a few indexed statements); a backend may run it more cheaply."""
+        return self.write(durable, user_id=user_id)
+
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]], *, user_id: str | None = None) -> T:
+        """Run `work` in a durable write transaction it may share with other writers waiting at the same time
+        (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;
+        an exception from `work` undoes only its own writes and is raised to its caller alone. `user_id` as
+        for write()."""
+        async with self.write(user_id=user_id) as tx:
+            return await work(tx)
+
+
+class MetaAdmin(Protocol):
+    """store_meta, each call its own transaction."""
+
+    @abstractmethod
+    async def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+
+class VectorAdmin(MetaAdmin, Protocol):
+    """The vector index: created for the embedder's size, rebuilt by reindex, vectors written in bulk."""
+
+    @abstractmethod
+    async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Create the vector index for `dimensions` if missing; record which embedder fills it."""
+
+    _vectors_ensured: tuple[str, int] | None = None
+
+    async def ensure_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Make sure the vector index for `embed_tag`'s vectors of `dimensions` exists; idempotent, and free
+        after the first call for the same pair, so every write path may call it before it stores a vector.
+
+        A store that already records this embedder has its index (opening refuses another embedder's store);
+        otherwise the index is created now (prepare_vectors), for the size the first vector tells.
+        """
+        if self._vectors_ensured == (embed_tag, dimensions):
+            return
+        if await self.get_meta("embedder") != embed_tag:
+            await self.prepare_vectors(embed_tag, dimensions)
+        self._vectors_ensured = (embed_tag, dimensions)
+
+    @abstractmethod
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
+
+    @abstractmethod
+    def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
+        """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
+
+    @abstractmethod
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
+        memory that has gained a vector meanwhile as it is."""
+
+
+class Checks(Protocol):
+    """Integrity checks and housekeeping, for `pocketmem doctor`, maintenance and recall's `degraded`."""
+
+    # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
+    damage: str | None = None
+
+    async def quick_check(self) -> str | None:
+        """A structural check of the stored data (pages and indexes); the problem found, or None.
+        Backends whose engine guarantees this (PostgreSQL) keep the default."""
+        return None
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
+        column, value, why); with repair, each rewritten in the stored form. Backends override it."""
+        return []
+
+    @abstractmethod
+    async def health(self) -> dict[str, Any]:
+        """Integrity and index agreement, for `pocketmem doctor` and tests."""
+
+    async def optimize(self) -> None:
+        """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""
+        return None
+
+
+# -- roles that functions need together -----------------------------------------------------------
+
+
+class UserLocks(Protocol):
+    """Per-user write locks inside a write transaction (see Transactions.write)."""
+
+    async def lock_user(self, user_id: str) -> None:
+        """Hold `user_id`'s write lock until the transaction ends (again: no cost). A backend whose writes are
+        serialised anyway (SQLite) keeps this default."""
+        return None
+
+    async def lock_users(self, user_ids: Iterable[str]) -> None:
+        """Lock several users, always in the same (sorted) order, so two such transactions cannot deadlock."""
+        for user_id in sorted(set(user_ids)):
+            await self.lock_user(user_id)
+
+
+class MemoryTx(MemoryReads, MemoryWrites, EventWrites, Protocol):
+    """Changing a memory and logging the change (patch, reinforcement)."""
+
+
+class SearchTx(MemoryReads, SearchReads, Protocol):
+    """Finding memories by words or vectors, then reading them (the duplicate check, recall's fallbacks)."""
+
+
+class TrashTx(MemoryTx, TrashWrites, Protocol):
+    """Moving memories to the trash with their tombstones (forget, eviction over the cap)."""
+
+
+class WriteTx(TrashTx, SearchReads, PendingReads, PendingWrites, EventReads, Protocol):
+    """The write path: routing an add, duplicates, superseding, pending, the cap, operation answers."""
+
+
+class VectorStore(Transactions, VectorAdmin, Protocol):
+    """Transactions and the vector index (embedding on the write path, the embed queue, import)."""
+
+
+class MetaStore(Transactions, MetaAdmin, Protocol):
+    """Transactions and store_meta (measurements kept between runs: calibration, sameness)."""
+
+
+class UpkeepStore(Transactions, Checks, Protocol):
+    """Transactions and the integrity checks (maintenance)."""
