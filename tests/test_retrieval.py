@@ -158,11 +158,66 @@ async def test_neighbour_search_with_history_scores_superseded_versions_too(knn_
         USER, AddRequest(content="用户搬到了苏州园区", category=Category.fact, keywords=["南京"], supersedes=old)
     )
     async with knn_app.store.read() as r:
-        scored = dict(await r.top_similarities(USER, [1.0] + [0.0] * 511, 50, (Status.active, Status.superseded)))
+        scored = dict(
+            await r.important_similarities(USER, [1.0] + [0.0] * 511, 50, (Status.active, Status.superseded))
+        )
     assert {old, new.memory_id, *ids.values()} <= set(scored)
     result = await recall(knn_app, "用户住在南京还是苏州", include_history=True, top_k=5)
     by_id = {m.id: m for m in result.memories}
     assert new.memory_id in by_id and old in by_id and by_id[old].outdated
+
+
+async def test_store_searches_core_and_important_memories_without_choosing(knn_app):
+    """The store answers plain searches; which of them become candidates is the service's choice."""
+    ids = await fill(knn_app)
+    core = (
+        await knn_app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
+    ).memory_id
+    vector = [1.0] + [0.0] * 511
+    async with knn_app.store.read() as r:
+        assert [mid for mid, _ in await r.core_similarities(USER, vector)] == [core]
+        important = await r.important_similarities(USER, vector, 2, (Status.active,))
+    assert len(important) == 2 and {mid for mid, _ in important} <= {core, *ids.values()}
+    assert all(-1.0 <= cos <= 1.0 for _, cos in important)
+
+
+class OnlyCoreAndImportance:
+    """A read transaction whose keyword and neighbour searches find nothing: only the core and importance
+    pools can bring candidates."""
+
+    def __init__(self, reader):
+        self.reader = reader
+
+    def __getattr__(self, name):
+        return getattr(self.reader, name)
+
+    async def keyword_hits(self, *args, **kwargs):
+        return []
+
+    async def user_term_counts(self, user_id, terms):
+        return {}, 0
+
+    async def vector_neighbours(self, *args, **kwargs):
+        return []
+
+
+async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp_path, clock):
+    async with PocketMem(
+        make_settings(tmp_path, candidate_limit=1), clock=clock, embedder=NeighbourSearchingEmbedder()
+    ) as pm:
+        core = (await pm.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))).memory_id
+        strong = {"persistence": 0.9, "emotion": 1.0, "info": 1.0, "judge": 1.0}
+        for i in range(5):
+            await pm.lifecycle.add(USER, AddRequest(content=f"第{i}次去杭州出差开会", scores=strong))
+        parsed = pm.retrieval.parse(RecallRequest(query="用户叫林舟", record=False))
+        vector, own = await pm.retrieval.query_vectors(parsed)
+        async with pm.store.read() as reader:
+            pool = await reader.important_similarities(USER, vector, 1, (Status.active,))
+            found, _ = await pm.retrieval.candidates(
+                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), [], own=own
+            )
+    assert core not in dict(pool)  # the importance pool alone would miss it
+    assert core in {c.memory.id for c in found}
 
 
 async def break_indexes(app, settings, backend, *, keywords: bool = False) -> None:

@@ -195,10 +195,15 @@ class StoreReader(ProfileReader):
         counts, recall scores keywords itself from term_document_counts and indexed_terms."""
 
     @abstractmethod
-    async def top_similarities(
+    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
+        """(id, cosine to `vector`) for every active core memory (persistence >= policy.CORE_PERSISTENCE,
+        bound as a parameter) that has a vector."""
+
+    @abstractmethod
+    async def important_similarities(
         self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
-        """(id, cosine to `vector`) for every active core memory and the `limit` most important memories."""
+        """(id, cosine to `vector`) for the `limit` most important memories of `statuses` that have a vector."""
 
     @abstractmethod
     async def memories_between(

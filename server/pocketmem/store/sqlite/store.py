@@ -461,24 +461,31 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
         ids = sorted(vectors)
         return {(a, b): _cosine(vectors[a], vectors[b]) for i, a in enumerate(ids) for b in ids[i + 1 :]}
 
-    async def top_similarities(
+    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
+        return await self._similarities_where(
+            "user_id = ? and status = 'active' and persistence >= ?", (user_id, CORE_PERSISTENCE), vector
+        )
+
+    async def important_similarities(
         self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
-        marks = _placeholders(len(statuses))
-        sql = (
-            "select id, {sim} from memories where user_id = ? and status = 'active' and persistence >= 1 "
-            "union "
-            f"select * from (select id, {{sim}} from memories where user_id = ? and status in ({marks}) "
-            "order by importance desc limit ?)"
+        return await self._similarities_where(
+            f"user_id = ? and status in ({_placeholders(len(statuses))}) order by importance desc limit ?",
+            (user_id, *statuses, limit),
+            vector,
         )
+
+    async def _similarities_where(
+        self, where: str, params: Sequence[Any], vector: Sequence[float]
+    ) -> list[tuple[str, float]]:
+        """(id, cosine to `vector`) of the memories `where` selects, those without a vector left out."""
         if self._vectors:
-            blob = pack_vector(vector)
             rows = await self._all(
-                sql.format(sim="1 - vec_distance_cosine(embedding, ?)"),
-                (blob, user_id, blob, user_id, *statuses, limit),
+                f"select id, 1 - vec_distance_cosine(embedding, ?) from memories where {where}",
+                (pack_vector(vector), *params),
             )
             return [(r[0], float(r[1])) for r in rows if r[1] is not None]
-        rows = await self._all(sql.format(sim="embedding"), (user_id, user_id, *statuses, limit))
+        rows = await self._all(f"select id, embedding from memories where {where}", params)
         return [(r[0], _cosine(unpack_vector(r[1]), vector)) for r in rows if r[1] is not None]
 
     async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
