@@ -286,3 +286,49 @@ async def test_other_users_memories_are_never_recalled(app):
     assert owner.memories and "香菜" in owner.injection  # the same query finds them for their owner
     other = await app.retrieval.recall("alice", RecallRequest(query="香菜"))
     assert other.memories == [] and "香菜" not in (other.injection or "")
+
+
+async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monkeypatch):
+    """One person's notebook is ranked by FTS5 alone and only the best are checked (SQLite); with other users'
+    or trashed memories in the index every match's owner is checked. Both give the same k best."""
+    from pocketmem.store.sqlite.store import SQLiteTx
+
+    async def ranked_with_owner_check(*_args, **_kwargs):
+        return None
+
+    async def both(k: int, statuses: tuple[Status, ...]) -> tuple[list, list]:
+        async with app.store.read() as r:
+            fast = await r.keyword_hits(USER, ["香菜", "辣椒"], k, statuses)
+        with monkeypatch.context() as m:
+            m.setattr(SQLiteTx, "_hits_of_sole_owner", ranked_with_owner_check)
+            async with app.store.read() as r:
+                checked = await r.keyword_hits(USER, ["香菜", "辣椒"], k, statuses)
+        return fast, checked
+
+    mine = await app.lifecycle.add_many(
+        USER, [AddRequest(content=f"用户第{i}次吃香菜{'和辣椒' * (i % 3)}，在{i}号店") for i in range(12)]
+    )
+    stages = []
+    sqlite = type(app.store).__module__.endswith("sqlite.store")
+    for stage in ("alone", "trashed", "others", "unindexed") if sqlite else ("alone", "trashed", "others"):
+        if stage == "unindexed":
+            # Two of the user's active memories lost their index rows: the user's active count overstates what
+            # the index holds, other users' rows crowd the best, and the owner check of every match takes over.
+            async with app.store.write() as tx:
+                await tx.execute(
+                    "delete from memories_fts where rowid in (select rowid from memories where id in (?, ?))",
+                    (mine[3].memory_id, mine[4].memory_id),
+                )
+        if stage == "trashed":
+            for result in mine[:3]:
+                await app.lifecycle.forget(USER, result.memory_id, None)
+        if stage == "others":
+            await app.lifecycle.add_many(
+                "someone-else", [AddRequest(content=f"香菜辣椒{i}") for i in range(6)]
+            )
+        for k in (1, 3, 5, 9, 20):
+            for statuses in ((Status.active,), (Status.active, Status.superseded)):
+                fast, checked = await both(k, statuses)
+                assert fast == checked, (stage, k, statuses)
+                stages.append(len(fast))
+    assert min(stages) == 1 and max(stages) == 12  # the answers were neither empty nor all alike
