@@ -70,10 +70,20 @@ async def test_keyword_search_of_a_sole_owner_ranks_in_fts5_alone(app):
     assert len(found[0].memories) == 3
 
 
-async def test_shortlisted_terms_come_from_the_narrow_id_index(app):
-    await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜"))
+async def test_shortlisted_memories_are_looked_up_by_id(app):
+    first = await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜"))
     recorder = PlanRecorder(app)
     await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
+    # Similarity and index terms in one read: each wide row once, by its id, its terms by rowid.
+    plan = recorder.plan_of("vec_distance_cosine(m.embedding, ?), f.terms")
+    assert "SEARCH m USING INDEX" in plan and "(id=?)" in plan and "SCAN m" not in plan, plan
+
+    async def terms_alone() -> None:
+        async with app.store.read() as reader:
+            await reader.indexed_terms(USER, [first.memory_id])
+
+    recorder = PlanRecorder(app)
+    await recorder.explain_during(terms_alone)
     plan = recorder.plan_of("f.terms, f.keywords from memories m")
     assert "COVERING INDEX memories_by_user_and_id" in plan, plan
 

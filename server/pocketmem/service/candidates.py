@@ -28,6 +28,7 @@ from pocketmem.core.ranking import Candidate, semantic_score
 from pocketmem.service import fallback
 from pocketmem.service.calibration import Scale
 from pocketmem.store import StoreReader
+from pocketmem.store.base import IndexedText
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,7 @@ async def gather_candidates(
     # those whose similarity alone is high enough to be worth the evidence check.
     enough = scale.cosine_for(bar)
     shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)]))
-    own_sims = await _similarities(reader, user_id, q, vector, own, shortlist, sims, failures)
-    terms = await _indexed(reader, user_id, shortlist, bool(rarities), failures)
+    own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), failures)
     evidence = {
         mid: relevance.evidence(
             q.terms,
@@ -190,6 +190,33 @@ def _strongest(weighted: Mapping[str, float], rarities: Mapping[str, float]) -> 
     return found[:MAX_MATCH_TERMS]
 
 
+async def _details(
+    reader: StoreReader,
+    user_id: str,
+    q: Query,
+    vector: list[float] | None,
+    own: list[float] | None,
+    shortlist: Sequence[str],
+    sims: dict[str, float],
+    searched: bool,
+    failures: list[str],
+) -> tuple[dict[str, float], dict[str, frozenset[str]]]:
+    """What the relevance decision needs of each shortlisted memory: its similarity (filled into `sims`), the
+    message's own similarity, and its index terms. Read together when both indexes answer; separately (each
+    failure named) when that read fails."""
+    if vector is not None and shortlist and searched and fallback.Health.of(failures, True).keywords:
+        try:
+            found, indexed = await reader.similarities_and_terms(user_id, shortlist, vector)
+        except Exception:  # noqa: BLE001 - the separate reads below tell which index failed
+            pass
+        else:
+            sims.update({mid: cos for mid, cos in found.items() if mid not in sims})
+            own_sims = await _own_similarities(reader, user_id, q, own, shortlist, failures)
+            return own_sims, {mid: _terms(t) for mid, t in indexed.items()}
+    own_sims = await _similarities(reader, user_id, q, vector, own, shortlist, sims, failures)
+    return own_sims, await _indexed(reader, user_id, shortlist, searched, failures)
+
+
 async def _similarities(
     reader: StoreReader,
     user_id: str,
@@ -201,19 +228,29 @@ async def _similarities(
     failures: list[str],
 ) -> dict[str, float]:
     """Fill in `sims` for the shortlisted ids not yet scored; returns the message's own similarities."""
-    own_sims: dict[str, float] = {}
     if vector is None or not shortlist:
-        return own_sims
+        return {}
     unscored = [mid for mid in shortlist if mid not in sims]
     try:
         if unscored:
             sims.update(await reader.similarities(user_id, unscored, vector))
-        if own is not None and (q.keywords or q.context):
-            # Keywords and context only add evidence: the message's own similarity counts when higher.
-            own_sims = await reader.similarities(user_id, shortlist, own)
     except Exception as exc:  # noqa: BLE001
         failures.append(f"vector scoring: {exc}")
-    return own_sims
+        return {}
+    return await _own_similarities(reader, user_id, q, own, shortlist, failures)
+
+
+async def _own_similarities(
+    reader: StoreReader, user_id: str, q: Query, own: list[float] | None, shortlist: Sequence[str], failures: list[str]
+) -> dict[str, float]:
+    """Keywords and context only add evidence: the message's own similarity counts when higher."""
+    if own is None or not (q.keywords or q.context):
+        return {}
+    try:
+        return await reader.similarities(user_id, shortlist, own)
+    except Exception as exc:  # noqa: BLE001
+        failures.append(f"vector scoring: {exc}")
+        return {}
 
 
 async def _indexed(
@@ -227,4 +264,8 @@ async def _indexed(
     except Exception as exc:  # noqa: BLE001 - a sick keyword index degrades recall, never fails it
         failures.append(f"keyword index: {exc}")
         return {}
-    return {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
+    return {mid: _terms(t) for mid, t in indexed.items()}
+
+
+def _terms(indexed: IndexedText) -> frozenset[str]:
+    return frozenset(f"{indexed.terms} {indexed.keyword_terms}".split())

@@ -223,6 +223,12 @@ class StoreReader(ProfileReader):
     async def indexed_terms(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, IndexedText]:
         """The pre-split terms the keyword index holds for each memory, exactly as written."""
 
+    async def similarities_and_terms(
+        self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]
+    ) -> tuple[dict[str, float], dict[str, IndexedText]]:
+        """`similarities` and `indexed_terms` of the same memories, in one read where the backend can."""
+        return await self.similarities(user_id, memory_ids, vector), await self.indexed_terms(user_id, memory_ids)
+
     @abstractmethod
     async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many stored memories (of every user, in any status) contain each term, and how many

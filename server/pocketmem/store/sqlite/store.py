@@ -550,6 +550,21 @@ class SQLiteTx(ProfileQueries, UpkeepQueries, SyncQueries, TokenQueries, BrowseQ
         )
         return {row[0]: IndexedText(terms=row[1], keyword_terms=row[2]) for row in rows}
 
+    async def similarities_and_terms(
+        self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]
+    ) -> tuple[dict[str, float], dict[str, IndexedText]]:
+        if not memory_ids or not self._vectors:
+            return await super().similarities_and_terms(user_id, memory_ids, vector)
+        # Each wide row is read once, for its vector, and its index terms looked up by rowid beside it.
+        rows = await self._all(
+            "select m.id, vec_distance_cosine(m.embedding, ?), f.terms, f.keywords from memories m "
+            f"left join memories_fts f on f.rowid = m.rowid where +m.user_id = ? "
+            f"and m.id in ({_placeholders(len(memory_ids))})",
+            (pack_vector(vector), user_id, *memory_ids),
+        )
+        sims = {r[0]: 1.0 - float(r[1]) for r in rows if r[1] is not None and not math.isnan(r[1])}
+        return sims, {r[0]: IndexedText(terms=r[2], keyword_terms=r[3]) for r in rows if r[2] is not None}
+
     async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         wanted = list(dict.fromkeys(t for t in terms if t))
         rows = await self._all(
