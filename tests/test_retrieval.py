@@ -332,3 +332,35 @@ async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monke
                 assert fast == checked, (stage, k, statuses)
                 stages.append(len(fast))
     assert min(stages) == 1 and max(stages) == 12  # the answers were neither empty nor all alike
+
+
+class CountingSearches:
+    """A read transaction that counts its keyword searches."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.searches: list[tuple[str, ...]] = []
+
+    def __getattr__(self, name):
+        return getattr(self.reader, name)
+
+    async def keyword_hits(self, user_id, terms, *args, **kwargs):
+        self.searches.append(tuple(terms))
+        return await self.reader.keyword_hits(user_id, terms, *args, **kwargs)
+
+
+async def test_keywords_that_repeat_the_message_search_once(app):
+    ids = await fill(app)
+
+    async def searches(query: str, keywords: list[str]) -> tuple[list, set[str]]:
+        parsed = app.retrieval.parse(RecallRequest(query=query, keywords=keywords))
+        vector, own = await app.retrieval.query_vectors(parsed)
+        async with app.store.read() as reader:
+            counting = CountingSearches(reader)
+            found, _ = await app.retrieval.candidates(counting, USER, parsed, vector, (Status.active,), [], own=own)
+        return counting.searches, {c.memory.id for c in found}
+
+    repeated, found = await searches("香菜", ["香菜"])
+    assert len(repeated) == 1 and ids[STORE[0][0]] in found
+    added, found_with_more = await searches("香菜", ["香菜", "忌口"])
+    assert len(added) == 2 and found <= found_with_more  # a keyword of its own: the message's search runs too

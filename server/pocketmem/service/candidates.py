@@ -169,11 +169,14 @@ async def _keyword_pool(
         rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
         # Every term the user has written counts, common ones too (weighted by their rarity, never dropped).
         k = keyword_shortlist_size(total)
-        # With keywords, the message's own search runs too: keywords only add candidates.
+        # With keywords, the message's own search runs too: keywords only add candidates. When the keywords
+        # bring no term of their own (they repeat the message's words), both searches are the same one.
+        searched: dict[tuple[str, ...], list[str]] = {}
         for weighted in (q.terms, q.base_terms) if q.keywords else (q.terms,):
-            found = _strongest(weighted, rarities)
-            if found:
-                keyword_ids += [mid for mid, _ in await reader.keyword_hits(user_id, found, k, statuses)]
+            found = tuple(_strongest(weighted, rarities))
+            if found and found not in searched:
+                searched[found] = [mid for mid, _ in await reader.keyword_hits(user_id, found, k, statuses)]
+            keyword_ids += searched.get(found, [])
         if not rarities:
             # Nothing the message names is in the store: one cheap look still tells whether the index
             # answers, so a broken one is reported (and the fallbacks run) rather than unseen.
