@@ -43,13 +43,13 @@ from pocketmem.service.lifecycle import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 from pocketmem.store.sqlite import store as sqlite_store  # noqa: E402
 
-# The store calls a recall makes (retrieval.py), in the order it makes them.
+# The store calls a recall makes (service/candidates.py, retrieval.py), in the order it makes them.
 RECALL_CALLS = (
-    "term_document_counts",
+    "user_term_counts",
     "keyword_hits",
     "memories_between",
+    "similarities_and_terms",
     "similarities",
-    "indexed_terms",
     "get_memories",
     "due_pending",
     "pairwise_similarities",

@@ -47,11 +47,49 @@ class PlanRecorder:
 
 
 async def test_keyword_search_checks_owners_in_the_narrow_index(app):
+    # Another user's memories fill the index: every match's owner is checked, in the narrow index.
+    others = [AddRequest(content=f"别人的第{i}条笔记：香菜和{i}号菜") for i in range(70)]
+    await app.lifecycle.add_many("someone-else", others)
     await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["coriander"]))
     recorder = PlanRecorder(app)
     await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
-    plan = recorder.plan_of("memories_fts match")
+    plan = recorder.plan_of("join memories m indexed by memories_owner")
     assert "COVERING INDEX memories_owner" in plan, plan
+
+
+async def test_keyword_search_of_a_sole_owner_ranks_in_fts5_alone(app):
+    # One person's notebook: FTS5 ranks its matches without a join, and only the best are checked.
+    for i in range(3):
+        await app.lifecycle.add(USER, AddRequest(content=f"用户第{i}次说不喜欢香菜"))
+    recorder = PlanRecorder(app)
+    found = []
+    await recorder.explain_during(lambda: _keep(found, app.retrieval.recall(USER, _recall("香菜能吃吗"))))
+    plan = recorder.plan_of("where memories_fts match ? order by 2 limit ?")
+    assert "SCAN memories_fts VIRTUAL TABLE" in plan and "memories_owner" not in plan, plan
+    assert not any("memories_owner" in sql for sql, _ in recorder.plans)
+    assert len(found[0].memories) == 3
+
+
+async def test_shortlisted_memories_are_looked_up_by_id(app):
+    first = await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜"))
+    recorder = PlanRecorder(app)
+    await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
+    # Similarity and index terms in one read: each wide row once, by its id, its terms by rowid.
+    plan = recorder.plan_of("vec_distance_cosine(m.embedding, ?), f.terms")
+    assert "SEARCH m USING INDEX" in plan and "(id=?)" in plan and "SCAN m" not in plan, plan
+
+    async def terms_alone() -> None:
+        async with app.store.read() as reader:
+            await reader.indexed_terms(USER, [first.memory_id])
+
+    recorder = PlanRecorder(app)
+    await recorder.explain_during(terms_alone)
+    plan = recorder.plan_of("f.terms, f.keywords from memories m")
+    assert "COVERING INDEX memories_by_user_and_id" in plan, plan
+
+
+async def _keep(found: list, call) -> None:
+    found.append(await call)
 
 
 async def test_maintenance_walks_a_users_memories_by_index_without_sorting_them(app):

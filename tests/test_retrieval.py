@@ -158,11 +158,66 @@ async def test_neighbour_search_with_history_scores_superseded_versions_too(knn_
         USER, AddRequest(content="用户搬到了苏州园区", category=Category.fact, keywords=["南京"], supersedes=old)
     )
     async with knn_app.store.read() as r:
-        scored = dict(await r.top_similarities(USER, [1.0] + [0.0] * 511, 50, (Status.active, Status.superseded)))
+        scored = dict(
+            await r.important_similarities(USER, [1.0] + [0.0] * 511, 50, (Status.active, Status.superseded))
+        )
     assert {old, new.memory_id, *ids.values()} <= set(scored)
     result = await recall(knn_app, "用户住在南京还是苏州", include_history=True, top_k=5)
     by_id = {m.id: m for m in result.memories}
     assert new.memory_id in by_id and old in by_id and by_id[old].outdated
+
+
+async def test_store_searches_core_and_important_memories_without_choosing(knn_app):
+    """The store answers plain searches; which of them become candidates is the service's choice."""
+    ids = await fill(knn_app)
+    core = (
+        await knn_app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
+    ).memory_id
+    vector = [1.0] + [0.0] * 511
+    async with knn_app.store.read() as r:
+        assert [mid for mid, _ in await r.core_similarities(USER, vector)] == [core]
+        important = await r.important_similarities(USER, vector, 2, (Status.active,))
+    assert len(important) == 2 and {mid for mid, _ in important} <= {core, *ids.values()}
+    assert all(-1.0 <= cos <= 1.0 for _, cos in important)
+
+
+class OnlyCoreAndImportance:
+    """A read transaction whose keyword and neighbour searches find nothing: only the core and importance
+    pools can bring candidates."""
+
+    def __init__(self, reader):
+        self.reader = reader
+
+    def __getattr__(self, name):
+        return getattr(self.reader, name)
+
+    async def keyword_hits(self, *args, **kwargs):
+        return []
+
+    async def user_term_counts(self, user_id, terms):
+        return {}, 0
+
+    async def vector_neighbours(self, *args, **kwargs):
+        return []
+
+
+async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp_path, clock):
+    async with PocketMem(
+        make_settings(tmp_path, candidate_limit=1), clock=clock, embedder=NeighbourSearchingEmbedder()
+    ) as pm:
+        core = (await pm.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))).memory_id
+        strong = {"persistence": 0.9, "emotion": 1.0, "info": 1.0, "judge": 1.0}
+        for i in range(5):
+            await pm.lifecycle.add(USER, AddRequest(content=f"第{i}次去杭州出差开会", scores=strong))
+        parsed = pm.retrieval.parse(RecallRequest(query="用户叫林舟", record=False))
+        vector, own = await pm.retrieval.query_vectors(parsed)
+        async with pm.store.read() as reader:
+            pool = await reader.important_similarities(USER, vector, 1, (Status.active,))
+            found, _ = await pm.retrieval.candidates(
+                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), [], own=own
+            )
+    assert core not in dict(pool)  # the importance pool alone would miss it
+    assert core in {c.memory.id for c in found}
 
 
 async def break_indexes(app, settings, backend, *, keywords: bool = False) -> None:
@@ -231,3 +286,81 @@ async def test_other_users_memories_are_never_recalled(app):
     assert owner.memories and "香菜" in owner.injection  # the same query finds them for their owner
     other = await app.retrieval.recall("alice", RecallRequest(query="香菜"))
     assert other.memories == [] and "香菜" not in (other.injection or "")
+
+
+async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monkeypatch):
+    """One person's notebook is ranked by FTS5 alone and only the best are checked (SQLite); with other users'
+    or trashed memories in the index every match's owner is checked. Both give the same k best."""
+    from pocketmem.store.sqlite.store import SQLiteTx
+
+    async def ranked_with_owner_check(*_args, **_kwargs):
+        return None
+
+    async def both(k: int, statuses: tuple[Status, ...]) -> tuple[list, list]:
+        async with app.store.read() as r:
+            fast = await r.keyword_hits(USER, ["香菜", "辣椒"], k, statuses)
+        with monkeypatch.context() as m:
+            m.setattr(SQLiteTx, "_hits_of_sole_owner", ranked_with_owner_check)
+            async with app.store.read() as r:
+                checked = await r.keyword_hits(USER, ["香菜", "辣椒"], k, statuses)
+        return fast, checked
+
+    mine = await app.lifecycle.add_many(
+        USER, [AddRequest(content=f"用户第{i}次吃香菜{'和辣椒' * (i % 3)}，在{i}号店") for i in range(12)]
+    )
+    stages = []
+    sqlite = type(app.store).__module__.endswith("sqlite.store")
+    for stage in ("alone", "trashed", "others", "unindexed") if sqlite else ("alone", "trashed", "others"):
+        if stage == "unindexed":
+            # Two of the user's active memories lost their index rows: the user's active count overstates what
+            # the index holds, other users' rows crowd the best, and the owner check of every match takes over.
+            async with app.store.write() as tx:
+                await tx.execute(
+                    "delete from memories_fts where rowid in (select rowid from memories where id in (?, ?))",
+                    (mine[3].memory_id, mine[4].memory_id),
+                )
+        if stage == "trashed":
+            for result in mine[:3]:
+                await app.lifecycle.forget(USER, result.memory_id, None)
+        if stage == "others":
+            await app.lifecycle.add_many(
+                "someone-else", [AddRequest(content=f"香菜辣椒{i}") for i in range(6)]
+            )
+        for k in (1, 3, 5, 9, 20):
+            for statuses in ((Status.active,), (Status.active, Status.superseded)):
+                fast, checked = await both(k, statuses)
+                assert fast == checked, (stage, k, statuses)
+                stages.append(len(fast))
+    assert min(stages) == 1 and max(stages) == 12  # the answers were neither empty nor all alike
+
+
+class CountingSearches:
+    """A read transaction that counts its keyword searches."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.searches: list[tuple[str, ...]] = []
+
+    def __getattr__(self, name):
+        return getattr(self.reader, name)
+
+    async def keyword_hits(self, user_id, terms, *args, **kwargs):
+        self.searches.append(tuple(terms))
+        return await self.reader.keyword_hits(user_id, terms, *args, **kwargs)
+
+
+async def test_keywords_that_repeat_the_message_search_once(app):
+    ids = await fill(app)
+
+    async def searches(query: str, keywords: list[str]) -> tuple[list, set[str]]:
+        parsed = app.retrieval.parse(RecallRequest(query=query, keywords=keywords))
+        vector, own = await app.retrieval.query_vectors(parsed)
+        async with app.store.read() as reader:
+            counting = CountingSearches(reader)
+            found, _ = await app.retrieval.candidates(counting, USER, parsed, vector, (Status.active,), [], own=own)
+        return counting.searches, {c.memory.id for c in found}
+
+    repeated, found = await searches("香菜", ["香菜"])
+    assert len(repeated) == 1 and ids[STORE[0][0]] in found
+    added, found_with_more = await searches("香菜", ["香菜", "忌口"])
+    assert len(added) == 2 and found <= found_with_more  # a keyword of its own: the message's search runs too

@@ -1,8 +1,9 @@
 """Recall: the few memories that matter for the current message, ready to inject.
 
     query  = the message (weight 1.0) + up to 3 context lines (0.5) + agent keywords (1.0)
-    candidates = every core memory + top `candidate_limit` by importance
-               + nearest vectors + keyword (FTS5) hits over all searchable memories
+    candidates = service/candidates.py gather_candidates: keyword (FTS5) hits, dated memories and, for an
+                 embedder that captures meaning, every core memory + top `candidate_limit` by importance
+                 + nearest vectors; only those that pass the relevance bar are loaded
     rank (ranking.py) -> relevance threshold -> top_k -> use_count += 1, last_active_at = now
     injection = formatting.injection_block in the query's language, within the character budget
 
@@ -16,28 +17,28 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, time, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
-from pocketmem.core import relevance, termstats, timeexpr
+from pocketmem.core import termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import (
     Candidate,
     Ranked,
     Weights,
     rank,
-    semantic_score,
     shadow_older,
 )
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
+from pocketmem.service.candidates import CandidateRules, Query, gather_candidates
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import UseLedger, record_used
 from pocketmem.service.todos import due_reminders, reminder_view
@@ -51,13 +52,7 @@ MAX_CONTEXT_LINES = 3
 MAX_QUERY_KEYWORDS = 12
 CONTEXT_WEIGHT = 0.5
 KEYWORDS_VECTOR_WEIGHT = 0.5
-VECTOR_NEIGHBOURS = 64
-KEYWORD_HITS = 64
-KEYWORD_HITS_SHARE = 0.004  # the keyword shortlist grows with the user's store: 400 at 100,000 memories
-MAX_KEYWORD_HITS = 1000
-MAX_MATCH_TERMS = 32
 PENDING_SHOWN = 3
-WINDOW_CANDIDATES = 50
 SHADOW_POOL = 12
 
 
@@ -80,17 +75,6 @@ class RecallRequest:
     record: bool = True  # count hits as used; benchmarks turn it off to keep queries independent
     used: Sequence[str] = ()  # ids the agent says shaped its previous reply (review.record_used)
     temporary: bool = False  # recall nothing, record nothing
-
-
-@dataclass
-class _Query:
-    message: str
-    context: list[str]
-    keywords: list[str]
-    terms: dict[str, float] = field(default_factory=dict)
-    message_terms: list[str] = field(default_factory=list)
-    base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
-    time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
 class Retrieval:
@@ -116,12 +100,18 @@ class Retrieval:
             freshness=settings.weight_freshness,
             importance=settings.weight_importance,
         )
+        self.rules = CandidateRules(
+            importance_pool=settings.candidate_limit,
+            threshold=settings.relevance_threshold,
+            zone=settings.zone,
+            lexical=embedder.lexical,
+        )
 
     async def scale(self, lang: str) -> Scale:
         """What cosine similarity means for this embedder in this language (calibration.py)."""
         return await self.calibration.scale(lang)
 
-    def _parse(self, req: RecallRequest) -> _Query:
+    def _parse(self, req: RecallRequest) -> Query:
         message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
         if len(req.context) > MAX_CONTEXT_LINES:
             raise InvalidInput("context", f"at most {MAX_CONTEXT_LINES} recent lines, got {len(req.context)}")
@@ -149,9 +139,9 @@ class Retrieval:
             for term, weight in source.items():
                 terms[term] = max(terms.get(term, 0.0), weight)
         today = self.clock.now().astimezone(self.settings.zone).date()
-        return _Query(message, context, keywords, terms, list(own), base, timeexpr.parse(message, today))
+        return Query(message, context, keywords, terms, list(own), base, timeexpr.parse(message, today))
 
-    async def _query_vectors(self, q: _Query) -> tuple[list[float], list[float]]:
+    async def _query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
         texts = [q.message]
         weights = [1.0]
@@ -283,113 +273,24 @@ class Retrieval:
         self,
         reader: StoreReader,
         user_id: str,
-        q: _Query,
+        q: Query,
         vector: list[float] | None,
         statuses: tuple[Status, ...],
         failures: list[str],
         scale: Scale = NEUTRAL,
         own: list[float] | None = None,
     ) -> tuple[list[Candidate], dict[str, float]]:
-        """Gather candidate ids with their similarity cheaply in SQL, then load only those that are relevant."""
-        sims: dict[str, float] = {}
-        # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
-        # shares a term with the query, and the keyword index below enumerates exactly those.
-        # The importance pass and the brute-force neighbour scan are for embedders that capture meaning.
-        if vector is not None and not self.embedder.lexical:
-            try:
-                sims.update(await reader.top_similarities(user_id, vector, self.settings.candidate_limit, statuses))
-            except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
-                failures.append(f"vector scoring: {exc}")
-            try:
-                sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
-            except Exception as exc:  # noqa: BLE001
-                log.warning("vector search failed, using keywords only: %s", exc)
-                failures.append(f"vector index: {exc}")
-        in_window: set[str] = set()
-        if q.time.intent and q.time.window is not None:
-            start, end = q.time.window
-            zone = self.settings.zone
-            lo = datetime.combine(start, time.min, zone)
-            hi = datetime.combine(end + timedelta(days=1), time.min, zone)
-            in_window = {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
-        keyword_ids: list[str] = []
-        rarities: dict[str, float] = {}
-        if q.terms:
-            try:
-                counts, total = await reader.user_term_counts(user_id, list(q.terms))
-                # Only terms the user has written: one found nowhere in their store matches nothing there.
-                rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
-                # Every term the user has written counts, common ones too (weighted by their rarity, never
-                # dropped); the shortlist grows with the store so the answer is not cut off at scale.
-                k = min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(total * KEYWORD_HITS_SHARE)))
-                # With keywords, the message's own search runs too: keywords only add candidates.
-                for weighted in (q.terms, q.base_terms) if q.keywords else (q.terms,):
-                    found = sorted((t for t in weighted if counts.get(t)), key=lambda t: -weighted[t] * rarities[t])
-                    if found:
-                        hits = await reader.keyword_hits(user_id, found[:MAX_MATCH_TERMS], k, statuses)
-                        keyword_ids += [mid for mid, _ in hits]
-                if not any(counts.get(t) for t in q.terms):
-                    # Nothing the message names is in the store: one cheap look still tells whether the
-                    # index answers, so a broken one is reported (and the fallbacks run) rather than unseen.
-                    await reader.keyword_hits(user_id, list(q.terms)[:1], 1, statuses)
-            except Exception as exc:  # noqa: BLE001
-                log.warning("keyword search failed: %s", exc)
-                failures.append(f"keyword index: {exc}")
-        if vector is not None and self.embedder.lexical and not fallback.Health.of(failures, True).keywords:
-            sims.update(await fallback.vector_path(reader, user_id, vector, statuses, failures))
-        bar = self._bar(fallback.Health.of(failures, vector is not None))
-        # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
-        # those whose similarity alone is high enough to be worth the evidence check.
-        enough = scale.cosine_for(bar)
-        shortlist = list(
-            dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)])
-        )
-        unscored = [mid for mid in shortlist if mid not in sims]
-        own_sims: dict[str, float] = {}
-        if vector is not None and shortlist:
-            try:
-                if unscored:
-                    sims.update(await reader.similarities(user_id, unscored, vector))
-                if own is not None and (q.keywords or q.context):
-                    # Keywords and context only add evidence: the message's own similarity counts when higher.
-                    own_sims = await reader.similarities(user_id, shortlist, own)
-            except Exception as exc:  # noqa: BLE001
-                failures.append(f"vector scoring: {exc}")
-        terms: dict[str, frozenset[str]] = {}
-        if rarities and shortlist and fallback.Health.of(failures, True).keywords:
-            try:
-                indexed = await reader.indexed_terms(user_id, shortlist)
-                terms = {mid: frozenset(f"{t.terms} {t.keyword_terms}".split()) for mid, t in indexed.items()}
-            except Exception as exc:  # noqa: BLE001 - a sick keyword index degrades recall, never fails it
-                failures.append(f"keyword index: {exc}")
-        evidence: dict[str, relevance.Evidence] = {}
-        for mid in shortlist:
-            sem = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
-            evidence[mid] = relevance.evidence(
-                q.terms, q.message_terms, terms.get(mid, ()), rarities, sem, not self.embedder.lexical
-            )
-        # Whole rows only for what passes the threshold (or is dated inside the window a question names).
-        passing = [
-            mid
-            for mid in shortlist
-            if mid in in_window or relevance.probability(evidence[mid]) >= bar
-        ]
-        memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
-        return [
-            Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, evidence[m.id])
-            for m in memories
-        ], rarities
+        """The candidates and the query terms' rarities (service/candidates.py decides which)."""
+        return await gather_candidates(reader, user_id, q, vector, statuses, failures, scale, self.rules, own)
 
     def _bar(self, health: fallback.Health) -> float:
         """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
-        return fallback.threshold(
-            self.settings.relevance_threshold, health.semantic, health.keywords, self.embedder.lexical
-        )
+        return self.rules.bar(health)
 
     async def _library_search(
         self,
         user_id: str,
-        q: _Query,
+        q: Query,
         vector: list[float] | None,
         statuses: tuple[Status, ...],
         scale: Scale,

@@ -146,10 +146,15 @@ class SearchReads(Protocol):
         counts, recall scores keywords itself from term_document_counts and indexed_terms."""
 
     @abstractmethod
-    async def top_similarities(
+    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
+        """(id, cosine to `vector`) for every active core memory (persistence >= policy.CORE_PERSISTENCE,
+        bound as a parameter) that has a vector."""
+
+    @abstractmethod
+    async def important_similarities(
         self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
-        """(id, cosine to `vector`) for every active core memory and the `limit` most important memories."""
+        """(id, cosine to `vector`) for the `limit` most important memories of `statuses` that have a vector."""
 
     @abstractmethod
     async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
@@ -162,6 +167,12 @@ class SearchReads(Protocol):
     @abstractmethod
     async def indexed_terms(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, IndexedText]:
         """The pre-split terms the keyword index holds for each memory, exactly as written."""
+
+    async def similarities_and_terms(
+        self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]
+    ) -> tuple[dict[str, float], dict[str, IndexedText]]:
+        """`similarities` and `indexed_terms` of the same memories, in one read where the backend can."""
+        return await self.similarities(user_id, memory_ids, vector), await self.indexed_terms(user_id, memory_ids)
 
     @abstractmethod
     async def memory_vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[float]]:

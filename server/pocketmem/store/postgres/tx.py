@@ -212,7 +212,15 @@ class PostgresTx(
         )
         return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None and r[2] == r[2]}
 
-    async def top_similarities(
+    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
+        rows = await self._guarded(
+            "select id, 1 - (embedding <=> %s::vector) from memories where user_id = %s and status = 'active' "
+            "and persistence >= %s and embedding is not null",
+            (vector_text(vector), user_id, CORE_PERSISTENCE),
+        )
+        return [(r[0], float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
+
+    async def important_similarities(
         self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]]:
         # The most important rows first, distances only for those. One index-ordered read per status: with
@@ -223,14 +231,10 @@ class PostgresTx(
             for _ in statuses
         )
         rows = await self._guarded(
-            "with picked as ("
-            "select id from memories where user_id = %s and status = 'active' and persistence >= 1 "
-            "union "
-            f"select id from (select id from ({per_status}) s order by importance desc limit %s) top) "
+            f"with picked as (select id from ({per_status}) s order by importance desc limit %s) "
             "select m.id, 1 - (m.embedding <=> %s::vector) from picked join memories m on m.id = picked.id "
             "where m.embedding is not null",
             (
-                user_id,
                 *(value for status in statuses for value in (user_id, str(status), limit)),
                 limit,
                 vector_text(vector),

@@ -1,0 +1,274 @@
+"""Recall's candidate choice: which memories are weighed at all, how many, and how core memories join.
+
+The store only searches (nearest vectors, keyword hits, similarities of given ids, the core memories,
+the most important memories); this module decides what becomes a candidate (docs/ranking.md, section 4):
+
+    semantic pool  (embedders that capture meaning only): every core memory (scoring.CORE_PERSISTENCE)
+                   + the `importance_pool` most important memories + the VECTOR_NEIGHBOURS nearest vectors
+    dated          the WINDOW_CANDIDATES newest memories inside the time window the message names
+    keyword pool   the best keyword hits for the query's terms the user has written (the 32 strongest by
+                   weight x rarity), max(KEYWORD_HITS, KEYWORD_HITS_SHARE of the user's memories) of them, at
+                   most MAX_KEYWORD_HITS; with agent keywords the message's own search runs too
+    shortlist      keyword hits + dated + semantic-pool memories whose similarity alone can pass the bar
+    candidates     the shortlisted memories whose relevance (core/relevance.py) passes the bar, loaded whole
+
+`gather_candidates` is the one entry point; service/retrieval.py calls it for the notebook and the library.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta, tzinfo
+
+from pocketmem.base.models import Status
+from pocketmem.core import relevance, termstats, timeexpr
+from pocketmem.core.ranking import Candidate, semantic_score
+from pocketmem.service import fallback
+from pocketmem.service.calibration import Scale
+from pocketmem.store import StoreReader
+from pocketmem.store.base import IndexedText
+
+log = logging.getLogger(__name__)
+
+VECTOR_NEIGHBOURS = 64
+KEYWORD_HITS = 64
+KEYWORD_HITS_SHARE = 0.004  # the keyword shortlist grows with the user's store: 400 at 100,000 memories
+MAX_KEYWORD_HITS = 1000
+MAX_MATCH_TERMS = 32
+WINDOW_CANDIDATES = 50
+
+
+@dataclass
+class Query:
+    """A parsed recall query (retrieval.Retrieval.parse)."""
+
+    message: str
+    context: list[str]
+    keywords: list[str]
+    terms: dict[str, float] = field(default_factory=dict)
+    message_terms: list[str] = field(default_factory=list)
+    base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
+    time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
+
+
+@dataclass(frozen=True)
+class CandidateRules:
+    """What candidate choice needs beyond the query: settings and the embedder's kind."""
+
+    importance_pool: int  # Settings.candidate_limit: the most important memories weighed by meaning
+    threshold: float  # Settings.relevance_threshold, before a fallback path lowers it
+    zone: tzinfo  # the user's time zone, for the window a message names
+    lexical: bool  # the embedder's similarity is shared wording (the built-in), not meaning
+
+    def bar(self, health: fallback.Health) -> float:
+        """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
+        return fallback.threshold(self.threshold, health.semantic, health.keywords, self.lexical)
+
+
+def keyword_shortlist_size(user_memories: int) -> int:
+    """How many keyword hits are kept: grows with the store so the answer is not cut off at scale."""
+    return min(MAX_KEYWORD_HITS, max(KEYWORD_HITS, int(user_memories * KEYWORD_HITS_SHARE)))
+
+
+async def gather_candidates(
+    reader: StoreReader,
+    user_id: str,
+    q: Query,
+    vector: list[float] | None,
+    statuses: tuple[Status, ...],
+    failures: list[str],
+    scale: Scale,
+    rules: CandidateRules,
+    own: list[float] | None = None,
+) -> tuple[list[Candidate], dict[str, float]]:
+    """The candidates for `q` among the user's memories of `statuses`, with the query terms' rarities.
+
+    Ids and similarities are gathered cheaply in SQL; only memories that pass the relevance bar are loaded.
+    Index failures are appended to `failures` (recall degrades, never fails).
+    """
+    sims: dict[str, float] = {}
+    # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
+    # shares a term with the query, and the keyword index enumerates exactly those. The core and importance
+    # pass and the neighbour scan are for embedders that capture meaning.
+    if vector is not None and not rules.lexical:
+        await _semantic_pool(reader, user_id, vector, statuses, rules.importance_pool, sims, failures)
+    in_window = await _dated(reader, user_id, q, statuses, rules.zone)
+    keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, failures)
+    if vector is not None and rules.lexical and not fallback.Health.of(failures, True).keywords:
+        sims.update(await fallback.vector_path(reader, user_id, vector, statuses, failures))
+    bar = rules.bar(fallback.Health.of(failures, vector is not None))
+    # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
+    # those whose similarity alone is high enough to be worth the evidence check.
+    enough = scale.cosine_for(bar)
+    shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)]))
+    own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), failures)
+    evidence = {
+        mid: relevance.evidence(
+            q.terms,
+            q.message_terms,
+            terms.get(mid, ()),
+            rarities,
+            max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale)),
+            not rules.lexical,
+        )
+        for mid in shortlist
+    }
+    # Whole rows only for what passes the threshold (or is dated inside the window a question names).
+    passing = [mid for mid in shortlist if mid in in_window or relevance.probability(evidence[mid]) >= bar]
+    memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
+    return [
+        Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, evidence[m.id]) for m in memories
+    ], rarities
+
+
+async def _semantic_pool(
+    reader: StoreReader,
+    user_id: str,
+    vector: list[float],
+    statuses: tuple[Status, ...],
+    importance_pool: int,
+    sims: dict[str, float],
+    failures: list[str],
+) -> None:
+    """Every core memory, the most important ones and the nearest vectors, with their similarity."""
+    try:
+        sims.update(await reader.core_similarities(user_id, vector))
+        sims.update(await reader.important_similarities(user_id, vector, importance_pool, statuses))
+    except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
+        failures.append(f"vector scoring: {exc}")
+    try:
+        sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
+    except Exception as exc:  # noqa: BLE001
+        log.warning("vector search failed, using keywords only: %s", exc)
+        failures.append(f"vector index: {exc}")
+
+
+async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], zone: tzinfo) -> set[str]:
+    """Ids of the newest memories inside the time window the message names (none without one)."""
+    if not q.time.intent or q.time.window is None:
+        return set()
+    start, end = q.time.window
+    lo = datetime.combine(start, time.min, zone)
+    hi = datetime.combine(end + timedelta(days=1), time.min, zone)
+    return {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
+
+
+async def _keyword_pool(
+    reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], failures: list[str]
+) -> tuple[list[str], dict[str, float]]:
+    """Keyword hits for the query's terms, and the rarity of each term the user has written."""
+    if not q.terms:
+        return [], {}
+    keyword_ids: list[str] = []
+    rarities: dict[str, float] = {}
+    try:
+        counts, total = await reader.user_term_counts(user_id, list(q.terms))
+        # Only terms the user has written: one found nowhere in their store matches nothing there.
+        rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
+        # Every term the user has written counts, common ones too (weighted by their rarity, never dropped).
+        k = keyword_shortlist_size(total)
+        # With keywords, the message's own search runs too: keywords only add candidates. When the keywords
+        # bring no term of their own (they repeat the message's words), both searches are the same one.
+        searched: dict[tuple[str, ...], list[str]] = {}
+        for weighted in (q.terms, q.base_terms) if q.keywords else (q.terms,):
+            found = tuple(_strongest(weighted, rarities))
+            if found and found not in searched:
+                searched[found] = [mid for mid, _ in await reader.keyword_hits(user_id, found, k, statuses)]
+            keyword_ids += searched.get(found, [])
+        if not rarities:
+            # Nothing the message names is in the store: one cheap look still tells whether the index
+            # answers, so a broken one is reported (and the fallbacks run) rather than unseen.
+            await reader.keyword_hits(user_id, list(q.terms)[:1], 1, statuses)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("keyword search failed: %s", exc)
+        failures.append(f"keyword index: {exc}")
+    return keyword_ids, rarities
+
+
+def _strongest(weighted: Mapping[str, float], rarities: Mapping[str, float]) -> list[str]:
+    """The MAX_MATCH_TERMS terms the user has written, strongest (weight x rarity) first."""
+    found = sorted((t for t in weighted if t in rarities), key=lambda t: -weighted[t] * rarities[t])
+    return found[:MAX_MATCH_TERMS]
+
+
+async def _details(
+    reader: StoreReader,
+    user_id: str,
+    q: Query,
+    vector: list[float] | None,
+    own: list[float] | None,
+    shortlist: Sequence[str],
+    sims: dict[str, float],
+    searched: bool,
+    failures: list[str],
+) -> tuple[dict[str, float], dict[str, frozenset[str]]]:
+    """What the relevance decision needs of each shortlisted memory: its similarity (filled into `sims`), the
+    message's own similarity, and its index terms. Read together when both indexes answer; separately (each
+    failure named) when that read fails."""
+    if vector is not None and shortlist and searched and fallback.Health.of(failures, True).keywords:
+        try:
+            found, indexed = await reader.similarities_and_terms(user_id, shortlist, vector)
+        except Exception:  # noqa: BLE001 - the separate reads below tell which index failed
+            pass
+        else:
+            sims.update({mid: cos for mid, cos in found.items() if mid not in sims})
+            own_sims = await _own_similarities(reader, user_id, q, own, shortlist, failures)
+            return own_sims, {mid: _terms(t) for mid, t in indexed.items()}
+    own_sims = await _similarities(reader, user_id, q, vector, own, shortlist, sims, failures)
+    return own_sims, await _indexed(reader, user_id, shortlist, searched, failures)
+
+
+async def _similarities(
+    reader: StoreReader,
+    user_id: str,
+    q: Query,
+    vector: list[float] | None,
+    own: list[float] | None,
+    shortlist: Sequence[str],
+    sims: dict[str, float],
+    failures: list[str],
+) -> dict[str, float]:
+    """Fill in `sims` for the shortlisted ids not yet scored; returns the message's own similarities."""
+    if vector is None or not shortlist:
+        return {}
+    unscored = [mid for mid in shortlist if mid not in sims]
+    try:
+        if unscored:
+            sims.update(await reader.similarities(user_id, unscored, vector))
+    except Exception as exc:  # noqa: BLE001
+        failures.append(f"vector scoring: {exc}")
+        return {}
+    return await _own_similarities(reader, user_id, q, own, shortlist, failures)
+
+
+async def _own_similarities(
+    reader: StoreReader, user_id: str, q: Query, own: list[float] | None, shortlist: Sequence[str], failures: list[str]
+) -> dict[str, float]:
+    """Keywords and context only add evidence: the message's own similarity counts when higher."""
+    if own is None or not (q.keywords or q.context):
+        return {}
+    try:
+        return await reader.similarities(user_id, shortlist, own)
+    except Exception as exc:  # noqa: BLE001
+        failures.append(f"vector scoring: {exc}")
+        return {}
+
+
+async def _indexed(
+    reader: StoreReader, user_id: str, shortlist: Sequence[str], searched: bool, failures: list[str]
+) -> dict[str, frozenset[str]]:
+    """The index terms each shortlisted memory holds (empty when the keyword index is down)."""
+    if not searched or not shortlist or not fallback.Health.of(failures, True).keywords:
+        return {}
+    try:
+        indexed = await reader.indexed_terms(user_id, shortlist)
+    except Exception as exc:  # noqa: BLE001 - a sick keyword index degrades recall, never fails it
+        failures.append(f"keyword index: {exc}")
+        return {}
+    return {mid: _terms(t) for mid, t in indexed.items()}
+
+
+def _terms(indexed: IndexedText) -> frozenset[str]:
+    return frozenset(f"{indexed.terms} {indexed.keyword_terms}".split())
