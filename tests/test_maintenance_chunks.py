@@ -61,8 +61,8 @@ async def test_an_add_and_a_recall_made_during_a_long_rescore_finish_before_it(b
     store_class = type(big.store)
     original = store_class.write
 
-    def spying_write(self, durable: bool = True):
-        return _Spy(original(self, durable), chunks, first_chunk)
+    def spying_write(self, durable: bool = True, *, user_id: str | None = None):
+        return _Spy(original(self, durable, user_id=user_id), chunks, first_chunk)
 
     monkeypatch.setattr(store_class, "write", spying_write)
     seen: dict[str, int] = {}
@@ -121,9 +121,9 @@ async def test_a_pass_with_no_score_to_change_takes_the_write_lock_for_no_chunk(
     writes: list[str] = []
     step: list[str] = []
 
-    def counting_write(self, durable: bool = True):
+    def counting_write(self, durable: bool = True, *, user_id: str | None = None):
         writes.extend(step)
-        return original_write(self, durable)
+        return original_write(self, durable, user_id=user_id)
 
     async def rescore(user_id, now):
         step.append("rescore")

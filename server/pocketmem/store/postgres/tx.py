@@ -22,6 +22,7 @@ from pocketmem.base.models import (
     Status,
 )
 from pocketmem.store.base import IndexedText, StoreWriter
+from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.records import (
     MEMORY_COLUMNS,

@@ -38,7 +38,7 @@ from pocketmem.store.base import (
     StoreWriter,
     term_deltas,
 )
-from pocketmem.store.policy import sql_time_coef
+from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
 from pocketmem.store.sql.browse import BrowseQueries
 from pocketmem.store.sql.events import EventQueries
 from pocketmem.store.sql.memories import MemoryReads
