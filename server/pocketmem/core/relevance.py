@@ -43,8 +43,11 @@ Results: docs/benchmarks.md; the rule in words: docs/ranking.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from pocketmem.core.termstats import is_weak_word
+from pocketmem.core.text import is_cjk_char
 
 B0 = -1.765
 B_STRONGEST = 0.929
@@ -54,6 +57,7 @@ B_SEMANTIC = 0.122
 B_LENGTH = -0.501
 MATCHED_SATURATION = 1.0
 FULL_MATCH_RARITY = 0.4
+WEAK_WORD_FACTOR = 0.5
 FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
 
 
@@ -64,7 +68,7 @@ class Evidence:
     coverage: float = 0.0
     semantic: float = 0.0
     length: float = 0.0
-    complete: bool = False  # the memory holds every word of the message (not a fitted feature)
+    complete: bool = False  # the memory holds every word of the message, or every agent keyword (not fitted)
     meaning: float = 0.0  # semantic score of an embedder that captures meaning (0 for the lexical built-in)
 
     def features(self) -> tuple[float, ...]:
@@ -76,23 +80,57 @@ class Evidence:
         return self.matched / (self.matched + MATCHED_SATURATION)
 
 
+def _parents(query: Mapping[str, float]) -> dict[str, list[str]]:
+    """The query's two-character Chinese words that each single character of the query belongs to."""
+    parents: dict[str, list[str]] = {}
+    for word in query:
+        if len(word) == 2 and all(is_cjk_char(ch) for ch in word):
+            for ch in word:
+                if ch in query:
+                    parents.setdefault(ch, []).append(word)
+    return parents
+
+
+def counted_weights(query: Mapping[str, float], rarities: Mapping[str, float]) -> dict[str, float]:
+    """The query's weights as evidence: a character of a two-character word the user never wrote stands in for
+    that word (jieba reads 我的猫叫什么 as 猫叫; the memory says 猫，叫小白), so it takes the word's weight;
+    a weak word (termstats.is_weak_word: 一家, 一天, 今天) counts at WEAK_WORD_FACTOR."""
+    weights = dict(query)
+    for ch, words in _parents(query).items():
+        absent = [query[word] for word in words if word not in rarities]
+        if absent:
+            weights[ch] = max(weights[ch], *absent)
+    for term in weights:
+        if is_weak_word(term):
+            weights[term] *= WEAK_WORD_FACTOR
+    return weights
+
+
 def lexical(
     query: Mapping[str, float],
     message: Iterable[str],
     memory_terms: Iterable[str],
     rarities: Mapping[str, float],
 ) -> tuple[float, float, float]:
-    """(strongest, matched, coverage) of a memory's terms against the query's weighted terms."""
+    """(strongest, matched, coverage) of a memory's terms against the query's weighted terms.
+
+    A word and its own characters are one piece of evidence: when the memory holds the word, its characters
+    add nothing (公司 is not 公司 + 公 + 司), and coverage is over words the user has written."""
     present = set(memory_terms)
+    parents = _parents(query)
+    weights = counted_weights(query, rarities)
     strongest = matched = 0.0
-    for term, weight in query.items():
-        if term in present:
+    for term, weight in weights.items():
+        if term in present and not any(word in present for word in parents.get(term, ())):
             value = weight * rarities.get(term, 0.0)
             strongest = max(strongest, value)
             matched += value
-    message_terms = [t for t in message if t in query and t in rarities]
-    whole = sum(query[t] * rarities.get(t, 0.0) for t in message_terms)
-    found = sum(query[t] * rarities.get(t, 0.0) for t in message_terms if t in present)
+    message_terms = [
+        t for t in message
+        if t in query and t in rarities and not any(word in rarities for word in parents.get(t, ()))
+    ]
+    whole = sum(weights[t] * rarities.get(t, 0.0) for t in message_terms)
+    found = sum(weights[t] * rarities.get(t, 0.0) for t in message_terms if t in present)
     return strongest, matched, (found / whole if whole > 0 else 0.0)
 
 
@@ -103,15 +141,31 @@ def evidence(
     rarities: Mapping[str, float],
     semantic: float,
     meaning: bool = False,
+    keywords: Sequence[Sequence[str]] = (),
+    base: Mapping[str, float] | None = None,
 ) -> Evidence:
-    """`meaning`: the embedder captures meaning (not lexical), so its similarity counts on its own too."""
+    """`meaning`: the embedder captures meaning (not lexical), so its similarity counts on its own too.
+    `keywords`: the words of each agent keyword (keyword_words); `base`: the query's terms without them.
+    Keywords only add evidence: each lexical feature is the larger of the message's own and the whole query's."""
     terms = frozenset(memory_terms)
+    message = list(message)
     strongest, matched, coverage = lexical(query, message, terms, rarities)
+    if base is not None and base != query:
+        own = lexical(base, message, terms, rarities)
+        strongest, matched, coverage = max(strongest, own[0]), max(matched, own[1]), max(coverage, own[2])
     words = [t for t in message if query.get(t, 0.0) >= 1.0]
     complete = bool(words) and all(t in terms for t in words)
+    named = {t for words_of in keywords for t in words_of}
+    if named and named <= terms and sum(rarities.get(t, 0.0) for t in named) >= FULL_MATCH_RARITY:
+        complete = True  # the memory holds every keyword the agent named: what the message is about
     return Evidence(
         strongest, matched, coverage, semantic, math.log1p(len(terms)), complete, semantic if meaning else 0.0
     )
+
+
+def keyword_words(weighted: Iterable[Mapping[str, float]]) -> list[list[str]]:
+    """The whole words (weight 1, not the characters standing beside them) of each agent keyword."""
+    return [[t for t, w in terms.items() if w >= 1.0] for terms in weighted]
 
 
 def probability(ev: Evidence) -> float:

@@ -90,6 +90,7 @@ class _Query:
     terms: dict[str, float] = field(default_factory=dict)
     message_terms: list[str] = field(default_factory=list)
     base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
+    keyword_words: list[list[str]] = field(default_factory=list)  # each keyword's own words (relevance.py)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
@@ -145,11 +146,15 @@ class Retrieval:
         for term, weight in own.items():
             terms[term] = max(terms.get(term, 0.0), weight)
         base = dict(terms)
-        for source in (weighted_query_terms(kw) for kw in keywords):
+        sources = [weighted_query_terms(kw) for kw in keywords]
+        for source in sources:
             for term, weight in source.items():
                 terms[term] = max(terms.get(term, 0.0), weight)
         today = self.clock.now().astimezone(self.settings.zone).date()
-        return _Query(message, context, keywords, terms, list(own), base, timeexpr.parse(message, today))
+        return _Query(
+            message, context, keywords, terms, list(own), base, relevance.keyword_words(sources),
+            timeexpr.parse(message, today),
+        )
 
     async def _query_vectors(self, q: _Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
@@ -366,7 +371,8 @@ class Retrieval:
         for mid in shortlist:
             sem = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
             evidence[mid] = relevance.evidence(
-                q.terms, q.message_terms, terms.get(mid, ()), rarities, sem, not self.embedder.lexical
+                q.terms, q.message_terms, terms.get(mid, ()), rarities, sem, not self.embedder.lexical,
+                q.keyword_words, q.base_terms,
             )
         # Whole rows only for what passes the threshold (or is dated inside the window a question names).
         passing = [
