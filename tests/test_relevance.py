@@ -178,8 +178,8 @@ def test_keywords_only_add_what_recall_returns(tmp_path, backend):
 
 
 def test_a_word_and_its_characters_count_once():
-    """公司 in a memory is one piece of evidence, not 公司 + 公 + 司; a character of a two-character word the
-    user never wrote stands in for it (猫叫 -> 猫); weak words (一家, 今天) count at a fraction."""
+    """公司 in a memory is one piece of evidence, not 公司 + 公 + 司; the characters of a two-character word the
+    user never wrote stand in for it when the memory holds both (猫叫 -> 猫，叫); weak words count at a fraction."""
     from pocketmem.core import relevance
     from pocketmem.core.text import index_terms, weighted_query_terms
 
@@ -188,10 +188,12 @@ def test_a_word_and_its_characters_count_once():
     rarities = {"公司": 0.4, "公": 0.2, "司": 0.3}
     assert relevance.lexical(query, list(query), memory, rarities)[1] == pytest.approx(0.4)
     cat = weighted_query_terms("我的猫叫什么名字")
-    weights = relevance.counted_weights(cat, {"猫": 0.7, "叫": 0.35})
-    assert weights["猫"] == 1.0
-    assert relevance.counted_weights(cat, {"猫叫": 0.9, "猫": 0.7})["猫"] == cat["猫"]
-    assert relevance.counted_weights({"一家": 1.0}, {"一家": 0.6})["一家"] == relevance.WEAK_WORD_FACTOR
+    held = index_terms("用户养了一只白色的猫，叫小白。")
+    assert relevance.counted_weights(cat, {"猫": 0.7, "叫": 0.35}, held)["猫"] == 1.0
+    assert relevance.counted_weights(cat, {"猫叫": 0.9, "猫": 0.7}, held)["猫"] == cat["猫"]  # the user wrote 猫叫
+    opened = weighted_query_terms("新开")
+    assert relevance.counted_weights(opened, {"开": 0.2}, index_terms("做后端开发"))["开"] == opened["开"]
+    assert relevance.counted_weights({"一家": 1.0}, {"一家": 0.6}, ["一家"])["一家"] == relevance.WEAK_WORD_FACTOR
 
 
 def test_keywords_never_lower_the_lexical_evidence():

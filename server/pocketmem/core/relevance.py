@@ -2,7 +2,14 @@
 
 For a candidate memory, with rarity(t) from core.termstats (per user, smoothed by a background frequency)
 and w(t) the query term's weight (message words and agent keywords 1.0, the characters of a two-character
-word and context-line terms 0.5):
+word and context-line terms 0.5), counted as evidence by `counted_weights` and `lexical`:
+
+    - a word and its own characters are one piece of evidence: when the memory holds 公司, its 公 and 司 add
+      nothing more (several pieces of one common word must not add up to relevance);
+    - when the user never wrote a two-character query word and the memory holds both its characters, they take
+      that word's weight: jieba reads 我的猫叫什么 as 猫叫, the memory says 猫，叫小白;
+    - a weak word (termstats.is_weak_word: numerals, measure, time and place words, pronouns, adverbs ... by
+      jieba's dictionary tags: 一家, 一天, 今天, 最近) counts at WEAK_WORD_FACTOR of its weight.
 
     strongest = max  w(t) * rarity(t)   over the query terms the memory holds (content or its keywords)
     matched   = sum  w(t) * rarity(t)   over the same terms
@@ -18,7 +25,9 @@ word and context-line terms 0.5):
 One rule sits beside the fitted model: a memory that holds every word of the message (`complete`: each
 term of weight 1, characters standing in for words aside), together distinctive enough
 (matched >= FULL_MATCH_RARITY), is relevant, with
-relevance at least FULL_MATCH_RELEVANCE. A one-word message (成都, 香菜) names what it wants, and in a large
+relevance at least FULL_MATCH_RELEVANCE; so is a memory that holds every whole word of every keyword the
+agent sent, together at least FULL_MATCH_RARITY (the agent named what the message is about: `What is my
+cat called?` with ["猫"]). A one-word message (成都, 香菜) names what it wants, and in a large
 store the one memory holding a person, an action and a thing together is the answer even when each word
 alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot teach
 the model either.
@@ -28,8 +37,9 @@ with the model's answer as a noisy-or, 1 - (1 - relevance) * (1 - semantic): a p
 word is found by meaning alone.
 
 A memory is recalled when relevance >= Settings.relevance_threshold (0.40). Every coefficient on
-evidence is >= 0, so adding keywords (which only add matched terms) never lowers relevance: what recall
-returns with keywords includes what it returns without them.
+evidence is >= 0 and each lexical feature is the larger of the message's own (`base`) and the whole
+query's, so adding keywords never lowers relevance: what recall returns with keywords includes what it
+returns without them.
 
 The coefficients were fitted by bench/fit_relevance.py on bench/data/eval_a.json alone (candidates of
 every query, with and without agent keywords; gold memories positive, other candidates negative, the
@@ -43,21 +53,21 @@ Results: docs/benchmarks.md; the rule in words: docs/ranking.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pocketmem.core.termstats import is_weak_word
 from pocketmem.core.text import is_cjk_char
 
-B0 = -1.765
-B_STRONGEST = 0.929
-B_MATCHED = 1.952
-B_COVERAGE = 0.608
-B_SEMANTIC = 0.122
-B_LENGTH = -0.501
+B0 = -2.214
+B_STRONGEST = 1.204
+B_MATCHED = 2.355
+B_COVERAGE = 0.672
+B_SEMANTIC = 0.134
+B_LENGTH = -0.364
 MATCHED_SATURATION = 1.0
 FULL_MATCH_RARITY = 0.4
-WEAK_WORD_FACTOR = 0.5
+WEAK_WORD_FACTOR = 0.4
 FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
 
 
@@ -91,15 +101,19 @@ def _parents(query: Mapping[str, float]) -> dict[str, list[str]]:
     return parents
 
 
-def counted_weights(query: Mapping[str, float], rarities: Mapping[str, float]) -> dict[str, float]:
-    """The query's weights as evidence: a character of a two-character word the user never wrote stands in for
-    that word (jieba reads 我的猫叫什么 as 猫叫; the memory says 猫，叫小白), so it takes the word's weight;
-    a weak word (termstats.is_weak_word: 一家, 一天, 今天) counts at WEAK_WORD_FACTOR."""
+def counted_weights(
+    query: Mapping[str, float], rarities: Mapping[str, float], present: Collection[str]
+) -> dict[str, float]:
+    """The query's weights as evidence against a memory holding `present`: when the user never wrote a
+    two-character query word but the memory holds both its characters, they stand in for it and take the
+    word's weight (jieba reads 我的猫叫什么 as 猫叫; the memory says 猫，叫小白); one shared character of an
+    unwritten word (新开 / 开发) stays at its own weight. A weak word (termstats.is_weak_word: 一家, 一天,
+    今天) counts at WEAK_WORD_FACTOR."""
     weights = dict(query)
     for ch, words in _parents(query).items():
-        absent = [query[word] for word in words if word not in rarities]
-        if absent:
-            weights[ch] = max(weights[ch], *absent)
+        standing_in = [query[w] for w in words if w not in rarities and all(c in present for c in w)]
+        if standing_in:
+            weights[ch] = max(weights[ch], *standing_in)
     for term in weights:
         if is_weak_word(term):
             weights[term] *= WEAK_WORD_FACTOR
@@ -118,7 +132,7 @@ def lexical(
     add nothing (公司 is not 公司 + 公 + 司), and coverage is over words the user has written."""
     present = set(memory_terms)
     parents = _parents(query)
-    weights = counted_weights(query, rarities)
+    weights = counted_weights(query, rarities, present)
     strongest = matched = 0.0
     for term, weight in weights.items():
         if term in present and not any(word in present for word in parents.get(term, ())):
