@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timedelta
 
 from pocketmem.base.clock import Clock
@@ -216,6 +216,7 @@ class Retrieval:
                 reader, user_id, q, vector, current.SEARCHED, failures, scale, own
             )
             candidates = await current.bring_current(reader, user_id, candidates, statuses)
+            candidates = self._evidence_of_current(q, candidates, idfs, scale)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
             if req.categories:
@@ -385,6 +386,19 @@ class Retrieval:
             Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, evidence[m.id])
             for m in memories
         ], rarities
+
+    def _evidence_of_current(
+        self, q: _Query, candidates: list[Candidate], rarities: dict[str, float], scale: Scale
+    ) -> list[Candidate]:
+        """A current version brought by a superseded hit (current.py) is judged on the same message and
+        keywords as every other candidate, so keywords only add evidence there too."""
+        return [
+            c if c.evidence is not None else replace(c, evidence=relevance.evidence(
+                q.terms, q.message_terms, c.terms, rarities, semantic_score(c.cosine, scale),
+                not self.embedder.lexical, q.keyword_words, q.base_terms,
+            ))
+            for c in candidates
+        ]
 
     def _bar(self, health: fallback.Health) -> float:
         """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
