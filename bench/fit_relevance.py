@@ -122,8 +122,9 @@ def main() -> None:
         print(f"cut {cut:+.2f} B0 {relevance.B0:+.3f}: {total:.3f} {detail}", file=sys.stderr)
         # The most recall within the precision target: the lowest cut whose negative precision reaches
         # NEGATIVE_TARGET with and without keywords.
-        if best is None and min(detail[True][1], detail[False][1]) >= NEGATIVE_TARGET:
+        if min(detail[True][1], detail[False][1]) >= NEGATIVE_TARGET:
             best = (total, relevance.B0)
+            break  # higher cuts only trade recall away
     assert best is not None
     print(json.dumps({"B0": best[1], **{n: getattr(relevance, n) for n in NAMES}}, indent=1))
 

@@ -9,6 +9,13 @@ Rows are `term<TAB>frequency per word of running text`, for
     character, counted as the sum over the dictionary words that contain it.
 Recall blends these with each user's own term counts (core.termstats), so a word means the same in a
 store of 1 memory as in one of 100,000.
+
+It also writes server/pocketmem/core/data/weak_words.txt.gz: the Chinese words and characters that jieba's
+dictionary tags as numerals, measure words, time and place words, pronouns, adverbs, prepositions,
+conjunctions, particles and interjections (WEAK_TAGS: 一家, 一天, 今天, 最近 ...), seen 20+ times. They say
+little about what a memory is about, so the relevance decision counts them at a fraction of their rarity
+(core.relevance.WEAK_WORD_FACTOR). Loading jieba's tagged dictionary at run time would cost ~50 MB and a
+second; this list is ~20 KiB.
 """
 
 from __future__ import annotations
@@ -24,6 +31,25 @@ sys.path.insert(0, str(ROOT / "server"))
 from pocketmem.core.text import is_cjk_char, segmenter, stem_word  # noqa: E402
 
 OUT = ROOT / "server" / "pocketmem" / "core" / "data" / "background.tsv.gz"
+WEAK_OUT = OUT.with_name("weak_words.txt.gz")
+WEAK_TAGS = frozenset("m q mq t tg f r d p c u y e o k".split())
+
+
+def weak_words() -> None:
+    import jieba.posseg
+
+    dictionary = segmenter().dt
+    dictionary.check_initialized()
+    tags = jieba.posseg.dt.word_tag_tab
+    weak = sorted(
+        word
+        for word, tag in tags.items()
+        if tag in WEAK_TAGS and all(is_cjk_char(ch) for ch in word)
+        and (len(word) == 1 or dictionary.FREQ.get(word, 0) >= 20)
+    )
+    with gzip.open(WEAK_OUT, "wt", encoding="utf-8", compresslevel=9) as out:
+        out.write("\n".join(weak) + "\n")
+    print(f"{len(weak)} weak words -> {WEAK_OUT} ({WEAK_OUT.stat().st_size // 1024} KiB)")
 
 
 def main() -> None:
@@ -51,6 +77,7 @@ def main() -> None:
         for term, f in rows:
             out.write(f"{term}\t{f:.3g}\n")
     print(f"{len(rows)} terms -> {OUT} ({OUT.stat().st_size // 1024} KiB)")
+    weak_words()
 
 
 if __name__ == "__main__":

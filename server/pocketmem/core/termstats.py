@@ -28,6 +28,7 @@ MAX_SHARE = 0.5
 UNSEEN_FREQUENCY = 1e-7
 COMMON_SHARE = 0.3
 _TABLE = Path(__file__).with_name("data") / "background.tsv.gz"
+_WEAK = Path(__file__).with_name("data") / "weak_words.txt.gz"
 
 
 @cache
@@ -38,6 +39,19 @@ def _background() -> dict[str, float]:
             term, _, freq = row.rstrip("\n").partition("\t")
             table[term] = float(freq)
     return table
+
+
+@cache
+def _weak_words() -> frozenset[str]:
+    with gzip.open(_WEAK, "rt", encoding="utf-8") as rows:
+        return frozenset(row.strip() for row in rows if row.strip())
+
+
+def is_weak_word(term: str) -> bool:
+    """A Chinese word or character jieba's dictionary tags as a numeral, measure, time or place word, pronoun,
+    adverb, preposition, conjunction, particle or interjection (一家, 一天, 今天, 最近): it says little about
+    what a memory is about (data/weak_words.txt.gz, bench/make_background.py)."""
+    return term in _weak_words()
 
 
 def background_share(term: str) -> float:

@@ -50,6 +50,7 @@ class Query:
     terms: dict[str, float] = field(default_factory=dict)
     message_terms: list[str] = field(default_factory=list)
     base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
+    keyword_words: list[list[str]] = field(default_factory=list)  # each keyword's own words (relevance.py)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
 
 
@@ -112,6 +113,8 @@ async def gather_candidates(
             rarities,
             max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale)),
             not rules.lexical,
+            q.keyword_words,
+            q.base_terms,
         )
         for mid in shortlist
     }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pocketmem.base.clock import Clock
@@ -25,13 +25,14 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
-from pocketmem.core import termstats, timeexpr
+from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import (
     Candidate,
     Ranked,
     Weights,
     rank,
+    semantic_score,
     shadow_older,
 )
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
@@ -135,11 +136,15 @@ class Retrieval:
         for term, weight in own.items():
             terms[term] = max(terms.get(term, 0.0), weight)
         base = dict(terms)
-        for source in (weighted_query_terms(kw) for kw in keywords):
+        sources = [weighted_query_terms(kw) for kw in keywords]
+        for source in sources:
             for term, weight in source.items():
                 terms[term] = max(terms.get(term, 0.0), weight)
         today = self.clock.now().astimezone(self.settings.zone).date()
-        return Query(message, context, keywords, terms, list(own), base, timeexpr.parse(message, today))
+        return Query(
+            message, context, keywords, terms, list(own), base, relevance.keyword_words(sources),
+            timeexpr.parse(message, today),
+        )
 
     async def _query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
@@ -201,6 +206,7 @@ class Retrieval:
                 reader, user_id, q, vector, current.SEARCHED, failures, scale, own
             )
             candidates = await current.bring_current(reader, user_id, candidates, statuses)
+            candidates = self._evidence_of_current(q, candidates, idfs, scale)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
             if req.categories:
@@ -282,6 +288,19 @@ class Retrieval:
     ) -> tuple[list[Candidate], dict[str, float]]:
         """The candidates and the query terms' rarities (service/candidates.py decides which)."""
         return await gather_candidates(reader, user_id, q, vector, statuses, failures, scale, self.rules, own)
+
+    def _evidence_of_current(
+        self, q: Query, candidates: list[Candidate], rarities: dict[str, float], scale: Scale
+    ) -> list[Candidate]:
+        """A current version brought by a superseded hit (current.py) is judged on the same message and
+        keywords as every other candidate, so keywords only add evidence there too."""
+        return [
+            c if c.evidence is not None else replace(c, evidence=relevance.evidence(
+                q.terms, q.message_terms, c.terms, rarities, semantic_score(c.cosine, scale),
+                not self.embedder.lexical, q.keyword_words, q.base_terms,
+            ))
+            for c in candidates
+        ]
 
     def _bar(self, health: fallback.Health) -> float:
         """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
