@@ -208,6 +208,8 @@ async def serve_in_process(
         anonymous = access_policy(host, auth, active, allowed_hosts)
         asgi = build_app(config, app, options, anonymous)
         announce = describe(options, PORT, anonymous, active, await tokens.anonymous_allowed())
+        if options.ui:
+            announce += f"\npocketmem: memory management page at http://{host}:{PORT}/ui/memories"
         errors: list[BaseException] = []
         state: dict[str, Any] = {}
         async with anyio.create_task_group() as tasks:
