@@ -142,3 +142,34 @@ async def connect(url: str, token: str | None = None, *, mode: str = "legacy", *
     async with httpx2.AsyncClient(headers=auth_headers(token), timeout=timeout) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **kw) as client:
             yield client
+
+
+def run_cli(capsys: Any, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`pocketmem ARGS` in this process (`cli.main`), for a command that returns at once: the same exit code,
+    stdout and stderr as `cli()` without the cost of a new interpreter. Call it from a test that is not async
+    (commands run their own event loop); the environment and the logging levels are put back afterwards."""
+    import logging
+
+    from pocketmem.cli import main
+
+    variables = {"POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai", **env}
+    saved_env = {name: os.environ.get(name) for name in variables}
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    levels = [(logger, logger.level) for logger in loggers]
+    capsys.readouterr()
+    os.environ.update(variables)
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        for logger, level in levels:
+            logger.setLevel(level)
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["pocketmem", *args], code, out.out, out.err)

@@ -22,7 +22,7 @@ from pocketmem.service.retrieval import RecallRequest
 from .conftest import START, backend_env, make_settings
 from .servers import checkout_env
 
-pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+pytestmark = [pytest.mark.anyio]
 USER = "global"
 
 
@@ -79,6 +79,7 @@ async def export_text(app: PocketMem, **kw) -> str:
     return buffer.getvalue()
 
 
+@pytest.mark.backends
 async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as source:
         ids = await populate(source, clock)
@@ -112,6 +113,7 @@ async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, cl
             assert await r.get_memory(USER, ids["purged"]) is None
 
 
+@pytest.mark.backends
 async def test_import_never_brings_back_a_purged_memory(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
         gone = (await app.lifecycle.add(USER, AddRequest(content="用户的旧地址在西湖区"))).memory_id
@@ -125,6 +127,7 @@ async def test_import_never_brings_back_a_purged_memory(tmp_path, clock):
             assert await r.get_memory(USER, gone) is None
 
 
+@pytest.mark.backends
 async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
     good = await export_text(app)
     fact = (await app.lifecycle.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
@@ -142,6 +145,7 @@ async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
     assert await dump(app) == before and fact
 
 
+@pytest.mark.backends
 async def test_import_respects_the_cap(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
         for hobby in ["象棋", "围棋", "书法", "绘画"]:
@@ -153,6 +157,7 @@ async def test_import_respects_the_cap(tmp_path, clock):
         assert (await small.stats(USER))["active"] == 3
 
 
+@pytest.mark.backends
 async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path, backend):
     await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
     mark = "%s" if backend == "postgres" else "?"
@@ -176,6 +181,7 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["User.md"]
 
 
+@pytest.mark.backends
 @pytest.mark.slow
 def test_cli_export_and_import(tmp_path):
     import anyio

@@ -1,7 +1,8 @@
-"""`pocketmem serve --transport http|sse` as a real server on 127.0.0.1, reached by the official client.
+"""`pocketmem serve --transport http|sse`, reached by the official client: in process through the same ASGI app
+(tests/asgi.py), and once per transport as a real server on 127.0.0.1.
 
 Authentication (bearer tokens), the loopback policy, DNS-rebinding protection and the request size
-limit, through real HTTP; who-sees-what between users is in test_isolation.py.
+limit, through HTTP; who-sees-what between users is in test_isolation.py.
 """
 
 from __future__ import annotations
@@ -11,10 +12,17 @@ import sqlite3
 
 import httpx2
 import pytest
+from mcp import Client
 
-from tests.servers import ServerProcess, cli, connect, create_token
+from pocketmem.app import PocketMem
+from pocketmem.base.errors import ConfigError
+from pocketmem.mcp.http import AuthMode
+from pocketmem.mcp.server import build_server
+from tests.asgi import InProcessServer, serve_in_process
+from tests.conftest import make_settings
+from tests.servers import ServerProcess, cli, connect, create_token, run_cli
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio]
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -26,11 +34,14 @@ JSON_HEADERS = {"content-type": "application/json", "accept": "application/json,
 
 
 async def post_initialize(
-    url: str, headers: dict[str, str] | None = None, body: bytes | None = None
+    server: InProcessServer | str, headers: dict[str, str] | None = None, body: bytes | None = None
 ) -> httpx2.Response:
-    async with httpx2.AsyncClient(timeout=30) as http:
-        content = body if body is not None else json.dumps(INITIALIZE).encode()
-        return await http.post(url, content=content, headers={**JSON_HEADERS, **(headers or {})})
+    content = body if body is not None else json.dumps(INITIALIZE).encode()
+    if isinstance(server, str):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            return await http.post(server, content=content, headers={**JSON_HEADERS, **(headers or {})})
+    async with server.http() as http:
+        return await http.post(server.url, content=content, headers={**JSON_HEADERS, **(headers or {})})
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -53,172 +64,217 @@ def home(tmp_path):
     return tmp_path / "home"
 
 
-async def test_a_token_is_needed_and_checked(home):
+# -- one real server per transport ----------------------------------------------------------------------------
+@pytest.mark.slow
+async def test_streamable_http_in_a_real_process(home):
     alice = create_token(home, "alice", "laptop")
     with ServerProcess(home, "http") as server:
         assert "bearer token required" in server.log()
         missing = await post_initialize(server.url)
         assert missing.status_code == 401
         assert missing.headers["www-authenticate"].startswith("Bearer ")
-        for wrong in ("nonsense", alice[:-1] + ("A" if alice[-1] != "A" else "B"), "pm_000000000000_" + "x" * 43):
-            assert (await post_initialize(server.url, bearer(wrong))).status_code == 401, wrong
-        assert (await post_initialize(server.url, {"authorization": f"Basic {alice}"})).status_code == 401
         assert (await post_initialize(server.url, bearer(alice))).status_code == 200
-
         for mode in ("legacy", "auto"):
             async with connect(server.url, alice, mode=mode) as client:
                 await add(client, f"用户的猫叫小白 ({mode})")
         async with connect(server.url, alice) as client:
             assert await contents(client) == ["用户的猫叫小白 (auto)", "用户的猫叫小白 (legacy)"]
-
-        token_id = alice.split("_")[1]
-        revoked = cli(home, "token", "revoke", token_id)
+        revoked = cli(home, "token", "revoke", alice.split("_")[1])
         assert revoked.returncode == 0, revoked.stderr
         assert (await post_initialize(server.url, bearer(alice))).status_code == 401  # at once, no restart
+        assert "Traceback" not in server.log()
 
 
-async def test_loopback_needs_no_token_until_the_first_one_exists(home):
-    with ServerProcess(home, "http", env={"POCKETMEM_USER": "owner"}) as server:
-        assert "no token needed until one is created" in server.log()
-        async with connect(server.url) as client:
-            await add(client, "用户喜欢爬山")
-        # A token that is sent is checked even while none is needed.
-        assert (await post_initialize(server.url, bearer("pm_0123456789ab_" + "y" * 43))).status_code == 401
-
-        bob = create_token(home, "bob")
-        assert (await post_initialize(server.url)).status_code == 401  # on as soon as a token exists
-        async with connect(server.url, bob) as client:
-            assert await contents(client) == []  # bob, not owner
-
-        cli(home, "token", "revoke", bob.split("_")[1])
-        # Revoking the last token does not reopen the server: a token has existed, so one stays required.
-        assert (await post_initialize(server.url)).status_code == 401
-    with ServerProcess(home, "http", env={"POCKETMEM_USER": "owner"}) as server:
-        assert "a token existed before" in server.log() and "allow-anonymous" in server.log()
-        assert (await post_initialize(server.url)).status_code == 401
-        opened = cli(home, "token", "allow-anonymous")
-        assert opened.returncode == 0, opened.stderr
-        async with connect(server.url) as client:  # the operator chose to open it again
-            assert await contents(client) == ["用户喜欢爬山"]
-        create_token(home, "carol")
-        assert (await post_initialize(server.url)).status_code == 401  # a new token closes it again
-
-
-async def test_stdio_acts_as_pocketmem_user_over_the_same_file(home):
-    import sys
-
-    from mcp import Client, StdioServerParameters
-
-    from tests.servers import server_env
-
+@pytest.mark.slow
+async def test_sse_in_a_real_process(home):
     alice = create_token(home, "alice")
-    bob = create_token(home, "bob")
-    with ServerProcess(home, "http") as server:
-        async with connect(server.url, alice) as client:
-            await add(client, "alice: 用户对花生过敏")
-        async with connect(server.url, bob) as client:
-            await add(client, "bob: 用户在学日语")
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "pocketmem", "serve"], env=server_env(home, POCKETMEM_USER="alice")
-    )
-    async with Client(params, mode="legacy") as client:
-        assert await contents(client) == ["alice: 用户对花生过敏"]
-
-
-async def test_sse_transport(home):
-    alice = create_token(home, "alice")
-    bob = create_token(home, "bob")
     with ServerProcess(home, "sse") as server:
         assert server.url.endswith("/sse")
         async with httpx2.AsyncClient(timeout=10) as http:
             assert (await http.get(server.url)).status_code == 401
+        async with connect(server.url, alice) as client:
+            await add(client, "用户每天早上跑步")
+            recalled = await client.call_tool("recall_memories", {"query": "跑步", "keywords": ["跑步"]})
+            assert recalled.structured_content["memories"], recalled.content[0].text
+        assert "Traceback" not in server.log()
+
+
+# -- in process -----------------------------------------------------------------------------------------------
+async def test_a_token_is_needed_and_checked(tmp_path):
+    async with serve_in_process(tmp_path, "http") as server:  # `pocketmem token create`, before the server starts
+        alice = await server.create_token("alice", "laptop")
+    async with serve_in_process(tmp_path, "http") as server:
+        assert "bearer token required" in server.log()
+        missing = await post_initialize(server)
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"].startswith("Bearer ")
+        for wrong in ("nonsense", alice[:-1] + ("A" if alice[-1] != "A" else "B"), "pm_000000000000_" + "x" * 43):
+            assert (await post_initialize(server, bearer(wrong))).status_code == 401, wrong
+        assert (await post_initialize(server, {"authorization": f"Basic {alice}"})).status_code == 401
+        assert (await post_initialize(server, bearer(alice))).status_code == 200
+
+        for mode in ("legacy", "auto"):
+            async with server.connect(alice, mode=mode) as client:
+                await add(client, f"用户的猫叫小白 ({mode})")
+        async with server.connect(alice) as client:
+            assert await contents(client) == ["用户的猫叫小白 (auto)", "用户的猫叫小白 (legacy)"]
+
+        await server.revoke_token(alice)
+        assert (await post_initialize(server, bearer(alice))).status_code == 401  # at once, no restart
+        assert server.errors == []
+
+
+async def test_loopback_needs_no_token_until_the_first_one_exists(tmp_path):
+    async with serve_in_process(tmp_path, "http", user="owner") as server:
+        assert "no token needed until one is created" in server.log()
+        async with server.connect() as client:
+            await add(client, "用户喜欢爬山")
+        # A token that is sent is checked even while none is needed.
+        assert (await post_initialize(server, bearer("pm_0123456789ab_" + "y" * 43))).status_code == 401
+
+        bob = await server.create_token("bob")
+        assert (await post_initialize(server)).status_code == 401  # on as soon as a token exists
+        async with server.connect(bob) as client:
+            assert await contents(client) == []  # bob, not owner
+
+        await server.revoke_token(bob)
+        # Revoking the last token does not reopen the server: a token has existed, so one stays required.
+        assert (await post_initialize(server)).status_code == 401
+    async with serve_in_process(tmp_path, "http", user="owner") as server:
+        assert "a token existed before" in server.log() and "allow-anonymous" in server.log()
+        assert (await post_initialize(server)).status_code == 401
+        await server.allow_anonymous()
+        async with server.connect() as client:  # the operator chose to open it again
+            assert await contents(client) == ["用户喜欢爬山"]
+        await server.create_token("carol")
+        assert (await post_initialize(server)).status_code == 401  # a new token closes it again
+
+
+async def test_stdio_acts_as_pocketmem_user_over_the_same_file(tmp_path):
+    async with serve_in_process(tmp_path, "http") as server:
+        alice = await server.create_token("alice")
+        bob = await server.create_token("bob")
+        async with server.connect(alice) as client:
+            await add(client, "alice: 用户对花生过敏")
+        async with server.connect(bob) as client:
+            await add(client, "bob: 用户在学日语")
+    settings = make_settings(tmp_path, user="alice")
+    async with PocketMem(settings) as app, Client(build_server(settings, app=app), mode="legacy") as client:
+        assert await contents(client) == ["alice: 用户对花生过敏"]
+
+
+async def test_sse_transport(tmp_path):
+    async with serve_in_process(tmp_path, "sse") as server:
+        alice = await server.create_token("alice")
+        bob = await server.create_token("bob")
+    async with serve_in_process(tmp_path, "sse") as server:
+        assert server.url.endswith("/sse")
+        async with server.http() as http:
+            assert (await http.get(server.url)).status_code == 401
             assert (await http.get(server.url, headers=bearer("pm_0123456789ab_" + "z" * 43))).status_code == 401
             assert (await http.post(server.base + "/messages/?session_id=00", json=INITIALIZE)).status_code == 401
         for mode in ("legacy", "auto"):
-            async with connect(server.url, alice, mode=mode) as client:
+            async with server.connect(alice, mode=mode) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
                 assert len(tools) == 11
                 await add(client, f"用户每天早上跑步 {mode}")
                 recalled = await client.call_tool("recall_memories", {"query": "跑步", "keywords": ["跑步"]})
                 assert recalled.structured_content["memories"], recalled.content[0].text
-        async with connect(server.url, bob) as client:
+        async with server.connect(bob) as client:
             assert await contents(client) == []
             recalled = await client.call_tool("recall_memories", {"query": "跑步", "keywords": ["跑步"]})
             assert recalled.structured_content["memories"] == []
+        assert server.errors == []
 
 
-async def test_dns_rebinding_protection_and_request_size_limit(home):
-    alice = create_token(home, "alice")
-    with ServerProcess(home, "http", env={"POCKETMEM_MAX_REQUEST_BYTES": "16384"}) as server:
+async def test_dns_rebinding_protection_and_request_size_limit(tmp_path):
+    async with serve_in_process(tmp_path, "http") as server:
+        alice = await server.create_token("alice")
+    async with serve_in_process(tmp_path, "http", max_request_bytes=16384) as server:
         port = server.url.split(":")[2].split("/")[0]
-        ok = await post_initialize(server.url, {**bearer(alice), "host": f"localhost:{port}"})
+        ok = await post_initialize(server, {**bearer(alice), "host": f"localhost:{port}"})
         assert ok.status_code == 200
-        rebound = await post_initialize(server.url, {**bearer(alice), "host": f"attacker.example:{port}"})
+        rebound = await post_initialize(server, {**bearer(alice), "host": f"attacker.example:{port}"})
         assert rebound.status_code == 421
-        foreign = await post_initialize(server.url, {**bearer(alice), "origin": "http://attacker.example"})
+        foreign = await post_initialize(server, {**bearer(alice), "origin": "http://attacker.example"})
         assert foreign.status_code == 403
         big = dict(INITIALIZE, params={**INITIALIZE["params"], "padding": "x" * 20_000})
-        too_big = await post_initialize(server.url, bearer(alice), json.dumps(big).encode())
+        too_big = await post_initialize(server, bearer(alice), json.dumps(big).encode())
         assert too_big.status_code == 413
 
-        async with connect(server.url, alice) as client:
+        async with server.connect(alice) as client:
             long = await client.call_tool("add_memory", {"content": "长" * 2001})
             assert long.is_error and "limit is 2000" in long.content[0].text
             assert await contents(client) == []
 
 
-async def test_a_wildcard_host_needs_tokens_and_allowed_hosts(home):
-    refused = cli(home, "serve", "--transport", "http", "--host", "0.0.0.0", "--allowed-host", "memory.test")
+def test_the_command_line_refuses_unsafe_hosts_and_auth_modes(home, capsys):
+    def cli(*args: str):
+        return run_cli(capsys, home, *args)
+
+    refused = cli("serve", "--transport", "http", "--host", "0.0.0.0", "--allowed-host", "memory.test")
     assert refused.returncode == 2
     assert "without authentication" in refused.stderr and "pocketmem token create" in refused.stderr
-
-    token = create_token(home, "alice")
-    no_names = cli(home, "serve", "--transport", "http", "--host", "0.0.0.0")
-    assert no_names.returncode == 2 and "--allowed-host" in no_names.stderr
-    unsafe = cli(home, "serve", "--transport", "http", "--host", "0.0.0.0", "--auth", "none", "--allowed-host", "x")
-    assert unsafe.returncode == 2 and "--auth none is for a loopback host" in unsafe.stderr
-    proxied = cli(home, "serve", "--transport", "http", "--auth", "none", "--allowed-host", "memory.example.com")
-    assert proxied.returncode == 2 and "refusing --auth none on memory.example.com" in proxied.stderr
-
-    with ServerProcess(home, "http", "--host", "0.0.0.0", "--allowed-host", "memory.test") as server:
-        url = server.url.replace("0.0.0.0", "127.0.0.1")
-        assert "bearer token required" in server.log()
-        assert (await post_initialize(url)).status_code == 401
-        assert (await post_initialize(url, bearer(token))).status_code == 200
-        port = url.split(":")[2].split("/")[0]
-        named = await post_initialize(url, {**bearer(token), "host": f"memory.test:{port}"})
-        assert named.status_code == 200
-        assert (await post_initialize(url, {**bearer(token), "host": f"other.test:{port}"})).status_code == 421
-
-
-async def test_auth_modes_on_loopback(home):
-    refused = cli(home, "serve", "--transport", "http", "--auth", "token")
+    refused = cli("serve", "--transport", "http", "--auth", "token")
     assert refused.returncode == 2 and "no token exists yet" in refused.stderr
-    stdio = cli(home, "serve", "--auth", "none")
+    stdio = cli("serve", "--auth", "none")
     assert stdio.returncode == 2 and "http or sse" in stdio.stderr
 
-    alice = create_token(home, "alice")
-    with ServerProcess(home, "http", "--auth", "none", env={"POCKETMEM_USER": "owner"}) as server:
-        assert (await post_initialize(server.url)).status_code == 200  # tokens exist, but --auth none
-        assert (await post_initialize(server.url, bearer(alice + "x"))).status_code == 401
-        async with connect(server.url) as client:
+    assert cli("token", "create", "--user", "alice").returncode == 0
+    no_names = cli("serve", "--transport", "http", "--host", "0.0.0.0")
+    assert no_names.returncode == 2 and "--allowed-host" in no_names.stderr
+    unsafe = cli("serve", "--transport", "http", "--host", "0.0.0.0", "--auth", "none", "--allowed-host", "x")
+    assert unsafe.returncode == 2 and "--auth none is for a loopback host" in unsafe.stderr
+    proxied = cli("serve", "--transport", "http", "--auth", "none", "--allowed-host", "memory.example.com")
+    assert proxied.returncode == 2 and "refusing --auth none on memory.example.com" in proxied.stderr
+
+
+async def test_a_wildcard_host_needs_tokens_and_allowed_hosts(tmp_path):
+    with pytest.raises(ConfigError, match="without authentication"):
+        async with serve_in_process(tmp_path, "http", host="0.0.0.0", allowed_hosts=("memory.test",)):
+            pass
+    async with serve_in_process(tmp_path, "http") as server:
+        token = await server.create_token("alice")
+    async with serve_in_process(tmp_path, "http", host="0.0.0.0", allowed_hosts=("memory.test",)) as server:
+        url = server.url.replace("0.0.0.0", "127.0.0.1")
+        assert "bearer token required" in server.log()
+        async with server.http() as http:
+
+            async def initialize(headers: dict[str, str] | None = None) -> int:
+                answer = await http.post(url, json=INITIALIZE, headers={**JSON_HEADERS, **(headers or {})})
+                return answer.status_code
+
+            assert await initialize() == 401
+            assert await initialize(bearer(token)) == 200
+            port = url.split(":")[2].split("/")[0]
+            assert await initialize({**bearer(token), "host": f"memory.test:{port}"}) == 200
+            assert await initialize({**bearer(token), "host": f"other.test:{port}"}) == 421
+
+
+async def test_auth_modes_on_loopback(tmp_path):
+    async with serve_in_process(tmp_path, "http") as server:
+        alice = await server.create_token("alice")
+    async with serve_in_process(tmp_path, "http", auth=AuthMode.none, user="owner") as server:
+        assert (await post_initialize(server)).status_code == 200  # tokens exist, but --auth none
+        assert (await post_initialize(server, bearer(alice + "x"))).status_code == 401
+        async with server.connect() as client:
             await add(client, "owner: 用户住在杭州")
-        async with connect(server.url, alice) as client:
+        async with server.connect(alice) as client:
             assert await contents(client) == []
 
 
-def test_token_commands_store_only_a_hash(home):
-    created = cli(home, "token", "create", "--user", "alice", "--name", "phone")
+def test_token_commands_store_only_a_hash(home, capsys):
+    created = run_cli(capsys, home, "token", "create", "--user", "alice", "--name", "phone")
     assert created.returncode == 0 and "shown only this once" in created.stderr
     token = created.stdout.strip()
     assert token.startswith("pm_") and len(token) > 50
     token_id = token.split("_")[1]
 
-    listed = cli(home, "token", "list", "--json")
+    listed = run_cli(capsys, home, "token", "list", "--json")
     rows = json.loads(listed.stdout)
     assert [(r["id"], r["user_id"], r["name"], r["revoked_at"]) for r in rows] == [(token_id, "alice", "phone", None)]
     assert token not in listed.stdout and "hash" not in listed.stdout
-    assert token_id in cli(home, "token", "list").stdout
+    assert token_id in run_cli(capsys, home, "token", "list").stdout
 
     secret = token.split("_", 2)[2].encode()
     for path in (home / "memory.db", home / "memory.db-wal"):
@@ -230,19 +286,19 @@ def test_token_commands_store_only_a_hash(home):
 
     assert stored == hashlib.sha256(token.encode()).hexdigest()
 
-    assert cli(home, "token", "revoke", token_id).returncode == 0
-    assert json.loads(cli(home, "token", "list", "--json").stdout) == []
-    assert json.loads(cli(home, "token", "list", "--all", "--json").stdout)[0]["revoked_at"] is not None
-    unknown = cli(home, "token", "revoke", "ffffffffffff")
+    assert run_cli(capsys, home, "token", "revoke", token_id).returncode == 0
+    assert json.loads(run_cli(capsys, home, "token", "list", "--json").stdout) == []
+    assert json.loads(run_cli(capsys, home, "token", "list", "--all", "--json").stdout)[0]["revoked_at"] is not None
+    unknown = run_cli(capsys, home, "token", "revoke", "ffffffffffff")
     assert unknown.returncode == 2 and "no token with id" in unknown.stderr
-    bad_user = cli(home, "token", "create", "--user", "bad user!")
+    bad_user = run_cli(capsys, home, "token", "create", "--user", "bad user!")
     assert bad_user.returncode == 2 and "user:" in bad_user.stderr
 
 
-async def test_malformed_requests_get_clean_errors(home):
+async def test_malformed_requests_get_clean_errors(tmp_path):
     """Broken JSON, bad bytes, lone surrogates, NaN / infinity: an error answer each, no crash, nothing stored."""
-    with ServerProcess(home, "http") as server:
-        async with httpx2.AsyncClient(timeout=30) as http:
+    async with serve_in_process(tmp_path, "http") as server:
+        async with server.http() as http:
             opened = await http.post(server.url, json=INITIALIZE, headers=JSON_HEADERS)
             session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"],
                        "mcp-protocol-version": "2025-11-25"}
@@ -269,9 +325,9 @@ async def test_malformed_requests_get_clean_errors(home):
                 server.url, content=call(20, '{"content":"ok","user_id":"alice"}'), headers=session
             )
             assert '"status\\": \\"stored' in answer.text, answer.text
-        async with connect(server.url) as client:
+        async with server.connect() as client:
             assert await contents(client) == ["ok"]
-        alice = create_token(home, "alice")
-        async with connect(server.url, alice) as client:
+        alice = await server.create_token("alice")
+        async with server.connect(alice) as client:
             assert await contents(client) == []
-        assert "Traceback" not in server.log()
+        assert server.errors == []

@@ -1,4 +1,5 @@
-"""Two users on one HTTP server: each token acts as its user, and nothing crosses between them.
+"""Two users on one HTTP server: each token acts as its user, and nothing crosses between them. The server runs
+in process, through the ASGI app (tests/asgi.py), on both backends.
 
 Bob holds every id of Alice's (active, core, superseded, trashed, pending) and tries every tool,
 resource and prompt with them. He must get "not found" (or nothing), and Alice's store must be
@@ -11,9 +12,9 @@ import json
 
 import pytest
 
-from tests.servers import ServerProcess, connect, create_token
+from tests.asgi import serve_in_process
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.backends]
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 UNKNOWN_ID = "0" * 32
 ALICE_TEXTS = ("用户不喜欢香菜，吃到会很反感。", "用户的名字叫林晓", "用户下周二要去字节面试", "用户住在杭州")
@@ -68,17 +69,18 @@ async def seed_alice(client) -> dict[str, str]:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_another_users_ids_are_not_found_and_change_nothing(tmp_path, mode):
-    home = tmp_path / "home"
-    alice, bob = create_token(home, "alice"), create_token(home, "bob")
-    with ServerProcess(home, "http") as server:
-        async with connect(server.url, alice, mode=mode) as a:
+    async with serve_in_process(tmp_path, "http") as server:  # the tokens exist before the server starts
+        alice, bob = await server.create_token("alice"), await server.create_token("bob")
+    async with serve_in_process(tmp_path, "http") as server:
+        assert "bearer token required" in server.log()
+        async with server.connect(alice, mode=mode) as a:
             ids = await seed_alice(a)
             stats = json.loads((await a.read_resource("memory://stats")).contents[0].text)
             assert stats["active"] == 3 and "database" not in stats  # no server paths for network users
             memory_ids = [v for k, v in ids.items() if k != "pending"]
             before = await snapshot(a, memory_ids)
 
-        async with connect(server.url, bob, mode=mode) as b:
+        async with server.connect(bob, mode=mode) as b:
             bob_before = await snapshot(b, [])
             for mid in memory_ids:
                 await refused(b, "forget_memory", {"memory_id": mid})
@@ -111,7 +113,7 @@ async def test_another_users_ids_are_not_found_and_change_nothing(tmp_path, mode
             assert mine["status"] == "stored" and mine["memory_id"] != ids["plain"]
             assert [i["content"] for i in (await ok(b, "list_memories", {}))["items"]] == [ALICE_TEXTS[0]]
 
-        async with connect(server.url, alice, mode=mode) as a:
+        async with server.connect(alice, mode=mode) as a:
             assert await snapshot(a, memory_ids) == before
             # ... and Alice's ids still work for Alice.
             await ok(a, "patch_core_memory", {"memory_id": ids["core"], "patch": "昵称小林"})

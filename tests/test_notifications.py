@@ -19,7 +19,7 @@ from pocketmem.service.lifecycle import AddRequest
 
 from .conftest import START, make_settings
 
-pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+pytestmark = [pytest.mark.anyio]
 CARD = "memory://user-card"
 
 
@@ -53,6 +53,7 @@ async def subscribe(client: Client, uri: str) -> None:
         await client.subscribe_resource(uri)
 
 
+@pytest.mark.backends
 async def test_legacy_subscribers_hear_when_the_card_changes(app, settings):
     inbox = Inbox()
     async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
@@ -83,6 +84,7 @@ async def test_legacy_subscribers_hear_when_the_card_changes(app, settings):
         assert len(inbox.uris) == 4
 
 
+@pytest.mark.backends
 async def test_modern_listen_streams_hear_when_the_card_changes(app, settings):
     async with Client(build_server(settings, app=app)) as client:
         async with client.listen(resource_subscriptions=[CARD]) as subscription:
@@ -93,6 +95,7 @@ async def test_modern_listen_streams_hear_when_the_card_changes(app, settings):
                     break
 
 
+@pytest.mark.backends
 async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock):
     settings = make_settings(tmp_path, maintain_interval=0.05)
     app = PocketMem(settings, clock=clock)
@@ -112,6 +115,7 @@ async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock):
         await app.close()
 
 
+@pytest.mark.backends
 async def test_changes_made_elsewhere_reach_subscribers_at_the_next_maintenance(tmp_path, clock):
     settings = make_settings(tmp_path, maintain_interval=0.05)
     app = PocketMem(settings, clock=clock)

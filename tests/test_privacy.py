@@ -17,7 +17,7 @@ from pocketmem.service.retrieval import RecallRequest
 
 from .conftest import make_settings
 
-pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+pytestmark = [pytest.mark.anyio]
 USER = "global"
 
 SECRETS = [
@@ -97,6 +97,7 @@ async def _events(app: PocketMem) -> list:
         return await r.list_events(USER, 1000)
 
 
+@pytest.mark.backends
 async def test_add_memory_redacts_and_says_so(app):
     result = await app.lifecycle.add(
         USER, AddRequest(
@@ -113,12 +114,14 @@ async def test_add_memory_redacts_and_says_so(app):
     assert "Hunter2" not in everything and "sk-abcdef" not in everything
 
 
+@pytest.mark.backends
 @pytest.mark.parametrize("content", ["password: hunter2", "密码：886622", "api_key=sk-abcdefghijklmnopqrstuvwx12"])
 async def test_a_labelled_secret_alone_is_refused(app, content):
     result = await app.lifecycle.add(USER, AddRequest(content=content))
     assert (result.status, result.reason) == ("discarded", "secret")
 
 
+@pytest.mark.backends
 async def test_a_memory_that_is_only_a_secret_is_refused(app):
     result = await app.lifecycle.add(USER, AddRequest(content="sk-proj-abcdefghijklmnopqrstuvwxyz123456"))
     assert (result.status, result.reason, result.redacted) == ("discarded", "secret", ["api_key"])
@@ -127,6 +130,7 @@ async def test_a_memory_that_is_only_a_secret_is_refused(app):
     assert [(e.kind, e.payload) for e in events] == [(EventKind.discarded, {"reason": "secret", "kinds": ["api_key"]})]
 
 
+@pytest.mark.backends
 async def test_refuse_mode_refuses_instead_of_redacting(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, secrets="refuse"), clock=clock) as app:
         result = await app.lifecycle.add(USER, AddRequest(content="my password is Tr0ub4dor&3, remember it for me"))
@@ -137,6 +141,7 @@ async def test_refuse_mode_refuses_instead_of_redacting(tmp_path, clock):
             await app.lifecycle.patch_core(USER, core.memory_id, "密码：hunter2", "append", None)
 
 
+@pytest.mark.backends
 async def test_patches_are_redacted_too(app):
     core = await app.lifecycle.add(USER, AddRequest(content="用户在公司用一台 MacBook", scores={"persistence": 1}))
     patched = await app.lifecycle.patch_core(USER, core.memory_id, "换了新电脑，开机密码是 Qwer1234!", "append", None)
@@ -144,6 +149,7 @@ async def test_patches_are_redacted_too(app):
     assert "Qwer1234" not in patched.memory.content and "【已隐去的密码】" in patched.memory.content
 
 
+@pytest.mark.backends
 async def test_temporary_setting_stores_and_recalls_nothing(tmp_path, clock):
     path = tmp_path / "shared.db"
     async with PocketMem(make_settings(tmp_path, db=path), clock=clock) as normal:
@@ -163,6 +169,7 @@ async def test_temporary_setting_stores_and_recalls_nothing(tmp_path, clock):
             assert [e.kind for e in await r.list_events(USER)] == [EventKind.created]
 
 
+@pytest.mark.backends
 async def test_temporary_per_call_through_the_client(client: Client):
     stored = await client.call_tool("add_memory", {"content": "用户养了一只叫小白的猫", "keywords": ["猫"]})
     temp = await client.call_tool("add_memory", {"content": "用户刚和女朋友吵架了", "temporary": True})
@@ -175,6 +182,7 @@ async def test_temporary_per_call_through_the_client(client: Client):
     assert [i["content"] for i in listed.structured_content["items"]] == ["用户养了一只叫小白的猫"]
 
 
+@pytest.mark.backends
 async def test_secret_refusal_through_the_client(tmp_path, clock):
     app = PocketMem(make_settings(tmp_path, secrets="refuse"), clock=clock)
     await app.open()

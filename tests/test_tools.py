@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+pytestmark = [pytest.mark.anyio]
 
 CONTRACT_TOOLS = {
     "recall_memories",
@@ -70,6 +70,7 @@ async def test_resources_and_prompts_are_the_contract(client):
     assert {p.name for p in (await client.list_prompts()).prompts} == {"memory_context", "extract_memories"}
 
 
+@pytest.mark.backends
 async def test_a_day_with_the_memory_tools(client):
     core = await call(client, "add_memory", {
         "content": "你很爱吃辣。", "category": "preference", "scores": {"persistence": 1}, "keywords": ["辣", "spicy"],
@@ -105,6 +106,7 @@ async def test_a_day_with_the_memory_tools(client):
     assert "你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）" in card
 
 
+@pytest.mark.backends
 async def test_prompts_render(client):
     await call(client, "add_memory", {"content": "用户不喜欢香菜", "keywords": ["香菜"], "scores": {"persistence": 1}})
     block = await client.get_prompt("memory_context", {"message": "香菜能吃吗"})
@@ -143,6 +145,7 @@ BAD_CALLS = [
 ]
 
 
+@pytest.mark.backends
 @pytest.mark.parametrize(
     ("tool", "args", "pattern"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)]
 )
@@ -154,6 +157,7 @@ async def test_bad_input_is_a_clear_tool_error_and_changes_nothing(client, tool,
     assert await state(client) == before
 
 
+@pytest.mark.backends
 async def test_unknown_resource_is_an_error(client):
     from mcp.shared.exceptions import MCPError
 

@@ -26,7 +26,7 @@ from pocketmem.web.server import make_access, mount_page, ui_app
 
 from .conftest import START
 
-pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+pytestmark = [pytest.mark.anyio]
 USER = "global"
 BASE = "http://127.0.0.1:8765"
 
@@ -72,6 +72,7 @@ def ids_on(page: httpx2.Response) -> list[str]:
 
 
 # -- the list -------------------------------------------------------------------------------------------
+@pytest.mark.backends
 async def test_list_filters_sorts_and_pages(app, browser, clock):
     cilantro = await add(app, "用户不喜欢香菜", category=Category.preference, source="chat")
     clock.advance(days=1)
@@ -109,6 +110,7 @@ async def test_list_filters_sorts_and_pages(app, browser, clock):
     assert (await app.get_memory(USER, cilantro))["use_count"] == 0
 
 
+@pytest.mark.backends
 async def test_bad_list_parameters_are_refused_with_the_field_and_rule(app, browser):
     for query, field in (("sort=bogus", "sort"), ("page=0", "page"), ("per_page=5000", "per_page"),
                          ("category=nonsense", "category"), ("since=yesterday", "since"),
@@ -119,6 +121,7 @@ async def test_bad_list_parameters_are_refused_with_the_field_and_rule(app, brow
 
 
 # -- one memory and its changes ---------------------------------------------------------------------------
+@pytest.mark.backends
 async def test_a_memory_shows_its_facts_history_and_events(app, browser, clock):
     old = await add(app, "用户住在北京", category=Category.fact)
     clock.advance(days=3)
@@ -140,6 +143,7 @@ async def test_a_memory_shows_its_facts_history_and_events(app, browser, clock):
     assert "用户搬到了上海" in page.text and "Replaced by" in page.text
 
 
+@pytest.mark.backends
 async def test_patch_a_core_memory_and_refuse_patching_others(app, browser):
     core = await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
     other = await add(app, "用户喜欢爵士乐", category=Category.preference)
@@ -158,6 +162,7 @@ async def test_patch_a_core_memory_and_refuse_patching_others(app, browser):
     assert bad_mode.status_code == 400 and "mode: must be append or replace" in bad_mode.text
 
 
+@pytest.mark.backends
 async def test_rescore_changes_category_and_scores_with_an_event(app, browser):
     memory_id = await add(app, "用户打算明年考研", category=Category.fact)
     before = await app.get_memory(USER, memory_id)
@@ -176,6 +181,7 @@ async def test_rescore_changes_category_and_scores_with_an_event(app, browser):
     assert (await app.get_memory(USER, memory_id))["scores"]["info"] == 0.9
 
 
+@pytest.mark.backends
 async def test_complete_and_reopen_a_todo(app, browser, clock):
     rent = await add(app, "交房租", category=Category.todo, due_at=START + timedelta(hours=2))
     clock.advance(hours=3)
@@ -191,6 +197,7 @@ async def test_complete_and_reopen_a_todo(app, browser, clock):
     assert twice.status_code == 409
 
 
+@pytest.mark.backends
 async def test_forget_then_restore_from_the_trash(app, browser, clock):
     memory_id = await add(app, "用户养了一只猫叫团子", category=Category.fact)
     gone = await browser.post(f"/memories/{memory_id}/forget", {"reason": "wrong"})
@@ -209,6 +216,7 @@ async def test_forget_then_restore_from_the_trash(app, browser, clock):
     assert again.status_code == 409 and "not in the trash" in again.text
 
 
+@pytest.mark.backends
 async def test_pending_confirm_reject_and_snooze(app, browser):
     keep = await add(app, "用户可能喜欢爬山", confidence=0.7)
     drop = await add(app, "用户可能讨厌下雨", confidence=0.7)
@@ -229,6 +237,7 @@ async def test_pending_confirm_reject_and_snooze(app, browser):
     assert bad.status_code == 400 and "action: must be" in bad.text
 
 
+@pytest.mark.backends
 async def test_review_queue_promote_keep_and_forget(app, browser, clock):
     name = await add(app, "用户喜欢别人叫他小林", category=Category.preference)
     chatter = await add(app, "用户最近常聊足球", category=Category.fact)
@@ -250,6 +259,7 @@ async def test_review_queue_promote_keep_and_forget(app, browser, clock):
 
 
 # -- pictures, profile, export / import, live updates, languages -----------------------------------------
+@pytest.mark.backends
 async def test_insights_draw_the_store(app, browser, clock):
     for i in range(6):
         await add(app, f"fact number {i} about the user's work", category=Category.fact,
@@ -276,6 +286,7 @@ def shown(page: httpx2.Response, field: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.backends
 async def test_profile_tab_shows_the_saved_profile_card_project_and_insights(app, browser):
     await app.profile.update(
         USER, {"role": "编程搭档", "tone": "简洁直接", "boundaries": "改代码前先问", "taboos": "不要用表情",
@@ -305,6 +316,7 @@ async def test_profile_tab_shows_the_saved_profile_card_project_and_insights(app
     assert "身份定位" in zh.text and "协作习惯" in zh.text and "已由你确认" in zh.text
 
 
+@pytest.mark.backends
 async def test_the_profile_form_saves_then_asks_for_confirmation_once_confirmed(app, browser):
     page = await browser.get("/profile")
     assert 'data-confirmed="no"' in page.text and 'name="confirm" value="1" checked' in page.text
@@ -344,6 +356,7 @@ async def test_the_profile_form_saves_then_asks_for_confirmation_once_confirmed(
     assert too_long.status_code == 400 and "identity.name" in too_long.text
 
 
+@pytest.mark.backends
 async def test_a_profile_change_without_the_csrf_token_changes_nothing(app, browser):
     await app.profile.update(USER, {"role": "编程搭档"}, {"name": "李雷"})
     await browser.get("/profile")
@@ -357,6 +370,7 @@ async def test_a_profile_change_without_the_csrf_token_changes_nothing(app, brow
     assert view.identity == {"name": "李雷"} and view.identity_confirmed is False
 
 
+@pytest.mark.backends
 async def test_another_users_token_sees_and_edits_only_their_own_profile(app):
     await app.profile.update(USER, {"role": "本机用户的搭档"}, {"name": "本机用户"}, confirmed=True)
     await app.profile.update("bob", {"role": "bob 的老师"}, {"name": "Bob"}, confirmed=True)
@@ -378,6 +392,7 @@ async def test_another_users_token_sees_and_edits_only_their_own_profile(app):
     assert (await app.profile.view(USER)).identity == {"name": "本机用户"}
 
 
+@pytest.mark.backends
 async def test_export_and_import_only_the_users_own_rows(app, browser, settings):
     mine = await add(app, "用户不喜欢香菜", category=Category.preference, scores={"persistence": 1.0})
     await add(app, "bob likes tea", user="bob")
@@ -405,6 +420,7 @@ async def test_export_and_import_only_the_users_own_rows(app, browser, settings)
     assert empty.status_code == 400 and "file: " in empty.text
 
 
+@pytest.mark.backends
 async def test_an_open_list_learns_of_new_writes(app, browser):
     page = await browser.get("/memories")
     latest = int(re.search(r"/live\?after=(\d+)", page.text).group(1))
@@ -419,6 +435,7 @@ async def test_an_open_list_learns_of_new_writes(app, browser):
     assert rows.text.lstrip().startswith('<div id="rows">') and new_id in rows.text
 
 
+@pytest.mark.backends
 async def test_the_page_speaks_the_browsers_language(app, browser):
     zh = await browser.get("/memories", headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
     assert "回收站" in zh.text and 'lang="zh-CN"' in zh.text
@@ -428,12 +445,14 @@ async def test_the_page_speaks_the_browsers_language(app, browser):
     assert "回收站" in forced.text
 
 
+@pytest.mark.backends
 async def test_unknown_memory_is_a_404_page(app, browser):
     page = await browser.get("/memories/0123456789abcdef")
     assert page.status_code == 404 and "no memory with id" in page.text
 
 
 # -- access -------------------------------------------------------------------------------------------------
+@pytest.mark.backends
 async def test_tokens_sign_in_and_see_only_their_user(app, clock):
     mine = await add(app, "alice 喜欢猫", user="alice")
     theirs = await add(app, "bob 喜欢狗", user="bob")
@@ -466,6 +485,7 @@ async def test_tokens_sign_in_and_see_only_their_user(app, clock):
         assert (await browser.get("/memories")).status_code == 303  # the session ended with its token
 
 
+@pytest.mark.backends
 async def test_changes_need_the_csrf_token_and_a_same_origin(app, browser):
     memory_id = await add(app, "用户喜欢喝绿茶", category=Category.preference)
     await browser.get("/memories")
@@ -484,11 +504,13 @@ async def test_a_foreign_host_name_is_refused(app, browser):
     assert page.status_code == 421
 
 
+@pytest.mark.backends
 async def test_never_anonymous_asks_for_a_sign_in_even_without_tokens(app):
     async with make_browser(app, Anonymous.never) as client:
         assert (await client.get("/ui/memories")).status_code == 303
 
 
+@pytest.mark.backends
 async def test_http_transport_serves_the_page_under_ui(app, settings):
     from pocketmem.mcp.http import NetworkOptions, build_app
 
@@ -504,6 +526,7 @@ async def test_http_transport_serves_the_page_under_ui(app, settings):
     assert events.memory.status == Status.active
 
 
+@pytest.mark.backends
 async def test_plain_text_search_uses_the_keyword_index_and_falls_back_to_a_scan(app, browser, clock, monkeypatch):
     from pocketmem.service import browse
 
@@ -520,6 +543,7 @@ async def test_plain_text_search_uses_the_keyword_index_and_falls_back_to_a_scan
     assert set(ids_on(await browser.get("/memories?q=绿茶"))) == set(tea)
 
 
+@pytest.mark.backends
 async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     memory_id = await add(app, "用户喜欢喝绿茶", category=Category.preference)
     await browser.get("/memories")
@@ -528,6 +552,7 @@ async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     assert (await app.get_memory(USER, memory_id))["status"] == "active"
 
 
+@pytest.mark.backends
 async def test_a_session_holds_across_workers_and_restarts_and_cannot_be_forged(app, clock):
     await add(app, "alice 喜欢猫", user="alice")
     tokens = TokenService(app.store, app.clock)
@@ -546,6 +571,7 @@ async def test_a_session_holds_across_workers_and_restarts_and_cannot_be_forged(
         assert (await second.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})).status_code == 303
 
 
+@pytest.mark.backends
 async def test_pending_trash_and_todos_pages_refresh_themselves(app, browser):
     for path in ("/pending", "/trash", "/todos"):
         page = await browser.get(path)

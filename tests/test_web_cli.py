@@ -1,4 +1,5 @@
-"""`pocketmem ui` and `pocketmem serve --transport http --ui` as real processes, over real HTTP."""
+"""`pocketmem ui` as a real process over real HTTP (the page's own server), and `pocketmem serve --transport http
+--ui` through the same ASGI app in process (tests/asgi.py). On both backends where the store is used."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from .servers import ServerProcess, cli, server_env
+from pocketmem.web.server import mount_page
 
-pytestmark = [pytest.mark.slow, pytest.mark.backends]
+from .asgi import serve_in_process
+from .servers import cli, run_cli, server_env
+
 _ANNOUNCE = re.compile(r"memory management page at (http://\S+)/ui/memories")
 
 
@@ -54,6 +57,8 @@ def ui_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             proc.kill()
 
 
+@pytest.mark.slow
+@pytest.mark.backends
 def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Path]) -> None:
     url, home = ui_process
     with httpx2.Client(base_url=url) as http:
@@ -67,23 +72,25 @@ def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Pa
         assert again.status_code == 303 and again.headers["location"] == "/ui/login"
 
 
-def test_serve_http_with_ui_mounts_the_page_beside_mcp(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    with ServerProcess(home, "http", "--ui", env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")}) as server:
+@pytest.mark.anyio
+@pytest.mark.backends
+async def test_serve_http_with_ui_mounts_the_page_beside_mcp(tmp_path: Path) -> None:
+    async with serve_in_process(tmp_path, "http", mount=mount_page) as server:
         assert f"memory management page at {server.base}/ui/memories" in server.log()
-        with httpx2.Client(base_url=server.base) as http:
-            page = http.get("/ui/memories")
+        async with server.http() as http:
+            page = await http.get("/ui/memories")
             assert page.status_code == 200 and "pocketmem" in page.text
-            token = create_token(home, "bob")
-            assert http.get("/ui/memories").status_code == 303
-            signed = http.post("/ui/login", data={"token": token})
+            token = await server.create_token("bob")
+            assert (await http.get("/ui/memories")).status_code == 303
+            signed = await http.post("/ui/login", data={"token": token})
             assert signed.status_code == 303
-            page = http.get("/ui/memories")
+            page = await http.get("/ui/memories")
             assert page.status_code == 200 and 'id="user">bob<' in page.text
             # The MCP endpoint is unchanged: still a bearer token per request.
-            assert http.post("/mcp", json={}).status_code == 401
+            assert (await http.post("/mcp", json={})).status_code == 401
+        assert server.errors == []
 
 
-def test_ui_is_refused_on_stdio(tmp_path: Path) -> None:
-    out = cli(tmp_path / "home", "serve", "--ui", PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+def test_ui_is_refused_on_stdio(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_cli(capsys, tmp_path / "home", "serve", "--ui")
     assert out.returncode == 2 and "--ui apply to --transport http or sse" in out.stderr

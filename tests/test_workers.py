@@ -14,9 +14,9 @@ import pytest
 
 from pocketmem.mcp.workers import WORKER_MIN_LIFETIME
 
-from .servers import ServerProcess, cli, connect, create_token
+from .servers import ServerProcess, cli, connect, create_token, run_cli
 
-pytestmark = [pytest.mark.anyio, pytest.mark.backends, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def workers_of(parent: int) -> list[int]:
@@ -60,6 +60,7 @@ async def remember_and_recall(url: str, token: str, text: str, mode: str) -> lis
         return sorted(seen)
 
 
+@pytest.mark.backends
 async def test_two_workers_answer_with_tokens_and_isolation(tmp_path):
     home = tmp_path / "home"
     alice, bob = create_token(home, "alice"), create_token(home, "bob")
@@ -107,8 +108,8 @@ async def test_two_workers_answer_with_tokens_and_isolation(tmp_path):
     assert out.returncode == 0, out.stderr
 
 
-def test_workers_need_streamable_http(tmp_path):
-    out = cli(tmp_path / "home", "serve", "--transport", "sse", "--workers", "2")
+def test_workers_need_streamable_http(tmp_path, capsys):
+    out = run_cli(capsys, tmp_path / "home", "serve", "--transport", "sse", "--workers", "2")
     assert out.returncode == 2 and "--workers apply to --transport http" in out.stderr
-    out = cli(tmp_path / "home", "serve", "--transport", "http", "--workers", "0")
+    out = run_cli(capsys, tmp_path / "home", "serve", "--transport", "http", "--workers", "0")
     assert out.returncode == 2 and "--workers must be between 1 and" in out.stderr
