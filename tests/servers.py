@@ -10,6 +10,7 @@ to a file (``server.log``) so a full pipe can never stall it and a failing test 
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -144,6 +145,13 @@ async def connect(url: str, token: str | None = None, *, mode: str = "legacy", *
             yield client
 
 
+class _Terminal(io.StringIO):
+    """An empty standard input that says it is a terminal (no MCP host on the other end)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def run_cli(capsys: Any, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`pocketmem ARGS` in this process (`cli.main`), for a command that returns at once: the same exit code,
     stdout and stderr as `cli()` without the cost of a new interpreter. Call it from a test that is not async
@@ -158,12 +166,14 @@ def run_cli(capsys: Any, home: Path, *args: str, **env: str) -> subprocess.Compl
     levels = [(logger, logger.level) for logger in loggers]
     capsys.readouterr()
     os.environ.update(variables)
+    stdin, sys.stdin = sys.stdin, _Terminal()  # as typed at a prompt: a refused `serve` exits at once
     try:
         main(list(args))
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     finally:
+        sys.stdin = stdin
         for name, value in saved_env.items():
             if value is None:
                 os.environ.pop(name, None)

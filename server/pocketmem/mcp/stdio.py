@@ -49,7 +49,7 @@ async def run_lowlevel_stdio(server: Server[Any]) -> None:
                         continue
                     await send.send(item)
 
-        async with anyio.create_task_group() as tasks:
+        async with receive, anyio.create_task_group() as tasks:
             tasks.start_soon(answer_bad_lines)
             await server.run(receive, write_stream, server.create_initialization_options())
             tasks.cancel_scope.cancel()
