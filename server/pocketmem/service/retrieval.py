@@ -36,7 +36,7 @@ from pocketmem.core.ranking import (
 )
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service import current, fallback
+from pocketmem.service import current, fallback, topics
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import UseLedger, record_used
@@ -234,6 +234,7 @@ class Retrieval:
                     # In the same snapshot: the pairs must be the memories just ranked.
                     pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
                     ranked = shadow_older(pool, pairs, scale)
+                ranked = await topics.newest_first(reader, user_id, q.message, ranked, now, req.categories)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
         # Both paths answered but something else failed (a damaged file, lost bookkeeping): still say so.
         degraded = fallback.describe(health.path, failures) if health.path else ("; ".join(failures) or None)
