@@ -50,56 +50,77 @@ class Slot:
     en: tuple[str, ...]
     keyed: bool = False  # holds several values at once: versions must also share a thing
     unless: tuple[str, ...] = ()  # words that say the cue is about something else (住 on a trip: 出差)
+    broad: bool = False  # its cues also name the topic, not only the attribute: a version must say it changed
+    needs: tuple[str, ...] = ()  # the slot applies only to texts that also hold one of these (猫 for a name)
 
 
-def _slot(name: str, zh: str, en: str, keyed: bool = False, unless: str = "") -> Slot:
-    return Slot(name, tuple(zh.split()), tuple(en.split()), keyed, tuple(unless.split()))
+def _slot(
+    name: str, zh: str, en: str, *, keyed: bool = False, broad: bool = False, unless: str = "", needs: str = ""
+) -> Slot:
+    return Slot(name, tuple(zh.split()), tuple(en.split()), keyed, tuple(unless.split()), broad, tuple(needs.split()))
 
 
 SLOTS: tuple[Slot, ...] = (
     _slot(
         "home",
-        "住 搬 搬家 租房 房东 公寓 小区",
-        "live lives living lived move moved moving relocated apartment",
+        "住 搬 搬家 租房",
+        "live lives living lived move moved moving relocated",
+        broad=True,
         unless="出差 旅行 旅游 酒店 民宿 度假 住院 trip hotel vacation travel traveling",
     ),
-    _slot("commute", "通勤 地铁 公交 骑车 上班路上", "commute commuting subway"),
+    _slot("commute", "通勤 地铁 公交 骑车 上班路上", "commute commuting subway", broad=True),
     _slot(
         "work",
-        "工作 入职 跳槽 辞职 离职 职位 岗位 负责 调到 升职 实习",
+        "工作 入职 跳槽 辞职 离职 职位 岗位 调到 升职 实习",
         "job work works worked employer joined quit hired role position promoted intern",
+        broad=True,
     ),
+    _slot("duty", "负责", "responsible charge", keyed=True, broad=True),
     _slot("manager", "领导 上司 老板 经理 主管", "boss manager supervisor"),
     _slot(
         "partner",
-        "男朋友 女朋友 男友 女友 老公 老婆 丈夫 妻子 对象 伴侣 结婚 分手 离婚",
-        "boyfriend girlfriend husband wife partner fiance fiancee married dating divorced",
+        "男朋友 女朋友 男友 女友 老公 老婆 丈夫 妻子 对象 伴侣",
+        "boyfriend girlfriend husband wife partner fiance fiancee",
     ),
     _slot(
         "study",
         "读书 读研 读博 上学 学校 毕业 研究生 大学 本科 专业 在读",
         "school university college graduated graduate studying student degree phd",
+        broad=True,
     ),
     _slot("exam", "认证 考证 备考 考试 证书", "certification certificate certified exam"),
     _slot("phone", "手机 iPhone 安卓", "phone smartphone iphone android"),
     _slot("computer", "电脑 笔记本 台式机 MacBook ThinkPad", "laptop computer macbook desktop thinkpad"),
-    _slot("car", "汽车 买车 卖车 开车 车子 新车 电车 有车 特斯拉", "car vehicle tesla"),
+    _slot("car", "汽车 买车 卖车 车子 新车 电车 有车 特斯拉", "car vehicle tesla"),
     _slot("weight", "体重 斤 公斤 减肥 增重", "weight weigh weighs kg kilos pounds lbs"),
     _slot("salary", "工资 薪水 月薪 年薪 收入 补助 津贴", "salary pay income stipend wage"),
-    _slot("cat", "猫", "cat cats kitten"),
-    _slot("dog", "狗", "dog dogs puppy"),
+    _slot("cat", "叫 名字 改名 取名", "name named called renamed", broad=True, needs="猫 cat kitten"),
+    _slot("dog", "叫 名字 改名 取名", "name named called renamed", broad=True, needs="狗 dog puppy"),
     _slot("blog", "博客", "blog"),
     _slot("editor", "编辑器 Neovim Vim Emacs VSCode", "editor ide neovim vim emacs vscode"),
-    _slot("likes", "喜欢 讨厌 偏好 爱吃 爱喝 最爱 习惯 戒 改喝 改吃", "like likes prefer prefers love hate enjoy favorite favourite", True),
-    _slot("drink", "喝 咖啡 茶", "drink drinks coffee tea", True),
+    _slot(
+        "likes",
+        "喜欢 讨厌 偏好 爱吃 爱喝 最爱 习惯 戒 改喝 改吃",
+        "like likes prefer prefers love hate enjoy favorite favourite",
+        keyed=True,
+        broad=True,
+    ),
+    _slot("drink", "喝 咖啡 茶", "drink drinks coffee tea", keyed=True, broad=True),
     _slot(
         "schedule",
         "每天 每周 每月 周一 周二 周三 周四 周五 周六 周日 周末 早上 晚上 改到",
         "every daily weekly monday tuesday wednesday thursday friday saturday sunday weekend morning evening",
-        True,
+        keyed=True,
+        broad=True,
     ),
-    _slot("plan", "计划 打算 行程 安排", "plan plans planning trip", True),
-    _slot("stack", "框架 部署 搭建 技术栈 改用 换成", "framework stack deployed hosted built switched migrated", True),
+    _slot("plan", "计划 打算 行程 安排", "plan plans planning trip", keyed=True, broad=True),
+    _slot(
+        "stack",
+        "框架 部署 搭建 技术栈 改用 换成",
+        "framework stack deployed hosted built switched migrated",
+        keyed=True,
+        broad=True,
+    ),
 )
 
 # 住 that is not about a home: 记住, 忍不住, 住院, 住宿 …
@@ -108,7 +129,7 @@ _ZH_NOT_HOME_AFTER = frozenset("院宿嘴手口")
 
 CHANGE_ZH = (
     "搬到 搬去 搬家 换成 换到 换了 改成 改到 改用 改喝 改吃 调到 跳槽 辞职 离职 入职 毕业 不再 戒 现在 如今 "
-    "已经 降到 涨到 升到 变成 分手 结婚 离婚 改名 新买 买了 卖了 转到"
+    "已经 降到 涨到 升到 变成 分手 结婚 离婚 改名 新买 买了 卖了 转到 新养"
 ).split()
 CHANGE_EN = frozenset(
     "moved move relocated switched switch changed change now no longer anymore quit left joined new newly "
@@ -292,6 +313,8 @@ def describe(text: str) -> Fact:
     for slot in SLOTS:
         if any(word in lowered for word in slot.unless):
             continue
+        if slot.needs and not any(word in lowered for word in slot.needs):
+            continue
         first = min(_cue_positions(text, slot), default=None)
         if first is not None:
             slots[slot.name] = subject_before(parties, text, first)
@@ -299,6 +322,7 @@ def describe(text: str) -> Fact:
 
 
 KEYED = frozenset(slot.name for slot in SLOTS if slot.keyed)
+BROAD = frozenset(slot.name for slot in SLOTS if slot.broad)
 
 
 def shared_slots(older: Fact, newer: Fact) -> list[str]:
@@ -309,6 +333,8 @@ def shared_slots(older: Fact, newer: Fact) -> list[str]:
         if other is None or not subject & other:
             continue
         if name in KEYED and not older.things & newer.things:
+            continue
+        if name in BROAD and not newer.change:
             continue
         out.append(name)
     return out

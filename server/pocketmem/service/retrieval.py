@@ -66,6 +66,7 @@ def warm_up() -> None:
     so the first recall or write does not pay for it; run in a worker thread when the app opens."""
     segmenter()
     termstats.background_share("")
+    topics.warm_up()
 
 
 @dataclass

@@ -9,9 +9,11 @@ the older. When the newer says that something changed (搬到, 换成, 现在, m
 marked `outdated` (the injection's existing （已过时）/ (outdated) marker); it is never dropped: the rule
 is a heuristic, and a distinct fact must not be lost.
 
-Where the newer versions come from: per slot, the best keyword hits on its cue words, and the newest
-memories written since the oldest recalled one; both bounded (CUE_HITS, RECENT), so the step costs a few
-indexed reads. Any store failure leaves the ranking as it was.
+Where the newer versions come from: the best keyword hits on the slots' cue words (CUE_HITS per slot, at
+most MAX_CUE_HITS), one indexed read and one load. Any store failure leaves the ranking as it was.
+
+The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
+values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core import slots
@@ -30,9 +32,9 @@ from pocketmem.store import StoreReader
 log = logging.getLogger(__name__)
 
 POOL = 12  # recalled memories looked at (retrieval.SHADOW_POOL)
-CUE_HITS = 32  # keyword hits per slot on its cue words
-RECENT = 64  # newest memories since the oldest recalled one
-ASKED_RANK = 0  # where the newest value of a slot the message asks about goes, at the latest
+CUE_HITS = 32  # keyword hits on the cue words, per slot looked for
+MAX_CUE_HITS = 128
+ASKED_RANK = 1  # where the newest value of a slot the message asks about goes, at the latest
 ACTIVE = (Status.active,)
 
 
@@ -53,9 +55,8 @@ async def newest_first(
     names = sorted({name for fact in facts.values() for name in fact.slots} | set(asked))
     if not names:
         return list(ranked)
-    since = min((r.memory.valid_from for r in pool), default=None)
     try:
-        mates = await _slot_mates(reader, user_id, names, since, now)
+        mates = await _slot_mates(reader, user_id, names)
     except Exception as exc:  # noqa: BLE001 - a sick index leaves recall as it was, never fails it
         log.warning("recall could not look for newer versions: %s", exc)
         return list(ranked)
@@ -83,6 +84,8 @@ def _answer_asked(ranked: list[Ranked], name: str, who: frozenset[str], mates: S
     if len(versions) < 2:
         return ranked
     newest = max(versions, key=lambda m: m.valid_from)
+    if name in slots.BROAD and not slots.describe(newest.content).change:
+        return ranked
     ids = [r.memory.id for r in ranked]
     older = {m.id for m in versions if m.id != newest.id}
     first_older = min((i for i, mid in enumerate(ids) if mid in older), default=len(ids))
@@ -112,22 +115,11 @@ def _newest_version(memory: Memory, fact: slots.Fact, mates: Sequence[Memory]) -
     return best
 
 
-async def _slot_mates(
-    reader: StoreReader, user_id: str, names: Sequence[str], since: datetime | None, now: datetime
-) -> list[Memory]:
-    """Active memories that may fill these slots: keyword hits on each slot's cues, and the newest ones."""
-    ids: dict[str, None] = {}
-    for name in names:
-        for mid, _ in await reader.keyword_hits(user_id, slots.cue_terms([name]), CUE_HITS, ACTIVE):
-            ids.setdefault(mid, None)
-    recent = [] if since is None else await reader.memories_between(
-        user_id, since, now + timedelta(seconds=1), ACTIVE, RECENT
-    )
-    by_id = {m.id: m for m in recent}
-    missing = [mid for mid in ids if mid not in by_id]
-    if missing:
-        by_id.update((m.id, m) for m in await reader.get_memories(user_id, missing))
-    return [m for m in by_id.values() if m.status == Status.active]
+async def _slot_mates(reader: StoreReader, user_id: str, names: Sequence[str]) -> list[Memory]:
+    """Active memories that may fill these slots: the best keyword hits on the slots' cue words."""
+    k = min(MAX_CUE_HITS, CUE_HITS * len(names))
+    ids = [mid for mid, _ in await reader.keyword_hits(user_id, slots.cue_terms(list(names)), k, ACTIVE)]
+    return [m for m in await reader.get_memories(user_id, ids) if m.status == Status.active]
 
 
 def _reorder(ranked: Sequence[Ranked], newer_of: dict[str, Memory], now: datetime) -> list[Ranked]:
@@ -159,3 +151,8 @@ def _alone(memory: Memory, now: datetime) -> Ranked:
     age = (now - memory.valid_from).total_seconds() / 86400.0
     imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
     return Ranked(memory, 0.0, 0.0, 0.0, 0.0, freshness(age), imp)
+
+
+def warm_up() -> None:
+    """Load the part-of-speech tagger (about 3 s) before the first recall needs it."""
+    slots.describe("用户住在北京。")
