@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -52,12 +52,24 @@ class Slot:
     unless: tuple[str, ...] = ()  # words that say the cue is about something else (住 on a trip: 出差)
     broad: bool = False  # its cues also name the topic, not only the attribute: a version must say it changed
     needs: tuple[str, ...] = ()  # the slot applies only to texts that also hold one of these (猫 for a name)
+    pattern: re.Pattern[str] | None = None  # cue phrases a word list cannot say (在…工作, work at)
 
 
 def _slot(
-    name: str, zh: str, en: str, *, keyed: bool = False, broad: bool = False, unless: str = "", needs: str = ""
+    name: str,
+    zh: str,
+    en: str,
+    *,
+    keyed: bool = False,
+    broad: bool = False,
+    unless: str = "",
+    needs: str = "",
+    pattern: str = "",
 ) -> Slot:
-    return Slot(name, tuple(zh.split()), tuple(en.split()), keyed, tuple(unless.split()), broad, tuple(needs.split()))
+    compiled = re.compile(pattern, re.IGNORECASE) if pattern else None
+    return Slot(
+        name, tuple(zh.split()), tuple(en.split()), keyed, tuple(unless.split()), broad, tuple(needs.split()), compiled
+    )
 
 
 SLOTS: tuple[Slot, ...] = (
@@ -71,9 +83,10 @@ SLOTS: tuple[Slot, ...] = (
     _slot("commute", "通勤 地铁 公交 骑车 上班路上", "commute commuting subway", broad=True),
     _slot(
         "work",
-        "工作 入职 跳槽 辞职 离职 职位 岗位 调到 升职 实习",
-        "job work works worked employer joined quit hired role position promoted intern",
+        "入职 跳槽 辞职 离职 职位 岗位 调到 升职 实习",
+        "job employer joined quit hired role position promoted intern",
         broad=True,
+        pattern=r"在[^，。,.；;]{1,12}?(?:工作|上班)|工作是|的工作|\bwork(?:s|ed|ing)? (?:at|as|for|in)\b",
     ),
     _slot("duty", "负责", "responsible charge", keyed=True, broad=True),
     _slot("manager", "领导 上司 老板 经理 主管", "boss manager supervisor"),
@@ -90,7 +103,7 @@ SLOTS: tuple[Slot, ...] = (
     ),
     _slot("exam", "认证 考证 备考 考试 证书", "certification certificate certified exam"),
     _slot("phone", "手机 iPhone 安卓", "phone smartphone iphone android"),
-    _slot("computer", "电脑 笔记本 台式机 MacBook ThinkPad", "laptop computer macbook desktop thinkpad"),
+    _slot("computer", "电脑 笔记本 台式机 MacBook ThinkPad", "laptop computer macbook thinkpad"),
     _slot("car", "汽车 买车 卖车 车子 新车 电车 有车 特斯拉", "car vehicle tesla"),
     _slot("weight", "体重 斤 公斤 减肥 增重", "weight weigh weighs kg kilos pounds lbs"),
     _slot("salary", "工资 薪水 月薪 年薪 收入 补助 津贴", "salary pay income stipend wage"),
@@ -116,7 +129,7 @@ SLOTS: tuple[Slot, ...] = (
     _slot("plan", "计划 打算 行程 安排", "plan plans planning trip", keyed=True, broad=True),
     _slot(
         "stack",
-        "框架 部署 搭建 技术栈 改用 换成",
+        "框架 部署 搭建 技术栈",
         "framework stack deployed hosted built switched migrated",
         keyed=True,
         broad=True,
@@ -174,6 +187,7 @@ class Fact:
     slots: dict[str, frozenset[str]]  # slot name -> its subject (one person, possibly under two names)
     things: frozenset[str]
     change: bool
+    aliases: frozenset[frozenset[str]] = frozenset()  # a relation and the name written right after it
 
 
 def _fold(text: str) -> str:
@@ -189,6 +203,8 @@ def _cue_positions(text: str, slot: Slot) -> Iterator[int]:
             if not (cue == "住" and _not_home(text, start)):
                 yield start
             start = lowered.find(cue.casefold(), start + 1)
+    if slot.pattern is not None:
+        yield from (match.start() for match in slot.pattern.finditer(text))
     stems = _stems(slot.en)
     for match in _LATIN_WORD.finditer(text):
         if stem_word(match.group().casefold()) in stems:
@@ -318,23 +334,73 @@ def describe(text: str) -> Fact:
         first = min(_cue_positions(text, slot), default=None)
         if first is not None:
             slots[slot.name] = subject_before(parties, text, first)
-    return Fact(slots, things_of(text), says_change(text))
+    return Fact(slots, things_of(text), says_change(text), _aliases(parties, text))
+
+
+def _aliases(parties: list[tuple[int, int, frozenset[str]]], text: str) -> frozenset[frozenset[str]]:
+    """妹妹林悦, my sister Lily: the relation and the name are one person."""
+    out = set()
+    for (_, end, first), (start, _, second) in zip(parties, parties[1:], strict=False):
+        if text[end:start].strip() in ("", "'s") and not _is_name(first) and _is_name(second):
+            if not first & {USER, OTHER}:
+                out.add(first | second)
+    return frozenset(out)
+
+
+Aliases = dict[str, frozenset[str]]
+
+
+def alias_map(facts: Iterable[Fact]) -> Aliases:
+    """Each party with every name some memory gives it (用户的妹妹林悦 makes 林悦 and sister one person)."""
+    out: dict[str, frozenset[str]] = {}
+    for fact in facts:
+        for group in fact.aliases:
+            merged = frozenset().union(group, *(out.get(p, frozenset()) for p in group))
+            for party in merged:
+                out[party] = merged
+    return out
+
+
+def _expand(who: frozenset[str], aliases: Aliases | None) -> frozenset[str]:
+    if not aliases:
+        return who
+    return frozenset().union(who, *(aliases.get(p, frozenset()) for p in who))
+
+
+def same_person(a: frozenset[str], b: frozenset[str], aliases: Aliases | None = None) -> bool:
+    return bool(_expand(a, aliases) & _expand(b, aliases))
+
+
+_QUESTION_ZH = ("吗", "呢", "么", "什么", "哪", "几", "多少", "多久", "怎么", "是否", "有没有", "是不是", "还是")
+_QUESTION_EN = frozenset("what where which who whom whose when why how do does did am is are was were can could "
+                         "should will would have has any".split())
+
+
+def is_question(text: str) -> bool:
+    """Does the message ask something (？, 吗, 哪, what, where, do I …)? Chat and statements do not."""
+    if "?" in text or "？" in text:
+        return True
+    if any(word in text for word in _QUESTION_ZH):
+        return True
+    first = _LATIN_WORD.search(text)
+    return first is not None and first.group().casefold() in _QUESTION_EN
 
 
 KEYED = frozenset(slot.name for slot in SLOTS if slot.keyed)
 BROAD = frozenset(slot.name for slot in SLOTS if slot.broad)
 
 
-def shared_slots(older: Fact, newer: Fact) -> list[str]:
-    """The slots both facts fill for the same subject (keyed ones only when they also share a thing)."""
+def shared_slots(older: Fact, newer: Fact, aliases: Aliases | None = None, *, strict: bool = True) -> list[str]:
+    """The slots both facts fill for the same subject, keyed ones only when they also share a thing, and
+    only when the newer says it changed (`strict`; otherwise that is asked of broad slots alone)."""
     out = []
     for name, subject in older.slots.items():
         other = newer.slots.get(name)
-        if other is None or not subject & other:
+        if other is None or not same_person(subject, other, aliases):
             continue
         if name in KEYED and not older.things & newer.things:
             continue
-        if name in BROAD and not newer.change:
+        if (strict or name in BROAD) and not newer.change:
             continue
         out.append(name)
     return out

@@ -51,7 +51,11 @@ async def newest_first(
     and, when the message asks about a slot whose value has changed, its newest value near the top."""
     pool = [r for r in ranked[:POOL] if r.memory.status == Status.active]
     facts = {r.memory.id: slots.describe(r.memory.content) for r in pool}
-    asked = {name: who for name, who in slots.describe(message).slots.items() if name not in slots.KEYED}
+    asked = {
+        name: who
+        for name, who in slots.describe(message).slots.items()
+        if name not in slots.KEYED and slots.is_question(message)
+    }
     names = sorted({name for fact in facts.values() for name in fact.slots} | set(asked))
     if not names:
         return list(ranked)
@@ -66,21 +70,31 @@ async def newest_first(
         for m in mates
         if (m.expires_at is None or m.expires_at > now) and (allowed is None or m.category in allowed)
     ]
+    aliases = slots.alias_map([*facts.values(), *(slots.describe(m.content) for m in mates)])
     newer_of: dict[str, Memory] = {}
     for r in pool:
-        newest = _newest_version(r.memory, facts[r.memory.id], mates)
+        newest = _newest_version(r.memory, facts[r.memory.id], mates, aliases)
         if newest is not None:
             newer_of[r.memory.id] = newest
     out = _reorder(ranked, newer_of, now) if newer_of else list(ranked)
     for name, who in asked.items():
-        out = _answer_asked(out, name, who, mates, now)
+        out = _answer_asked(out, name, who, mates, now, aliases)
     return out
 
 
-def _answer_asked(ranked: list[Ranked], name: str, who: frozenset[str], mates: Sequence[Memory], now: datetime) -> list[Ranked]:
+def _answer_asked(
+    ranked: list[Ranked],
+    name: str,
+    who: frozenset[str],
+    mates: Sequence[Memory],
+    now: datetime,
+    aliases: slots.Aliases,
+) -> list[Ranked]:
     """The message names a slot (我现在住哪？ where do I live now?) that holds two or more values for the
     same person: the newest comes at ASKED_RANK at the latest, the others below it, marked when it changed."""
-    versions = [m for m in mates if who & slots.describe(m.content).slots.get(name, frozenset())]
+    versions = [
+        m for m in mates if slots.same_person(who, slots.describe(m.content).slots.get(name, frozenset()), aliases)
+    ]
     if len(versions) < 2:
         return ranked
     newest = max(versions, key=lambda m: m.valid_from)
@@ -103,13 +117,15 @@ def _answer_asked(ranked: list[Ranked], name: str, who: frozenset[str], mates: S
     return [replace(r, earlier=True) if r.memory.id in older else r for r in placed]
 
 
-def _newest_version(memory: Memory, fact: slots.Fact, mates: Sequence[Memory]) -> Memory | None:
+def _newest_version(
+    memory: Memory, fact: slots.Fact, mates: Sequence[Memory], aliases: slots.Aliases
+) -> Memory | None:
     best: Memory | None = None
     for mate in mates:
         if mate.id == memory.id or mate.valid_from <= memory.valid_from:
             continue
         if (best is None or mate.valid_from > best.valid_from) and slots.shared_slots(
-            fact, slots.describe(mate.content)
+            fact, slots.describe(mate.content), aliases
         ):
             best = mate
     return best
