@@ -170,7 +170,8 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
 _ZH_PARTY = re.compile("|".join(sorted((re.escape(w) for w in [*RELATIONS, *USER_WORDS, *OTHER_WORDS] if has_cjk(w)),
                                        key=len, reverse=True)))
 _NAME_FLAGS = frozenset({"nr", "nrt", "nrfg"})
-_THING_FLAGS = frozenset({"n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "eng", "vn"})
+_PROPER_FLAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})  # names of people, places, bodies, things
+_NOUN_FLAGS = frozenset({"n", "vn"})
 
 
 @lru_cache(maxsize=1)
@@ -294,13 +295,17 @@ def _is_name(who: frozenset[str]) -> bool:
 
 
 def things_of(text: str) -> frozenset[str]:
-    """Distinctive nouns: jieba nouns of 2+ characters; English words rarer than THING_SHARE."""
+    """Distinctive words: jieba's proper nouns and its common nouns rarer than THING_SHARE (2+ characters);
+    English words rarer than THING_SHARE."""
     out: set[str] = set()
     if has_cjk(text):
         for pair in _tagger().cut(text):
-            word = pair.word.strip().casefold()
-            if len(word) >= 2 and pair.flag in _THING_FLAGS and word not in ZH_STOP_TERMS and word not in USER_WORDS:
-                out.add(stem_word(word) if word.isascii() else word)
+            word = pair.word.strip()
+            if len(word) < 2 or not has_cjk(word) or word in ZH_STOP_TERMS or word in USER_WORDS:
+                continue
+            rare = pair.flag in _NOUN_FLAGS and termstats.background_share(word) < THING_SHARE
+            if pair.flag in _PROPER_FLAGS or rare:
+                out.add(word)
     for match in _LATIN_WORD.finditer(text):
         low = match.group().casefold().removesuffix("'s")
         word = stem_word(low)
