@@ -183,6 +183,12 @@ def _tagger() -> Any:
     return jieba.posseg
 
 
+@lru_cache(maxsize=4096)
+def _tags(text: str) -> tuple[Any, ...]:
+    """(word, flag) pairs of `text`, tagged once."""
+    return tuple(_tagger().cut(text))
+
+
 @dataclass(frozen=True)
 class Fact:
     slots: dict[str, frozenset[str]]  # slot name -> its subject (one person, possibly under two names)
@@ -230,7 +236,7 @@ def _parties(text: str) -> list[tuple[int, int, frozenset[str]]]:
         found.append((match.start(), match.end(), _who(match.group())))
     if has_cjk(text):
         at = 0
-        for pair in _tagger().cut(text):
+        for pair in _tags(text):
             start = text.find(pair.word, at)
             at = start + len(pair.word) if start >= 0 else at
             if pair.flag in _NAME_FLAGS and has_cjk(pair.word) and len(pair.word) >= 2 and _subject_place(text, start):
@@ -299,7 +305,7 @@ def things_of(text: str) -> frozenset[str]:
     English words rarer than THING_SHARE."""
     out: set[str] = set()
     if has_cjk(text):
-        for pair in _tagger().cut(text):
+        for pair in _tags(text):
             word = pair.word.strip()
             if len(word) < 2 or not has_cjk(word) or word in ZH_STOP_TERMS or word in USER_WORDS:
                 continue
@@ -324,13 +330,13 @@ def says_change(text: str) -> bool:
     return any(w in CHANGE_EN for w in words) or "no longer" in lowered
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def describe(text: str) -> Fact:
-    """The slots `text` fills, for whom; its distinctive things; whether it says something changed."""
+    """The slots `text` fills, for whom; its distinctive things; whether it says something changed.
+    The part-of-speech tagger (the costly part, ~1 ms) runs only for a text that names a slot."""
     text = _fold(text)
-    parties = _parties(text)
-    slots: dict[str, frozenset[str]] = {}
     lowered = text.casefold()
+    firsts: dict[str, int] = {}
     for slot in SLOTS:
         if any(word in lowered for word in slot.unless):
             continue
@@ -338,8 +344,13 @@ def describe(text: str) -> Fact:
             continue
         first = min(_cue_positions(text, slot), default=None)
         if first is not None:
-            slots[slot.name] = subject_before(parties, text, first)
-    return Fact(slots, things_of(text), says_change(text), _aliases(parties, text))
+            firsts[slot.name] = first
+    if not firsts:
+        return Fact({}, frozenset(), says_change(text))
+    parties = _parties(text)
+    slots = {name: subject_before(parties, text, first) for name, first in firsts.items()}
+    things = things_of(text) if KEYED & slots.keys() else frozenset()
+    return Fact(slots, things, says_change(text), _aliases(parties, text))
 
 
 def _aliases(parties: list[tuple[int, int, frozenset[str]]], text: str) -> frozenset[frozenset[str]]:
