@@ -20,6 +20,7 @@ a keyed slot, a thing. Pure: text in, descriptions out.
 
 from __future__ import annotations
 
+import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -156,7 +157,8 @@ RELATIONS: dict[str, str] = {
     **{w: "sister" for w in "妹妹 姐姐 妹 姐 sister".split()},
     **{w: "brother" for w in "哥哥 弟弟 哥 弟 brother".split()},
     **{w: "child" for w in "儿子 女儿 孩子 son daughter kid child".split()},
-    **{w: "partner" for w in "老公 老婆 丈夫 妻子 男朋友 女朋友 男友 女友 对象 husband wife boyfriend girlfriend".split()},
+    **{w: "partner" for w in "老公 老婆 丈夫 妻子 男朋友 女朋友 男友 女友 对象 "
+        "husband wife boyfriend girlfriend".split()},
     **{w: "friend" for w in "朋友 同学 室友 friend roommate classmate".split()},
     **{w: "colleague" for w in "同事 colleague coworker".split()},
     **{w: "grandparent" for w in "爷爷 奶奶 外公 外婆 姥姥 姥爷 grandma grandpa grandmother grandfather".split()},
@@ -178,9 +180,7 @@ _NOUN_FLAGS = frozenset({"n", "vn"})
 def _tagger() -> Any:
     """jieba's part-of-speech tagger (person names, nouns), over the segmenter's loaded dictionary."""
     segmenter()
-    import jieba.posseg
-
-    return jieba.posseg
+    return importlib.import_module("jieba.posseg")
 
 
 @lru_cache(maxsize=4096)
@@ -247,7 +247,7 @@ def _parties(text: str) -> list[tuple[int, int, frozenset[str]]]:
         low = word.casefold()
         if low in RELATIONS or low in USER_WORDS or low in OTHER_WORDS:
             found.append((match.start(), match.start() + len(word), _who(low)))
-        elif english and word.istitle() and low not in EN_STOP_TERMS and low not in EN_QUERY_FILLER and not _is_cue(low):
+        elif english and word.istitle() and not _is_common(low):
             found.append((match.start(), match.start() + len(word), frozenset({low})))
     return sorted(found, key=lambda p: p[0])
 
@@ -273,6 +273,11 @@ def _who(word: str) -> frozenset[str]:
 @lru_cache(maxsize=1)
 def _all_cue_stems() -> frozenset[str]:
     return frozenset(s for slot in SLOTS for s in _stems(slot.en))
+
+
+def _is_common(word: str) -> bool:
+    """A capitalised word that is no name: a stop word, question filler or slot cue (Where, My, Moved)."""
+    return word in EN_STOP_TERMS or word in EN_QUERY_FILLER or _is_cue(word)
 
 
 def _is_cue(word: str) -> bool:
