@@ -41,7 +41,9 @@ from pocketmem.core.text import (
 
 USER = "user"
 OTHER = "other"  # he / she / they: someone, not the user
-THING_SHARE = 0.002  # an English word rarer than this in ordinary text is distinctive (a name, a product)
+THING_SHARE = 0.002  # a Chinese common noun rarer than this in ordinary text is distinctive (咖啡, 羽毛球)
+RARE_SHARE = 0.0002  # an English word in lower case rarer than this is distinctive (stipend, kubectl)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,11 @@ SLOTS: tuple[Slot, ...] = (
         "入职 跳槽 辞职 离职 职位 岗位 调到 升职 实习",
         "job employer joined quit hired role position promoted intern",
         broad=True,
-        pattern=r"在[^，。,.；;]{1,12}?(?:工作|上班)|工作是|的工作|\bwork(?:s|ed|ing)? (?:at|as|for|in)\b",
+        pattern=(
+            r"在[^，。,.；;]{1,12}?(?:工作|上班)|工作是|的工作|\bwork(?:s|ed|ing)? (?:at|as|for|in)\b"
+            r"|(?:是|当|做)(?:一名|一个)?(?:工程师|程序员|产品经理|设计师|老师|医生|护士|律师|会计)"
+            r"|\b(?:am|is|as) an? (?:\w+ )?(?:engineer|developer|designer|teacher|doctor|nurse|lawyer|accountant)\b"
+        ),
     ),
     _slot("duty", "负责", "responsible charge", keyed=True, broad=True),
     _slot("manager", "领导 上司 老板 经理 主管", "boss manager supervisor"),
@@ -105,13 +111,13 @@ SLOTS: tuple[Slot, ...] = (
     _slot("exam", "认证 考证 备考 考试 证书", "certification certificate certified exam"),
     _slot("phone", "手机 iPhone 安卓", "phone smartphone iphone android"),
     _slot("computer", "电脑 笔记本 台式机 MacBook ThinkPad", "laptop computer macbook thinkpad"),
-    _slot("car", "汽车 买车 卖车 车子 新车 电车 有车 特斯拉", "car vehicle tesla"),
+    _slot("car", "汽车 买车 卖车 车子 新车 电车 有车 的车 开一辆 特斯拉", "car vehicle tesla", broad=True),
     _slot("weight", "体重 斤 公斤 减肥 增重", "weight weigh weighs kg kilos pounds lbs"),
     _slot("salary", "工资 薪水 月薪 年薪 收入 补助 津贴", "salary pay income stipend wage"),
     _slot("cat", "叫 名字 改名 取名", "name named called renamed", broad=True, needs="猫 cat kitten"),
     _slot("dog", "叫 名字 改名 取名", "name named called renamed", broad=True, needs="狗 dog puppy"),
     _slot("blog", "博客", "blog"),
-    _slot("editor", "编辑器 Neovim Vim Emacs VSCode", "editor ide neovim vim emacs vscode"),
+    _slot("editor", "编辑器 Neovim Vim Emacs VSCode", "editor ide neovim vim emacs vscode", pattern=r"\bvs ?code\b"),
     _slot(
         "likes",
         "喜欢 讨厌 偏好 爱吃 爱喝 最爱 习惯 戒 改喝 改吃",
@@ -141,14 +147,18 @@ SLOTS: tuple[Slot, ...] = (
 _ZH_NOT_HOME_BEFORE = frozenset("记忍挡抓停愣拦接守保止顶稳扛卡绊憋")
 _ZH_NOT_HOME_AFTER = frozenset("院宿嘴手口")
 
+# Words that say a value changed (strong) and words that only place a statement in the present (weak: 现在,
+# now): a weak one counts when the newer text also names something the older does not (a new value).
 CHANGE_ZH = (
-    "搬到 搬去 搬家 换成 换到 换了 改成 改到 改用 改喝 改吃 调到 跳槽 辞职 离职 入职 毕业 不再 戒 现在 如今 "
-    "已经 降到 涨到 升到 变成 分手 结婚 离婚 改名 新买 买了 卖了 转到 新养"
+    "搬到 搬去 搬家 换成 换到 换了 改成 改到 改用 改喝 改吃 调到 跳槽 辞职 离职 入职 毕业 不再 戒 "
+    "降到 涨到 升到 变成 分手 结婚 离婚 改名 新买 买了 卖了 转到 新养"
 ).split()
 CHANGE_EN = frozenset(
-    "moved move relocated switched switch changed change now no longer anymore quit left joined new newly "
-    "became become graduated married divorced renamed sold bought currently".split()
+    "moved move relocated switched switch changed change anymore quit left joined "
+    "became become graduated married divorced renamed sold bought".split()
 )
+PRESENT_ZH = ("现在", "如今", "已经", "目前")
+PRESENT_EN = frozenset("now currently new newly".split())
 
 RELATIONS: dict[str, str] = {
     **{w: "mother" for w in "妈妈 母亲 老妈 妈 mom mother mum".split()},
@@ -193,7 +203,8 @@ def _tags(text: str) -> tuple[Any, ...]:
 class Fact:
     slots: dict[str, frozenset[str]]  # slot name -> its subject (one person, possibly under two names)
     things: frozenset[str]
-    change: bool
+    change: bool  # says a value changed (搬到, switched)
+    present: bool = False  # places the statement in the present (现在, now)
     aliases: frozenset[frozenset[str]] = frozenset()  # a relation and the name written right after it
 
 
@@ -307,7 +318,7 @@ def _is_name(who: frozenset[str]) -> bool:
 
 def things_of(text: str) -> frozenset[str]:
     """Distinctive words: jieba's proper nouns and its common nouns rarer than THING_SHARE (2+ characters);
-    English words rarer than THING_SHARE."""
+    English words written with a capital (names, products) or rarer than RARE_SHARE; numbers."""
     out: set[str] = set()
     if has_cjk(text):
         for pair in _tags(text):
@@ -318,21 +329,28 @@ def things_of(text: str) -> frozenset[str]:
             if pair.flag in _PROPER_FLAGS or rare:
                 out.add(word)
     for match in _LATIN_WORD.finditer(text):
-        low = match.group().casefold().removesuffix("'s")
-        word = stem_word(low)
-        if low in EN_STOP_TERMS or low in EN_QUERY_FILLER or low in USER_WORDS or len(low) < 3:
+        word = match.group().removesuffix("'s")
+        low = word.casefold()
+        if low in USER_WORDS or len(low) < 2 or _is_common(low):
             continue
-        if termstats.background_share(word) < THING_SHARE:
-            out.add(word)
+        named = word != low  # Denver, MacBook, iPhone: names and products are written with capitals
+        if named or termstats.background_share(stem_word(low)) < RARE_SHARE:
+            out.add(stem_word(low))
+    out.update(_NUMBER.findall(text))  # 80 公斤 / 74 公斤, iPhone 13 / 小米 14: numbers are values
     return frozenset(out)
 
 
-def says_change(text: str) -> bool:
+def says_change(text: str) -> tuple[bool, bool]:
+    """(says a value changed, places the statement in the present)."""
     lowered = text.casefold()
-    if any(cue in lowered for cue in CHANGE_ZH):
-        return True
-    words = [w.casefold() for w in _LATIN_WORD.findall(text)]
-    return any(w in CHANGE_EN for w in words) or "no longer" in lowered
+    words = {w.casefold() for w in _LATIN_WORD.findall(text)}
+    change = any(cue in lowered for cue in CHANGE_ZH) or bool(words & CHANGE_EN) or "no longer" in lowered
+    return change, any(cue in lowered for cue in PRESENT_ZH) or bool(words & PRESENT_EN)
+
+
+def changed(older: Fact, newer: Fact) -> bool:
+    """Does `newer` say the value changed: a change word, or a present-tense word with a new thing named?"""
+    return newer.change or (newer.present and bool(newer.things - older.things))
 
 
 @lru_cache(maxsize=16384)
@@ -351,11 +369,10 @@ def describe(text: str) -> Fact:
         if first is not None:
             firsts[slot.name] = first
     if not firsts:
-        return Fact({}, frozenset(), says_change(text))
+        return Fact({}, frozenset(), *says_change(text))
     parties = _parties(text)
     slots = {name: subject_before(parties, text, first) for name, first in firsts.items()}
-    things = things_of(text) if KEYED & slots.keys() else frozenset()
-    return Fact(slots, things, says_change(text), _aliases(parties, text))
+    return Fact(slots, things_of(text), *says_change(text), _aliases(parties, text))
 
 
 def _aliases(parties: list[tuple[int, int, frozenset[str]]], text: str) -> frozenset[frozenset[str]]:
@@ -421,7 +438,7 @@ def shared_slots(older: Fact, newer: Fact, aliases: Aliases | None = None, *, st
             continue
         if name in KEYED and not older.things & newer.things:
             continue
-        if (strict or name in BROAD) and not newer.change:
+        if (strict or name in BROAD) and not changed(older, newer):
             continue
         out.append(name)
     return out

@@ -97,8 +97,10 @@ def _answer_asked(
     ]
     if len(versions) < 2:
         return ranked
-    newest = max(versions, key=lambda m: m.valid_from)
-    if name in slots.BROAD and not slots.describe(newest.content).change:
+    versions.sort(key=lambda m: m.valid_from, reverse=True)
+    newest = versions[0]
+    change = slots.changed(slots.describe(versions[1].content), slots.describe(newest.content))
+    if name in slots.BROAD and not change:
         return ranked
     ids = [r.memory.id for r in ranked]
     older = {m.id for m in versions if m.id != newest.id}
@@ -112,7 +114,7 @@ def _answer_asked(
         anchor = rest[min(at, len(rest) - 1)] if rest else None
         current = current or _brought(newest, anchor, now) if anchor else current or _alone(newest, now)
         placed = [*rest[:at], current, *rest[at:]]
-    if not slots.describe(newest.content).change:
+    if not change:
         return placed
     return [replace(r, earlier=True) if r.memory.id in older else r for r in placed]
 
@@ -149,8 +151,7 @@ def _reorder(ranked: Sequence[Ranked], newer_of: dict[str, Memory], now: datetim
         if newer is not None and newer.id not in placed:
             out.append(by_id.get(newer.id) or _brought(newer, r, now))
             placed.add(newer.id)
-        changed = newer is not None and slots.describe(newer.content).change
-        out.append(replace(r, earlier=True) if changed else r)
+        out.append(replace(r, earlier=True) if newer is not None else r)  # a version says it changed
         placed.add(r.memory.id)
     return out
 
