@@ -8,14 +8,16 @@ at once (what someone likes, a weekly schedule, a plan), a distinctive word both
 
     slot      a cue word of SLOTS found in the text (住/搬/live/moved: home; 手机/iPhone/phone: phone …)
     subject   the last party named before the cue: 用户/我/I/we -> the user; a relation word (妹妹, mom) or
-              a name (jieba's person names, capitalised English words) -> that person; a name right after
-              a relation word (妹妹林悦, sister Lily) is the same person; nothing named -> the user
-    things    distinctive nouns of the text (jieba nouns of 2+ characters, rare English words), for keyed
-              slots only
-    change    the text says something changed (搬到, 换成, 现在, 不再, moved, switched, now, no longer …)
+              a name (jieba's person names where a subject stands, capitalised English words) -> that
+              person; a name right after a relation word (妹妹林悦, sister Lily) is the same person, also in
+              other memories (`alias_map`); nothing named -> the user
+    things    the values the text names: jieba's proper nouns and rare common nouns, English words written
+              with capitals or rare, numbers
+    changed   a change word (搬到, 换成, 不再, moved, switched, no longer …), or a present-tense word (现在,
+              now) with a thing the older text does not name
 
-Two memories are versions of one fact (`same_slot`) when they share a slot with the same subject and, for
-a keyed slot, a thing. Pure: text in, descriptions out.
+A newer text is a version of an older one (`same_slot`) when they share a slot with the same subject, a
+thing if the slot is keyed, and the newer says it changed. Pure: text in, descriptions out.
 """
 
 from __future__ import annotations

@@ -5,15 +5,16 @@
 word with the question). So after ranking, for each recalled memory this step looks for newer active
 memories of the same user that fill the same slot for the same person (core/slots.py: where someone lives,
 works, their phone, a pet, a preference that flipped …) and brings the newest one in, ranked directly above
-the older. When the newer says that something changed (搬到, 换成, 现在, moved, switched, now …) the older is
-marked `outdated` (the injection's existing （已过时）/ (outdated) marker); it is never dropped: the rule
-is a heuristic, and a distinct fact must not be lost.
+the older. A version must say that something changed (搬到, 换成, moved, switched; 现在 / now with a new
+value), so the older is marked `outdated` (the injection's existing （已过时）/ (outdated) marker); it is
+never dropped: the rule is a heuristic, and a distinct fact must not be lost.
 
 Where the newer versions come from: the best keyword hits on the slots' cue words (CUE_HITS per slot, at
 most MAX_CUE_HITS), one indexed read and one load. Any store failure leaves the ranking as it was.
 
 The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
-values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones.
+values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones
+(only for a question; for broad slots only when it says it changed).
 """
 
 from __future__ import annotations
@@ -51,11 +52,8 @@ async def newest_first(
     and, when the message asks about a slot whose value has changed, its newest value near the top."""
     pool = [r for r in ranked[:POOL] if r.memory.status == Status.active]
     facts = {r.memory.id: slots.describe(r.memory.content) for r in pool}
-    asked = {
-        name: who
-        for name, who in slots.describe(message).slots.items()
-        if name not in slots.KEYED and slots.is_question(message)
-    }
+    question = slots.is_question(message)
+    asked = {n: who for n, who in slots.describe(message).slots.items() if question and n not in slots.KEYED}
     names = sorted({name for fact in facts.values() for name in fact.slots} | set(asked))
     if not names:
         return list(ranked)
@@ -102,21 +100,25 @@ def _answer_asked(
     change = slots.changed(slots.describe(versions[1].content), slots.describe(newest.content))
     if name in slots.BROAD and not change:
         return ranked
+    older = {m.id for m in versions[1:]}
     ids = [r.memory.id for r in ranked]
-    older = {m.id for m in versions if m.id != newest.id}
     first_older = min((i for i, mid in enumerate(ids) if mid in older), default=len(ids))
-    at = min(ASKED_RANK, first_older)
-    if newest.id in ids and ids.index(newest.id) <= at:
-        placed = ranked
-    else:
-        current = next((r for r in ranked if r.memory.id == newest.id), None)
-        rest = [r for r in ranked if r.memory.id != newest.id]
-        anchor = rest[min(at, len(rest) - 1)] if rest else None
-        current = current or _brought(newest, anchor, now) if anchor else current or _alone(newest, now)
-        placed = [*rest[:at], current, *rest[at:]]
+    placed = _place(ranked, newest, min(ASKED_RANK, first_older), now)
     if not change:
         return placed
     return [replace(r, earlier=True) if r.memory.id in older else r for r in placed]
+
+
+def _place(ranked: list[Ranked], memory: Memory, at: int, now: datetime) -> list[Ranked]:
+    """`memory` at index `at` at the latest: moved up if listed lower, brought in if not listed."""
+    ids = [r.memory.id for r in ranked]
+    if memory.id in ids and ids.index(memory.id) <= at:
+        return ranked
+    listed = next((r for r in ranked if r.memory.id == memory.id), None)
+    rest = [r for r in ranked if r.memory.id != memory.id]
+    if listed is None:
+        listed = _brought(memory, rest[min(at, len(rest) - 1)], now) if rest else _alone(memory, now)
+    return [*rest[:at], listed, *rest[at:]]
 
 
 def _newest_version(
