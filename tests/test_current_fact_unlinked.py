@@ -116,3 +116,9 @@ def test_the_slot_rule_on_its_own():
     assert not same_slot("用户的猫叫小白", "用户的狗改名叫旺财了")
     assert not same_slot("用户住在北京", "用户这周去上海出差，住在酒店。")
     assert not same_slot("用户喜欢吃辣", "用户现在喜欢看科幻电影")
+
+
+async def test_a_relation_and_a_name_are_one_person_across_memories(client: Client, clock):
+    old, new = await write(client, clock, "用户的哥哥张伟在北京读博。", "张伟博士毕业了，去了一家券商工作。")
+    answer = await recall(client, "我哥现在还在读书吗？")
+    assert_newer_first(answer, new, old)
