@@ -78,10 +78,11 @@ class Ranked:
     freshness: float
     importance: float
     matched: frozenset[str] = frozenset()  # query terms found in the memory
+    earlier: bool = False  # a newer memory states a changed value of the same fact (service/topics.py)
 
     @property
     def outdated(self) -> bool:
-        return self.memory.status == Status.superseded
+        return self.memory.status == Status.superseded or self.earlier
 
 
 def idf(document_count: int, total: int) -> float:

@@ -37,7 +37,7 @@ from pocketmem.core.ranking import (
 )
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service import current, fallback
+from pocketmem.service import current, fallback, topics
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
 from pocketmem.service.candidates import CandidateRules, Query, gather_candidates
 from pocketmem.service.library import LibraryRecall
@@ -62,6 +62,7 @@ def warm_up() -> None:
     so the first recall or write does not pay for it; run in a worker thread when the app opens."""
     segmenter()
     termstats.background_share("")
+    topics.warm_up()
 
 
 @dataclass
@@ -230,6 +231,7 @@ class Retrieval:
                     # In the same snapshot: the pairs must be the memories just ranked.
                     pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
                     ranked = shadow_older(pool, pairs, scale)
+                ranked = await topics.newest_first(reader, user_id, q.message, ranked, now, req.categories)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
         # Both paths answered but something else failed (a damaged file, lost bookkeeping): still say so.
         degraded = fallback.describe(health.path, failures) if health.path else ("; ".join(failures) or None)

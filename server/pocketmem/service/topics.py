@@ -1,0 +1,177 @@
+"""The current fact wins, also when the newer memory was stored without `supersedes`.
+
+`current.py` follows `supersedes` links. Agents often forget them: 用户住在北京 is stored, later
+我上个月搬到杭州了 is stored as a new memory, and 我现在住哪？ finds only the first (the second shares no
+word with the question). So after ranking, for each recalled memory this step looks for newer active
+memories of the same user that fill the same slot for the same person (core/slots.py: where someone lives,
+works, their phone, a pet, a preference that flipped …) and brings the newest one in, ranked directly above
+the older. A version must say that something changed (搬到, 换成, moved, switched; 现在 / now with a new
+value), so the older is marked `outdated` (the injection's existing （已过时）/ (outdated) marker); it is
+never dropped: the rule is a heuristic, and a distinct fact must not be lost.
+
+Where the newer versions come from: the best keyword hits on the slots' cue words (CUE_HITS per slot, at
+most MAX_CUE_HITS), one indexed read and one load. Any store failure leaves the ranking as it was.
+
+The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
+values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones
+(only for a question; for broad slots only when it says it changed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from pocketmem.base.models import Category, Memory, Status
+from pocketmem.core import slots
+from pocketmem.core.ranking import Ranked, freshness
+from pocketmem.core.scoring import importance
+from pocketmem.store import StoreReader
+
+log = logging.getLogger(__name__)
+
+POOL = 12  # recalled memories looked at (retrieval.SHADOW_POOL)
+CUE_HITS = 32  # keyword hits on the cue words, per slot looked for
+MAX_CUE_HITS = 128
+ASKED_RANK = 1  # where the newest value of a slot the message asks about goes, at the latest
+ACTIVE = (Status.active,)
+
+
+async def newest_first(
+    reader: StoreReader,
+    user_id: str,
+    message: str,
+    ranked: Sequence[Ranked],
+    now: datetime,
+    categories: Sequence[Category] | None = None,
+) -> list[Ranked]:
+    """`ranked` with, above each recalled memory, the newest memory that states the same slot of the same
+    person (brought in if it was not recalled), the older marked outdated when the newer says it changed;
+    and, when the message asks about a slot whose value has changed, its newest value near the top."""
+    pool = [r for r in ranked[:POOL] if r.memory.status == Status.active]
+    facts = {r.memory.id: slots.describe(r.memory.content) for r in pool}
+    question = slots.is_question(message)
+    asked = {n: who for n, who in slots.describe(message).slots.items() if question and n not in slots.KEYED}
+    names = sorted({name for fact in facts.values() for name in fact.slots} | set(asked))
+    if not names:
+        return list(ranked)
+    try:
+        mates = await _slot_mates(reader, user_id, names)
+    except Exception as exc:  # noqa: BLE001 - a sick index leaves recall as it was, never fails it
+        log.warning("recall could not look for newer versions: %s", exc)
+        return list(ranked)
+    allowed = set(categories) if categories else None
+    mates = [
+        m
+        for m in mates
+        if (m.expires_at is None or m.expires_at > now) and (allowed is None or m.category in allowed)
+    ]
+    aliases = slots.alias_map([*facts.values(), *(slots.describe(m.content) for m in mates)])
+    newer_of: dict[str, Memory] = {}
+    for r in pool:
+        newest = _newest_version(r.memory, facts[r.memory.id], mates, aliases)
+        if newest is not None:
+            newer_of[r.memory.id] = newest
+    out = _reorder(ranked, newer_of, now) if newer_of else list(ranked)
+    for name, who in asked.items():
+        out = _answer_asked(out, name, who, mates, now, aliases)
+    return out
+
+
+def _answer_asked(
+    ranked: list[Ranked],
+    name: str,
+    who: frozenset[str],
+    mates: Sequence[Memory],
+    now: datetime,
+    aliases: slots.Aliases,
+) -> list[Ranked]:
+    """The message names a slot (我现在住哪？ where do I live now?) that holds two or more values for the
+    same person: the newest comes at ASKED_RANK at the latest, the others below it, marked when it changed."""
+    versions = [
+        m for m in mates if slots.same_person(who, slots.describe(m.content).slots.get(name, frozenset()), aliases)
+    ]
+    if len(versions) < 2:
+        return ranked
+    versions.sort(key=lambda m: m.valid_from, reverse=True)
+    newest = versions[0]
+    change = slots.changed(slots.describe(versions[1].content), slots.describe(newest.content))
+    if name in slots.BROAD and not change:
+        return ranked
+    older = {m.id for m in versions[1:]}
+    ids = [r.memory.id for r in ranked]
+    first_older = min((i for i, mid in enumerate(ids) if mid in older), default=len(ids))
+    placed = _place(ranked, newest, min(ASKED_RANK, first_older), now)
+    if not change:
+        return placed
+    return [replace(r, earlier=True) if r.memory.id in older else r for r in placed]
+
+
+def _place(ranked: list[Ranked], memory: Memory, at: int, now: datetime) -> list[Ranked]:
+    """`memory` at index `at` at the latest: moved up if listed lower, brought in if not listed."""
+    ids = [r.memory.id for r in ranked]
+    if memory.id in ids and ids.index(memory.id) <= at:
+        return ranked
+    listed = next((r for r in ranked if r.memory.id == memory.id), None)
+    rest = [r for r in ranked if r.memory.id != memory.id]
+    if listed is None:
+        listed = _brought(memory, rest[min(at, len(rest) - 1)], now) if rest else _alone(memory, now)
+    return [*rest[:at], listed, *rest[at:]]
+
+
+def _newest_version(
+    memory: Memory, fact: slots.Fact, mates: Sequence[Memory], aliases: slots.Aliases
+) -> Memory | None:
+    best: Memory | None = None
+    for mate in mates:
+        if mate.id == memory.id or mate.valid_from <= memory.valid_from:
+            continue
+        if (best is None or mate.valid_from > best.valid_from) and slots.shared_slots(
+            fact, slots.describe(mate.content), aliases
+        ):
+            best = mate
+    return best
+
+
+async def _slot_mates(reader: StoreReader, user_id: str, names: Sequence[str]) -> list[Memory]:
+    """Active memories that may fill these slots: the best keyword hits on the slots' cue words."""
+    k = min(MAX_CUE_HITS, CUE_HITS * len(names))
+    ids = [mid for mid, _ in await reader.keyword_hits(user_id, slots.cue_terms(list(names)), k, ACTIVE)]
+    return [m for m in await reader.get_memories(user_id, ids) if m.status == Status.active]
+
+
+def _reorder(ranked: Sequence[Ranked], newer_of: dict[str, Memory], now: datetime) -> list[Ranked]:
+    out: list[Ranked] = []
+    placed: set[str] = set()
+    by_id = {r.memory.id: r for r in ranked}
+    for r in ranked:
+        if r.memory.id in placed:
+            continue  # already listed above an older version of itself
+        newer = newer_of.get(r.memory.id)
+        if newer is not None and newer.id not in placed:
+            out.append(by_id.get(newer.id) or _brought(newer, r, now))
+            placed.add(newer.id)
+        out.append(replace(r, earlier=True) if newer is not None else r)  # a version says it changed
+        placed.add(r.memory.id)
+    return out
+
+
+def _brought(memory: Memory, older: Ranked, now: datetime) -> Ranked:
+    """A newer version recall did not find by itself: it takes the place (score, relevance) of the older."""
+    age = (now - memory.valid_from).total_seconds() / 86400.0
+    imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
+    return Ranked(memory, older.score, older.relevance, 0.0, 0.0, freshness(age), imp)
+
+
+def _alone(memory: Memory, now: datetime) -> Ranked:
+    """The newest value of an asked slot when nothing else was recalled: relevant by the slot alone."""
+    age = (now - memory.valid_from).total_seconds() / 86400.0
+    imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
+    return Ranked(memory, 0.0, 0.0, 0.0, 0.0, freshness(age), imp)
+
+
+def warm_up() -> None:
+    """Load the part-of-speech tagger (about 3 s) before the first recall needs it."""
+    slots.describe("用户住在北京。")

@@ -1,0 +1,92 @@
+"""service/topics.py on its own, over a stand-in reader: the newer version of a recalled fact comes above it,
+an asked slot brings its newest value, and a failing store leaves the ranking as it was."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pocketmem.base.models import Category, Memory, Scores, Status
+from pocketmem.core.ranking import Ranked
+from pocketmem.service import topics
+
+pytestmark = pytest.mark.anyio
+
+NOW = datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
+
+
+def memory(id_: str, content: str, days_ago: int, category: Category = Category.fact, **extra) -> Memory:
+    at = NOW - timedelta(days=days_ago)
+    return Memory(
+        id=id_, user_id="u", content=content, category=category,
+        scores=Scores(emotion=0.3, info=0.8, persistence=0.7, judge=0.8),
+        info_importance=0.7, time_coef=1.0, importance=0.7, confidence=1.0,
+        created_at=at, updated_at=at, valid_from=at, status=Status.active, content_hash=id_, embed_model="hash",
+        **extra,
+    )
+
+
+def ranked(m: Memory, score: float = 0.5) -> Ranked:
+    return Ranked(m, score, 0.6, 0.0, 0.3, 0.5, 0.5)
+
+
+class Reader:
+    """The two reads the step makes, over a fixed list of memories."""
+
+    def __init__(self, memories: list[Memory], broken: bool = False) -> None:
+        self.memories = {m.id: m for m in memories}
+        self.broken = broken
+
+    async def keyword_hits(self, user_id, terms, k, statuses, *, all_terms=False):
+        if self.broken:
+            raise RuntimeError("keyword index is gone")
+        return [(mid, 1.0) for mid in self.memories][:k]
+
+    async def get_memories(self, user_id, ids):
+        return [self.memories[i] for i in ids if i in self.memories]
+
+
+BEIJING = memory("old", "用户住在北京。", 60)
+HANGZHOU = memory("new", "我上个月搬到杭州了。", 10)
+TEA = memory("tea", "用户喜欢喝绿茶。", 30, Category.preference)
+
+
+async def test_the_newer_version_comes_above_the_recalled_older_one():
+    out = await topics.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京的房子", [ranked(BEIJING)], NOW)
+    assert [r.memory.id for r in out] == ["new", "old"]
+    assert out[0].outdated is False and out[1].outdated is True
+
+
+async def test_a_question_about_a_slot_brings_its_newest_value_when_nothing_was_recalled():
+    out = await topics.newest_first(Reader([BEIJING, HANGZHOU]), "u", "我现在住哪？", [], NOW)
+    assert [r.memory.id for r in out] == ["new"]
+
+
+async def test_a_statement_naming_the_slot_asks_nothing():
+    out = await topics.newest_first(Reader([BEIJING, HANGZHOU]), "u", "我住的地方今天停电了", [], NOW)
+    assert out == []
+
+
+async def test_a_broken_index_leaves_the_ranking_as_it_was():
+    before = [ranked(BEIJING)]
+    out = await topics.newest_first(Reader([BEIJING, HANGZHOU], broken=True), "u", "我现在住哪？", before, NOW)
+    assert out == before
+
+
+async def test_expired_and_other_category_versions_are_not_brought():
+    gone = memory("gone", "我上个月搬到杭州了。", 10, expires_at=NOW - timedelta(days=1))
+    out = await topics.newest_first(Reader([BEIJING, gone]), "u", "北京", [ranked(BEIJING)], NOW)
+    assert [r.memory.id for r in out] == ["old"]
+    out = await topics.newest_first(
+        Reader([BEIJING, HANGZHOU]), "u", "北京", [ranked(BEIJING)], NOW, [Category.fact, Category.person]
+    )
+    assert [r.memory.id for r in out] == ["new", "old"]
+    out = await topics.newest_first(Reader([BEIJING, HANGZHOU]), "u", "北京", [ranked(BEIJING)], NOW, [Category.goal])
+    assert [r.memory.id for r in out] == ["old"]
+
+
+async def test_a_version_already_recalled_lower_moves_up_once():
+    recalled = [ranked(BEIJING, 0.9), ranked(TEA, 0.5), ranked(HANGZHOU, 0.2)]
+    out = await topics.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京", recalled, NOW)
+    assert [r.memory.id for r in out] == ["new", "old", "tea"]
