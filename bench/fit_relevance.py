@@ -19,7 +19,8 @@
    The no-keyword hit@3 target (0.70) is left out of a.: no cut reaches it on the set, so it would only
    ever pull towards the laxest cut; it counts in b. eval_a has 28 questions without an answer, so both
    scores are step functions of B0: each point's scores are averaged over the grid points within SMOOTH
-   of it (same factor), so the choice is not a cut at the edge of a step, one question from another answer.
+   of it (same factor), so the choice is not a cut at the edge of a step, one question from another answer;
+   an exact tie after that goes to the stricter B0.
 
        python bench/fit_relevance.py                          # fit, then choose B0 and the factor
        python bench/fit_relevance.py --keep                   # keep the coefficients in code; choose only
@@ -116,7 +117,7 @@ def smoothed(results: dict[tuple[float, float], tuple[float, float]]) -> tuple[f
     def around(factor: float, b0: float) -> tuple[float, float]:
         near = [v for (f, b), v in results.items() if f == factor and abs(b - b0) <= SMOOTH + 1e-9]
         return sum(v[0] for v in near) / len(near), sum(v[1] for v in near) / len(near)
-    return max(results, key=lambda point: around(*point))
+    return max(results, key=lambda point: (*around(*point), -point[1]))  # an exact tie: the stricter B0
 
 
 def score(data: dict) -> tuple[tuple[float, float], dict]:
