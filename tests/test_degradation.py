@@ -300,9 +300,9 @@ async def test_postgres_keyword_statistics_gone_builtin_embedder_answers_from_ve
     ("failures", "has_vector", "path", "bar"),
     [
         ([], True, None, 0.4),
-        (["embedder: down"], False, "keyword path", 0.2),
+        (["embedder: down"], False, "keyword path", 0.161),
         (["vector index: gone"], True, "keyword path", 0.4),  # the shortlist still has its similarities
-        (["vector scoring: gone"], True, "keyword path", 0.2),
+        (["vector scoring: gone"], True, "keyword path", 0.161),
         (["keyword index: gone"], True, "vector path", 0.4),
         (["embedder: down", "keyword index: gone"], False, "user card only", 0.4),
     ],
@@ -314,4 +314,4 @@ def test_which_path_answers_and_its_bar(failures, has_vector, path, bar):
     assert health.path == path
     assert fallback.threshold(0.4, health.semantic, health.keywords, lexical=False) == bar
     if path == "vector path":
-        assert fallback.threshold(0.4, health.semantic, health.keywords, lexical=True) == 0.1
+        assert fallback.threshold(0.4, health.semantic, health.keywords, lexical=True) == 0.079

@@ -24,8 +24,11 @@ from pocketmem.store import StoreReader
 #   keyword path: a single query term found in one memory only scores 1 / (1 + KEYWORD_SATURATION) = 0.33
 #   vector path:  on the built-in (lexical) embedder a short message sharing one word with a memory scores
 #                 about 0.15 on the calibrated scale (unrelated texts score 0)
-KEYWORD_PATH_THRESHOLD = 0.2
-LEXICAL_VECTOR_PATH_THRESHOLD = 0.1
+# Both bars were set as 0.2 and 0.1 when relevance.B0 was -2.214; they are kept at the same logit when the
+# operating point moved to B0 = -2.475 (a 0.261 shift: 0.2 -> 0.161, 0.1 -> 0.079), so each path decides
+# exactly as it did (docs/ranking.md, *The operating point*).
+KEYWORD_PATH_THRESHOLD = 0.161
+LEXICAL_VECTOR_PATH_THRESHOLD = 0.079
 VECTOR_PATH_NEIGHBOURS = 64
 
 KEYWORD_PATH = "keyword path"
