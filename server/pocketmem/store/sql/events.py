@@ -9,21 +9,9 @@ from typing import Any
 from pocketmem.base.models import Event, EventKind
 from pocketmem.store.sql.dialect import Dialect, json_text
 from pocketmem.store.sql.queries import Queries
+from pocketmem.store.sql.records import EVENT_COLUMNS, event_from_row
 
-EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at"
 _WRITTEN = "user_id, kind, memory_id, operation_id, payload, created_at"
-
-
-def event_from_row(r: Sequence[Any], d: Dialect) -> Event:
-    return Event(
-        id=r[0],
-        user_id=r[1],
-        kind=EventKind(r[2]),
-        memory_id=r[3],
-        operation_id=r[4],
-        payload=d.from_json(r[5]),
-        created_at=d.from_column(r[6]),
-    )
 
 
 def _marks(d: Dialect) -> str:

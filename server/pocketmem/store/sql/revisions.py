@@ -6,27 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pocketmem.base.models import Revision
-from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
-
-REVISION_COLUMNS = "id, memory_id, user_id, previous_content, new_content, mode, reason, created_at"
-
-
-def revision_from_row(r: Sequence[Any], d: Dialect) -> Revision:
-    return Revision(
-        id=r[0],
-        memory_id=r[1],
-        user_id=r[2],
-        previous_content=r[3],
-        new_content=r[4],
-        mode=r[5],
-        reason=r[6],
-        created_at=d.from_column(r[7]),
-    )
-
-
-def revision_params(r: Revision, d: Dialect) -> tuple[Any, ...]:
-    return (r.id, r.memory_id, r.user_id, r.previous_content, r.new_content, r.mode, r.reason, d.ts(r.created_at))
+from pocketmem.store.sql.records import REVISION_COLUMNS, revision_from_row, revision_params
 
 
 class RevisionQueries(Queries):

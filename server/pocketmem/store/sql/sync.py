@@ -15,7 +15,7 @@ from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory, Tombstone
 from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.queries import Queries
-from pocketmem.store.sql.trash import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
+from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
 
 KEY_WIDTH = 20
 

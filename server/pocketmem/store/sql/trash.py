@@ -6,44 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pocketmem.base.models import DeleteReason, Tombstone
-from pocketmem.store.sql.dialect import Dialect
+from pocketmem.base.models import Tombstone
 from pocketmem.store.sql.queries import Queries
-
-TOMBSTONE_COLUMNS = (
-    "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
-    "purged_at"
-)
-
-
-def tombstone_from_row(r: Sequence[Any], d: Dialect) -> Tombstone:
-    return Tombstone(
-        tombstone_id=r[0],
-        memory_id=r[1],
-        user_id=r[2],
-        deleted_at=d.from_column(r[3]),
-        purge_at=d.dt(r[4]),
-        reason=DeleteReason(r[5]),
-        cloud_synced_at=d.dt(r[6]),
-        payload_hash=r[7],
-        restored_at=d.dt(r[8]),
-        purged_at=d.dt(r[9]),
-    )
-
-
-def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
-    return (
-        t.tombstone_id,
-        t.memory_id,
-        t.user_id,
-        d.ts(t.deleted_at),
-        d.ts(t.purge_at),
-        t.reason.value,
-        d.ts(t.cloud_synced_at),
-        t.payload_hash,
-        d.ts(t.restored_at),
-        d.ts(t.purged_at),
-    )
+from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
 
 
 class TrashQueries(Queries):

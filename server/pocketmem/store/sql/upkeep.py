@@ -16,19 +16,12 @@ from pocketmem.base.models import Memory, PendingItem, Status, Usage
 from pocketmem.core.instants import decode as from_iso
 from pocketmem.store.base import IndexedText, ScoreRow
 from pocketmem.store.policy import CORE_PERSISTENCE
-from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
+from pocketmem.store.sql.records import USAGE_COLUMNS, usage_from_row
 
-USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
 # The same expression as the partial index memories_open_todos (m002), so SQLite can use it.
 _OPEN_TODO = "status = 'active' and category = 'todo' and completed_at is null"
 _TODO_TIME = "coalesce(remind_at, due_at)"
-
-
-def usage_from_row(r: Sequence[Any], d: Dialect) -> Usage:
-    return Usage(
-        user_id=r[0], memory_id=r[1], used_count=r[2], last_used_at=d.dt(r[3]), used_mark=r[4], recalled_mark=r[5]
-    )
 
 
 class UpkeepQueries(Queries):
