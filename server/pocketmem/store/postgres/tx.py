@@ -25,11 +25,7 @@ from pocketmem.store.base import IndexedText, StoreWriter
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.records import (
-    MEMORY_COLUMNS,
-    PENDING_COLUMNS,
     lexemes,
-    memory_from_row,
-    pending_from_row,
     tsquery_text,
     vector_text,
 )
@@ -73,10 +69,6 @@ class PostgresTx(
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     dialect = POSTGRES
-    _memory_columns = MEMORY_COLUMNS
-    _to_memory = staticmethod(memory_from_row)
-    _pending_columns = PENDING_COLUMNS
-    _to_pending = staticmethod(pending_from_row)
 
     def __init__(self, conn: Any, *, writing: bool, vectors: bool) -> None:
         self._conn = conn

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Memory, PendingItem, Status, Usage
@@ -25,11 +25,8 @@ _TODO_TIME = "coalesce(remind_at, due_at)"
 
 
 class UpkeepQueries(Queries):
-    _pending_columns: ClassVar[str]
-
     if TYPE_CHECKING:
 
-        def _to_pending(self, row: Sequence[Any]) -> PendingItem: ...
         def _current_importance(self, now: datetime) -> tuple[str, list[Any]]: ...
         async def _mark_purged(self, user_id: str, memory_id: str, when: datetime) -> None: ...
         async def remove_memory(self, user_id: str, memory_id: str) -> bool: ...

@@ -27,7 +27,6 @@ from pocketmem.base.errors import StoreError
 from pocketmem.base.models import (
     EventKind,
     Memory,
-    PendingItem,
     Status,
 )
 from pocketmem.core.text import fts_match_expression
@@ -45,13 +44,6 @@ from pocketmem.store.sql.memories import MemoryReads
 from pocketmem.store.sql.operations import OperationQueries
 from pocketmem.store.sql.pending import PendingQueries
 from pocketmem.store.sql.profile import ProfileQueries
-from pocketmem.store.sql.records import (
-    MEMORY_COLUMNS,
-    PENDING_COLUMNS,
-    memory_from_row,
-    memory_params,
-    pending_from_row,
-)
 from pocketmem.store.sql.revisions import RevisionQueries
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
@@ -75,8 +67,6 @@ LOCK_RETRIES = 3
 # How long a write waits for other processes' writes before it fails as busy.
 WRITE_LOCK_TIMEOUT = 30.0
 
-_MEMORY_COLUMNS = MEMORY_COLUMNS
-_PENDING_COLUMNS = PENDING_COLUMNS
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:
@@ -85,18 +75,6 @@ def pack_vector(vector: Sequence[float]) -> bytes:
 
 def unpack_vector(blob: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
-
-
-def _memory(row: Sequence[Any]) -> Memory:
-    return memory_from_row(row, SQLITE)
-
-
-def _memory_params(memory: Memory) -> tuple[Any, ...]:
-    return memory_params(memory, SQLITE)
-
-
-def _pending(row: Sequence[Any]) -> PendingItem:
-    return pending_from_row(row, SQLITE)
 
 
 async def _rollback(conn: aiosqlite.Connection) -> None:
@@ -130,13 +108,8 @@ class SQLiteTx(
 ):
     """Queries over one connection inside one transaction."""
 
-    _memory_columns = _MEMORY_COLUMNS
-    _to_memory = staticmethod(_memory)
-    _memory_params = staticmethod(_memory_params)
     _pack = staticmethod(pack_vector)
     _unpack = staticmethod(unpack_vector)
-    _to_pending = staticmethod(_pending)
-    _pending_columns = _PENDING_COLUMNS
     dialect = SQLITE
 
     def __init__(self, db: aiosqlite.Connection, vectors: bool, owner_index: bool = True) -> None:
@@ -605,13 +578,8 @@ class SQLiteStore(Store):
                     yield tx
         except Exception as exc:
             # Disk full, a read-only file, a damaged page: one clear error saying nothing was written.
-            fault = faults.classify(exc, self.path, writing=True)
-            if fault is None or fault is exc:
-                raise
-            if fault.kind == "damaged":
-                self.damage = str(exc)[:200]
-            log.warning("write refused: %s (%s)", fault, exc)
-            raise fault from exc
+            self._refuse_write(exc)
+            raise
         # Outside the lock: listeners may read (or even write) the store.
         if tx is not None and tx.changes:
             await self._committed({user: frozenset(kinds) for user, kinds in tx.changes.items()})
@@ -651,13 +619,19 @@ class SQLiteStore(Store):
         except Exception as exc:
             # A unit's own failure reaches its caller from inside the shared transaction: the same clear
             # storage error write() gives (disk full, read-only, damaged), nothing written for this call.
-            fault = faults.classify(exc, self.path, writing=True)
-            if fault is None or fault is exc:
-                raise
-            if fault.kind == "damaged":
-                self.damage = str(exc)[:200]
-            log.warning("write refused: %s (%s)", fault, exc)
-            raise fault from exc
+            self._refuse_write(exc)
+            raise
+
+    def _refuse_write(self, exc: Exception) -> None:
+        """Raise the clear storage error (disk full, read-only, damaged) `exc` stands for, if it is one;
+        return when it is not, so the caller re-raises `exc` itself."""
+        fault = faults.classify(exc, self.path, writing=True)
+        if fault is None or fault is exc:
+            return
+        if fault.kind == "damaged":
+            self.damage = str(exc)[:200]
+        log.warning("write refused: %s (%s)", fault, exc)
+        raise fault from exc
 
     @asynccontextmanager
     async def _short_write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:

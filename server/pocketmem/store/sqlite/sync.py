@@ -15,13 +15,12 @@ from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    pass
 
 
 class SyncQueries(SharedSyncQueries):
     _sync_column = "sync_seq"
     _row_key = "rowid"
-    _memory_params: Callable[[Memory], tuple[Any, ...]]
     _vectors: bool
 
     if TYPE_CHECKING:

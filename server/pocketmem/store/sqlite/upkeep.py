@@ -26,7 +26,6 @@ class UpkeepQueries(SharedUpkeepQueries):
     _vectors: bool
     _db: Any
     _pack: Callable[[Sequence[float]], bytes]
-    _memory_params: Callable[[Memory], tuple[Any, ...]]
 
     async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
         rows = await self._all(f"select {self._memory_columns} from memories where {where}", params)
