@@ -113,7 +113,7 @@ class Retrieval:
         """What cosine similarity means for this embedder in this language (calibration.py)."""
         return await self.calibration.scale(lang)
 
-    def _parse(self, req: RecallRequest) -> Query:
+    def parse(self, req: RecallRequest) -> Query:
         message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
         if len(req.context) > MAX_CONTEXT_LINES:
             raise InvalidInput("context", f"at most {MAX_CONTEXT_LINES} recent lines, got {len(req.context)}")
@@ -147,7 +147,7 @@ class Retrieval:
             timeexpr.parse(message, today),
         )
 
-    async def _query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
+    async def query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
         texts = [q.message]
         weights = [1.0]
@@ -165,7 +165,7 @@ class Retrieval:
         return [x / norm for x in combined], vectors[0]
 
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
-        q = self._parse(req)
+        q = self.parse(req)
         top_k = req.top_k or self.settings.top_k
         if not 1 <= top_k <= 50:
             raise InvalidInput("top_k", "must be between 1 and 50")
@@ -189,7 +189,7 @@ class Retrieval:
         vector: list[float] | None = None
         own: list[float] | None = None
         try:
-            vector, own = await self._query_vectors(q)
+            vector, own = await self.query_vectors(q)
             scale = await self.scale(guess_language(q.message))
         except PocketmemError as exc:
             failures.append(f"embedder: {exc}")
@@ -203,17 +203,14 @@ class Retrieval:
         ranked: list[Ranked] = []
         async with self.store.read() as reader:
             # Superseded memories are searched too: a hit on one brings its current version (current.py).
-            candidates, idfs = await self._candidates(
+            candidates, idfs = await self.candidates(
                 reader, user_id, q, vector, current.SEARCHED, failures, scale, own
             )
             candidates = await current.bring_current(reader, user_id, candidates, statuses)
             candidates = self._evidence_of_current(q, candidates, idfs, scale)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
-            if req.categories:
-                allowed = set(req.categories)
-                candidates = [c for c in candidates if c.memory.category in allowed]
-            candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+            candidates = _usable(candidates, req.categories, now)
             health = fallback.Health.of(failures, vector is not None)
             if health.path != fallback.CARD_ONLY:
                 ranked = rank(
@@ -277,7 +274,7 @@ class Retrieval:
             degraded=degraded,
         )
 
-    async def _candidates(
+    async def candidates(
         self,
         reader: StoreReader,
         user_id: str,
@@ -321,10 +318,8 @@ class Retrieval:
         """Large-library recall: the same candidates and ranking, over the cloud library."""
         assert self.library is not None
         async with self.library.library.read() as reader:
-            candidates, idfs = await self._candidates(reader, user_id, q, vector, statuses, [], scale)
-        if categories:
-            candidates = [c for c in candidates if c.memory.category in set(categories)]
-        candidates = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+            candidates, idfs = await self.candidates(reader, user_id, q, vector, statuses, [], scale)
+        candidates = _usable(candidates, categories, now)
         ranked = rank(
             candidates,
             q.terms,
@@ -376,7 +371,9 @@ class Retrieval:
             degraded=fallback.describe(fallback.CARD_ONLY, failures),
         )
 
-    # -- recall's stages, public for the calibration benchmark (bench/calibrate.py) ----------------------
-    parse = _parse
-    query_vectors = _query_vectors
-    candidates = _candidates
+
+def _usable(candidates: list[Candidate], categories: Sequence[Category] | None, now: datetime) -> list[Candidate]:
+    """The candidates of the asked categories (all when none are named) that have not expired."""
+    allowed = set(categories) if categories else None
+    fresh = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+    return [c for c in fresh if allowed is None or c.memory.category in allowed]
