@@ -109,8 +109,9 @@ async def test_write_while_endpoint_down_is_stored_searchable_and_embedded_later
 
     found = await call(client, "recall_memories", {"query": "这道菜里有香菜吗", "keywords": ["忌口"]})
     assert [m["id"] for m in found["memories"]] == [stored["memory_id"]]
-    await anyio.sleep(0.3)  # the queue has tried and failed a few times meanwhile
-    assert openai_app.embed_queue.state.failures >= 1
+    with anyio.fail_after(20):  # the queue tries, fails, and backs off
+        while openai_app.embed_queue.state.failures < 1:  # noqa: ASYNC110 - the queue has no failure event
+            await anyio.sleep(0.02)
     assert await missing(openai_app) == [stored["memory_id"]]
 
     fake.start()

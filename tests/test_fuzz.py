@@ -240,8 +240,14 @@ class World:
                     digest.update(repr((name, row)).encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
+    async def settled(self) -> None:
+        """Write the server's deferred recall bookkeeping now, so an earlier accepted recall's use counts
+        cannot land between two fingerprints (the timer finds nothing left to write)."""
+        await self.app.retrieval.uses.flush()
+
     async def check(self, tool: str, drawn: dict[str, Any]) -> None:
         args = self.resolve(drawn)
+        await self.settled()
         whole, others = self.fingerprint(), self.fingerprint(OTHER_USER)
         result = await self.client.call_tool(tool, args)  # a protocol error raises here and fails the test
         text = " ".join(getattr(c, "text", "") for c in result.content)
@@ -301,6 +307,7 @@ async def test_fuzz_memory_resource(world: World, memory_id: Any) -> None:
     from mcp.shared.exceptions import MCPError
 
     resolved = world.resolve(memory_id)
+    await world.settled()
     before = world.fingerprint()
     try:
         result = await world.client.read_resource(f"memory://memories/{resolved}")

@@ -203,9 +203,11 @@ async def test_the_server_maintains_on_a_timer_without_holding_up_the_handshake(
         clock.advance(days=15)
         real_run = app.maintenance.run
         release = anyio.Event()
+        entered = anyio.Event()
         ran = anyio.Event()
 
         async def slow_run(now=None):
+            entered.set()
             await release.wait()  # a run that takes as long as the test wants
             report = await real_run(now)
             ran.set()
@@ -214,7 +216,7 @@ async def test_the_server_maintains_on_a_timer_without_holding_up_the_handshake(
         app.maintenance.run = slow_run  # type: ignore[method-assign]
         with anyio.fail_after(10):
             async with Client(build_server(settings, app=app), mode="legacy") as client:
-                await anyio.sleep(0.2)  # the timer has fired and is stuck in the run
+                await entered.wait()  # the timer has fired and is stuck in the run
                 tools = await client.list_tools()
                 assert "mark_memory" in {t.name for t in tools.tools}
                 release.set()
