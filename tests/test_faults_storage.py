@@ -205,6 +205,16 @@ def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path):
         assert error["id"] is None and error["error"]["code"] == -32700
         send("{oops\n")
         assert reply()["error"]["code"] == -32700
+        # Bytes that are not UTF-8 are refused as HTTP refuses them (400), never stored as U+FFFD.
+        send(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add_memory","arguments":'
+             b'{"content":"\xff\xfe user likes tea"}}}\n')
+        refused = reply()
+        assert refused["id"] is None and refused["error"]["code"] == -32700
+        assert "UTF-8" in refused["error"]["message"]
+        send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "list_memories", "arguments": {}}}) + "\n")
+        listed = reply()
+        assert listed["id"] == 5 and listed["result"]["structuredContent"]["total"] == 0  # nothing was stored
         send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}) + "\n")
         assert reply()["id"] == 3  # still serving
     finally:
