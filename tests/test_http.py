@@ -198,6 +198,16 @@ async def test_dns_rebinding_protection_and_request_size_limit(tmp_path):
         assert rebound.status_code == 421
         foreign = await post_initialize(server, {**bearer(alice), "origin": "http://attacker.example"})
         assert foreign.status_code == 403
+        # The Origin and Host are parsed (scheme, host, numeric port), never matched by their start.
+        own = await post_initialize(server, {**bearer(alice), "origin": f"http://127.0.0.1:{port}"})
+        assert own.status_code == 200
+        for origin in (f"http://127.0.0.1:{port}.evil.example", f"http://127.0.0.1:{port}@evil.example",
+                       "http://127.0.0.1:evil.example", f"http://localhost:{port}/path", "null"):
+            hostile = await post_initialize(server, {**bearer(alice), "origin": origin})
+            assert hostile.status_code == 403, origin
+        for host in (f"127.0.0.1:{port}.evil.example", f"127.0.0.1:{port}@evil.example", "localhost:evil.example"):
+            hostile = await post_initialize(server, {**bearer(alice), "host": host})
+            assert hostile.status_code == 421, host
         big = dict(INITIALIZE, params={**INITIALIZE["params"], "padding": "x" * 20_000})
         too_big = await post_initialize(server, bearer(alice), json.dumps(big).encode())
         assert too_big.status_code == 413

@@ -55,18 +55,29 @@ def test_access_policy(host, mode, tokens, allowed, expect):
 
 def test_dns_rebinding_protection_is_always_on():
     local = transport_security("127.0.0.1", ())
-    assert local.enable_dns_rebinding_protection
-    assert {"127.0.0.1:*", "localhost:*", "[::1]:*"} <= set(local.allowed_hosts)
-    assert "memory.test" not in " ".join(local.allowed_hosts)
+    assert local.host_ok("127.0.0.1:8765") and local.host_ok("localhost") and local.host_ok("[::1]:8765")
+    assert not local.host_ok("memory.test") and not local.host_ok(None)
     proxied = transport_security("127.0.0.1", ("Memory.Test",))
-    assert {"memory.test", "memory.test:*"} <= set(proxied.allowed_hosts)
-    assert {"https://memory.test", "http://memory.test:*"} <= set(proxied.allowed_origins)
+    assert proxied.host_ok("memory.test") and proxied.host_ok("MEMORY.test:443")
+    assert proxied.origin_ok("https://memory.test") and proxied.origin_ok("http://memory.test:8080")
+    assert proxied.origin_ok(None)  # a same-origin request sends none
     lan = transport_security("192.168.1.20", ())
-    assert set(lan.allowed_hosts) == {"192.168.1.20", "192.168.1.20:*"}
+    assert lan.names == {"192.168.1.20"}
     with pytest.raises(ConfigError, match="--allowed-host"):
         transport_security("0.0.0.0", ())
     with pytest.raises(ConfigError, match="without scheme or path"):
         transport_security("0.0.0.0", ("https://memory.test/",))
+
+
+@pytest.mark.parametrize("origin", [
+    "http://127.0.0.1:8765.evil.example", "http://127.0.0.1:8765@evil.example", "http://127.0.0.1:evil.example",
+    "http://user:pw@127.0.0.1:8765", "http://127.0.0.1:8765/x", "ftp://127.0.0.1:8765", "null", "http://[::1",
+    "http://127.0.0.1.evil.example",
+])
+def test_an_origin_is_parsed_never_prefix_matched(origin):
+    served = transport_security("127.0.0.1", ())
+    assert not served.origin_ok(origin)
+    assert not served.host_ok(origin.removeprefix("http://"))
 
 
 @pytest.mark.anyio

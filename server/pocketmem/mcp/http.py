@@ -16,10 +16,11 @@ Exposed: bound to a non-loopback address, or named by a non-loopback --allowed-h
 server behind a reverse proxy is reachable from anywhere).
 
 A request without a token, where one is not needed, acts as POCKETMEM_USER (like stdio); a token
-that is sent is always checked, so a wrong one gets 401 everywhere. DNS-rebinding protection
-(the SDK's Host / Origin checks) is always on: loopback names are allowed on a loopback host,
-otherwise the bound address and every --allowed-host. Request bodies are capped at
-POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
+that is sent is always checked, so a wrong one gets 401 everywhere. DNS-rebinding protection is
+always on (`ServedNames`): loopback names are allowed on a loopback host, otherwise the bound address
+and every --allowed-host; the Host and Origin headers are parsed (scheme, host, numeric port), never
+prefix-matched, so `http://127.0.0.1:8765.evil.example` or `http://127.0.0.1:8765@evil.example` is
+refused. Request bodies are capped at POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pocketmem.app import PocketMem
@@ -124,7 +128,41 @@ def access_policy(host: str, mode: AuthMode, active_tokens: int, allowed_hosts: 
     return Anonymous.until_first_token
 
 
-def transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+def authority_host(value: str) -> str | None:
+    """The host of `host[:port]`, lower-case, an IPv6 address without brackets; None unless the value is exactly
+    that (a numeric port, no user, no path)."""
+    try:
+        parts = urlsplit("//" + value.strip())
+        parts.port  # noqa: B018 - raises ValueError unless the port is a number
+    except ValueError:
+        return None
+    if parts.username is not None or parts.path or parts.query or parts.fragment or not parts.hostname:
+        return None
+    return parts.hostname
+
+
+@dataclass(frozen=True)
+class ServedNames:
+    """The host names clients legitimately use to reach the server, and the Host / Origin checks against them."""
+
+    names: frozenset[str]
+
+    def host_ok(self, header: str | None) -> bool:
+        return header is not None and authority_host(header) in self.names
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """An Origin is absent (same-origin request) or exactly `http(s)://name[:port]` for a served name."""
+        if origin is None:
+            return True
+        try:
+            parts = urlsplit(origin.strip())
+        except ValueError:
+            return False
+        plain = not (parts.path or parts.query or parts.fragment)
+        return parts.scheme in ("http", "https") and plain and authority_host(parts.netloc) in self.names
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str]) -> ServedNames:
     """Host and Origin headers a request may carry: what clients legitimately use to reach us."""
     if host in WILDCARD_HOSTS and not allowed_hosts:
         raise ConfigError(
@@ -135,16 +173,33 @@ def transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecu
     # Through a wildcard address local clients arrive as 127.0.0.1 / localhost too.
     names: list[str] = list(LOOPBACK_NAMES) if is_loopback(host) or host in WILDCARD_HOSTS else []
     if host not in WILDCARD_HOSTS and not is_loopback(host):
-        names.append(f"[{host}]" if ":" in host else host)
+        names.append(host)
     for name in allowed_hosts:
         name = name.strip().lower()
         if not name or "/" in name:
             raise ConfigError(f"--allowed-host {name!r}: give a host name or address, without scheme or path")
-        if name not in names:
-            names.append(name)
-    hosts = [h for name in names for h in (name, f"{name}:*")]
-    origins = [o for name in names for scheme in ("http", "https") for o in (f"{scheme}://{name}", f"{scheme}://{name}:*")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+        names.append(name)
+    return ServedNames(frozenset(name.strip("[]").lower() for name in names))
+
+
+class HeaderGuard:
+    """DNS-rebinding protection for every request: a Host the server answers to (else 421) and, when sent, an
+    Origin naming it (else 403). It replaces the SDK's check, which matches prefixes."""
+
+    def __init__(self, app: ASGIApp, served: ServedNames) -> None:
+        self.app = app
+        self.served = served
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            if not self.served.host_ok(headers.get("host")):
+                await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
+                return
+            if not self.served.origin_ok(headers.get("origin")):
+                await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class LocalAccess:
@@ -228,7 +283,9 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
     tokens = TokenService(app.store, app.clock)
     local = LocalAccess(settings.user) if anonymous is not Anonymous.never else None
     mcp = build_server(settings, app=app, token_verifier=StoreTokenVerifier(tokens, local))
-    security = transport_security(options.host, options.allowed_hosts)
+    served = transport_security(options.host, options.allowed_hosts)
+    # The Host / Origin checks are HeaderGuard's (strict parsing); the SDK still checks Content-Type.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     starlette: Starlette
     if options.transport == "http":
         starlette = mcp.streamable_http_app(
@@ -249,8 +306,9 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
         )
     if options.mount is not None:
         options.mount(starlette, app, anonymous, options)
+    guarded = HeaderGuard(starlette, served)
     if local is None:
-        return starlette
+        return guarded
 
     async def allowed() -> bool:
         if anonymous is Anonymous.always:
@@ -261,7 +319,7 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             log.warning("could not count tokens; asking for one", exc_info=True)
             return False
 
-    return LocalAccessMiddleware(starlette, local, allowed)
+    return LocalAccessMiddleware(guarded, local, allowed)
 
 
 def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int, open_: bool = True) -> str:

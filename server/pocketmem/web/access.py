@@ -25,11 +25,10 @@ import logging
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.models import ApiToken
-from pocketmem.mcp.http import Anonymous
+from pocketmem.mcp.http import Anonymous, ServedNames
 from pocketmem.service.tokens import TokenService
 
 log = logging.getLogger(__name__)
@@ -58,21 +57,14 @@ class WebAccess:
     clock: Clock
     anonymous: Anonymous
     local_user: str
-    allowed_hosts: tuple[str, ...]  # host names (without port) the server answers to
+    served: ServedNames  # the host names the server answers to, and the strict Host / Origin checks
     _key: bytes | None = field(default=None, repr=False)
 
     def host_allowed(self, host_header: str | None) -> bool:
-        if not host_header:
-            return False
-        return _host_name(host_header) in self.allowed_hosts
+        return self.served.host_ok(host_header)
 
     def origin_allowed(self, origin: str | None) -> bool:
-        if origin is None:
-            return True
-        if origin == "null":
-            return False
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.netloc != "" and self.host_allowed(parts.netloc)
+        return self.served.origin_ok(origin)
 
     async def anonymous_allowed(self) -> bool:
         if self.anonymous is Anonymous.always:
@@ -141,18 +133,3 @@ class WebAccess:
     @staticmethod
     def csrf_ok(visitor: Visitor, sent: str | None) -> bool:
         return bool(sent) and hmac.compare_digest(visitor.csrf.encode(), (sent or "").encode())
-
-
-def _host_name(host: str) -> str:
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def allowed_host_names(host: str, allowed_hosts: tuple[str, ...]) -> tuple[str, ...]:
-    """The names a browser may use to reach a server bound to `host` (as transport_security in mcp/http.py)."""
-    from pocketmem.mcp.http import transport_security
-
-    patterns = transport_security(host, allowed_hosts).allowed_hosts or []
-    return tuple(sorted({p.removesuffix(":*") for p in patterns}))

@@ -20,9 +20,9 @@ from starlette.routing import Mount, Route
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.mcp.http import Anonymous, AuthMode, NetworkOptions, access_policy, listen
+from pocketmem.mcp.http import Anonymous, AuthMode, NetworkOptions, access_policy, listen, transport_security
 from pocketmem.service.tokens import TokenService
-from pocketmem.web.access import WebAccess, allowed_host_names
+from pocketmem.web.access import WebAccess
 from pocketmem.web.app import build_web_app
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ UI_PATH = "/ui"
 def make_access(pm: PocketMem, anonymous: Anonymous, host: str, allowed_hosts: tuple[str, ...] = ()) -> WebAccess:
     return WebAccess(
         tokens=TokenService(pm.store, pm.clock), clock=pm.clock, anonymous=anonymous, local_user=pm.settings.user,
-        allowed_hosts=allowed_host_names(host, allowed_hosts),
+        served=transport_security(host, allowed_hosts),
     )
 
 
