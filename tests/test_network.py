@@ -81,6 +81,37 @@ def test_an_origin_is_parsed_never_prefix_matched(origin):
 
 
 @pytest.mark.anyio
+async def test_a_token_check_does_the_same_work_whether_its_id_exists_or_not(app, monkeypatch):
+    """Timing must not tell which token ids exist: a garbage token, an unknown id and a known id with a wrong
+    secret each cost one record lookup and one hash comparison (counted, not timed)."""
+    from contextlib import asynccontextmanager
+
+    from pocketmem.service import tokens as token_module
+
+    service = TokenService(app.store, app.clock)
+    real = await service.create("alice")
+    secret = real.token.split("_", 2)[2]
+    work: list[str] = []
+    real_read, real_hash = app.store.read, token_module.hash_token
+
+    @asynccontextmanager
+    async def counted_read():
+        async with real_read() as reader:
+            class Reader:
+                async def get_token(self, token_id):
+                    work.append("lookup")
+                    return await reader.get_token(token_id)
+            yield Reader()
+
+    monkeypatch.setattr(service, "store", type("Store", (), {"read": staticmethod(counted_read)})())
+    monkeypatch.setattr(token_module, "hash_token", lambda t: work.append("hash") or real_hash(t))
+    for presented in ("garbage", "pm_\udcff" * 3, f"pm_{'0' * 12}_{secret}", f"pm_{real.record.id}_{secret[::-1]}"):
+        work.clear()
+        assert await service.verify(presented) is None, presented
+        assert work == ["lookup", "hash"], presented
+
+
+@pytest.mark.anyio
 async def test_tokens_are_verified_by_hash_and_revoked_at_once(app):
     tokens = TokenService(app.store, app.clock)
     new = await tokens.create("alice", "phone")

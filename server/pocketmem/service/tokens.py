@@ -4,6 +4,9 @@ A token reads `pm_<id>_<secret>`: the id (12 hex characters) is public — `pock
 shows it and `revoke` takes it — and finds the stored record; the secret (256 random bits) is
 never stored. The store keeps sha256(token), compared in constant time. Each token belongs to
 one user; a request carrying it acts as that user and sees nothing of anyone else's.
+
+Verification does the same work for every token it is shown, well-formed or not, known or not: one
+record lookup and one hash comparison, so its time tells nothing about which token ids exist.
 """
 
 from __future__ import annotations
@@ -35,12 +38,15 @@ SCOPE = "memory"
 # last_used_at is informational: writing it at most once a minute keeps verification a pure read.
 TOUCH_INTERVAL = timedelta(minutes=1)
 
+# Looked up in place of the id of a malformed token: no record has it (ids are 12 hex characters).
+_NO_SUCH_ID = "-"
+_NO_SUCH_HASH = "0" * 64
 _TOKEN_SHAPE = re.compile(rf"^{TOKEN_PREFIX}([0-9a-f]{{{ID_HEX_CHARS}}})_[A-Za-z0-9_-]{{20,}}$")
 _USER_ID = re.compile(USER_ID_PATTERN)
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()  # any text a client sends
 
 
 def token_id_of(token: str) -> str | None:
@@ -130,11 +136,11 @@ class TokenService:
     async def verify(self, token: str) -> ApiToken | None:
         """The active record the token belongs to, or None. Never raises for a bad token."""
         token_id = token_id_of(token)
-        if token_id is None:
-            return None
         async with self.store.read() as reader:
-            record = await reader.get_token(token_id)
-        if record is None or not record.active or not hmac.compare_digest(record.token_hash, hash_token(token)):
+            record = await reader.get_token(token_id or _NO_SUCH_ID)
+        expected = record.token_hash if record is not None else _NO_SUCH_HASH
+        matches = hmac.compare_digest(expected, hash_token(token[:MAX_TOKEN_CHARS]))
+        if token_id is None or record is None or not record.active or not matches:
             return None
         now = self.clock.now()
         if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
