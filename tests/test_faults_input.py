@@ -226,6 +226,29 @@ def test_export_o_refuses_a_device_from_the_command_line(tmp_path):
     ]
 
 
+def test_export_markdown_refuses_links_and_files_as_o_does(tmp_path, capsys):
+    from .servers import run_cli
+
+    home = tmp_path / "home"
+    dangling = tmp_path / "cards"
+    dangling.symlink_to(tmp_path / "nowhere")
+    (tmp_path / "elsewhere").mkdir()
+    linked = tmp_path / "linked"
+    linked.symlink_to(tmp_path / "elsewhere")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("keep me", encoding="utf-8")
+    for target, kind in ((dangling, "symbolic link"), (linked, "symbolic link"), (plain, "file")):
+        result = run_cli(capsys, home, "export", "--markdown", str(target))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().splitlines() == [
+            f"pocketmem: --markdown: {target} is a {kind}; give a new folder name or an existing folder"
+        ]
+    assert not (tmp_path / "nowhere").exists() and list((tmp_path / "elsewhere").iterdir()) == []
+    assert plain.read_text(encoding="utf-8") == "keep me"
+    written = run_cli(capsys, home, "export", "--markdown", str(tmp_path / "new"))
+    assert written.returncode == 0 and (tmp_path / "new" / "User.md").is_file()
+
+
 # -- the pending listing ----------------------------------------------------------------------
 @pytest.mark.backends
 async def test_the_pending_listing_filters_before_paging(app):

@@ -141,6 +141,20 @@ def check_target(path: Path, field: str = "output") -> None:
     raise InvalidInput(field, f"{path} is a {kind}; give a new file name or an existing regular file")
 
 
+def check_directory(path: Path, field: str) -> None:
+    """An export folder is a new path or an existing directory: never a symbolic link (dangling or not), a file
+    or a device, as `check_target` refuses them for a file."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        kind = "symbolic link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "special file"
+        raise InvalidInput(field, f"{path} is a {kind}; give a new folder name or an existing folder")
+
+
 class Exporter:
     def __init__(
         self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
@@ -232,6 +246,7 @@ class Exporter:
 
     async def export_markdown(self, user_id: str, directory: Path) -> list[Path]:
         """User.md (the user card) and, when a persona is set, Persona.md; each replaced atomically."""
+        check_directory(directory, "--markdown")
         card = await render_user_card(self.store, user_id, self.settings, self.clock.now())
         written = [directory / "User.md"]
         atomic_write(written[0], card)
