@@ -17,6 +17,7 @@ from typing import Literal
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
 from pocketmem.core import privacy
+from pocketmem.core.routing import route
 from pocketmem.core.text import clean_text
 from pocketmem.service.add_request import MAX_SOURCE_CHARS, AddRequest, note_redactions, screen_secrets
 from pocketmem.service.lifecycle import Lifecycle
@@ -83,7 +84,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             if refused:
                 ready.append((RefusedStep(kinds), None))
                 continue
-            stored = req.confidence >= settings.store_threshold and not settings.confirm_all
+            stored = route(req.confidence, settings) == "store"
             vector = await vectors.embed_or_defer(req.content, req.keywords) if stored else None
             ready.append((AddStep(req, kinds), vector))
         elif isinstance(step, PatchStep):
@@ -113,9 +114,10 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 results.append(await writing.refuse_secret_in(tx, user_id, step.kinds, now))
             elif isinstance(step, AddStep):
                 req = step.request
-                if req.confidence < settings.pending_threshold:
+                where = route(req.confidence, settings)
+                if where == "discard":
                     result = await writing.discard_in(tx, user_id, req, now)
-                elif req.confidence < settings.store_threshold or settings.confirm_all:
+                elif where == "pending":
                     result = await writing.pending_in(tx, user_id, req, now)
                 else:
                     result = await writing.store_in(tx, user_id, req, vector, now, cap=False)

@@ -41,6 +41,7 @@ from pocketmem.core.operations import (
     UpdateOp,
     check_answer,
 )
+from pocketmem.core.routing import route
 from pocketmem.core.rubric import Language, server_rubric
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatAnswer, ChatModel, ChatRequest, ChatTurn, configured_model
@@ -349,10 +350,10 @@ class Extraction:
             elif isinstance(op, UpdateOp):
                 assert target is not None
                 step = AddStep(self._update_request(op, target))
-            elif isinstance(op, PatchOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
+            elif isinstance(op, PatchOp) and route(op.confidence, settings) == "store":
                 assert target is not None
                 step = PatchStep(target.id, op.patch, op.mode, op.reason)
-            elif isinstance(op, ForgetOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
+            elif isinstance(op, ForgetOp) and route(op.confidence, settings) == "store":
                 assert target is not None
                 step = ForgetStep(target.id, f"{SOURCE}: {op.reason}" if op.reason else SOURCE)
             elif isinstance(op, BoostOp):
@@ -381,7 +382,7 @@ class Extraction:
         """A proposed profile change goes through update_profile's path (a pending confirmation once the
         profile is confirmed; a draft during onboarding)."""
         base = {"op": op.op, "reason": op.reason, "confidence": op.confidence}
-        if self.propose_profile is None or op.confidence < self.settings.pending_threshold:
+        if self.propose_profile is None or route(op.confidence, self.settings) == "discard":
             return RememberItem(**base, status="discarded", message="Not applied: the profile is not changed here.")
         try:
             result = await self.propose_profile(user_id, op.persona, op.identity)
@@ -457,7 +458,7 @@ class Extraction:
         # PATCH or FORGET below the store threshold: not done; the agent may ask the user.
         assert isinstance(op, PatchOp | ForgetOp)
         settings = self.settings
-        if op.confidence < settings.pending_threshold:
+        if route(op.confidence, settings) == "discard":
             return RememberItem(
                 **base, status="discarded", memory_id=target.id, confidence=op.confidence,
                 message=f"Not applied: confidence {op.confidence:g} is below {settings.pending_threshold:g}.",

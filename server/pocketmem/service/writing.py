@@ -1,9 +1,7 @@
 """The write path: add_memory and bulk adds, routed by confidence, deduplicated, capped.
 
 Write path (design "Write path"):
-    confidence >= store_threshold (0.85)    -> stored
-    confidence >= pending_threshold (0.60)  -> pending, until confirm_pending
-    otherwise                               -> discarded (logged, not stored)
+    by confidence (core/routing.py)         -> stored, pending until confirm_pending, or discarded (logged)
     same normalised content as an active memory -> duplicate: the existing one is reinforced
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
@@ -23,6 +21,7 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, PendingItem, PendingStatus, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core import privacy
+from pocketmem.core.routing import route
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import content_hash
 from pocketmem.service.add_request import (
@@ -96,7 +95,8 @@ class Writing:
             if replay is not None:
                 return replay
         now = self.clock.now()
-        if req.confidence < self.settings.pending_threshold:
+        where = route(req.confidence, self.settings)
+        if where == "discard":
             async with self.store.write(user_id=user_id) as tx:
                 replay = await self.replay(tx, user_id, req.operation_id, digest)
                 if replay is not None:
@@ -104,8 +104,7 @@ class Writing:
                 result = await self.discard_in(tx, user_id, req, now)
                 await self.record_result(tx, user_id, req.operation_id, digest, result, now)
             return result
-        if req.confidence < self.settings.store_threshold or self.settings.confirm_all:
-            # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
+        if where == "pending":
             return await self._add_pending(user_id, req, digest, now)
         vector = await self.vectors.embed_or_defer(req.content, req.keywords)
 
