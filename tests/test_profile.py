@@ -16,7 +16,7 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 
 from .conftest import START, make_settings
@@ -268,7 +268,7 @@ async def test_project_md_summarises_older_entries_with_the_llm(tmp_path, clock)
         async with PocketMem(settings, clock=clock) as app:
             for step in range(5):
                 clock.advance(hours=1)
-                await app.lifecycle.add(USER, AddRequest(content=f"里程碑{step}", category=Category.project))
+                await app.writing.add(USER, AddRequest(content=f"里程碑{step}", category=Category.project))
             fake.script_chat("- 完成了里程碑0和1")
             await app.profile_files.sync_all()
             sent = fake.requests[-1].json["messages"][-1]["content"]

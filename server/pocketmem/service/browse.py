@@ -1,5 +1,5 @@
 """Reads for the management page: the filtered list (plain text or recall ranking), one memory with its
-history, and the figures behind the pictures. Nothing here writes; changes go through lifecycle,
+history, and the figures behind the pictures. Nothing here writes; changes go through the write path,
 review, todos and curation like the tools' do.
 
 Search modes:

@@ -25,9 +25,6 @@ from pocketmem.core.similarity import NEUTRAL, Scale, dot, fit
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.store.roles import MetaStore
 
-# Scale and NEUTRAL live in core/similarity.py; they are re-exported here for existing imports.
-__all__ = ["NEUTRAL", "Calibration", "Scale", "measure"]
-
 LANGUAGES = ("zh", "en")
 
 # Pairwise unrelated on purpose: different topics, short and long.

@@ -55,8 +55,9 @@ from pocketmem.service.batch import (
     StepResult,
     apply_batch,
 )
-from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.patching import Patching
 from pocketmem.service.retrieval import RecallRequest, Retrieval
+from pocketmem.service.writing import Writing
 from pocketmem.store import Store
 
 SOURCE = "remember_conversation"
@@ -159,11 +160,12 @@ ProfileProposer = Callable[[str, Mapping[str, str] | None, Mapping[str, str] | N
 
 class Extraction:
     def __init__(
-        self, settings: Settings, store: Store, lifecycle: Lifecycle, retrieval: Retrieval, clock: Clock
+        self, settings: Settings, store: Store, writing: Writing, patching: Patching, retrieval: Retrieval, clock: Clock
     ) -> None:
         self.settings = settings
         self.store = store
-        self.lifecycle = lifecycle
+        self.writing = writing
+        self.patching = patching
         threshold = min(settings.relevance_threshold, RELATED_THRESHOLD)
         wide = settings.model_copy(update={"relevance_threshold": threshold})
         self.retrieval = Retrieval(wide, store, retrieval.embedder, clock, retrieval.calibration)
@@ -362,7 +364,7 @@ class Extraction:
             if step is not None:
                 steps.append(step)
             planned.append((item, len(steps) - 1 if step is not None else None))
-        batch = await apply_batch(self.lifecycle, prepared.user_id, steps)
+        batch = await apply_batch(self.writing, self.patching, prepared.user_id, steps)
         items = [
             await self._profile_item(prepared.user_id, item.op) if isinstance(item.op, ProfileOp)
             else self._item(item, batch.results[i] if i is not None else None)

@@ -35,10 +35,11 @@ from pocketmem.core.ranking import (
     semantic_score,
     shadow_older,
 )
+from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback, topics
-from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
+from pocketmem.service.calibration import Calibration
 from pocketmem.service.candidates import CandidateRules, Query, gather_candidates
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import UseLedger, record_used

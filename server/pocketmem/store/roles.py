@@ -143,7 +143,7 @@ class SearchReads(Protocol):
         terms (text.query_terms, text.signature).
 
         The score is higher for better matches (SQLite: BM25; PostgreSQL: ts_rank); only the order
-        counts, recall scores keywords itself from term_document_counts and indexed_terms."""
+        counts, recall scores keywords itself from user_term_counts and indexed_terms."""
 
     @abstractmethod
     async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
@@ -181,12 +181,6 @@ class SearchReads(Protocol):
 
 class TermStats(Protocol):
     """How often terms occur, for keyword weighting."""
-
-    @abstractmethod
-    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many stored memories (of every user, in any status) contain each term, and how many
-        memories are stored in all. Terms found nowhere are left out. The total may overstate by
-        memories purged since (SQLite reads the highest row id)."""
 
     @abstractmethod
     async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:

@@ -264,14 +264,3 @@ class PostgresTx(
         counts = {r[0]: int(r[1]) for r in rows}
         total = counts.pop("", 0)
         return {t: n for t, n in counts.items() if n > 0}, total
-
-    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        wanted = list(dict.fromkeys(t for t in terms if t))
-        rows = await self._guarded(
-            "select term, sum(delta) from memory_term_counts where term = any(%s) group by term",
-            (["", *wanted],),
-        )
-        counts = {r[0]: int(r[1]) for r in rows}
-        total = counts.pop("", 0)
-        return {t: n for t, n in counts.items() if n > 0}, total
-

@@ -68,7 +68,6 @@ LOCK_RETRIES = 3
 WRITE_LOCK_TIMEOUT = 30.0
 
 
-
 def pack_vector(vector: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(vector)}f", *vector)
 
@@ -376,18 +375,6 @@ class SQLiteTx(
     async def _indexed_row(self, rowid: int) -> IndexedText | None:
         row = await self._one("select terms, keywords from memories_fts where rowid = ?", (rowid,))
         return IndexedText(terms=row[0], keyword_terms=row[1]) if row else None
-
-    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        # count(*) on an FTS5 table reads every row; the highest rowid is an O(log n) stand-in that
-        # only overstates N by the purged rows, which IDF barely notices. One statement, one round trip.
-        rows = await self._all(
-            "select null, coalesce(max(rowid), 0) from memories_fts union all "
-            f"select term, doc from memories_fts_vocab where term in ({_placeholders(len(terms))})",
-            tuple(terms),
-        )
-        total = int(rows[0][1])
-        return {row[0]: int(row[1]) for row in rows[1:]}, total
-
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -815,4 +802,3 @@ class SQLiteStore(Store):
             # Every known migration applied, in whatever order (branches may add them side by side).
             "schema_current": {name for name, _ in sqlite_migrations.MIGRATIONS} <= set(migrations),
         }
-
