@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Status
-from pocketmem.store import MemoryFilter
+from pocketmem.store.types import MemoryFilter
 
 from .conftest import make_settings
 from .servers import server_env

@@ -20,7 +20,7 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Status
 from pocketmem.service.add_request import DATE_FIELDS, AddRequest
-from pocketmem.store import MemoryFilter
+from pocketmem.store.types import MemoryFilter
 
 from .conftest import START, make_settings
 

@@ -11,7 +11,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.errors import NotFound
 from pocketmem.base.models import Status
 from pocketmem.service.add_request import AddRequest
-from pocketmem.store import MemoryFilter
+from pocketmem.store.types import MemoryFilter
 
 from .conftest import make_settings
 

@@ -39,7 +39,7 @@ async def snapshot(app: PocketMem) -> dict:
 
 
 def _flt(status):
-    from pocketmem.store import MemoryFilter
+    from pocketmem.store.types import MemoryFilter
 
     return MemoryFilter(statuses=(status,), limit=500)
 

@@ -19,8 +19,8 @@ from pocketmem.base.models import Status
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.service.sync import backoff
-from pocketmem.store import MemoryFilter
 from pocketmem.store.postgres.store import PostgresStore
+from pocketmem.store.types import MemoryFilter
 
 from .conftest import START, make_settings
 from .pg import PgTestServer, Proxy

@@ -44,8 +44,9 @@ from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
 from pocketmem.service.vectors import Vectors
 from pocketmem.service.writing import Writing
-from pocketmem.store import SQLiteStore, Store
+from pocketmem.store.base import Store
 from pocketmem.store.postgres.store import PostgresStore
+from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
 
@@ -256,11 +257,6 @@ class PocketMem:
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
         report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
-        if isinstance(self.store, SQLiteStore):
-            from pocketmem.store.sqlite.driver import sqlite_module
-
-            # Apart from the index itself, which a fresh store creates only with its first memory.
-            report["store"]["vector_extension"] = sqlite_module()[1]
         report["unreadable_times"] = await self.store.check_instants(repair=repair, now=self.clock.now())
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")

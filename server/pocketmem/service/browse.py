@@ -26,9 +26,9 @@ from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import days_between, importance
 from pocketmem.core.text import clean_text, query_terms
 from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.store import StoreReader
-from pocketmem.store.base import BrowseFilter, BrowseOrder
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import StoreReader
+from pocketmem.store.types import BrowseFilter, BrowseOrder
 
 MAX_PER_PAGE = 200
 MAX_QUERY_CHARS = 200

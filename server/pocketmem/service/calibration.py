@@ -23,7 +23,7 @@ from dataclasses import asdict
 
 from pocketmem.core.similarity import NEUTRAL, Scale, dot, fit
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.store.roles import MetaStore
+from pocketmem.store.base import MetaStore
 
 LANGUAGES = ("zh", "en")
 

@@ -27,8 +27,8 @@ from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.retrieval import RecallRequest, Retrieval
 from pocketmem.service.usercard import CARD_CORE_LIMIT
-from pocketmem.store.base import MemoryFilter
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.types import MemoryFilter
 
 RECENT_DAYS = 14
 RECENT_LIMIT = 200

@@ -21,7 +21,7 @@ from pocketmem.base.results import AddResult, EvictedItem, MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.writing import Writing
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
 
 SCORE_NAMES = ("emotion", "info", "persistence", "judge")
 UI_SOURCE = "ui"

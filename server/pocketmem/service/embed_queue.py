@@ -25,7 +25,7 @@ import anyio
 
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.rows import embedding_text
-from pocketmem.store.roles import VectorStore
+from pocketmem.store.base import VectorStore
 
 log = logging.getLogger(__name__)
 

@@ -62,8 +62,8 @@ from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import IndexedText
-from pocketmem.store.roles import VectorStore
+from pocketmem.store.base import VectorStore
+from pocketmem.store.types import IndexedText
 
 log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"

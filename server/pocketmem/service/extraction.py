@@ -58,7 +58,7 @@ from pocketmem.service.batch import (
 from pocketmem.service.patching import Patching
 from pocketmem.service.retrieval import RecallRequest, Retrieval
 from pocketmem.service.writing import Writing
-from pocketmem.store import Store
+from pocketmem.store.base import Store
 
 SOURCE = "remember_conversation"
 MAX_MESSAGE_CHARS = 4000

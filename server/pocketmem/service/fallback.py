@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pocketmem.base.models import Status
-from pocketmem.store import StoreReader
+from pocketmem.store.roles import StoreReader
 
 # The full relevance is a noisy-or of semantic and keyword evidence. With one of them missing, the other
 # must decide alone; these bars are what one piece of evidence reaches by itself:

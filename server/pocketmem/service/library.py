@@ -17,7 +17,7 @@ from pocketmem.base.clock import monotonic
 from pocketmem.base.config import Settings
 from pocketmem.base.models import DeleteReason, Status
 from pocketmem.core.ranking import Ranked
-from pocketmem.store import Store
+from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)
 

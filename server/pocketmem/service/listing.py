@@ -13,8 +13,9 @@ from pocketmem.base.results import MemoryList, MemoryView, PendingView
 from pocketmem.core.scoring import importance
 from pocketmem.core.text import clean_text
 from pocketmem.service.add_request import instant
-from pocketmem.store import MemoryFilter
-from pocketmem.store.roles import PendingReads, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import PendingReads
+from pocketmem.store.types import MemoryFilter
 
 
 class Listing:

@@ -36,8 +36,8 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
 from pocketmem.service.trash import Trash
-from pocketmem.store.base import ScoreRow
-from pocketmem.store.roles import UpkeepStore
+from pocketmem.store.base import UpkeepStore
+from pocketmem.store.types import ScoreRow
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pocketmem.base.models import EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.writing import Writing
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
 
 MAX_SNOOZE_HOURS = 24 * 90
 

@@ -34,8 +34,9 @@ from pocketmem.core.profile_text import (
 )
 from pocketmem.core.text import clean_text, has_cjk
 from pocketmem.service.rows import new_id
-from pocketmem.store.base import MemoryFilter, StoreWriter
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import StoreWriter
+from pocketmem.store.types import MemoryFilter
 
 INSIGHTS_LIMIT = 10  # Insights.md keeps the hot lessons only; the rest stays in the database
 

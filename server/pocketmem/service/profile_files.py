@@ -56,7 +56,7 @@ from pocketmem.service.profile import Profile
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
 from pocketmem.service.writing import Writing
-from pocketmem.store import Store
+from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)
 

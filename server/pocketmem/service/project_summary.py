@@ -22,8 +22,8 @@ from pocketmem.base.models import Category, EventKind
 from pocketmem.core import privacy
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatModel, ChatRequest, ChatTurn, configured_model
-from pocketmem.store.base import MemoryFilter
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.types import MemoryFilter
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ import anyio
 
 from pocketmem.base.models import EventKind, Scores, Status
 from pocketmem.core.scoring import info_importance
-from pocketmem.store.roles import MemoryTx, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import MemoryTx
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,8 @@ from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import UseLedger, record_used
 from pocketmem.service.todos import due_reminders, reminder_view
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import Store, StoreReader
+from pocketmem.store.base import Store
+from pocketmem.store.roles import StoreReader
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from pocketmem.core import privacy
 from pocketmem.core.scoring import importance, info_importance
 from pocketmem.service.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
 from pocketmem.service.trash import Trash
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
 
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10

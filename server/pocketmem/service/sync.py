@@ -35,7 +35,7 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
 from pocketmem.service.trash import Trash
-from pocketmem.store import Store
+from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +359,6 @@ def backoff(interval: float, failures: int) -> float:
 
 
 def _trash_filter() -> Any:
-    from pocketmem.store import MemoryFilter
+    from pocketmem.store.types import MemoryFilter
 
     return MemoryFilter(statuses=(Status.trashed,), limit=1)

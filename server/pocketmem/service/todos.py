@@ -20,7 +20,8 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, ReminderView
 from pocketmem.core import privacy
-from pocketmem.store.roles import MemoryReads, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import MemoryReads
 
 MAX_REASON_CHARS = 500
 

@@ -28,7 +28,7 @@ from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core import slots
 from pocketmem.core.ranking import Ranked, freshness
 from pocketmem.core.scoring import importance
-from pocketmem.store import StoreReader
+from pocketmem.store.roles import StoreReader
 
 log = logging.getLogger(__name__)
 

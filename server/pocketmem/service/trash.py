@@ -18,8 +18,9 @@ from pocketmem.core import privacy
 from pocketmem.core.scoring import importance
 from pocketmem.service.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.rows import new_id, payload_hash
-from pocketmem.store import MemoryFilter
-from pocketmem.store.roles import Transactions, TrashTx
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import TrashTx
+from pocketmem.store.types import MemoryFilter
 
 
 class Trash:

@@ -35,7 +35,8 @@ from pocketmem.service.duplicates import Duplicates
 from pocketmem.service.rows import indexed_text, new_id
 from pocketmem.service.trash import Trash
 from pocketmem.service.vectors import Vectors
-from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, Transactions, WriteTx
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, WriteTx
 
 
 class Writing:

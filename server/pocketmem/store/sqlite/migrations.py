@@ -304,7 +304,7 @@ async def m006_user_terms(db: aiosqlite.Connection) -> None:
     stemmer (core.text.index_terms): every memory's index row is rewritten from its stored content and
     keywords, and user_terms is counted from the rewritten rows. No memory row changes."""
     from pocketmem.core.text import indexed_text
-    from pocketmem.store.base import IndexedText, term_deltas
+    from pocketmem.store.types import IndexedText, term_deltas
 
     await _run_script(
         db,

@@ -30,25 +30,11 @@ from pocketmem.base.models import (
     Status,
 )
 from pocketmem.core.text import fts_match_expression
-from pocketmem.store.base import (
-    IndexedText,
-    Store,
-    StoreReader,
-    StoreWriter,
-    term_deltas,
-)
+from pocketmem.store.base import Store
 from pocketmem.store.policy import CORE_PERSISTENCE, sql_time_coef
-from pocketmem.store.sql.browse import BrowseQueries
-from pocketmem.store.sql.events import EventQueries
-from pocketmem.store.sql.memories import MemoryReads
-from pocketmem.store.sql.operations import OperationQueries
-from pocketmem.store.sql.pending import PendingQueries
-from pocketmem.store.sql.profile import ProfileQueries
-from pocketmem.store.sql.revisions import RevisionQueries
-from pocketmem.store.sql.tokens import TokenQueries
-from pocketmem.store.sql.trash import TrashQueries
-from pocketmem.store.sql.users import UserQueries
-from pocketmem.store.sql.writes import IndexColumn, MemoryWrites
+from pocketmem.store.roles import StoreWriter
+from pocketmem.store.sql.shared import SharedQueries
+from pocketmem.store.sql.writes import IndexColumn
 from pocketmem.store.sqlite import faults, instants_check, readonly_copy
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.dialect import SQLITE
@@ -58,6 +44,7 @@ from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.records import placeholders as _placeholders
 from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
+from pocketmem.store.types import IndexedText, term_deltas
 
 log = logging.getLogger(__name__)
 
@@ -89,22 +76,7 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SQLiteTx(
-    MemoryReads,
-    MemoryWrites,
-    PendingQueries,
-    OperationQueries,
-    UserQueries,
-    ProfileQueries,
-    UpkeepQueries,
-    SyncQueries,
-    EventQueries,
-    RevisionQueries,
-    TrashQueries,
-    TokenQueries,
-    BrowseQueries,
-    StoreWriter,
-):
+class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
     _pack = staticmethod(pack_vector)
@@ -140,11 +112,7 @@ class SQLiteTx(
         row = await self._one("select rowid from memories where id = ? and +user_id = ?", (memory_id, user_id))
         return row[0] if row else None
 
-    # Raw SQL inside this transaction, for the store that opened it (index upkeep, health) and for tests.
-    execute = _exec
-    fetch_one = _one
-    fetch_all = _all
-    rowid = _rowid
+    rowid = _rowid  # for the store that opened the transaction, and for tests
 
     # -- the index rows beside a memory (store/sql/writes.py) -----------------------------------
     def _index_columns(self, user_id: str, vector: Sequence[float] | None, text: IndexedText) -> list[IndexColumn]:
@@ -536,7 +504,7 @@ class SQLiteStore(Store):
         return conn
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[StoreReader]:
+    async def read(self) -> AsyncIterator[SQLiteTx]:
         conn = self._require(self._reader)
         lock = self._write_lock if conn is self._writer else self._read_lock
         try:
@@ -555,8 +523,9 @@ class SQLiteStore(Store):
             raise fault from exc
 
     @asynccontextmanager
-    async def write(self, durable: bool = True, *, user_id: str | None = None) -> AsyncIterator[StoreWriter]:
-        # One writer for the whole file: every write transaction already excludes every other, whoever it is for.
+    async def open_write(self, durable: bool = True) -> AsyncIterator[SQLiteTx]:
+        # One writer for the whole file: every write transaction already excludes every other, whoever it is for,
+        # so UserLocks.lock_user keeps its default (nothing) here.
         conn = self._require(self._writer if durable else self._bookkeeper)
         tx: SQLiteTx | None = None
         try:
@@ -600,7 +569,7 @@ class SQLiteStore(Store):
                     await _rollback(conn)
                     raise
 
-    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]], *, user_id: str | None = None) -> T:
+    async def run_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
         try:
             return await self._group.submit(work)
         except Exception as exc:
@@ -621,19 +590,16 @@ class SQLiteStore(Store):
         raise fault from exc
 
     @asynccontextmanager
-    async def _short_write(self, durable: bool = True) -> AsyncIterator[StoreWriter]:
-        """write(), with the statements run on the event loop's thread (driver.py): for short units only."""
-        async with self.write(durable) as tx:
-            assert isinstance(tx, SQLiteTx)
+    async def _short_write(self, durable: bool = True) -> AsyncIterator[SQLiteTx]:
+        """open_write(), with the statements run on the event loop's thread (driver.py): for short units only."""
+        async with self.open_write(durable) as tx:
             tx.run_inline(True)
             try:
                 yield tx
             finally:
                 tx.run_inline(False)
 
-    def write_short(
-        self, durable: bool = True, *, user_id: str | None = None
-    ) -> AbstractAsyncContextManager[StoreWriter]:
+    def open_short(self, durable: bool = True) -> AbstractAsyncContextManager[SQLiteTx]:
         """A write transaction for a short unit of work (a few indexed statements): no thread hop per statement."""
         return self._short_write(durable)
 
@@ -643,13 +609,11 @@ class SQLiteStore(Store):
     async def get_meta(self, key: str) -> str | None:
         # Through the reader: the writer's statements run inline, so they must stay inside its lock.
         async with self.read() as reader:
-            assert isinstance(reader, SQLiteTx)
             row = await reader.fetch_one("select value from store_meta where key = ?", (key,))
         return row[0] if row else None
 
     async def set_meta(self, key: str, value: str) -> None:
-        async with self.write() as tx:
-            assert isinstance(tx, SQLiteTx)
+        async with self.open_write() as tx:
             await tx.execute(
                 "insert into store_meta (key, value) values (?, ?) on "
                 "conflict (key) do update set value = excluded.value",
@@ -659,8 +623,7 @@ class SQLiteStore(Store):
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
         if not self._vectors_loaded:
             return
-        async with self.write() as tx:
-            assert isinstance(tx, SQLiteTx)
+        async with self.open_write() as tx:
             exists = await tx.fetch_one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
             if not exists:
                 await tx.execute(
@@ -681,8 +644,7 @@ class SQLiteStore(Store):
         self._vector_table = True
 
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
-        async with self.write() as tx:
-            assert isinstance(tx, SQLiteTx)
+        async with self.open_write() as tx:
             await tx.execute("drop table if exists memory_vectors")
             await tx.execute("update memories set embedding = null")
             await tx.execute(
@@ -709,8 +671,7 @@ class SQLiteStore(Store):
     async def write_vectors(
         self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
     ) -> None:
-        async with self.write() as tx:
-            assert isinstance(tx, SQLiteTx)
+        async with self.open_write() as tx:
             for user_id, memory_id, vector in rows:
                 rowid = await tx.rowid(user_id, memory_id)
                 if rowid is None:
@@ -798,6 +759,9 @@ class SQLiteStore(Store):
             "vector_mismatches": vector_mismatch,
             "count_mismatches": count_mismatches,
             "vectors_available": self.vectors_available,
+            # Whether this Python's sqlite3 can load sqlite-vec at all: a fresh store creates its index only
+            # with its first memory, so vectors_available alone cannot tell.
+            "vector_extension": sqlite_module()[1],
             "schema": migrations[-1] if migrations else None,
             # Every known migration applied, in whatever order (branches may add them side by side).
             "schema_current": {name for name, _ in sqlite_migrations.MIGRATIONS} <= set(migrations),

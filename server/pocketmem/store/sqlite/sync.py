@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Memory
-from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
+from pocketmem.store.types import IndexedText
 
 if TYPE_CHECKING:
     pass
