@@ -22,7 +22,7 @@ USER = "global"
 async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch):
     settings = make_settings(tmp_path)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:1])
-    from pocketmem.store.sqlite.store import SQLiteTx
+    from pocketmem.store.sqlite.tx import SQLiteTx
 
     async def no_term_counts(*_args: object) -> None:  # the m001 code kept no per-user term counts
         return None

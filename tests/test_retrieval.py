@@ -291,7 +291,7 @@ async def test_other_users_memories_are_never_recalled(app):
 async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monkeypatch):
     """One person's notebook is ranked by FTS5 alone and only the best are checked (SQLite); with other users'
     or trashed memories in the index every match's owner is checked. Both give the same k best."""
-    from pocketmem.store.sqlite.store import SQLiteTx
+    from pocketmem.store.sqlite.tx import SQLiteTx
 
     async def ranked_with_owner_check(*_args, **_kwargs):
         return None

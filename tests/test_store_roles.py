@@ -1,5 +1,5 @@
-"""The store interface is its roles (store/roles.py inside a transaction, store/base.py on the store) composed: every method in exactly one role, nothing
-declared outside them, and both backends implement all of it."""
+"""The store interface is its roles (store/roles.py inside a transaction, store/base.py on the store) composed:
+every method in exactly one role, nothing declared outside them, and both backends implement all of it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.postgres.tx import PostgresTx
 from pocketmem.store.profile_base import ProfileReader, ProfileWriter
 from pocketmem.store.roles import StoreReader, StoreWriter
-from pocketmem.store.sqlite.store import SQLiteStore, SQLiteTx
+from pocketmem.store.sqlite.store import SQLiteStore
+from pocketmem.store.sqlite.tx import SQLiteTx
 
 
 def _roles() -> list[type]:

@@ -358,7 +358,7 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
 
     clock = FixedClock(START)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:3])
-    from pocketmem.store.sqlite.store import SQLiteTx
+    from pocketmem.store.sqlite.tx import SQLiteTx
 
     async def no_term_counts(*_args: object) -> None:  # the code of that time kept no per-user term counts
         return None

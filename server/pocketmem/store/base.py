@@ -1,5 +1,5 @@
 """The store object: the roles it plays (handing out transactions, store_meta, the vector index, checks) and
-`Store`, which composes them and which every backend implements (store/sqlite/store.py, store/postgres/store.py).
+`Store`, which composes them; every backend implements it (store/sqlite/store.py, store/postgres/store.py).
 
 Inside a transaction a backend hands out `StoreReader` / `StoreWriter` (store/roles.py); the values that
 pass in and out are in store/types.py.

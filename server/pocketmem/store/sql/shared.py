@@ -1,6 +1,6 @@
 """The queries written once (store/sql/), as the one list both backends' transaction classes mix in.
 
-`SQLiteTx` (store/sqlite/store.py) and `PostgresTx` (store/postgres/tx.py) put their own overrides first
+`SQLiteTx` (store/sqlite/tx.py) and `PostgresTx` (store/postgres/tx.py) put their own overrides first
 (upkeep, sync, and PostgreSQL's batch writes) and the roles they implement (StoreWriter) last.
 """
 

@@ -2,7 +2,7 @@
 triggers from the counter `sync_clock` and silenced through its `quiet` flag; vectors as blobs; a memory
 copied from elsewhere written with its keyword and vector rows.
 
-A mixin of `SQLiteTx` (store/sqlite/store.py).
+A mixin of `SQLiteTx` (store/sqlite/tx.py).
 """
 
 from __future__ import annotations

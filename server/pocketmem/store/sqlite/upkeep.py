@@ -2,7 +2,7 @@
 function `pm_time_coef`, and the batch import, which writes memories, keyword and vector rows with explicit
 rowids in a few statements.
 
-A mixin of `SQLiteTx` (store/sqlite/store.py), which provides the connection helpers (`_all`, `_one`,
+A mixin of `SQLiteTx` (store/sqlite/tx.py), which provides the connection helpers (`_all`, `_one`,
 `_exec`), the memory row mapping and `insert_memory`.
 """
 
