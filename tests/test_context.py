@@ -1,6 +1,6 @@
-"""The memory_context package (seed 004 §5): within POCKETMEM_CONTEXT_TOKENS for 0, 10 and 1,000 memories in
-both languages, trimmed in the seed's order (evidence, then recent context; the persona and user card
-never), long-term retrieval triggered by what the user says, and the token estimate."""
+"""The memory_context package (docs/profile.md, "The context package"): within POCKETMEM_CONTEXT_TOKENS for
+0, 10 and 1,000 memories in both languages, trimmed in the documented order (evidence, then recent context;
+the persona and user card never), long-term retrieval triggered by what the user says, and the token estimate."""
 
 from __future__ import annotations
 

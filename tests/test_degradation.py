@@ -1,4 +1,4 @@
-"""Degradation (seed 004 降级链路), through the MCP client on real stores:
+"""Degradation (docs/recall-safety.md §1), through the MCP client on real stores:
 
 - an OpenAI-compatible embedding endpoint (tests/fake_openai.py, a real local HTTP server) that is stopped
   and started again: recall answers from the keyword path; a write is stored at once, keyword-searchable,

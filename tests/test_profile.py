@@ -1,4 +1,4 @@
-"""The profile layer (seed 004) through the MCP client: onboarding once, update_profile, the Markdown files a
+"""The profile layer (docs/profile.md) through the MCP client: onboarding once, update_profile, the Markdown files a
 person edits by hand, the profile resources, the confirm-everything switch, and listing by time range."""
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
     assert new_home.content == "用户 2026 年 10 月搬到杭州住了" and new_home.supersedes == known["home"]
     assert old_home.status == Status.superseded and old_home.valid_until == new_home.valid_from
     assert new_home.keywords == ["住址", "城市"] and new_home.category == old_home.category  # inherited
-    # PATCH: seed 000's dated parenthesis on the core memory, previous text kept as a revision
+    # PATCH: the dated parenthesis (docs/extraction.md) on the core memory, previous text kept as a revision
     assert patch["memory_id"] == known["core"]
     assert (await get(app, known["core"])).content == "你很爱吃辣。（2026-11-28：最近胃炎，医生说暂时不能吃辣）"
     one = json.loads(await _read(app, settings, f"memory://memories/{known['core']}"))

@@ -18,7 +18,7 @@ from pocketmem.base.errors import EmbedderMismatch, NotFound
 from pocketmem.base.models import EventKind
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.base.results import MemoryView
-from pocketmem.core.scoring import importance
+from pocketmem.core.scoring import importance_now
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.browse import Browse
 from pocketmem.service.calibration import Calibration
@@ -187,7 +187,7 @@ class PocketMem:
                 raise NotFound(f"no memory with id {memory_id!r}")
             revisions = await reader.list_revisions(user_id, memory_id)
         now = self.clock.now()
-        view = MemoryView.of(memory, importance(memory.scores, memory.last_active_at or memory.created_at, now)[2])
+        view = MemoryView.of(memory, importance_now(memory, now))
         out = view.model_dump(mode="json")
         out["revisions"] = [r.model_dump(mode="json", exclude={"user_id"}) for r in revisions]
         return out

@@ -1,6 +1,6 @@
-"""The memory_context package (seed 004 §5): system memory, recent context and long-term evidence within
-POCKETMEM_CONTEXT_TOKENS, trimmed in the seed's order (core/context_budget.py), counted with
-core/tokens_estimate.py.
+"""The memory_context package (docs/profile.md, "The context package"): system memory, recent context and
+long-term evidence within POCKETMEM_CONTEXT_TOKENS, trimmed in the documented order (core/context_budget.py),
+counted with core/tokens_estimate.py.
 
     system memory     the persona and the user card (identity, core memories) and, until the user has
                       confirmed their profile, the onboarding note

@@ -1,4 +1,4 @@
-"""The profile layer (seed 004): the assistant's persona and the user's identity, onboarding once, and the
+"""The profile layer (docs/profile.md): the assistant's persona and the user's identity, onboarding once, and the
 Markdown views (persona, project, insights) the resources and files show.
 
 Writes route like every write: values are screened for secrets (core/privacy, per POCKETMEM_SECRETS), each

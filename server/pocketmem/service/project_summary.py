@@ -1,4 +1,5 @@
-"""Project.md's rolling summary (seed 004 §6: past ~100 lines the oldest part is summarised).
+"""Project.md's rolling summary (docs/profile.md, "Project memories and Project.md": past ~100 lines the
+oldest part is summarised).
 
 Project.md shows the newest POCKETMEM_PROJECT_LINES project memories. The older ones always stay in the
 database verbatim (memories of category project: list_memories(category="project") pages through them).

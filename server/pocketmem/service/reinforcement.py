@@ -1,4 +1,5 @@
-"""Reinforcement: a memory that shaped the agent's reply counts as used (seed 001's BOOST).
+"""Reinforcement: a memory that shaped the agent's reply counts as used (docs/how-it-decides.md,
+"Reinforcement and review").
 
     used   used_count += 1, last_active_at = now, and for a non-core memory J += USED_JUDGE_BOOST
            (max 1), so its info_importance rises by 0.2 * USED_JUDGE_BOOST = 0.02 per use

@@ -319,7 +319,7 @@ class Retrieval:
     ) -> list[Ranked]:
         """Large-library recall: the same candidates and ranking, over the cloud library."""
         assert self.library is not None
-        async with self.library.library.read() as reader:
+        async with self.library.cloud.read() as reader:
             candidates, idfs = await self.candidates(reader, user_id, q, vector, statuses, [], scale)
         candidates = _usable(candidates, categories, now)
         ranked = rank(

@@ -1,4 +1,4 @@
-"""Reinforcement and review (seed 001's BOOST and MemoryReviewer), with the agent as the reviewer.
+"""Reinforcement and review (docs/how-it-decides.md, "Reinforcement and review"), with the agent as the reviewer.
 
 Reinforcement:
     recalled   every recall hit: use_count += 1, last_active_at = now (its decay restarts)

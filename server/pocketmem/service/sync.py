@@ -1,4 +1,4 @@
-"""Sync between the local SQLite notebook and the PostgreSQL cloud library (seed 000 §2.5.4 and §9).
+"""Sync between the local SQLite notebook and the PostgreSQL cloud library (docs/postgres-and-sync.md, "Sync").
 
 One run, for every user of the notebook (rules in sync_rules.py):
 

@@ -1,4 +1,4 @@
-"""Todos (seed 003): reminders when they come due, and completing or reopening them.
+"""Todos (docs/how-it-decides.md, "Todos"): reminders when they come due, and completing or reopening them.
 
 A todo is a memory with category `todo`, optionally with `due_at` and `remind_at`.
 
