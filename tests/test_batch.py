@@ -11,7 +11,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
 from pocketmem.service.reinforcement import record_used
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .scripted_llm import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]

@@ -13,7 +13,7 @@ from pocketmem.service import exporting
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

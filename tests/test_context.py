@@ -17,7 +17,7 @@ from pocketmem.core.triggers import long_term_trigger
 from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"

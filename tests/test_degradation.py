@@ -25,7 +25,7 @@ from pocketmem.service import embed_queue
 from pocketmem.service.embed_queue import EmbedQueue
 from tests.fake_openai import FakeOpenAI
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 USER = "global"

@@ -285,7 +285,7 @@ async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
     from pocketmem.base.clock import FixedClock
     from pocketmem.service.add_request import AddRequest
     from pocketmem.service.retrieval import RecallRequest
-    from tests.conftest import START, make_settings
+    from tests.helpers import START, make_settings
 
     with FakeOpenAI(default_dimensions=24) as fake:
         # The fake's vectors carry no meaning (semantic scores ~0), so only keyword evidence can pass.

@@ -19,7 +19,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, backend_env, make_settings
+from .helpers import START, backend_env, dump, make_settings
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio]
@@ -52,25 +52,6 @@ async def populate(app: PocketMem, clock: FixedClock) -> dict[str, str]:
     await app.retrieval.recall(USER, RecallRequest(query="吃辣", keywords=["辣"], used=[ids["new"]]))
     await app.writing.add("someone-else", AddRequest(content="另一个用户喜欢猫"))
     return ids
-
-
-async def dump(app: PocketMem) -> dict:
-    """Every row of every user, as comparable data (events without their local ids)."""
-    out: dict = {}
-    async with app.store.read() as r:
-        for user in await r.user_ids():
-            memories = await r.scan_memories(user, tuple(Status), None, 10_000)
-            events = await r.events_after(user, 0, 100_000)
-            out[user] = {
-                "user": {k: v for k, v in (await r.get_user(user) or {}).items()},
-                "memories": [m.model_dump() for m in memories],
-                "usage": {k: v.model_dump() for k, v in (await r.usage(user)).items()},
-                "tombstones": [t.model_dump() for t in await r.all_tombstones(user)],
-                "revisions": [x.model_dump() for x in await r.all_revisions(user)],
-                "pending": [p.model_dump() for p in await r.all_pending(user)],
-                "events": [e.model_dump(exclude={"id"}) for e in events if e.kind != "imported"],
-            }
-    return out
 
 
 async def export_text(app: PocketMem, **kw) -> str:

@@ -22,7 +22,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .servers import cli, server_env
 
 pytestmark = [pytest.mark.anyio]

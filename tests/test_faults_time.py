@@ -22,7 +22,7 @@ from pocketmem.base.models import Category, Status
 from pocketmem.service.add_request import DATE_FIELDS, AddRequest
 from pocketmem.store.types import MemoryFilter
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

@@ -13,7 +13,7 @@ from pocketmem.base.models import Status
 from pocketmem.service.add_request import AddRequest
 from pocketmem.store.types import MemoryFilter
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

@@ -11,7 +11,7 @@ from pocketmem.base.errors import Conflict, EmbedderMismatch, InvalidInput, NotF
 from pocketmem.base.models import Category, DeleteReason, EventKind, Status
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

@@ -21,7 +21,7 @@ from pocketmem.providers.embeddings.local import LocalEmbedder  # noqa: E402
 from pocketmem.service.add_request import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
-from .conftest import make_settings  # noqa: E402
+from .helpers import make_settings  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 MODEL_DIR = os.path.join(os.path.dirname(gt_model.__file__), "model")

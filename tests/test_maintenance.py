@@ -18,7 +18,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, backend_env, make_settings
+from .helpers import START, backend_env, make_settings
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]

@@ -22,7 +22,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import FORMAT, VERSION
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

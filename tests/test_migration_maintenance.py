@@ -13,7 +13,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 USER = "global"

@@ -17,7 +17,7 @@ from pocketmem.mcp.notifications import UserScopedBus
 from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio]
 CARD = "memory://user-card"

@@ -16,8 +16,7 @@ from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres import tx as postgres_tx
 from pocketmem.store.postgres.store import PostgresStore
 
-from .conftest import make_settings
-from .test_retrieval import NeighbourSearchingEmbedder
+from .helpers import NeighbourSearchingEmbedder, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 USER = "global"

@@ -15,7 +15,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"

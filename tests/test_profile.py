@@ -19,7 +19,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

@@ -9,7 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .pg import PgTestServer
 
 pytestmark = pytest.mark.anyio

@@ -149,7 +149,7 @@ def test_keywords_only_add_what_recall_returns(tmp_path, backend):
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
     from pocketmem.service.retrieval import RecallRequest
-    from tests.conftest import START, make_settings
+    from tests.helpers import START, make_settings
 
     loop = asyncio.new_event_loop()
     app = PocketMem(make_settings(tmp_path), clock=FixedClock(START))

@@ -22,7 +22,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.extraction import ConversationMessage
 from tests.fake_openai import FakeOpenAI, Reply
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .scripted_llm import ScriptedSampler, ops, snapshot
 
 pytestmark = pytest.mark.anyio

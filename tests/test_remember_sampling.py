@@ -22,7 +22,7 @@ from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .scripted_llm import ScriptedSampler, labels, ops, snapshot
 
 pytestmark = pytest.mark.anyio

@@ -6,12 +6,11 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.providers.embeddings import HashEmbedder
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite.driver import connect
 
-from .conftest import make_settings
+from .helpers import NeighbourSearchingEmbedder, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -129,14 +128,6 @@ async def test_expired_memories_are_not_recalled(app, clock):
     assert (await recall(app, "面试")).memories
     clock.advance(days=15)
     assert (await recall(app, "面试")).memories == []
-
-
-class NeighbourSearchingEmbedder(HashEmbedder):
-    """The built-in vectors, but declared non-lexical so recall runs the nearest-neighbour scan as it does
-    for neural embedders."""
-
-    kind = "hash-knn"
-    lexical = False
 
 
 @pytest.fixture

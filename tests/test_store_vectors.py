@@ -14,7 +14,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 

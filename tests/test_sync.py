@@ -22,7 +22,7 @@ from pocketmem.service.sync import backoff
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.types import MemoryFilter
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .pg import PgTestServer, Proxy
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from pocketmem.base.models import Category
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import SHANGHAI, START
+from .helpers import SHANGHAI, START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

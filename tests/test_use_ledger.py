@@ -15,7 +15,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.reinforcement import UseLedger
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]

@@ -24,7 +24,7 @@ from pocketmem.service.review import PROMOTE_AFTER_USES
 from pocketmem.service.tokens import TokenService
 from pocketmem.web.server import make_access, mount_page, ui_app
 
-from .conftest import START
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
