@@ -12,8 +12,9 @@ are public: batch import (batch.py) runs them per item inside one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
@@ -97,26 +98,16 @@ class Writing:
                 return replay
         now = self.clock.now()
         where = route(req.confidence, self.settings)
-        if where == "discard":
+        if where != "store":
+            step = self.discard_in if where == "discard" else self.pending_in
             async with self.store.write(user_id=user_id) as tx:
-                replay = await self.replay(tx, user_id, req.operation_id, digest)
-                if replay is not None:
-                    return replay
-                result = await self.discard_in(tx, user_id, req, now)
-                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
-            return result
-        if where == "pending":
-            return await self._add_pending(user_id, req, digest, now)
+                return await self.once_in(tx, user_id, req, digest, now, partial(step, tx, user_id, req, now))
         vector = await self.vectors.embed_or_defer(req.content, req.keywords)
 
         async def work(tx: WriteTx) -> AddResult:
             try:
-                replay = await self.replay(tx, user_id, req.operation_id, digest)
-                if replay is not None:
-                    return replay
-                result = await self.store_in(tx, user_id, req, vector, now)
-                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
-                return result
+                step = partial(self.store_in, tx, user_id, req, vector, now)
+                return await self.once_in(tx, user_id, req, digest, now, step)
             except BaseException:
                 self._known_users.discard(user_id)  # its users row may have been undone with it
                 raise
@@ -144,14 +135,8 @@ class Writing:
         results: list[AddResult] = []
         async with self.store.write(user_id=user_id) as tx:
             for req, vector in zip(cleaned, vectors, strict=True):
-                digest = request_hash(req)
-                replay = await self.replay(tx, user_id, req.operation_id, digest)
-                if replay is not None:
-                    results.append(replay)
-                    continue
-                result = await self.store_in(tx, user_id, req, vector, now)
-                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
-                results.append(result)
+                step = partial(self.store_in, tx, user_id, req, vector, now)
+                results.append(await self.once_in(tx, user_id, req, request_hash(req), now, step))
         return results
 
     async def discard_in(self, tx: EventWrites, user_id: str, req: AddRequest, now: datetime) -> AddResult:
@@ -193,13 +178,22 @@ class Writing:
         if operation_id is not None:
             await tx.record_operation(user_id, operation_id, digest, result.model_dump(mode="json"), now)
 
-    async def _add_pending(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> AddResult:
-        async with self.store.write(user_id=user_id) as tx:
-            replay = await self.replay(tx, user_id, req.operation_id, digest)
-            if replay is not None:
-                return replay
-            result = await self.pending_in(tx, user_id, req, now)
-            await self.record_result(tx, user_id, req.operation_id, digest, result, now)
+    async def once_in(
+        self,
+        tx: WriteTx,
+        user_id: str,
+        req: AddRequest,
+        digest: str,
+        now: datetime,
+        step: Callable[[], Awaitable[AddResult]],
+    ) -> AddResult:
+        """Inside a transaction: the answer already given for req.operation_id, or else `step`'s, recorded so a
+        retry gets it again. `step` runs only when there is no earlier answer."""
+        replay = await self.replay(tx, user_id, req.operation_id, digest)
+        if replay is not None:
+            return replay
+        result = await step()
+        await self.record_result(tx, user_id, req.operation_id, digest, result, now)
         return result
 
     async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
