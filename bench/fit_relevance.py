@@ -49,8 +49,8 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.models import Status  # noqa: E402
 from pocketmem.core import relevance  # noqa: E402
+from pocketmem.core.similarity import NEUTRAL  # noqa: E402
 from pocketmem.core.text import guess_language  # noqa: E402
-from pocketmem.service.calibration import NEUTRAL  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 NAMES = ("B_STRONGEST", "B_MATCHED", "B_COVERAGE", "B_SEMANTIC", "B_LENGTH")

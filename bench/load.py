@@ -45,7 +45,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Category
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.tokens import TokenService
 
 MARKER = "load"
@@ -70,7 +70,7 @@ async def prepare(home: Path, users: int, memories: int, database_url: str | Non
         for n in range(users):
             user = f"user{n:02d}"
             for memory in sorted(data, key=lambda m: -m["days_ago"]):
-                await app.lifecycle.add(user, AddRequest(
+                await app.writing.add(user, AddRequest(
                     content=memory["content"],
                     category=Category(memory["category"]),
                     keywords=memory.get("keywords", []),

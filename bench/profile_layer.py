@@ -28,7 +28,7 @@ from speed import synthetic_memories  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.core.tokens_estimate import estimate_tokens  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
 
 USER = "global"
 
@@ -43,12 +43,12 @@ async def measure(size: int, files: str, rounds: int) -> dict[str, str]:
         settings = Settings(home=Path(home), profile_files=files, maintain_interval=0)
         async with PocketMem(settings) as app:
             if size:
-                await app.lifecycle.add_many(USER, synthetic_memories(size))
+                await app.writing.add_many(USER, synthetic_memories(size))
             adds, checks, builds, tokens, renders = [], [], [], [], []
             for i in range(rounds):
                 started = time.perf_counter()
                 note = f"bench note {size}-{i}: the user likes tea number {i}"
-                await app.lifecycle.add(USER, AddRequest(content=note))
+                await app.writing.add(USER, AddRequest(content=note))
                 adds.append(time.perf_counter() - started)
                 started = time.perf_counter()
                 await app.profile_files.sync(USER)  # what every write pays with the files on: 4 renders

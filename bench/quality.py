@@ -41,7 +41,7 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.base.models import Category, Status  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
@@ -88,7 +88,7 @@ async def load(app: PocketMem, data: dict[str, Any], keywords: bool) -> dict[str
     for memory in sorted(data["memories"], key=lambda m: -m["days_ago"]):
         scores = {"persistence": memory["persistence"]} if "persistence" in memory else None
         created = NOW - timedelta(days=memory["days_ago"])
-        result = await app.lifecycle.add(
+        result = await app.writing.add(
             "eval",
             AddRequest(
                 content=memory["content"],

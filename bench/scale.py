@@ -35,7 +35,7 @@ from common import machine, write_section  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.base.models import Category  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
@@ -106,7 +106,7 @@ async def build(size: int) -> tuple[Path, list[str]]:
         for start in range(0, size, 1000):
             chunk = items[start : start + 1000]
             batch = [AddRequest(content=c, category=Category.event, source="bench") for c, _, _ in chunk]
-            for result in await app.lifecycle.add_many(USER, batch):
+            for result in await app.writing.add_many(USER, batch):
                 ids.append(result.memory_id or "")
     print(f"built {size} in {time.perf_counter() - started:.0f}s", file=sys.stderr)
     ids_file.write_text(json.dumps(ids))

@@ -22,7 +22,7 @@ from bm25 import BM25  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "small_stores.json"
@@ -35,7 +35,7 @@ async def run_store(store: dict[str, Any], now: Any) -> list[dict[str, Any]]:
                              clock=FixedClock(now)) as app:
             ids = []
             for text in store["memories"]:
-                result = await app.lifecycle.add("small", AddRequest(content=text))
+                result = await app.writing.add("small", AddRequest(content=text))
                 assert result.status == "stored", (text, result)
                 ids.append(result.memory_id)
             bm25 = BM25((str(i), text) for i, text in enumerate(store["memories"]))

@@ -43,7 +43,8 @@ from pocketmem.base.models import (  # noqa: E402
 )
 from pocketmem.core.scoring import fill_scores, importance  # noqa: E402
 from pocketmem.core.text import content_hash  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest, embedding_text, indexed_text, new_id  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
+from pocketmem.service.rows import embedding_text, indexed_text, new_id  # noqa: E402
 
 PEOPLE = ["小白", "许晴", "老陈", "王经理", "林悦", "阿杰", "豆豆", "妈妈", "爸爸", "Tom", "Alice", "张老师"]
 FOODS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶", "辣椒", "牛排", "饺子", "奶茶", "披萨"]
@@ -173,7 +174,7 @@ async def plant_eval(home: Path, cap: int) -> tuple[dict[str, str], list[dict[st
     async with PocketMem(Settings(home=home, max_active=cap, tz="Asia/Shanghai", episode_days=3650)) as app:
         now = app.clock.now()
         for memory in sorted(data["memories"], key=lambda m: -m["days_ago"]):
-            result = await app.lifecycle.add("global", AddRequest(
+            result = await app.writing.add("global", AddRequest(
                 content=memory["content"], category=Category(memory["category"]),
                 keywords=memory.get("keywords", []),
                 scores={"persistence": memory["persistence"]} if "persistence" in memory else None,

@@ -9,7 +9,7 @@ socket or a subprocess.
 `serve_in_process` does what `pocketmem serve` does before it listens (open the store, apply the access policy,
 `mcp.http.build_app`, the app's lifespan) and `StreamingASGITransport` carries httpx requests to that app. Unlike
 httpx's own ASGITransport it streams the response, so SSE streams (the SSE transport, the streamable HTTP GET
-stream) work. Settings come from `conftest.make_settings`, so on the PostgreSQL run of a test marked `backends`
+stream) work. Settings come from `helpers.make_settings`, so on the PostgreSQL run of a test marked `backends`
 the server uses the test's PostgreSQL database, as the subprocess does through `servers.server_env`.
 """
 
@@ -36,7 +36,7 @@ from pocketmem.mcp.http import MCP_PATH, SSE_PATH, AuthMode, NetworkOptions, acc
 from pocketmem.mcp.http import _describe as describe
 from pocketmem.service.tokens import TokenService
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 PORT = 8765
 Message = MutableMapping[str, Any]

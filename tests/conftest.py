@@ -10,9 +10,7 @@ Tests about the SQLite file itself are marked `sqlite_only`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 from mcp import Client
@@ -22,10 +20,9 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.base.config import Settings
 from pocketmem.mcp.server import build_server
 
+from . import helpers
+from .helpers import START, Backend, make_settings
 from .pg import PgTestServer
-
-SHANGHAI = ZoneInfo("Asia/Shanghai")
-START = datetime(2026, 11, 26, 10, 0, tzinfo=SHANGHAI)
 
 
 @pytest.fixture
@@ -42,9 +39,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("POCKETMEM_") or name == "OPENAI_API_KEY":
             monkeypatch.delenv(name)
     monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path / "home"))
-
-
-_current: dict[str, object] = {"backend": "sqlite", "databases": {}}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -69,49 +63,20 @@ def postgres() -> Iterator[PgTestServer]:
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     """'sqlite', or 'postgres' for the PostgreSQL run of a module marked backends."""
     name = getattr(request, "param", "sqlite")
-    databases: dict[str, str] = {}
-    _current.update(backend=name, databases=databases)
     server = request.getfixturevalue("postgres") if name == "postgres" else None
-    _current["server"] = server
+    helpers.active = current = Backend(name, server)
     try:
         yield name
     finally:
-        _current.update(backend="sqlite", databases={}, server=None)
+        helpers.active = Backend()
         if server is not None:
-            for database in databases.values():
+            for database in current.databases.values():
                 server.drop(database)
-
-
-def postgres_url_for(key: str) -> str:
-    """The test's PostgreSQL database standing in for the SQLite file `key` (created on first use)."""
-    server = _current["server"]
-    assert isinstance(server, PgTestServer)
-    databases = _current["databases"]
-    assert isinstance(databases, dict)
-    if key not in databases:
-        databases[key] = server.database()
-    return server.url(databases[key])
-
-
-def backend_env(home: Path) -> dict[str, str]:
-    """Environment for a pocketmem subprocess over `home`: on the PostgreSQL run, its database URL."""
-    if _current["backend"] != "postgres":
-        return {}
-    return {"POCKETMEM_DATABASE_URL": postgres_url_for(str(home / "memory.db"))}
 
 
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock(START)
-
-
-def make_settings(tmp_path: Path, **overrides: object) -> Settings:
-    # No maintenance timer unless a test asks for one: it would act on the fixed clock behind the test's back.
-    values: dict[str, object] = {"home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0}
-    values.update(overrides)
-    if _current["backend"] == "postgres" and "database_url" not in values and "cloud_url" not in values:
-        values["database_url"] = postgres_url_for(str(values.get("db") or tmp_path / "home" / "memory.db"))
-    return Settings(**values)  # type: ignore[arg-type]
 
 
 @pytest.fixture

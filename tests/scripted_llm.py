@@ -15,7 +15,7 @@ from mcp.types import CreateMessageRequestParams, CreateMessageResult, TextConte
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import PendingStatus, Status
-from pocketmem.store import MemoryFilter
+from pocketmem.store.types import MemoryFilter
 
 Script = str | Callable[[str], str]  # a fixed answer, or one computed from the prompt (to use its labels)
 

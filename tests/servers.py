@@ -41,7 +41,7 @@ def checkout_env() -> dict[str, str]:
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     # Hosts start servers with a minimal environment; give it only what pocketmem needs.
-    from .conftest import backend_env
+    from .helpers import backend_env
 
     return {
         **checkout_env(),

@@ -7,10 +7,11 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict, InvalidInput
 from pocketmem.base.models import EventKind, Status
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.reinforcement import record_used
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .scripted_llm import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -18,7 +19,7 @@ USER = "global"
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.memory_id is not None
     return result.memory_id
 
@@ -34,7 +35,7 @@ async def test_steps_follow_the_single_call_rules(app, clock):
     tea = await add(app, "用户喜欢喝乌龙茶", category="preference")
     late = await add(app, "用户今晚要加班", category="context")
     clock.advance(days=3)
-    batch = await apply_batch(app.lifecycle, USER, [
+    batch = await apply_batch(app.writing, app.patching, USER, [
         AddStep(AddRequest(content="用户搬到杭州了", supersedes=home, confidence=0.95)),
         PatchStep(core, "最近胃炎，暂时不吃辣"),
         ReinforceStep((tea,)),
@@ -60,10 +61,10 @@ async def test_steps_follow_the_single_call_rules(app, clock):
 async def test_a_failing_step_rolls_back_the_whole_batch(app):
     home = await add(app, "用户住在北京")
     gone = await add(app, "用户今晚要加班")
-    await app.lifecycle.forget(USER, gone, None)
+    await app.trash.forget(USER, gone, None)
     before = await snapshot(app)
     with pytest.raises(Conflict, match="already in the trash"):
-        await apply_batch(app.lifecycle, USER, [
+        await apply_batch(app.writing, app.patching, USER, [
             AddStep(AddRequest(content="用户搬到杭州了", supersedes=home)),
             AddStep(AddRequest(content="用户可能在减肥", confidence=0.7)),
             ReinforceStep((home,)),
@@ -76,9 +77,9 @@ async def test_bad_input_fails_before_anything_is_written(app):
     home = await add(app, "用户住在北京")
     before = await snapshot(app)
     with pytest.raises(InvalidInput, match=r"content: must not be empty"):
-        await apply_batch(app.lifecycle, USER, [ReinforceStep((home,)), AddStep(AddRequest(content="  "))])
+        await apply_batch(app.writing, app.patching, USER, [ReinforceStep((home,)), AddStep(AddRequest(content="  "))])
     with pytest.raises(Conflict, match="not a core memory"):
-        await apply_batch(app.lifecycle, USER, [ReinforceStep((home,)), PatchStep(home, "搬家了")])
+        await apply_batch(app.writing, app.patching, USER, [ReinforceStep((home,)), PatchStep(home, "搬家了")])
     assert await snapshot(app) == before
 
 
@@ -91,7 +92,7 @@ async def test_the_cap_is_enforced_once_and_spares_the_batch(tmp_path, clock):
             clock.advance(days=1)
         # Two low-importance memories: enforcing the cap after each step would evict the first one
         # to make room for the second; the batch keeps both and evicts the two oldest facts.
-        batch = await apply_batch(app.lifecycle, USER, [
+        batch = await apply_batch(app.writing, app.patching, USER, [
             AddStep(AddRequest(content="用户在咖啡馆", category="context")),
             AddStep(AddRequest(content="用户在等朋友", category="context")),
         ])
@@ -105,10 +106,11 @@ async def test_the_cap_is_enforced_once_and_spares_the_batch(tmp_path, clock):
 async def test_reinforce_counts_uses_and_refreshes_the_decay_clock(app, clock):
     tea = await add(app, "用户喜欢喝乌龙茶", category="preference")
     gone = await add(app, "用户今晚要加班", category="context")
-    await app.lifecycle.forget(USER, gone, None)
+    await app.trash.forget(USER, gone, None)
     clock.advance(days=40)
     before = await get(app, tea)
-    assert await app.lifecycle.reinforce(USER, [tea, gone, "nope"]) == [tea]
+    async with app.store.write(user_id=USER) as tx:
+        assert await record_used(tx, USER, [tea, gone, "nope"], app.clock.now()) == [tea]
     memory = await get(app, tea)
     # The "used" rule (reinforcement.py): activity refreshed, judgement raised by 0.1.
     assert memory.last_active_at == clock.now()
@@ -118,6 +120,6 @@ async def test_reinforce_counts_uses_and_refreshes_the_decay_clock(app, clock):
         usage = await r.usage(USER, [tea])
     assert event.payload == {"ids": [tea]}
     assert usage[tea].used_count == 1
-    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text=None, limit=10, offset=0)
+    listed = await app.listing.list_memories(USER, category=None, status="active", text=None, limit=10, offset=0)
     # last_active_at is today again, so the time coefficient is back to 1
     assert listed.items[0].importance == pytest.approx(memory.info_importance, abs=1e-4)

@@ -10,10 +10,10 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service import exporting
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -23,8 +23,8 @@ FOODS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶"]
 async def source_export(tmp_path, clock: FixedClock) -> str:
     async with PocketMem(make_settings(tmp_path / "src", max_active=100), clock=clock) as app:
         for i, food in enumerate(FOODS):
-            await app.lifecycle.add(USER, AddRequest(content=f"用户第{i}次吃{food}", keywords=[food]))
-        await app.lifecycle.add("other", AddRequest(content="另一个用户养了一只猫", keywords=["猫"]))
+            await app.writing.add(USER, AddRequest(content=f"用户第{i}次吃{food}", keywords=[food]))
+        await app.writing.add("other", AddRequest(content="另一个用户养了一只猫", keywords=["猫"]))
         buffer = io.StringIO()
         await app.exporter.export(buffer)
         return buffer.getvalue()
@@ -60,7 +60,7 @@ async def test_batched_import_keeps_every_index_and_the_sync_order(tmp_path, clo
         async with app.store.read() as reader:
             assert await reader.change_marker() == after
         # New writes after an import keep counting up from where the import left the order.
-        await app.lifecycle.add(USER, AddRequest(content="用户开始学游泳", keywords=["游泳"]))
+        await app.writing.add(USER, AddRequest(content="用户开始学游泳", keywords=["游泳"]))
         async with app.store.read() as reader:
             latest = await reader.changed_memories(USER, after, None, 100)
         assert [m.content for _, m in latest] == ["用户开始学游泳"]

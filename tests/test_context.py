@@ -1,6 +1,6 @@
-"""The memory_context package (seed 004 §5): within POCKETMEM_CONTEXT_TOKENS for 0, 10 and 1,000 memories in
-both languages, trimmed in the seed's order (evidence, then recent context; the persona and user card
-never), long-term retrieval triggered by what the user says, and the token estimate."""
+"""The memory_context package (docs/profile.md, "The context package"): within POCKETMEM_CONTEXT_TOKENS for
+0, 10 and 1,000 memories in both languages, trimmed in the documented order (evidence, then recent context;
+the persona and user card never), long-term retrieval triggered by what the user says, and the token estimate."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pocketmem.core.context_budget import Block, assemble, shares
 from pocketmem.core.tokens_estimate import cut_to_tokens, estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
@@ -79,7 +79,7 @@ async def test_the_package_stays_within_budget(tmp_path, clock, lang, count):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
         if count:
-            await app.lifecycle.add_many(USER, memories(lang, count))
+            await app.writing.add_many(USER, memories(lang, count))
         message = "还记得用户提到咖啡吗？" if lang == "zh" else "Do you remember the user mentioned coffee?"
         text = await prompt(client, message)
         assert estimate_tokens(text) <= 3500
@@ -99,7 +99,7 @@ async def test_the_package_stays_within_budget(tmp_path, clock, lang, count):
 async def test_trimmed_evidence_first_then_recent_never_the_persona(tmp_path, clock):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app:
-        await app.lifecycle.add_many(USER, memories("zh", 300))
+        await app.writing.add_many(USER, memories("zh", 300))
         long = {k: f"{k}：" + "很长的设定" * 55 for k in ("role", "tone", "boundaries", "taboos", "priorities")}
         await app.profile.update(USER, long, {"name": "小王", "background": "工程师" * 90}, confirmed=True)
         package = await app.context.build(USER, "还记得用户提到咖啡吗？")
@@ -132,7 +132,7 @@ async def test_a_past_reference_widens_the_evidence(tmp_path, clock):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app:
         for i in range(8):
-            await app.lifecycle.add(USER, AddRequest(content=f"用户第{i}次提到咖啡，喜欢手冲咖啡", keywords=["咖啡"]))
+            await app.writing.add(USER, AddRequest(content=f"用户第{i}次提到咖啡，喜欢手冲咖啡", keywords=["咖啡"]))
         clock.advance(days=30)  # nothing is recent any more
         plain = await app.context.build(USER, "咖啡")
         past = await app.context.build(USER, "咖啡 之前")
@@ -142,7 +142,7 @@ async def test_a_past_reference_widens_the_evidence(tmp_path, clock):
 async def test_the_budget_is_a_setting(tmp_path, clock):
     settings = make_settings(tmp_path, context_tokens=1000)
     async with PocketMem(settings, clock=clock) as app:
-        await app.lifecycle.add_many(USER, memories("en", 200))
+        await app.writing.add_many(USER, memories("en", 200))
         clock.advance(days=1)
         package = await app.context.build(USER, "Do you remember the coffee?")
         assert estimate_tokens(package.text) <= 875 and package.shares.total == 1000

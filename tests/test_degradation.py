@@ -1,4 +1,4 @@
-"""Degradation (seed 004 降级链路), through the MCP client on real stores:
+"""Degradation (docs/recall-safety.md §1), through the MCP client on real stores:
 
 - an OpenAI-compatible embedding endpoint (tests/fake_openai.py, a real local HTTP server) that is stopped
   and started again: recall answers from the keyword path; a write is stored at once, keyword-searchable,
@@ -25,7 +25,7 @@ from pocketmem.service import embed_queue
 from pocketmem.service.embed_queue import EmbedQueue
 from tests.fake_openai import FakeOpenAI
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -141,7 +141,7 @@ async def test_rows_without_vector_are_found_again_after_a_restart(tmp_path, clo
     fake.close()  # down from the very start: the vector index does not even know its size yet
     async with PocketMem(settings, clock=clock) as first:
         ids = [
-            (await first.lifecycle.add(USER, request(text))).memory_id
+            (await first.writing.add(USER, request(text))).memory_id
             for text in (CORIANDER, "用户的猫叫小白。", "The user is learning the piano.")
         ]
         assert sorted(await missing(first)) == sorted(ids)
@@ -157,7 +157,7 @@ async def test_rows_without_vector_are_found_again_after_a_restart(tmp_path, clo
 
 async def test_queue_backs_off_and_sets_aside_what_keeps_failing(openai_app: PocketMem, fake: FakeOpenAI):
     fake.close()
-    stored = await openai_app.lifecycle.add(USER, request(CORIANDER))
+    stored = await openai_app.writing.add(USER, request(CORIANDER))
     queue: EmbedQueue = openai_app.embed_queue
     delays = []
     for _ in range(embed_queue.MAX_ATTEMPTS + 2):
@@ -173,7 +173,7 @@ async def test_queue_backs_off_and_sets_aside_what_keeps_failing(openai_app: Poc
 
 async def test_a_patch_meanwhile_keeps_its_own_vector(openai_app: PocketMem, fake: FakeOpenAI):
     fake.close()
-    stored = await openai_app.lifecycle.add(USER, request(CORIANDER))
+    stored = await openai_app.writing.add(USER, request(CORIANDER))
     fake.start()
     fresh = [9.0] * 64
     await openai_app.store.write_vectors([(USER, stored.memory_id, fresh)], openai_app.embedder.tag)
@@ -184,7 +184,7 @@ async def test_a_patch_meanwhile_keeps_its_own_vector(openai_app: PocketMem, fak
 
 
 def request(content: str):
-    from pocketmem.service.lifecycle import AddRequest
+    from pocketmem.service.add_request import AddRequest
 
     return AddRequest(content=content)
 
@@ -253,7 +253,7 @@ def test_dropping_the_index_really_breaks_it(tmp_path):
 
     async def make() -> None:
         async with PocketMem(make_settings(tmp_path)) as pm:
-            await pm.lifecycle.add(USER, request(CORIANDER))
+            await pm.writing.add(USER, request(CORIANDER))
 
     asyncio.run(make())
     path = make_settings(tmp_path).db_path

@@ -14,7 +14,7 @@ from pocketmem.core.sameness import entities, facts_agree, number_words
 from pocketmem.mcp.server import build_server
 from pocketmem.service import sameness
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 

@@ -283,9 +283,9 @@ async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
     """The whole write/read path on a remote embedder: the index is sized by the first answer."""
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
-    from pocketmem.service.lifecycle import AddRequest
+    from pocketmem.service.add_request import AddRequest
     from pocketmem.service.retrieval import RecallRequest
-    from tests.conftest import START, make_settings
+    from tests.helpers import START, make_settings
 
     with FakeOpenAI(default_dimensions=24) as fake:
         # The fake's vectors carry no meaning (semantic scores ~0), so only keyword evidence can pass.
@@ -293,7 +293,7 @@ async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
             tmp_path, embedder="openai", embed_model=MODEL, embed_base_url=fake.base_url, relevance_threshold=0.3
         )
         async with PocketMem(settings, clock=FixedClock(START)) as app:
-            added = await app.lifecycle.add("global", AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
+            added = await app.writing.add("global", AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
             result = await app.retrieval.recall("global", RecallRequest(query="香菜", keywords=["香菜"]))
             assert [m.id for m in result.memories] == [added.memory_id]
             assert await app.store.get_meta("embedder") == f"openai:{MODEL}"

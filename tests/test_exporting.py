@@ -15,11 +15,11 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Status
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
-from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, backend_env, make_settings
+from .helpers import START, backend_env, dump, make_settings
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio]
@@ -28,11 +28,11 @@ USER = "global"
 
 async def populate(app: PocketMem, clock: FixedClock) -> dict[str, str]:
     """A store with every kind of row: active, core, superseded, trashed, purged, pending, revisions, usage."""
-    add = app.lifecycle.add
+    add = app.writing.add
     ids: dict[str, str] = {}
     ids["core"] = (await add(USER, AddRequest(content="你很爱吃辣。", scores={"persistence": 1},
                                                keywords=["辣"]))).memory_id
-    await app.lifecycle.patch_core(USER, ids["core"], "最近胃炎，暂时不吃辣", "append", "体检")
+    await app.patching.patch_core(USER, ids["core"], "最近胃炎，暂时不吃辣", "append", "体检")
     ids["old"] = (await add(USER, AddRequest(content="用户的博客用 Hexo 搭建", keywords=["博客"]))).memory_id
     clock.advance(days=1)
     ids["new"] = (await add(USER, AddRequest(content="用户的博客换成了 Astro", keywords=["博客"],
@@ -43,34 +43,15 @@ async def populate(app: PocketMem, clock: FixedClock) -> dict[str, str]:
     await app.todos.set_done(USER, ids["done"], True)
     ids["episode"] = (await add(USER, AddRequest(content="聊了面试和游戏", category=Category.episode))).memory_id
     ids["purged"] = (await add(USER, AddRequest(content="用户想学滑雪", category=Category.goal))).memory_id
-    await app.lifecycle.forget(USER, ids["purged"], None)
+    await app.trash.forget(USER, ids["purged"], None)
     clock.advance(days=7)
     await app.maintenance.run()  # purges it: only its tombstone is left
     ids["trashed"] = (await add(USER, AddRequest(content="用户喜欢喝冰美式", category=Category.preference))).memory_id
-    await app.lifecycle.forget(USER, ids["trashed"], "changed taste")
+    await app.trash.forget(USER, ids["trashed"], "changed taste")
     ids["pending"] = (await add(USER, AddRequest(content="用户可能在学吉他", confidence=0.7))).pending_id
     await app.retrieval.recall(USER, RecallRequest(query="吃辣", keywords=["辣"], used=[ids["new"]]))
-    await app.lifecycle.add("someone-else", AddRequest(content="另一个用户喜欢猫"))
+    await app.writing.add("someone-else", AddRequest(content="另一个用户喜欢猫"))
     return ids
-
-
-async def dump(app: PocketMem) -> dict:
-    """Every row of every user, as comparable data (events without their local ids)."""
-    out: dict = {}
-    async with app.store.read() as r:
-        for user in await r.user_ids():
-            memories = await r.scan_memories(user, tuple(Status), None, 10_000)
-            events = await r.events_after(user, 0, 100_000)
-            out[user] = {
-                "user": {k: v for k, v in (await r.get_user(user) or {}).items()},
-                "memories": [m.model_dump() for m in memories],
-                "usage": {k: v.model_dump() for k, v in (await r.usage(user)).items()},
-                "tombstones": [t.model_dump() for t in await r.all_tombstones(user)],
-                "revisions": [x.model_dump() for x in await r.all_revisions(user)],
-                "pending": [p.model_dump() for p in await r.all_pending(user)],
-                "events": [e.model_dump(exclude={"id"}) for e in events if e.kind != "imported"],
-            }
-    return out
 
 
 async def export_text(app: PocketMem, **kw) -> str:
@@ -103,9 +84,9 @@ async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, cl
         # The imported store works: recall finds by vector and keyword, history and trash behave.
         hits = await target.retrieval.recall(USER, RecallRequest(query="博客用什么搭的", keywords=["博客"]))
         assert [m.id for m in hits.memories] == [ids["new"]]
-        restored = await target.lifecycle.restore(USER, ids["trashed"])
+        restored = await target.trash.restore(USER, ids["trashed"])
         assert restored.memory.status == Status.active
-        assert [t.memory_id for t in (await target.lifecycle.list_trash(USER, 50, 0)).items] == []
+        assert [t.memory_id for t in (await target.trash.list_trash(USER, 50, 0)).items] == []
 
         again = await target.exporter.import_lines(text.splitlines())
         assert again.imported.total == 0 and again.skipped.total == report.imported.total
@@ -116,9 +97,9 @@ async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, cl
 @pytest.mark.backends
 async def test_import_never_brings_back_a_purged_memory(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
-        gone = (await app.lifecycle.add(USER, AddRequest(content="用户的旧地址在西湖区"))).memory_id
+        gone = (await app.writing.add(USER, AddRequest(content="用户的旧地址在西湖区"))).memory_id
         before = await export_text(app)  # taken while the memory was still active
-        await app.lifecycle.forget(USER, gone, None)
+        await app.trash.forget(USER, gone, None)
         clock.advance(days=7)
         await app.maintenance.run()
         report = await app.exporter.import_lines(before.splitlines())
@@ -130,7 +111,7 @@ async def test_import_never_brings_back_a_purged_memory(tmp_path, clock):
 @pytest.mark.backends
 async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
     good = await export_text(app)
-    fact = (await app.lifecycle.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
+    fact = (await app.writing.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
     line = json.dumps({"type": "memory", "id": "x" * 8, "user_id": USER, "content": "新的", "category": "nonsense"})
     bad = (await export_text(app)).splitlines()[:2] + [line]
     before = await dump(app)
@@ -149,7 +130,7 @@ async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
 async def test_import_respects_the_cap(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
         for hobby in ["象棋", "围棋", "书法", "绘画"]:
-            await app.lifecycle.add(USER, AddRequest(content=f"用户的爱好之一是{hobby}", category=Category.context))
+            await app.writing.add(USER, AddRequest(content=f"用户的爱好之一是{hobby}", category=Category.context))
         text = await export_text(app)
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db", max_active=3), clock=clock) as small:
         report = await small.exporter.import_lines(text.splitlines())
@@ -159,7 +140,7 @@ async def test_import_respects_the_cap(tmp_path, clock):
 
 @pytest.mark.backends
 async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path, backend):
-    await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
+    await app.writing.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
     mark = "%s" if backend == "postgres" else "?"
     async with app.store.write() as tx:
         await tx.execute(f"update users set persona = {mark} where user_id = {mark}", ("# 十一\n温柔、直接。", USER))
@@ -188,8 +169,8 @@ def test_cli_export_and_import(tmp_path):
 
     async def seed() -> None:
         async with PocketMem(make_settings(tmp_path), clock=FixedClock(START)) as app:
-            await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
-            await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
+            await app.writing.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
+            await app.writing.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
 
     anyio.run(seed)
 

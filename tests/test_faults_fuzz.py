@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -98,10 +98,10 @@ class World:
 async def world(app, settings):
     async with Client(build_server(settings, app=app)) as client:
         w = World(app, client)
-        w.core = (await app.lifecycle.add(
+        w.core = (await app.writing.add(
             app.settings.user, AddRequest(content="用户的名字叫林晓", scores={"persistence": 1.0}))).memory_id
         for content in ("用户住在上海", "用户在学吉他", "用户爱喝茶", "用户养了一只猫"):
-            w.ids.append((await app.lifecycle.add(app.settings.user, AddRequest(content=content))).memory_id)
+            w.ids.append((await app.writing.add(app.settings.user, AddRequest(content=content))).memory_id)
         try:
             yield w
         finally:

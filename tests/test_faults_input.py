@@ -17,8 +17,8 @@ from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
 from pocketmem.core import privacy
 from pocketmem.mcp.server import build_server
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write, check_target
-from pocketmem.service.lifecycle import AddRequest
 
 from .scripted_llm import ScriptedSampler, ops
 
@@ -253,17 +253,17 @@ def test_export_markdown_refuses_links_and_files_as_o_does(tmp_path, capsys):
 @pytest.mark.backends
 async def test_the_pending_listing_filters_before_paging(app):
     for i in range(12):
-        await app.lifecycle.add(USER, AddRequest(content=f"用户可能养了第{i}只猫", confidence=0.7))
-        await app.lifecycle.add(USER, AddRequest(content=f"用户可能要去第{i}个城市", category="goal", confidence=0.7))
+        await app.writing.add(USER, AddRequest(content=f"用户可能养了第{i}只猫", confidence=0.7))
+        await app.writing.add(USER, AddRequest(content=f"用户可能要去第{i}个城市", category="goal", confidence=0.7))
     seen: list[str] = []
     for offset in range(0, 15, 5):
-        page = await app.lifecycle.list_memories(
+        page = await app.listing.list_memories(
             USER, category=None, status="pending", text="猫", limit=5, offset=offset
         )
         assert page.total == 12
         seen += [item.content for item in page.items]
     assert sorted(seen) == sorted(f"用户可能养了第{i}只猫" for i in range(12))
-    goals = await app.lifecycle.list_memories(USER, category="goal", status="pending", text=None, limit=5, offset=10)
+    goals = await app.listing.list_memories(USER, category="goal", status="pending", text=None, limit=5, offset=10)
     assert goals.total == 12 and len(goals.items) == 2 and all(i.category == "goal" for i in goals.items)
 
 

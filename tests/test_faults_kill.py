@@ -19,9 +19,9 @@ from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Status
-from pocketmem.store import MemoryFilter
+from pocketmem.store.types import MemoryFilter
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

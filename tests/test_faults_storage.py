@@ -19,10 +19,10 @@ from mcp import Client, StdioServerParameters
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .servers import cli, server_env
 
 pytestmark = [pytest.mark.anyio]
@@ -73,11 +73,11 @@ def crashed_store(home: Path) -> None:
         "import asyncio, os\n"
         "from pocketmem.app import PocketMem\n"
         "from pocketmem.base.config import load_settings\n"
-        "from pocketmem.service.lifecycle import AddRequest\n"
+        "from pocketmem.service.add_request import AddRequest\n"
         "async def main():\n"
         "    async with PocketMem(load_settings()) as app:\n"
         f"        for c in {FACTS!r}:\n"
-        "            await app.lifecycle.add('global', AddRequest(content=c))\n"
+        "            await app.writing.add('global', AddRequest(content=c))\n"
         "        os.kill(os.getpid(), 9)\n"
         "asyncio.run(main())\n"
     )
@@ -129,7 +129,7 @@ async def test_a_damaged_keyword_index_sets_degraded_and_names_doctor(tmp_path):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         for fact in FACTS:
-            await app.lifecycle.add(USER, AddRequest(content=fact))
+            await app.writing.add(USER, AddRequest(content=fact))
     with sqlite3.connect(settings.db_path) as db:
         db.execute("update memories_fts_data set block = zeroblob(length(block)) where id > 10")
     async with PocketMem(settings, clock=FixedClock(START)) as app:

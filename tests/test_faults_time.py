@@ -19,10 +19,10 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Status
-from pocketmem.service.lifecycle import DATE_FIELDS, AddRequest
-from pocketmem.store import MemoryFilter
+from pocketmem.service.add_request import DATE_FIELDS, AddRequest
+from pocketmem.store.types import MemoryFilter
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -41,15 +41,15 @@ async def rows(app: PocketMem, user: str = USER) -> list[tuple]:
 
 @pytest.mark.parametrize("field", DATE_FIELDS)
 async def test_a_date_whose_utc_year_is_below_1000_is_refused_in_every_field(app, field):
-    await app.lifecycle.add(USER, AddRequest(content="用户喜欢香菜"))
+    await app.writing.add(USER, AddRequest(content="用户喜欢香菜"))
     before = await rows(app)
     for value in POISON:  # Asia/Shanghai: 1000-01-01 local is 999-12-31T16:00Z
         with pytest.raises(InvalidInput, match=rf"^{field}: must be between the years 1000 and 9000 in UTC"):
-            await app.lifecycle.add(
+            await app.writing.add(
                 USER, AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: value})
             )
     assert await rows(app) == before
-    ok = await app.lifecycle.add(
+    ok = await app.writing.add(
         USER,
         AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: "1000-01-01T08:00+08:00"}),
     )
@@ -99,7 +99,7 @@ async def test_every_accepted_instant_round_trips_through_add_export_and_import(
             if field == "remind_at":
                 body["due_at"] = value
             try:
-                result = await a.lifecycle.add(USER, AddRequest.model_validate(body))
+                result = await a.writing.add(USER, AddRequest.model_validate(body))
             except InvalidInput as exc:
                 assert not in_range, (value, exc)
                 assert exc.field in (field, "due_at"), exc
@@ -162,9 +162,9 @@ async def poison(app: PocketMem, memory_id: str, column: str, value: str) -> Non
 
 
 async def test_doctor_names_a_row_it_cannot_read_and_repair_mends_it(app, clock):
-    bad = (await app.lifecycle.add(USER, AddRequest(content="用户喜欢香菜"))).memory_id
-    fine = (await app.lifecycle.add(USER, AddRequest(content="用户住在上海"))).memory_id
-    episode = (await app.lifecycle.add("bob", AddRequest(content="bob 今天去爬山了", category="episode"))).memory_id
+    bad = (await app.writing.add(USER, AddRequest(content="用户喜欢香菜"))).memory_id
+    fine = (await app.writing.add(USER, AddRequest(content="用户住在上海"))).memory_id
+    episode = (await app.writing.add("bob", AddRequest(content="bob 今天去爬山了", category="episode"))).memory_id
     early = "999-12-31T15:54:17.000Z" if app.settings.database_url is None else "0999-12-31T15:54:17Z"
     await poison(app, bad, "created_at", early)
 
@@ -173,7 +173,7 @@ async def test_doctor_names_a_row_it_cannot_read_and_repair_mends_it(app, clock)
     assert named == [("memories", "created_at", bad, USER)]
 
     # The user's own tools still work: list, recall, forget.
-    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text=None, limit=50, offset=0)
+    listed = await app.listing.list_memories(USER, category=None, status="active", text=None, limit=50, offset=0)
     assert {m.id for m in listed.items} == {bad, fine}
     from pocketmem.service.retrieval import RecallRequest
 
@@ -187,15 +187,15 @@ async def test_doctor_names_a_row_it_cannot_read_and_repair_mends_it(app, clock)
     assert [p["repaired_to"] for p in repaired["unreadable_times"]] == ["1000-01-01T00:00:00.000Z"]
     assert (await app.doctor())["unreadable_times"] == []
     assert (await stored(app, bad)).created_at == datetime(1000, 1, 1, tzinfo=UTC)
-    forgotten = await app.lifecycle.forget(USER, bad, None)
+    forgotten = await app.trash.forget(USER, bad, None)
     assert forgotten.item.id == bad
 
 
 @pytest.mark.sqlite_only
 async def test_a_row_that_cannot_be_read_is_skipped_and_reported_not_fatal(app, clock):
-    bad = (await app.lifecycle.add(USER, AddRequest(content="用户喜欢香菜"))).memory_id
-    await app.lifecycle.add(USER, AddRequest(content="用户住在上海"))
-    other = (await app.lifecycle.add("bob", AddRequest(content="bob 今天去爬山了", category="episode"))).memory_id
+    bad = (await app.writing.add(USER, AddRequest(content="用户喜欢香菜"))).memory_id
+    await app.writing.add(USER, AddRequest(content="用户住在上海"))
+    other = (await app.writing.add("bob", AddRequest(content="bob 今天去爬山了", category="episode"))).memory_id
     await poison(app, bad, "last_active_at", "yesterday-ish")
 
     out = io.StringIO()
@@ -236,7 +236,7 @@ def test_doctor_and_repair_from_the_command_line(tmp_path):
 
     async def seed() -> str:
         async with PocketMem(make_settings(tmp_path), clock=FixedClock(START)) as app:
-            return (await app.lifecycle.add("global", AddRequest(content="用户喜欢香菜"))).memory_id
+            return (await app.writing.add("global", AddRequest(content="用户喜欢香菜"))).memory_id
 
     memory_id = asyncio.run(seed())
     with sqlite3.connect(home / "memory.db") as db:

@@ -24,13 +24,12 @@ async def test_holders_take_turns_and_a_timed_out_waiter_leaves_nothing_held(tmp
                 order.append("never")
         async with anyio.create_task_group() as tg:  # a waiter whose request is cancelled
             tg.start_soon(_hold, second, order, "cancelled")
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # it is waiting in its worker thread
             tg.cancel_scope.cancel()
         order.append("first")
-    # The abandoned waiters got the lock after `first` let go and released it at once.
-    await anyio.sleep(0.2)
-    with anyio.fail_after(2):
-        async with FileWriteLock(path, timeout=1).hold():
+    # The abandoned waiters get the lock after `first` lets go and release it at once, so a new holder gets it.
+    with anyio.fail_after(10):
+        async with FileWriteLock(path, timeout=10).hold():
             order.append("third")
     assert order == ["first", "third"]
 
@@ -41,19 +40,24 @@ async def _hold(lock: FileWriteLock, order: list[str], name: str) -> None:
 
 
 async def test_another_process_waits_for_the_holder(tmp_path):
+    # The child says when it starts to wait, then reports whether the holder had already let go when it got the
+    # lock: the holder writes `released` only just before it lets go.
     path = str(tmp_path / "memory.db")
+    released = tmp_path / "released"
     script = (
-        "import fcntl, os, sys, time\n"
+        "import fcntl, os, sys\n"
         f"fd = os.open({path + '.lock'!r}, os.O_RDWR | os.O_CREAT)\n"
-        "t = time.monotonic(); fcntl.flock(fd, fcntl.LOCK_EX); print(round(time.monotonic() - t, 2))\n"
+        "print('waiting', flush=True); fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        f"print('got it after the release' if os.path.exists({str(released)!r}) else 'got it while held')\n"
     )
     async with FileWriteLock(path, timeout=5).hold():
         child = await anyio.open_process([sys.executable, "-c", script], stdout=subprocess.PIPE)
-        await anyio.sleep(0.5)
-        assert child.returncode is None  # still waiting
-    assert child.stdout is not None
+        assert child.stdout is not None
+        with anyio.fail_after(10):
+            first = await child.stdout.receive()
+        assert first.startswith(b"waiting")
+        released.write_text("yes")
     with anyio.fail_after(10):
-        output = b"".join([chunk async for chunk in child.stdout])
+        rest = first + b"".join([chunk async for chunk in child.stdout])
         await child.wait()
-    waited = float(output.decode())
-    assert waited >= 0.3
+    assert rest.decode().splitlines() == ["waiting", "got it after the release"]

@@ -24,7 +24,7 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -211,14 +211,14 @@ class World:
                 ("用户住在上海", {}),
                 ("用户在学吉他", {}),
             ):
-                ids.append((await self.app.lifecycle.add(user, AddRequest(content=mark + content, **extra))).memory_id)
-            await self.app.lifecycle.add(user, AddRequest(content=mark + "用户住在杭州", supersedes=ids[2]))
-            await self.app.lifecycle.forget(user, ids[3], None)
-            ids.append((await self.app.lifecycle.add(user, AddRequest(content=mark + "用户爱喝茶"))).memory_id)
+                ids.append((await self.app.writing.add(user, AddRequest(content=mark + content, **extra))).memory_id)
+            await self.app.writing.add(user, AddRequest(content=mark + "用户住在杭州", supersedes=ids[2]))
+            await self.app.trash.forget(user, ids[3], None)
+            ids.append((await self.app.writing.add(user, AddRequest(content=mark + "用户爱喝茶"))).memory_id)
             ids.append("0" * 32)
             self.memory_ids += ids
             for content in ("用户可能养了狗", "用户好像在减肥"):
-                pending = await self.app.lifecycle.add(user, AddRequest(content=mark + content, confidence=0.7))
+                pending = await self.app.writing.add(user, AddRequest(content=mark + content, confidence=0.7))
                 self.pending_ids.append(pending.pending_id)
 
     def resolve(self, value: Any) -> Any:

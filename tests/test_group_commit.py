@@ -10,10 +10,10 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import NotFound
 from pocketmem.base.models import Status
-from pocketmem.service.lifecycle import AddRequest
-from pocketmem.store import MemoryFilter
+from pocketmem.service.add_request import AddRequest
+from pocketmem.store.types import MemoryFilter
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -24,14 +24,14 @@ async def test_concurrent_adds_share_commits_and_all_survive(tmp_path, clock, ba
     settings = make_settings(tmp_path)
     commits: list[object] = []
     async with PocketMem(settings, clock=clock) as app:
-        await app.lifecycle.add(USER, AddRequest(content="用户住在杭州"))  # the user row and vector index exist
+        await app.writing.add(USER, AddRequest(content="用户住在杭州"))  # the user row and vector index exist
 
         async def counted(changes: object) -> None:
             commits.append(changes)
 
         app.store.on_commit(counted)
         requests = [AddRequest(content=f"用户第{i}次尝试{topic}", keywords=[topic]) for i, topic in enumerate(TOPICS)]
-        results = await asyncio.gather(*(app.lifecycle.add(USER, r) for r in requests))
+        results = await asyncio.gather(*(app.writing.add(USER, r) for r in requests))
         assert [r.status for r in results] == ["stored"] * len(TOPICS)
         if backend == "sqlite":
             assert len(commits) < len(TOPICS)  # they waited together and committed together
@@ -45,11 +45,11 @@ async def test_concurrent_adds_share_commits_and_all_survive(tmp_path, clock, ba
 
 async def test_one_failing_add_in_a_group_undoes_only_itself(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path), clock=clock) as app:
-        await app.lifecycle.add(USER, AddRequest(content="用户住在杭州"))
+        await app.writing.add(USER, AddRequest(content="用户住在杭州"))
         good = [AddRequest(content=f"用户喜欢{topic}", keywords=[topic]) for topic in TOPICS[:5]]
         bad = AddRequest(content="用户搬到了上海", supersedes="no-such-memory")
         outcomes = await asyncio.gather(
-            *(app.lifecycle.add(USER, r) for r in [*good[:2], bad, *good[2:]]), return_exceptions=True
+            *(app.writing.add(USER, r) for r in [*good[:2], bad, *good[2:]]), return_exceptions=True
         )
         assert isinstance(outcomes[2], NotFound)
         stored = [o for i, o in enumerate(outcomes) if i != 2]

@@ -19,7 +19,7 @@ from pocketmem.base.errors import ConfigError
 from pocketmem.mcp.http import AuthMode
 from pocketmem.mcp.server import build_server
 from tests.asgi import InProcessServer, serve_in_process
-from tests.conftest import make_settings
+from tests.helpers import make_settings
 from tests.servers import ServerProcess, cli, connect, create_token, run_cli
 
 pytestmark = [pytest.mark.anyio]

@@ -9,16 +9,16 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
 from pocketmem.base.models import Category, DeleteReason, EventKind, Status
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 
 async def add(app: PocketMem, content: str, **kw) -> object:
-    return await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    return await app.writing.add(USER, AddRequest(content=content, **kw))
 
 
 async def snapshot(app: PocketMem) -> dict:
@@ -39,7 +39,7 @@ async def snapshot(app: PocketMem) -> dict:
 
 
 def _flt(status):
-    from pocketmem.store import MemoryFilter
+    from pocketmem.store.types import MemoryFilter
 
     return MemoryFilter(statuses=(status,), limit=500)
 
@@ -137,41 +137,41 @@ async def test_eviction_over_the_cap_spares_core_memories(tmp_path, clock):
 
 async def test_forget_then_restore(app, clock):
     m = await add(app, "用户讨厌下雨天")
-    forgotten = await app.lifecycle.forget(USER, m.memory_id, reason="user asked")
+    forgotten = await app.trash.forget(USER, m.memory_id, reason="user asked")
     assert forgotten.item.reason == DeleteReason.user_delete
     assert forgotten.item.purge_at == clock.now() + timedelta(days=7)
-    trash = await app.lifecycle.list_trash(USER, 50, 0)
+    trash = await app.trash.list_trash(USER, 50, 0)
     assert [i.id for i in trash.items] == [m.memory_id] and trash.total == 1
     with pytest.raises(Conflict, match="already in the trash"):
-        await app.lifecycle.forget(USER, m.memory_id, None)
+        await app.trash.forget(USER, m.memory_id, None)
     clock.advance(days=3)
-    restored = await app.lifecycle.restore(USER, m.memory_id)
+    restored = await app.trash.restore(USER, m.memory_id)
     assert restored.memory.status == Status.active and restored.memory.deleted_at is None
     async with app.store.read() as r:
         tomb = await r.list_tombstones(USER)
     assert tomb[0].restored_at == clock.now()
     with pytest.raises(Conflict, match="not in the trash"):
-        await app.lifecycle.restore(USER, m.memory_id)
+        await app.trash.restore(USER, m.memory_id)
     with pytest.raises(NotFound):
-        await app.lifecycle.restore(USER, "missing")
+        await app.trash.restore(USER, "missing")
 
 
 async def test_restoring_a_superseded_memory_keeps_it_history(app):
     old = await add(app, "用户住在北京")
     new = await add(app, "用户搬到了上海", supersedes=old.memory_id)
-    await app.lifecycle.forget(USER, old.memory_id, None)
-    restored = await app.lifecycle.restore(USER, old.memory_id)
+    await app.trash.forget(USER, old.memory_id, None)
+    restored = await app.trash.restore(USER, old.memory_id)
     assert restored.memory.status == Status.superseded
     assert new.status == "stored"
 
 
 async def test_patch_append_and_replace_keep_revisions(app, clock):
     core = await add(app, "你很爱吃辣。", scores={"persistence": 1.0})
-    patched = await app.lifecycle.patch_core(USER, core.memory_id, "最近胃炎，暂时不吃辣", "append", "user said")
+    patched = await app.patching.patch_core(USER, core.memory_id, "最近胃炎，暂时不吃辣", "append", "user said")
     assert patched.memory.content == "你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）"
     assert patched.previous_content == "你很爱吃辣。"
     clock.advance(days=40)
-    replaced = await app.lifecycle.patch_core(USER, core.memory_id, "你不能吃辣。", "replace", None)
+    replaced = await app.patching.patch_core(USER, core.memory_id, "你不能吃辣。", "replace", None)
     assert replaced.memory.content == "你不能吃辣。"
     async with app.store.read() as r:
         revisions = await r.list_revisions(USER, core.memory_id)
@@ -182,7 +182,7 @@ async def test_patch_append_and_replace_keep_revisions(app, clock):
     ]
     assert len(events) == 2
     english = await add(app, "Loves spicy food.", scores={"persistence": 1.0})
-    out = await app.lifecycle.patch_core(USER, english.memory_id, "gastritis, no spice for now", "append", None)
+    out = await app.patching.patch_core(USER, english.memory_id, "gastritis, no spice for now", "append", None)
     assert out.memory.content == "Loves spicy food. (2027-01-05: gastritis, no spice for now)"
 
 
@@ -190,9 +190,9 @@ async def test_patch_refuses_non_core(app):
     plain = await add(app, "用户在学日语")
     before = await snapshot(app)
     with pytest.raises(Conflict, match="not a core memory"):
-        await app.lifecycle.patch_core(USER, plain.memory_id, "改了", "append", None)
+        await app.patching.patch_core(USER, plain.memory_id, "改了", "append", None)
     with pytest.raises(NotFound):
-        await app.lifecycle.patch_core(USER, "nope", "改了", "append", None)
+        await app.patching.patch_core(USER, "nope", "改了", "append", None)
     assert await snapshot(app) == before
 
 
@@ -202,11 +202,11 @@ async def test_pending_confirm_reject_snooze(app, clock):
     c = await add(app, "用户大概在减肥", confidence=0.7)
     again = await add(app, "用户可能喜欢爵士乐", confidence=0.7)
     assert again.pending_id == a.pending_id
-    confirmed = await app.lifecycle.confirm_pending(USER, a.pending_id, "confirm", None)
+    confirmed = await app.pending.confirm_pending(USER, a.pending_id, "confirm", None)
     assert confirmed.memory_id
-    rejected = await app.lifecycle.confirm_pending(USER, b.pending_id, "reject", None)
+    rejected = await app.pending.confirm_pending(USER, b.pending_id, "reject", None)
     assert rejected.status == "rejected"
-    snoozed = await app.lifecycle.confirm_pending(USER, c.pending_id, "snooze", 2)
+    snoozed = await app.pending.confirm_pending(USER, c.pending_id, "snooze", 2)
     assert snoozed.cooldown_until == clock.now() + timedelta(hours=2)
     async with app.store.read() as r:
         assert [p.id for p in await r.due_pending(USER, clock.now(), 10)] == []
@@ -214,9 +214,9 @@ async def test_pending_confirm_reject_snooze(app, clock):
         memory = await r.get_memory(USER, confirmed.memory_id)
     assert memory.content == "用户可能喜欢爵士乐" and memory.confidence == 1.0
     with pytest.raises(Conflict, match="already confirmed"):
-        await app.lifecycle.confirm_pending(USER, a.pending_id, "confirm", None)
+        await app.pending.confirm_pending(USER, a.pending_id, "confirm", None)
     with pytest.raises(InvalidInput, match="snooze_hours"):
-        await app.lifecycle.confirm_pending(USER, c.pending_id, "snooze", 0)
+        await app.pending.confirm_pending(USER, c.pending_id, "snooze", 0)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +235,7 @@ async def test_bad_input_is_named_and_changes_nothing(app, kwargs, message):
     await add(app, "已有的记忆")
     before = await snapshot(app)
     with pytest.raises(InvalidInput, match=message):
-        await app.lifecycle.add(USER, AddRequest(**kwargs))
+        await app.writing.add(USER, AddRequest(**kwargs))
     assert await snapshot(app) == before
 
 
@@ -248,12 +248,12 @@ async def test_episodes_expire_after_fourteen_days(app, clock):
 
 async def test_users_are_isolated(app):
     mine = await add(app, "我的秘密")
-    other = await app.lifecycle.add("alice", AddRequest(content="alice 的秘密"))
+    other = await app.writing.add("alice", AddRequest(content="alice 的秘密"))
     with pytest.raises(NotFound):
-        await app.lifecycle.forget("alice", mine.memory_id, None)
+        await app.trash.forget("alice", mine.memory_id, None)
     with pytest.raises(NotFound):
-        await app.lifecycle.forget(USER, other.memory_id, None)
-    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text=None, limit=50, offset=0)
+        await app.trash.forget(USER, other.memory_id, None)
+    listed = await app.listing.list_memories(USER, category=None, status="active", text=None, limit=50, offset=0)
     assert [m.content for m in listed.items] == ["我的秘密"]
 
 
@@ -295,10 +295,10 @@ async def test_indexes_and_counters_agree_with_the_memories_table(tmp_path, cloc
     async with PocketMem(settings, clock=clock) as app:
         ids = [(await add(app, f"记忆{i}", category=Category.context)).memory_id for i in range(6)]
         new = await add(app, "新版本", supersedes=ids[-1])
-        await app.lifecycle.forget(USER, new.memory_id, None)
-        trash = await app.lifecycle.list_trash(USER, 50, 0)
-        await app.lifecycle.restore(USER, trash.items[-1].id)
-        await app.lifecycle.add("alice", AddRequest(content="alice 的记忆"))
+        await app.trash.forget(USER, new.memory_id, None)
+        trash = await app.trash.list_trash(USER, 50, 0)
+        await app.trash.restore(USER, trash.items[-1].id)
+        await app.writing.add("alice", AddRequest(content="alice 的记忆"))
         health = await app.store.health()
         async with app.store.read() as r:
             assert await r.count_active(USER) == 4 and await r.count_active("alice") == 1

@@ -18,10 +18,10 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.errors import EmbedderMismatch, ProviderUnavailable  # noqa: E402
 from pocketmem.mcp.server import build_server  # noqa: E402
 from pocketmem.providers.embeddings.local import LocalEmbedder  # noqa: E402
-from pocketmem.service.lifecycle import AddRequest  # noqa: E402
+from pocketmem.service.add_request import AddRequest  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
-from .conftest import make_settings  # noqa: E402
+from .helpers import make_settings  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 MODEL_DIR = os.path.join(os.path.dirname(gt_model.__file__), "model")
@@ -57,10 +57,10 @@ async def test_a_missing_model_is_a_clear_error(tmp_path):
 async def test_recall_with_the_local_embedder_finds_paraphrases(tmp_path, clock, shared_embedder):
     settings = make_settings(tmp_path, embedder="local", embed_model=MODEL_DIR)
     async with PocketMem(settings, clock=clock, embedder=shared_embedder) as app:
-        coffee = await app.lifecycle.add(
+        coffee = await app.writing.add(
             "global", AddRequest(content="The user drinks two cups of coffee every morning")
         )
-        await app.lifecycle.add("global", AddRequest(content="The user's cat is called Snowball"))
+        await app.writing.add("global", AddRequest(content="The user's cat is called Snowball"))
         result = await app.retrieval.recall(
             "global", RecallRequest(query="what caffeinated drink do I have at breakfast?")
         )
@@ -102,7 +102,7 @@ async def test_the_handshake_does_not_wait_for_the_model(tmp_path, clock):
 async def test_reindex_moves_a_store_from_hash_to_local(tmp_path, clock, shared_embedder):
     hashed = make_settings(tmp_path)
     async with PocketMem(hashed, clock=clock) as app:
-        kept = await app.lifecycle.add("global", AddRequest(content="The user drinks two cups of coffee every morning"))
+        kept = await app.writing.add("global", AddRequest(content="The user drinks two cups of coffee every morning"))
     local = make_settings(tmp_path, embedder="local", embed_model=MODEL_DIR)
     with pytest.raises(EmbedderMismatch, match="pocketmem reindex"):
         await PocketMem(local, clock=clock, embedder=shared_embedder).open()

@@ -15,10 +15,10 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Category, DeleteReason, EventKind, Status
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, backend_env, make_settings
+from .helpers import START, backend_env, make_settings
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -26,7 +26,7 @@ USER = "global"
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.status == "stored", result
     return result.memory_id
 
@@ -51,9 +51,9 @@ async def test_episodes_expire_on_day_14_and_the_trash_is_purged_7_days_later(ap
     episode = await add(app, "聊了面试和游戏", category=Category.episode)
     fact = await add(app, "用户在杭州工作", keywords=["杭州"])
     core = await add(app, "用户叫小林", scores={"persistence": 1})
-    await app.lifecycle.patch_core(USER, core, "大家都叫他林子", "append", None)
+    await app.patching.patch_core(USER, core, "大家都叫他林子", "append", None)
     forgotten = await add(app, "用户想学滑雪", category=Category.goal)
-    await app.lifecycle.forget(USER, forgotten, "user asked")
+    await app.trash.forget(USER, forgotten, "user asked")
 
     clock.advance(days=7, minutes=-1)
     assert (await app.maintenance.run()).users[0].purged == []
@@ -93,8 +93,8 @@ async def test_episodes_expire_on_day_14_and_the_trash_is_purged_7_days_later(ap
 
 async def test_purging_a_patched_core_memory_removes_its_revisions(app, clock):
     core = await add(app, "用户很爱吃辣", scores={"persistence": 1})
-    await app.lifecycle.patch_core(USER, core, "最近胃炎，暂时不吃辣", "append", None)
-    await app.lifecycle.forget(USER, core, None)
+    await app.patching.patch_core(USER, core, "最近胃炎，暂时不吃辣", "append", None)
+    await app.trash.forget(USER, core, None)
     clock.advance(days=7)
     await app.maintenance.run()
     async with app.store.read() as r:
@@ -107,7 +107,7 @@ async def test_a_second_run_at_the_same_time_changes_nothing(app, clock):
     await add(app, "聊了周末去哪玩", category=Category.episode)
     await add(app, "用户在学日语", category=Category.goal)
     gone = await add(app, "用户喜欢喝冰美式", category=Category.preference)
-    await app.lifecycle.forget(USER, gone, None)
+    await app.trash.forget(USER, gone, None)
     clock.advance(days=20)
     first = await app.maintenance.run()
     assert first.changed and first.users[0].expired and first.users[0].purged and first.users[0].rescored
@@ -139,7 +139,7 @@ async def test_rescoring_pages_through_every_memory_in_batches(app, clock, monke
     places = "冰岛挪威芬兰瑞典丹麦荷兰比利时"
     ids = [await add(app, f"用户计划第{i}年去{places[i * 2:i * 2 + 2]}", category=Category.goal) for i in range(7)]
     old = await add(app, "用户以前住在南京", category=Category.goal)
-    await app.lifecycle.add(USER, AddRequest(content="用户现在住在苏州", category=Category.goal, supersedes=old))
+    await app.writing.add(USER, AddRequest(content="用户现在住在苏州", category=Category.goal, supersedes=old))
     clock.advance(days=30)
     report = await app.maintenance.run()
     assert report.users[0].rescored == 9  # active and superseded, over four batches
@@ -261,7 +261,7 @@ async def test_a_restored_episode_does_not_expire_again(app, clock):
     episode = await add(app, "聊了搬家的打算", category=Category.episode, keywords=["搬家"])
     clock.advance(days=15)
     assert (await app.maintenance.run()).users[0].expired == [episode]
-    restored = await app.lifecycle.restore(USER, episode)
+    restored = await app.trash.restore(USER, episode)
     assert restored.memory.status == Status.active and restored.memory.expires_at is None
     clock.advance(days=1)
     assert (await app.maintenance.run()).users[0].expired == []

@@ -18,11 +18,11 @@ from pocketmem.base.models import Category
 from pocketmem.core.scoring import fill_scores, importance
 from pocketmem.core.text import content_hash
 from pocketmem.service import maintenance
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import FORMAT, VERSION
-from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -76,7 +76,7 @@ async def test_an_add_and_a_recall_made_during_a_long_rescore_finish_before_it(b
     async with anyio.create_task_group() as tg:
         tg.start_soon(maintain)
         await first_chunk.wait()
-        stored = await big.lifecycle.add(USER, AddRequest(content="用户下周二去上海出差"))
+        stored = await big.writing.add(USER, AddRequest(content="用户下周二去上海出差"))
         assert stored.status == "stored"
         seen["add"] = len(chunks)
         await big.retrieval.recall(USER, RecallRequest(query="上海出差", record=False))

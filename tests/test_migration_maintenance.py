@@ -9,11 +9,11 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import to_iso
 from pocketmem.base.models import Category
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -22,17 +22,17 @@ USER = "global"
 async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch):
     settings = make_settings(tmp_path)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:1])
-    from pocketmem.store.sqlite.store import SQLiteTx
+    from pocketmem.store.sqlite.tx import SQLiteTx
 
     async def no_term_counts(*_args: object) -> None:  # the m001 code kept no per-user term counts
         return None
 
     monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
     async with PocketMem(settings, clock=clock) as old:
-        kept = (await old.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))).memory_id
-        chore = (await old.lifecycle.add(USER, AddRequest(content="周五交报告", category=Category.todo,
+        kept = (await old.writing.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))).memory_id
+        chore = (await old.writing.add(USER, AddRequest(content="周五交报告", category=Category.todo,
                                                             due_at=clock.now()))).memory_id
-        gone = (await old.lifecycle.add(USER, AddRequest(content="用户想学滑雪"))).memory_id
+        gone = (await old.writing.add(USER, AddRequest(content="用户想学滑雪"))).memory_id
         # Trashed the way the m001 code did it (its tombstones had no purged_at column).
         now, purge = to_iso(clock.now()), to_iso(clock.now() + timedelta(days=7))
         async with old.store.write() as tx:

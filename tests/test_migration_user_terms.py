@@ -7,7 +7,7 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.core.text import indexed_text
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
@@ -24,7 +24,7 @@ async def make_old_store(settings, clock, backend) -> None:
     async with PocketMem(settings, clock=clock) as app:
         for user, texts in ROWS.items():
             for text in texts:
-                await app.lifecycle.add(user, AddRequest(content=text))
+                await app.writing.add(user, AddRequest(content=text))
         if backend == "postgres":
             async with app.store.write() as tx:
                 await tx._exec("drop function pm_count_user_terms() cascade")  # noqa: SLF001
@@ -58,8 +58,8 @@ async def test_an_existing_store_is_recounted_and_reindexed_without_losing_rows(
 
 
 async def test_counts_follow_writes_updates_and_purges(app, backend):
-    first = await app.lifecycle.add("carol", AddRequest(content="用户喜欢张家界。"))
-    await app.lifecycle.add("carol", AddRequest(content="用户的猫叫小白。"))
+    first = await app.writing.add("carol", AddRequest(content="用户喜欢张家界。"))
+    await app.writing.add("carol", AddRequest(content="用户的猫叫小白。"))
     async with app.store.read() as reader:
         assert await reader.user_term_counts("carol", ["张家界", "小白"]) == ({"张家界": 1, "小白": 1}, 2)
     async with app.store.write() as tx:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.tokens import TokenService
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_file_from_before_tokens_gains_the_table_and_keeps_its_memories(settings, clock):
     async with PocketMem(settings, clock=clock) as app:
-        stored = await app.lifecycle.add("global", AddRequest(content="用户不喜欢香菜"))
+        stored = await app.writing.add("global", AddRequest(content="用户不喜欢香菜"))
     db = sqlite_connect(str(settings.db_path), load_vectors=True)
     db.execute("drop table api_tokens")
     db.execute("delete from schema_migrations where name = 'm003_tokens'")

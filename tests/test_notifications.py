@@ -15,9 +15,9 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.mcp.notifications import UserScopedBus
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio]
 CARD = "memory://user-card"
@@ -125,7 +125,7 @@ async def test_changes_made_elsewhere_reach_subscribers_at_the_next_maintenance(
         async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
             await subscribe(client, CARD)
             async with PocketMem(settings, clock=clock) as other_process:
-                await other_process.lifecycle.add(
+                await other_process.writing.add(
                     "global", AddRequest(content="用户对花生过敏", category=Category.fact, scores={"persistence": 1})
                 )
             await inbox.expect(1)

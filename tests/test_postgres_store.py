@@ -11,13 +11,12 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Status
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres import tx as postgres_tx
 from pocketmem.store.postgres.store import PostgresStore
 
-from .conftest import make_settings
-from .test_retrieval import NeighbourSearchingEmbedder
+from .helpers import NeighbourSearchingEmbedder, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 USER = "global"
@@ -56,8 +55,8 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
 async def test_term_counters_follow_every_write_and_fold(app, clock):
     ids = []
     for text in ("用户不喜欢香菜", "香菜和芫荽是一种东西", "用户喜欢火锅", "用户住在杭州"):
-        ids.append((await app.lifecycle.add(USER, AddRequest(content=text, keywords=["香菜"]))).memory_id)
-    await app.lifecycle.forget(USER, ids[2], None)
+        ids.append((await app.writing.add(USER, AddRequest(content=text, keywords=["香菜"]))).memory_id)
+    await app.trash.forget(USER, ids[2], None)
     clock.advance(days=8)
     await app.maintenance.run()  # purges ids[2] and folds the counters
     counts, total = await _counts(app, list(await recount(app.store)))
@@ -70,8 +69,14 @@ async def test_term_counters_follow_every_write_and_fold(app, clock):
 
 
 async def _counts(app, terms):
+    """Per term, how many stored memories hold it (the counters), and how many are stored ('' counts rows)."""
     async with app.store.read() as r:
-        return await r.term_document_counts(terms)
+        rows = await r.fetch_all(
+            "select term, sum(delta) from memory_term_counts where term = any(%s) group by term", (["", *terms],)
+        )
+    counts = {t: int(n) for t, n in rows}
+    total = counts.pop("", 0)
+    return {t: n for t, n in counts.items() if n > 0}, total
 
 
 async def test_one_users_writes_never_interleave_across_processes(tmp_path, clock):
@@ -81,7 +86,7 @@ async def test_one_users_writes_never_interleave_across_processes(tmp_path, cloc
         results = []
 
         async def add(app):
-            results.append(await app.lifecycle.add(USER, AddRequest(content="用户对花生过敏", operation_id=None)))
+            results.append(await app.writing.add(USER, AddRequest(content="用户对花生过敏", operation_id=None)))
 
         async with anyio.create_task_group() as tg:
             for app in (first, second, first, second):
@@ -96,7 +101,7 @@ async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock
         texts = [
             f"用户的第{i}个爱好是{h}" for i, h in enumerate("跑步 吉他 摄影 游泳 爬山 读书 下棋 钓鱼 画画 滑雪".split())
         ]
-        await app.lifecycle.add_many(USER, [AddRequest(content=t) for t in texts])
+        await app.writing.add_many(USER, [AddRequest(content=t) for t in texts])
         vector = await app.embedder.embed("爬山")
         async with app.store.read() as r:
             exact = await r.vector_neighbours(USER, vector, 3, (Status.active,))
@@ -110,7 +115,7 @@ async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(ap
     from pocketmem.base.models import Category
     from pocketmem.service.browse import BrowseQuery
 
-    await app.lifecycle.add_many(
+    await app.writing.add_many(
         USER, [AddRequest(content=f"教训{i}：部署前先{s}", category=Category.lesson) for i, s in enumerate("测查备")]
     )
     plans: list[str] = []
@@ -178,7 +183,7 @@ async def test_a_write_opened_for_a_user_waits_only_for_that_users_writes(app):
 
 
 async def test_the_services_open_their_writes_for_the_user(app):
-    first = await app.lifecycle.add(USER, AddRequest(content="用户住在杭州"))
+    first = await app.writing.add(USER, AddRequest(content="用户住在杭州"))
 
     async def hold_user(tx):
         await tx.lock_user(USER)
@@ -187,10 +192,10 @@ async def test_the_services_open_their_writes_for_the_user(app):
         await tx.lock_users(["someone-else", USER])
 
     async def forget():
-        await app.lifecycle.forget(USER, first.memory_id, None)
+        await app.trash.forget(USER, first.memory_id, None)
 
     async def add():
-        await app.lifecycle.add(USER, AddRequest(content="用户喜欢爬山"))
+        await app.writing.add(USER, AddRequest(content="用户喜欢爬山"))
 
     assert await _waits(app.store, hold_user, add)
     assert await _waits(app.store, hold_several, forget)

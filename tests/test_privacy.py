@@ -12,10 +12,10 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import EventKind
 from pocketmem.core.privacy import cn_id_ok, find_secrets, luhn_ok, screen
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
@@ -99,7 +99,7 @@ async def _events(app: PocketMem) -> list:
 
 @pytest.mark.backends
 async def test_add_memory_redacts_and_says_so(app):
-    result = await app.lifecycle.add(
+    result = await app.writing.add(
         USER, AddRequest(
             content="用户的服务器密码是Hunter2!，部署时要用", keywords=["服务器", "sk-abcdefghijklmnopqrstuvwx12"]
         )
@@ -117,13 +117,13 @@ async def test_add_memory_redacts_and_says_so(app):
 @pytest.mark.backends
 @pytest.mark.parametrize("content", ["password: hunter2", "密码：886622", "api_key=sk-abcdefghijklmnopqrstuvwx12"])
 async def test_a_labelled_secret_alone_is_refused(app, content):
-    result = await app.lifecycle.add(USER, AddRequest(content=content))
+    result = await app.writing.add(USER, AddRequest(content=content))
     assert (result.status, result.reason) == ("discarded", "secret")
 
 
 @pytest.mark.backends
 async def test_a_memory_that_is_only_a_secret_is_refused(app):
-    result = await app.lifecycle.add(USER, AddRequest(content="sk-proj-abcdefghijklmnopqrstuvwxyz123456"))
+    result = await app.writing.add(USER, AddRequest(content="sk-proj-abcdefghijklmnopqrstuvwxyz123456"))
     assert (result.status, result.reason, result.redacted) == ("discarded", "secret", ["api_key"])
     assert result.memory_id is None and "Never save secrets" in result.message
     events = await _events(app)
@@ -133,18 +133,18 @@ async def test_a_memory_that_is_only_a_secret_is_refused(app):
 @pytest.mark.backends
 async def test_refuse_mode_refuses_instead_of_redacting(tmp_path, clock):
     async with PocketMem(make_settings(tmp_path, secrets="refuse"), clock=clock) as app:
-        result = await app.lifecycle.add(USER, AddRequest(content="my password is Tr0ub4dor&3, remember it for me"))
+        result = await app.writing.add(USER, AddRequest(content="my password is Tr0ub4dor&3, remember it for me"))
         assert (result.status, result.reason) == ("discarded", "secret")
         assert (await app.stats(USER))["active"] == 0
-        core = await app.lifecycle.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
+        core = await app.writing.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
         with pytest.raises(InvalidInput, match="patch: contains a password"):
-            await app.lifecycle.patch_core(USER, core.memory_id, "密码：hunter2", "append", None)
+            await app.patching.patch_core(USER, core.memory_id, "密码：hunter2", "append", None)
 
 
 @pytest.mark.backends
 async def test_patches_are_redacted_too(app):
-    core = await app.lifecycle.add(USER, AddRequest(content="用户在公司用一台 MacBook", scores={"persistence": 1}))
-    patched = await app.lifecycle.patch_core(USER, core.memory_id, "换了新电脑，开机密码是 Qwer1234!", "append", None)
+    core = await app.writing.add(USER, AddRequest(content="用户在公司用一台 MacBook", scores={"persistence": 1}))
+    patched = await app.patching.patch_core(USER, core.memory_id, "换了新电脑，开机密码是 Qwer1234!", "append", None)
     assert patched.redacted == ["password"]
     assert "Qwer1234" not in patched.memory.content and "【已隐去的密码】" in patched.memory.content
 
@@ -153,10 +153,10 @@ async def test_patches_are_redacted_too(app):
 async def test_temporary_setting_stores_and_recalls_nothing(tmp_path, clock):
     path = tmp_path / "shared.db"
     async with PocketMem(make_settings(tmp_path, db=path), clock=clock) as normal:
-        kept = await normal.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
+        kept = await normal.writing.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
         assert kept.status == "stored"
     async with PocketMem(make_settings(tmp_path, db=path, temporary=True), clock=clock) as temp:
-        result = await temp.lifecycle.add(USER, AddRequest(content="用户今天心情很差"))
+        result = await temp.writing.add(USER, AddRequest(content="用户今天心情很差"))
         assert (result.status, result.reason) == ("discarded", "temporary")
         recalled = await temp.retrieval.recall(USER, RecallRequest(query="晚饭能放香菜吗", keywords=["香菜"]))
         assert recalled.temporary and recalled.memories == [] and recalled.injection == ""

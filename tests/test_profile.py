@@ -1,4 +1,4 @@
-"""The profile layer (seed 004) through the MCP client: onboarding once, update_profile, the Markdown files a
+"""The profile layer (docs/profile.md) through the MCP client: onboarding once, update_profile, the Markdown files a
 person edits by hand, the profile resources, the confirm-everything switch, and listing by time range."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -268,7 +268,7 @@ async def test_project_md_summarises_older_entries_with_the_llm(tmp_path, clock)
         async with PocketMem(settings, clock=clock) as app:
             for step in range(5):
                 clock.advance(hours=1)
-                await app.lifecycle.add(USER, AddRequest(content=f"里程碑{step}", category=Category.project))
+                await app.writing.add(USER, AddRequest(content=f"里程碑{step}", category=Category.project))
             fake.script_chat("- 完成了里程碑0和1")
             await app.profile_files.sync_all()
             sent = fake.requests[-1].json["messages"][-1]["content"]

@@ -7,9 +7,9 @@ import io
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .pg import PgTestServer
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +30,7 @@ class Recorder:
 async def _fill(app: PocketMem, users: dict[str, int]) -> None:
     for user, n in users.items():
         for i in range(n):
-            result = await app.lifecycle.add(user, AddRequest(content=f"{user} 的第{i}条记忆：喜欢第{i}种花"))
+            result = await app.writing.add(user, AddRequest(content=f"{user} 的第{i}条记忆：喜欢第{i}种花"))
             assert result.status == "stored"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -49,8 +49,8 @@ class PlanRecorder:
 async def test_keyword_search_checks_owners_in_the_narrow_index(app):
     # Another user's memories fill the index: every match's owner is checked, in the narrow index.
     others = [AddRequest(content=f"别人的第{i}条笔记：香菜和{i}号菜") for i in range(70)]
-    await app.lifecycle.add_many("someone-else", others)
-    await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["coriander"]))
+    await app.writing.add_many("someone-else", others)
+    await app.writing.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["coriander"]))
     recorder = PlanRecorder(app)
     await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
     plan = recorder.plan_of("join memories m indexed by memories_owner")
@@ -60,7 +60,7 @@ async def test_keyword_search_checks_owners_in_the_narrow_index(app):
 async def test_keyword_search_of_a_sole_owner_ranks_in_fts5_alone(app):
     # One person's notebook: FTS5 ranks its matches without a join, and only the best are checked.
     for i in range(3):
-        await app.lifecycle.add(USER, AddRequest(content=f"用户第{i}次说不喜欢香菜"))
+        await app.writing.add(USER, AddRequest(content=f"用户第{i}次说不喜欢香菜"))
     recorder = PlanRecorder(app)
     found = []
     await recorder.explain_during(lambda: _keep(found, app.retrieval.recall(USER, _recall("香菜能吃吗"))))
@@ -71,7 +71,7 @@ async def test_keyword_search_of_a_sole_owner_ranks_in_fts5_alone(app):
 
 
 async def test_shortlisted_memories_are_looked_up_by_id(app):
-    first = await app.lifecycle.add(USER, AddRequest(content="用户不喜欢香菜"))
+    first = await app.writing.add(USER, AddRequest(content="用户不喜欢香菜"))
     recorder = PlanRecorder(app)
     await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
     # Similarity and index terms in one read: each wide row once, by its id, its terms by rowid.
@@ -94,7 +94,7 @@ async def _keep(found: list, call) -> None:
 
 async def test_maintenance_walks_a_users_memories_by_index_without_sorting_them(app):
     for i in range(3):
-        await app.lifecycle.add(USER, AddRequest(content=f"用户的第{i}个计划是学{'琴棋书'[i]}"))
+        await app.writing.add(USER, AddRequest(content=f"用户的第{i}个计划是学{'琴棋书'[i]}"))
     recorder = PlanRecorder(app)
     await recorder.explain_during(app.maintenance.run)
     plan = recorder.plan_of("coalesce(last_active_at, created_at)")
@@ -106,7 +106,7 @@ async def test_the_most_recalled_lessons_are_read_from_the_use_index(app):
 
     for i in range(3):
         lesson = f"教训{i}：部署前先跑{'测试检查备份'[i]}"
-        await app.lifecycle.add(USER, AddRequest(content=lesson, category=Category.lesson))
+        await app.writing.add(USER, AddRequest(content=lesson, category=Category.lesson))
     recorder = PlanRecorder(app)
 
     async def read() -> None:
@@ -137,7 +137,7 @@ async def test_the_management_lists_pages_come_from_an_index_without_sorting(app
     from pocketmem.service.browse import BrowseQuery
 
     for i in range(3):
-        await app.lifecycle.add(USER, AddRequest(content=f"用户的第{i}个爱好是{'琴棋书'[i]}"))
+        await app.writing.add(USER, AddRequest(content=f"用户的第{i}个爱好是{'琴棋书'[i]}"))
     params = dict(p.split("=") for p in query.lstrip("?").split("&") if p)
     recorder = PlanRecorder(app)
     await recorder.explain_during(lambda: app.browse.page(USER, BrowseQuery.model_validate(params)))

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -114,7 +114,7 @@ async def test_one_users_writes_do_not_move_another_users_scores(app, settings):
         before = await scores()
         assert before
         for i in range(40):
-            await app.lifecycle.add("someone-else", AddRequest(content=f"第{i}次：吉他 吉他 吉他，换弦练习记录"))
+            await app.writing.add("someone-else", AddRequest(content=f"第{i}次：吉他 吉他 吉他，换弦练习记录"))
         assert await scores() == before
 
 
@@ -149,13 +149,13 @@ def test_keywords_only_add_what_recall_returns(tmp_path, backend):
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
     from pocketmem.service.retrieval import RecallRequest
-    from tests.conftest import START, make_settings
+    from tests.helpers import START, make_settings
 
     loop = asyncio.new_event_loop()
     app = PocketMem(make_settings(tmp_path), clock=FixedClock(START))
     loop.run_until_complete(app.open())
     for text in SENTENCES:
-        loop.run_until_complete(app.lifecycle.add("u", AddRequest(content=text)))
+        loop.run_until_complete(app.writing.add("u", AddRequest(content=text)))
 
     def ids(message: str, keywords: list[str]) -> set[str]:
         request = RecallRequest(query=message, keywords=keywords, top_k=12, record=False)

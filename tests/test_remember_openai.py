@@ -18,11 +18,11 @@ from pocketmem.base.models import Status
 from pocketmem.core.operations import OPERATIONS_SCHEMA
 from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.extraction import ConversationMessage
-from pocketmem.service.lifecycle import AddRequest
 from tests.fake_openai import FakeOpenAI, Reply
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .scripted_llm import ScriptedSampler, ops, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +65,7 @@ async def call(client: Client, messages: list[dict]):
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.memory_id
     return result.memory_id
 

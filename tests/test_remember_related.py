@@ -9,7 +9,7 @@ from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
 from .scripted_llm import ScriptedSampler, labels, ops
 
@@ -25,7 +25,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.status == "stored", result
     return result.memory_id
 

@@ -20,9 +20,9 @@ from pocketmem.base.config import Settings
 from pocketmem.base.models import Status
 from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .scripted_llm import ScriptedSampler, labels, ops, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -61,7 +61,7 @@ async def failure(client: Client, messages=CONVERSATION, **args) -> str:
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.memory_id
     return result.memory_id
 
@@ -120,7 +120,7 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
     assert new_home.content == "用户 2026 年 10 月搬到杭州住了" and new_home.supersedes == known["home"]
     assert old_home.status == Status.superseded and old_home.valid_until == new_home.valid_from
     assert new_home.keywords == ["住址", "城市"] and new_home.category == old_home.category  # inherited
-    # PATCH: seed 000's dated parenthesis on the core memory, previous text kept as a revision
+    # PATCH: the dated parenthesis (docs/extraction.md) on the core memory, previous text kept as a revision
     assert patch["memory_id"] == known["core"]
     assert (await get(app, known["core"])).content == "你很爱吃辣。（2026-11-28：最近胃炎，医生说暂时不能吃辣）"
     one = json.loads(await _read(app, settings, f"memory://memories/{known['core']}"))
@@ -137,11 +137,11 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
     assert tea.last_active_at == clock.now()
     # FORGET: in the trash, restorable
     assert (await get(app, known["late"])).status == Status.trashed
-    restored = await app.lifecycle.restore(USER, known["late"])
+    restored = await app.trash.restore(USER, known["late"])
     assert restored.memory.status == Status.active
     # confidence routing: the uncertain one waits for the user
     assert pending["pending_id"] and pending["memory_id"] is None
-    listed = await app.lifecycle.list_memories(USER, category=None, status="pending", text=None, limit=10, offset=0)
+    listed = await app.listing.list_memories(USER, category=None, status="pending", text=None, limit=10, offset=0)
     assert [p.content for p in listed.items] == ["用户可能在注意饮食"]
     assert result["message"].startswith("2 stored, 1 patched, 1 reinforced, 1 forgotten, 1 pending, 1 skipped.")
     assert (await get(app, known["cat"])).status == Status.active  # untouched
@@ -175,7 +175,7 @@ async def test_a_contradiction_supersedes_instead_of_duplicating(app, settings, 
     [item] = result["items"]
     contents = [m["content"] for m in recalled.structured_content["memories"]]
     assert "用户现在住在杭州" in contents and "用户住在北京" not in contents
-    active = await app.lifecycle.list_memories(USER, category=None, status="active", text="住", limit=50, offset=0)
+    active = await app.listing.list_memories(USER, category=None, status="active", text="住", limit=50, offset=0)
     assert [m.content for m in active.items] == ["用户现在住在杭州"]
     assert (await get(app, known["home"])).status == Status.superseded and item["superseded"] == known["home"]
 
@@ -376,7 +376,7 @@ async def test_a_store_change_while_the_model_thinks_never_half_applies(app, set
     state: dict = {}
 
     async def forget_meanwhile() -> None:
-        await app.lifecycle.forget(USER, known["home"], "user asked")
+        await app.trash.forget(USER, known["home"], "user asked")
         state["before"] = await snapshot(app)
 
     sampler.before_answer = forget_meanwhile
@@ -398,7 +398,7 @@ async def test_a_store_change_between_rounds_asks_again(app, settings, known):
 
     async def forget_meanwhile() -> None:
         if len(sampler.requests) == 1:
-            await app.lifecycle.forget(USER, known["home"], "user asked")
+            await app.trash.forget(USER, known["home"], "user asked")
 
     sampler = ScriptedSampler([first, second], before_answer=forget_meanwhile)
     async with connect(app, settings, "auto", sampler) as client:

@@ -8,8 +8,8 @@ from mcp import Client
 
 from tests.fake_openai import FakeOpenAI
 
+from .helpers import server_params
 from .scripted_llm import ScriptedSampler, labels, ops
-from .test_stdio import server_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -6,12 +6,11 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.providers.embeddings import HashEmbedder
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite.driver import connect
 
-from .conftest import make_settings
+from .helpers import NeighbourSearchingEmbedder, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -28,7 +27,7 @@ STORE = [
 async def fill(app: PocketMem) -> dict[str, str]:
     ids = {}
     for content, category, keywords in STORE:
-        result = await app.lifecycle.add(USER, AddRequest(content=content, category=category, keywords=keywords))
+        result = await app.writing.add(USER, AddRequest(content=content, category=category, keywords=keywords))
         ids[content] = result.memory_id
     return ids
 
@@ -74,7 +73,7 @@ async def test_top_k_and_touching_hits(app, clock):
 
 
 async def test_injection_text_carries_the_age_and_follows_the_query_language(app, clock):
-    await app.lifecycle.add(USER, AddRequest(content="你不喜欢香菜，吃到会很反感。", keywords=["香菜", "coriander"]))
+    await app.writing.add(USER, AddRequest(content="你不喜欢香菜，吃到会很反感。", keywords=["香菜", "coriander"]))
     clock.advance(days=3)
     zh = await recall(app, "香菜能吃吗")
     assert zh.injection == "3天前的对话摘要“你不喜欢香菜，吃到会很反感。”"
@@ -95,9 +94,9 @@ async def test_budget_trims_injection_but_not_the_list(tmp_path, clock):
 
 
 async def test_superseded_only_with_history_and_marked_outdated(app, clock):
-    old = await app.lifecycle.add(USER, AddRequest(content="用户喜欢用 Vue 3 写前端", keywords=["vue", "前端框架"]))
+    old = await app.writing.add(USER, AddRequest(content="用户喜欢用 Vue 3 写前端", keywords=["vue", "前端框架"]))
     clock.advance(days=150)
-    new = await app.lifecycle.add(
+    new = await app.writing.add(
         USER, AddRequest(
             content="用户现在更喜欢用 React 写前端", keywords=["react", "前端框架"], supersedes=old.memory_id
         )
@@ -123,20 +122,12 @@ async def test_categories_filter(app):
 
 
 async def test_expired_memories_are_not_recalled(app, clock):
-    await app.lifecycle.add(
+    await app.writing.add(
         USER, AddRequest(content="聊了下周二的面试准备", category=Category.episode, keywords=["面试"])
     )
     assert (await recall(app, "面试")).memories
     clock.advance(days=15)
     assert (await recall(app, "面试")).memories == []
-
-
-class NeighbourSearchingEmbedder(HashEmbedder):
-    """The built-in vectors, but declared non-lexical so recall runs the nearest-neighbour scan as it does
-    for neural embedders."""
-
-    kind = "hash-knn"
-    lexical = False
 
 
 @pytest.fixture
@@ -153,8 +144,8 @@ async def test_neighbour_search_finds_memories(knn_app):
 
 async def test_neighbour_search_with_history_scores_superseded_versions_too(knn_app):
     ids = await fill(knn_app)
-    old = (await knn_app.lifecycle.add(USER, AddRequest(content="用户住在南京鼓楼", category=Category.fact))).memory_id
-    new = await knn_app.lifecycle.add(
+    old = (await knn_app.writing.add(USER, AddRequest(content="用户住在南京鼓楼", category=Category.fact))).memory_id
+    new = await knn_app.writing.add(
         USER, AddRequest(content="用户搬到了苏州园区", category=Category.fact, keywords=["南京"], supersedes=old)
     )
     async with knn_app.store.read() as r:
@@ -171,7 +162,7 @@ async def test_store_searches_core_and_important_memories_without_choosing(knn_a
     """The store answers plain searches; which of them become candidates is the service's choice."""
     ids = await fill(knn_app)
     core = (
-        await knn_app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
+        await knn_app.writing.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
     ).memory_id
     vector = [1.0] + [0.0] * 511
     async with knn_app.store.read() as r:
@@ -205,10 +196,10 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
     async with PocketMem(
         make_settings(tmp_path, candidate_limit=1), clock=clock, embedder=NeighbourSearchingEmbedder()
     ) as pm:
-        core = (await pm.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))).memory_id
+        core = (await pm.writing.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))).memory_id
         strong = {"persistence": 0.9, "emotion": 1.0, "info": 1.0, "judge": 1.0}
         for i in range(5):
-            await pm.lifecycle.add(USER, AddRequest(content=f"第{i}次去杭州出差开会", scores=strong))
+            await pm.writing.add(USER, AddRequest(content=f"第{i}次去杭州出差开会", scores=strong))
         parsed = pm.retrieval.parse(RecallRequest(query="用户叫林舟", record=False))
         vector, own = await pm.retrieval.query_vectors(parsed)
         async with pm.store.read() as reader:
@@ -256,7 +247,7 @@ async def test_vector_index_failure_falls_back_to_keywords(knn_app, settings, ba
 
 async def test_both_indexes_failing_answers_with_the_user_card(knn_app, settings, backend):
     app = knn_app
-    await app.lifecycle.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
+    await app.writing.add(USER, AddRequest(content="用户叫林舟", scores={"persistence": 1.0}))
     await break_indexes(app, settings, backend, keywords=True)
     result = await recall(app, "我叫什么")
     assert result.memories == []
@@ -264,10 +255,10 @@ async def test_both_indexes_failing_answers_with_the_user_card(knn_app, settings
 
 
 async def test_pending_confirmations_ride_along(app, clock):
-    pending = await app.lifecycle.add(USER, AddRequest(content="用户可能喜欢爵士乐", confidence=0.7))
+    pending = await app.writing.add(USER, AddRequest(content="用户可能喜欢爵士乐", confidence=0.7))
     result = await recall(app, "随便聊聊")
     assert [p.pending_id for p in result.pending_confirmations] == [pending.pending_id]
-    await app.lifecycle.confirm_pending(USER, pending.pending_id, "snooze", 1)
+    await app.pending.confirm_pending(USER, pending.pending_id, "snooze", 1)
     assert (await recall(app, "随便聊聊")).pending_confirmations == []
     clock.advance(hours=2)
     assert (await recall(app, "随便聊聊")).pending_confirmations[0].pending_id == pending.pending_id
@@ -291,7 +282,7 @@ async def test_other_users_memories_are_never_recalled(app):
 async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monkeypatch):
     """One person's notebook is ranked by FTS5 alone and only the best are checked (SQLite); with other users'
     or trashed memories in the index every match's owner is checked. Both give the same k best."""
-    from pocketmem.store.sqlite.store import SQLiteTx
+    from pocketmem.store.sqlite.tx import SQLiteTx
 
     async def ranked_with_owner_check(*_args, **_kwargs):
         return None
@@ -305,7 +296,7 @@ async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monke
                 checked = await r.keyword_hits(USER, ["香菜", "辣椒"], k, statuses)
         return fast, checked
 
-    mine = await app.lifecycle.add_many(
+    mine = await app.writing.add_many(
         USER, [AddRequest(content=f"用户第{i}次吃香菜{'和辣椒' * (i % 3)}，在{i}号店") for i in range(12)]
     )
     stages = []
@@ -321,9 +312,9 @@ async def test_keyword_hits_are_the_same_whoever_else_is_in_the_index(app, monke
                 )
         if stage == "trashed":
             for result in mine[:3]:
-                await app.lifecycle.forget(USER, result.memory_id, None)
+                await app.trash.forget(USER, result.memory_id, None)
         if stage == "others":
-            await app.lifecycle.add_many(
+            await app.writing.add_many(
                 "someone-else", [AddRequest(content=f"香菜辣椒{i}") for i in range(6)]
             )
         for k in (1, 3, 5, 9, 20):

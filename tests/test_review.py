@@ -10,16 +10,17 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
+from pocketmem.service.reinforcement import USED_JUDGE_BOOST
 from pocketmem.service.retrieval import RecallRequest
-from pocketmem.service.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES, USED_JUDGE_BOOST
+from pocketmem.service.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.status == "stored"
     return result.memory_id
 

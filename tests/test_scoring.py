@@ -3,8 +3,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pocketmem.base.models import Category, Scores
-from pocketmem.core.scoring import CATEGORY_DEFAULTS, fill_scores, importance, info_importance, time_coef
+from pocketmem.base.models import Category, Memory, Scores, Status
+from pocketmem.core.scoring import (
+    CATEGORY_DEFAULTS,
+    fill_scores,
+    importance,
+    importance_now,
+    info_importance,
+    time_coef,
+)
 
 
 def test_info_importance_formula():
@@ -42,3 +49,18 @@ def test_defaults_fill_only_missing_scores_and_never_make_core():
     assert filled.persistence == CATEGORY_DEFAULTS[Category.preference].persistence
     assert all(s.persistence < 1 for s in CATEGORY_DEFAULTS.values())
     assert set(CATEGORY_DEFAULTS) == set(Category)
+
+
+def test_importance_now_decays_from_the_last_use_or_else_the_creation():
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    scores = Scores(emotion=0.3, info=0.8, persistence=0.5, judge=0.8)
+    never_used = Memory(
+        id="m", user_id="u", content="用户喜欢喝茶", category=Category.preference, scores=scores,
+        info_importance=0.0, time_coef=1.0, importance=0.0, confidence=1.0, created_at=created, updated_at=created,
+        valid_from=created, status=Status.active, content_hash="h", embed_model="hash",
+    )
+    used = never_used.model_copy(update={"last_active_at": created + timedelta(days=10)})
+    now = created + timedelta(days=30)
+    assert importance_now(never_used, now) == pytest.approx(info_importance(scores) * time_coef(0.5, 30))
+    assert importance_now(used, now) == pytest.approx(info_importance(scores) * time_coef(0.5, 20))
+

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
+from .helpers import server_params
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-def server_params(home: Path, **env: str) -> StdioServerParameters:
-    # Hosts give the server a minimal environment; pass only what it needs.
-    base = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
-    base.update(env)
-    return StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=base)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -9,7 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.core import scoring
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -32,7 +32,7 @@ async def fill(app: PocketMem, clock) -> dict[str, str]:
     for content, persistence, info, days in ROWS:
         clock.set(start - timedelta(days=days))
         scores = {"persistence": persistence, "info": info, "emotion": 0.3, "judge": 0.5}
-        result = await app.lifecycle.add(USER, AddRequest(content=content, category=Category.fact, scores=scores))
+        result = await app.writing.add(USER, AddRequest(content=content, category=Category.fact, scores=scores))
         ids[content] = result.memory_id
     clock.set(start)
     return ids

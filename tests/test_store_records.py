@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from pocketmem.base.models import Category, DeleteReason, Memory, PendingItem, PendingStatus, Scores, Status
-from pocketmem.store.base import IndexedText, MemoryFilter
+from pocketmem.store.types import IndexedText, MemoryFilter
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "types"

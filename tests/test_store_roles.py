@@ -1,22 +1,24 @@
-"""The store interface is its roles (store/roles.py) composed: every method in exactly one role, nothing
-declared outside them, and both backends implement all of it."""
+"""The store interface is its roles (store/roles.py inside a transaction, store/base.py on the store) composed:
+every method in exactly one role, nothing declared outside them, and both backends implement all of it."""
 
 from __future__ import annotations
 
 import inspect
 
-from pocketmem.store import roles
-from pocketmem.store.base import Store, StoreReader, StoreWriter
+from pocketmem.store import base, roles
+from pocketmem.store.base import Store
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.postgres.tx import PostgresTx
 from pocketmem.store.profile_base import ProfileReader, ProfileWriter
-from pocketmem.store.sqlite.store import SQLiteStore, SQLiteTx
+from pocketmem.store.roles import StoreReader, StoreWriter
+from pocketmem.store.sqlite.store import SQLiteStore
+from pocketmem.store.sqlite.tx import SQLiteTx
 
 
 def _roles() -> list[type]:
     return [
-        cls for _, cls in inspect.getmembers(roles, inspect.isclass)
-        if cls.__module__ == roles.__name__ and getattr(cls, "_is_protocol", False)
+        cls for module in (roles, base) for _, cls in inspect.getmembers(module, inspect.isclass)
+        if cls.__module__ == module.__name__ and getattr(cls, "_is_protocol", False)
     ]
 
 
@@ -44,6 +46,6 @@ def test_both_backends_implement_every_role() -> None:
 
 
 def test_the_roles_that_go_together_add_nothing_of_their_own() -> None:
-    for combined in (roles.MemoryTx, roles.SearchTx, roles.TrashTx, roles.WriteTx, roles.VectorStore,
-                     roles.MetaStore, roles.UpkeepStore):
+    for combined in (roles.MemoryTx, roles.SearchTx, roles.TrashTx, roles.WriteTx, base.VectorStore,
+                     base.MetaStore, base.UpkeepStore):
         assert _own_methods(combined) == set()

@@ -14,7 +14,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -35,14 +35,14 @@ async def test_vector_index_is_prepared_once_and_kept(
         tag, dims = app.embedder.tag, app.embedder.dimensions
         assert dims is not None
         for text in ("The user drinks oolong tea", "用户每天早上跑步五公里"):
-            assert (await app.lifecycle.add("global", AddRequest(content=text))).status == "stored"
+            assert (await app.writing.add("global", AddRequest(content=text))).status == "stored"
         await app.store.ensure_vectors(tag, dims)
         assert calls == []  # prepared while opening; the writes found it ready
         assert await app.store.get_meta("embedder") == tag
 
     async with PocketMem(settings, clock=clock) as app:
         await app.store.ensure_vectors(tag, dims)
-        assert (await app.lifecycle.add("global", AddRequest(content="The user lives in Hangzhou"))).status == "stored"
+        assert (await app.writing.add("global", AddRequest(content="The user lives in Hangzhou"))).status == "stored"
     assert calls == []  # a store that records this embedder already has its index
 
 

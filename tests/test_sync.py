@@ -16,13 +16,13 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Status
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.service.sync import backoff
-from pocketmem.store import MemoryFilter
 from pocketmem.store.postgres.store import PostgresStore
+from pocketmem.store.types import MemoryFilter
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .pg import PgTestServer, Proxy
 
 pytestmark = pytest.mark.anyio
@@ -49,7 +49,7 @@ def device(tmp_path, name: str, url: str, clock: FixedClock, **overrides) -> Poc
 
 
 async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
     assert result.status == "stored", result
     return result.memory_id
 
@@ -84,12 +84,12 @@ async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url
 
         # Both patch the core memory: the later edit (B's) wins everywhere.
         ca.advance(minutes=5)
-        await a.lifecycle.patch_core(USER, name, "朋友叫她小林", "append", None)
+        await a.patching.patch_core(USER, name, "朋友叫她小林", "append", None)
         cb.advance(minutes=10)
-        await b.lifecycle.patch_core(USER, name, "用户叫林晓，英文名 Lin", "replace", None)
+        await b.patching.patch_core(USER, name, "用户叫林晓，英文名 Lin", "replace", None)
         # B edits nothing else; A deletes `home` after B had last seen it.
         ca.advance(minutes=1)
-        await a.lifecycle.forget(USER, home, "搬家了")
+        await a.trash.forget(USER, home, "搬家了")
         for app in (a, b, a, b):
             await synced(app)
         for store in (a.store, b.store, a.library):
@@ -102,12 +102,12 @@ async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url
 
         # Deleted on A and synced to B; restored on A later: it comes back on B too.
         ca.advance(minutes=1)
-        await a.lifecycle.forget(USER, cat, None)
+        await a.trash.forget(USER, cat, None)
         for app in (a, b):
             await synced(app)
         assert cat not in await rows(b.store) and cat in await rows(b.store, Status.trashed)
         ca.advance(minutes=1)
-        await a.lifecycle.restore(USER, cat)
+        await a.trash.restore(USER, cat)
         for app in (a, b):
             await synced(app)
         assert cat in await rows(b.store) and cat in await library_rows(a)
@@ -128,9 +128,9 @@ async def test_an_edit_older_than_a_delete_does_not_bring_it_back(tmp_path, libr
         await synced(b)
         # B edits at 10:05 but syncs late; A deletes at 10:10 and syncs first.
         cb.advance(minutes=5)
-        await b.lifecycle.patch_core(USER, core, "严重", "append", None)
+        await b.patching.patch_core(USER, core, "严重", "append", None)
         ca.advance(minutes=10)
-        await a.lifecycle.forget(USER, core, None)
+        await a.trash.forget(USER, core, None)
         await synced(a)
         await synced(b)
         await synced(a)
@@ -144,7 +144,7 @@ async def test_the_trash_is_uploaded_once_then_cleared_keeping_tombstones(tmp_pa
     async with device(tmp_path, "a", library_url, clock, sync_scopes="memory,memory.trash") as a:
         keep = await add(a, "用户喜欢爬山")
         gone = await add(a, "用户在学吉他")
-        await a.lifecycle.forget(USER, gone, None)
+        await a.trash.forget(USER, gone, None)
         first = await synced(a)
         assert first.users[0].trash_handed_over == 1
         assert await rows(a.store, Status.trashed) == {}
@@ -171,7 +171,7 @@ async def test_a_purge_without_the_trash_scope_reaches_the_library_and_the_other
         gone = await add(a, "用户的临时密码提示是生日")
         await synced(a)
         await synced(b)
-        await a.lifecycle.forget(USER, gone, None)
+        await a.trash.forget(USER, gone, None)
         await synced(a)
         assert gone in await library_rows(a, Status.trashed)  # the library trashed its copy; not the content upload
         ca.advance(days=8)
@@ -214,7 +214,7 @@ async def test_a_deleted_memory_is_not_recalled_from_the_library(tmp_path, libra
     async with device(tmp_path, "a", library_url, clock) as a:
         gone = await add(a, "用户以前在成都工作")
         await synced(a)
-        await a.lifecycle.forget(USER, gone, None)  # not synced yet: the library still has it active
+        await a.trash.forget(USER, gone, None)  # not synced yet: the library still has it active
         result = await a.retrieval.recall(USER, RecallRequest(query="成都", keywords=["成都"]))
         assert result.memories == []
 
@@ -253,7 +253,7 @@ async def test_an_unreachable_library_fails_the_run_and_keeps_the_local_purge(tm
         url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
         async with device(tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", cloud_timeout=1) as a:
             gone = await add(a, "用户在学吉他")
-            await a.lifecycle.forget(USER, gone, None)
+            await a.trash.forget(USER, gone, None)
             report = await a.sync.run()
             assert not report.ok and report.error
             status = (await a.stats(USER))["sync"]
@@ -281,12 +281,12 @@ async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, 
     async with Proxy(postgres.socket_path) as proxy:
         url = postgres.url(database, host="127.0.0.1", port=proxy.port)
         async with device(tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", max_active=1000) as a:
-            results = await a.lifecycle.add_many(
+            results = await a.writing.add_many(
                 USER, [AddRequest(content=f"用户的第{i}条记录：喜欢编号{i}的东西") for i in range(450)]
             )
             ids = [r.memory_id for r in results]
             for memory_id in ids[:250]:
-                await a.lifecycle.forget(USER, memory_id, None)
+                await a.trash.forget(USER, memory_id, None)
 
             proxy.cut_after(40_000)
             cut = await a.sync.run()
@@ -358,7 +358,7 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
 
     clock = FixedClock(START)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:3])
-    from pocketmem.store.sqlite.store import SQLiteTx
+    from pocketmem.store.sqlite.tx import SQLiteTx
 
     async def no_term_counts(*_args: object) -> None:  # the code of that time kept no per-user term counts
         return None
@@ -367,7 +367,7 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
     async with device(tmp_path, "a", library_url, clock) as old:
         kept = await add(old, "用户不喜欢香菜")
         gone = await add(old, "用户在学吉他")
-        await old.lifecycle.forget(USER, gone, None)
+        await old.trash.forget(USER, gone, None)
         assert (await old.store.health())["schema"] == "m003_tokens"
     monkeypatch.undo()
     async with device(tmp_path, "a", library_url, clock) as new:

@@ -22,8 +22,7 @@ from pocketmem.base.models import DeleteReason, Status
 from pocketmem.core.scoring import importance as formula
 from pocketmem.mcp.server import build_server
 
-from .conftest import START, make_settings
-from .test_exporting import dump
+from .helpers import START, dump, make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

@@ -10,17 +10,17 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict
 from pocketmem.base.models import Category
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import SHANGHAI, START
+from .helpers import SHANGHAI, START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
 
 async def todo(app: PocketMem, content: str, **kw) -> str:
-    result = await app.lifecycle.add(USER, AddRequest(content=content, category=Category.todo, **kw))
+    result = await app.writing.add(USER, AddRequest(content=content, category=Category.todo, **kw))
     assert result.status == "stored"
     return result.memory_id
 
@@ -95,11 +95,11 @@ async def test_completing_a_todo_through_the_client(client: Client, clock):
 
 
 async def test_only_active_todos_can_be_completed(app):
-    fact = (await app.lifecycle.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
+    fact = (await app.writing.add(USER, AddRequest(content="用户在杭州工作"))).memory_id
     with pytest.raises(Conflict, match="not a todo"):
         await app.todos.set_done(USER, fact, True)
     chore = await todo(app, "取快递")
-    await app.lifecycle.forget(USER, chore, None)
+    await app.trash.forget(USER, chore, None)
     with pytest.raises(Conflict, match="trashed"):
         await app.todos.set_done(USER, chore, True)
 

@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 
 from pocketmem.mcp.server import build_server
-from tests.conftest import make_settings
+from tests.helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 

@@ -11,11 +11,11 @@ from mcp import Client, StdioServerParameters
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import EventKind
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.reinforcement import UseLedger
 from pocketmem.service.retrieval import RecallRequest
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -33,7 +33,7 @@ async def seeded(settings, clock) -> tuple[PocketMem, list[str]]:
     app = PocketMem(settings, clock=clock)
     await app.open()
     ids = [
-        (await app.lifecycle.add(USER, AddRequest(content=text, keywords=[kw]))).memory_id
+        (await app.writing.add(USER, AddRequest(content=text, keywords=[kw]))).memory_id
         for text, kw in (("用户不喜欢香菜", "香菜"), ("用户每周去两次健身房", "健身房"))
     ]
     return app, ids

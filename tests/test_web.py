@@ -18,13 +18,13 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.mcp.http import Anonymous
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.service.review import PROMOTE_AFTER_USES
 from pocketmem.service.tokens import TokenService
 from pocketmem.web.server import make_access, mount_page, ui_app
 
-from .conftest import START
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
@@ -62,7 +62,7 @@ async def browser(app: PocketMem) -> AsyncIterator[Browser]:
 
 
 async def add(app: PocketMem, content: str, user: str = USER, **kw) -> str:
-    result = await app.lifecycle.add(user, AddRequest(content=content, **kw))
+    result = await app.writing.add(user, AddRequest(content=content, **kw))
     assert result.status in ("stored", "pending"), result
     return result.memory_id or result.pending_id or ""
 
@@ -227,7 +227,7 @@ async def test_pending_confirm_reject_and_snooze(app, browser):
     await browser.post(f"/pending/{drop}", {"action": "reject"})
     snoozed = await browser.post(f"/pending/{later}", {"action": "snooze"})
     assert snoozed.headers["location"].endswith("msg=snoozed")
-    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text="爬山", limit=5, offset=0)
+    listed = await app.listing.list_memories(USER, category=None, status="active", text="爬山", limit=5, offset=0)
     assert [m.content for m in listed.items] == ["用户可能喜欢爬山"]
     page = await browser.get("/pending")
     assert ids_on(page) == [later] and "snoozed" in page.text
@@ -349,7 +349,7 @@ async def test_the_profile_form_saves_then_asks_for_confirmation_once_confirmed(
     assert confirmed.status_code == 303
     view = await app.profile.view(USER)
     assert view.identity == {"name": "林", "tech": "Rust, Go"} and view.persona == {"role": "编程搭档"}
-    listed = await app.lifecycle.list_memories(USER, category=None, status="active", text=None, limit=5, offset=0)
+    listed = await app.listing.list_memories(USER, category=None, status="active", text=None, limit=5, offset=0)
     assert listed.total == 0  # the proposal changed the profile; it was not stored as a memory
 
     too_long = await browser.post("/profile", {"identity.name": "名" * 301})
@@ -405,12 +405,12 @@ async def test_export_and_import_only_the_users_own_rows(app, browser, settings)
     markdown = await browser.get("/export.md")
     assert markdown.status_code == 200 and "香菜" in markdown.text
 
-    await app.lifecycle.forget(USER, mine, None)
+    await app.trash.forget(USER, mine, None)
     for _ in range(1):  # purge the memory for good is maintenance's job; re-importing an existing row is skipped
         done = await browser.post("/import", files={"file": ("x.jsonl", exported.content, "application/x-ndjson")})
     assert done.status_code == 200 and 'id="import-report"' in done.text
 
-    bob_export = json.dumps({"type": "memory", **(await app.get_memory("bob", (await app.lifecycle.list_memories(
+    bob_export = json.dumps({"type": "memory", **(await app.get_memory("bob", (await app.listing.list_memories(
         "bob", category=None, status="active", text=None, limit=1, offset=0)).items[0].id))})
     header = exported.text.splitlines()[0]
     upload = ("b.jsonl", f"{header}\n{bob_export}\n".encode(), "text/plain")

@@ -24,7 +24,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Category
-from pocketmem.service.lifecycle import AddRequest
+from pocketmem.service.add_request import AddRequest
 from pocketmem.service.tokens import TokenService
 
 pytestmark = [pytest.mark.slow]
@@ -49,7 +49,7 @@ async def seed(home: Path) -> dict[str, str]:
         ids: dict[str, str] = {}
 
         async def add(key: str, user: str, content: str, **kw: object) -> None:
-            result = await pm.lifecycle.add(user, AddRequest(content=content, **kw))  # type: ignore[arg-type]
+            result = await pm.writing.add(user, AddRequest(content=content, **kw))  # type: ignore[arg-type]
             ids[key] = result.memory_id or result.pending_id or ""
 
         await add("cilantro", "alice", "用户不喜欢香菜，吃到会很反感", category=Category.preference)
@@ -66,7 +66,7 @@ async def seed(home: Path) -> dict[str, str]:
 
 async def add_later(home: Path, content: str, confidence: float = 1.0) -> None:
     async with PocketMem(settings_for(home)) as pm:
-        await pm.lifecycle.add("alice", AddRequest(content=content, category=Category.fact, confidence=confidence))
+        await pm.writing.add("alice", AddRequest(content=content, category=Category.fact, confidence=confidence))
 
 
 @pytest.fixture

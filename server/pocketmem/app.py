@@ -1,4 +1,4 @@
-"""PocketMem: settings -> store + embedder + clock, wired into the lifecycle and retrieval services.
+"""PocketMem: settings -> store + embedder + clock, wired into the services.
 
 The one object the MCP server's lifespan and the CLI open. Opening is cheap (SQLite file,
 migrations, no model loading), so the MCP handshake is never held up.
@@ -18,7 +18,7 @@ from pocketmem.base.errors import EmbedderMismatch, NotFound
 from pocketmem.base.models import EventKind
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.base.results import MemoryView
-from pocketmem.core.scoring import importance
+from pocketmem.core.scoring import importance_now
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.browse import Browse
 from pocketmem.service.calibration import Calibration
@@ -28,8 +28,10 @@ from pocketmem.service.embed_queue import EmbedQueue
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
-from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.listing import Listing
 from pocketmem.service.maintenance import Maintenance
+from pocketmem.service.patching import Patching
+from pocketmem.service.pending import Pending
 from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.project_summary import ProjectSummary
@@ -38,9 +40,13 @@ from pocketmem.service.review import Review
 from pocketmem.service.rows import embedding_text
 from pocketmem.service.sync import Sync
 from pocketmem.service.todos import Todos
+from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
-from pocketmem.store import SQLiteStore, Store
+from pocketmem.service.vectors import Vectors
+from pocketmem.service.writing import Writing
+from pocketmem.store.base import Store
 from pocketmem.store.postgres.store import PostgresStore
+from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +85,18 @@ class PocketMem:
         self.store = store or make_store(settings)
         self.embedder = embedder or make_embedder(settings)
         self.calibration = Calibration(self.store, self.embedder)
-        self.lifecycle = Lifecycle(settings, self.store, self.embedder, self.clock, self.calibration)
+        # A memory's life: each job one service (docs/architecture.md, "The write path and a memory's life").
+        self.vectors = Vectors(self.store, self.embedder, self.calibration)
+        self.trash = Trash(settings, self.store, self.clock)
+        self.writing = Writing(settings, self.store, self.clock, self.vectors, self.trash)
+        self.patching = Patching(settings, self.store, self.clock, self.vectors)
+        self.listing = Listing(settings, self.store, self.clock)
+        # The profile layer: persona and identity, the Markdown files, the context package.
+        self.profile = Profile(settings, self.store, self.clock)
+        self.pending = Pending(self.store, self.clock, self.writing, self.profile.confirm_change)
         # Memories stored while the embedding endpoint was down get their vectors here, in the background.
         self.embed_queue = EmbedQueue(self.store, self.embedder)
-        self.lifecycle.when_vector_deferred(self.embed_queue.wake)
+        self.vectors.when_deferred(self.embed_queue.wake)
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (
@@ -91,22 +105,20 @@ class PocketMem:
         self.retrieval = Retrieval(
             settings, self.store, self.embedder, self.clock, self.calibration, library=library_recall
         )
-        self.maintenance = Maintenance(settings, self.store, self.clock, self.lifecycle)
-        self.review = Review(settings, self.store, self.clock, self.lifecycle)
+        self.maintenance = Maintenance(settings, self.store, self.clock, self.trash)
+        self.review = Review(settings, self.store, self.clock, self.trash)
         self.todos = Todos(settings, self.store, self.clock)
-        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
-        self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
+        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.trash)
+        self.extraction = Extraction(settings, self.store, self.writing, self.patching, self.retrieval, self.clock)
         self.browse = Browse(settings, self.store, self.clock, self.retrieval)
-        self.curation = Curation(settings, self.store, self.clock, self.lifecycle)
+        self.curation = Curation(settings, self.store, self.clock, self.writing)
         self.sync = (
-            Sync(settings, self.store, self.library, self.lifecycle, self.embedder, self.clock)
+            Sync(settings, self.store, self.library, self.trash, self.embedder, self.clock)
             if self.library is not None
             else None
         )
-        # The profile layer (seed 004): persona and identity, the Markdown files, the context package.
-        self.profile = Profile(settings, self.store, self.lifecycle, self.clock)
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
-        self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
+        self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
         self.profile_files.summary = self.project_summary
         self.context = ContextBuilder(
@@ -175,7 +187,7 @@ class PocketMem:
                 raise NotFound(f"no memory with id {memory_id!r}")
             revisions = await reader.list_revisions(user_id, memory_id)
         now = self.clock.now()
-        view = MemoryView.of(memory, importance(memory.scores, memory.last_active_at or memory.created_at, now)[2])
+        view = MemoryView.of(memory, importance_now(memory, now))
         out = view.model_dump(mode="json")
         out["revisions"] = [r.model_dump(mode="json", exclude={"user_id"}) for r in revisions]
         return out
@@ -245,11 +257,6 @@ class PocketMem:
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
         report: dict[str, Any] = {"database": self.settings.database_label}
         report["store"] = await self.store.health()
-        if isinstance(self.store, SQLiteStore):
-            from pocketmem.store.sqlite.driver import sqlite_module
-
-            # Apart from the index itself, which a fresh store creates only with its first memory.
-            report["store"]["vector_extension"] = sqlite_module()[1]
         report["unreadable_times"] = await self.store.check_instants(repair=repair, now=self.clock.now())
         try:
             vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")

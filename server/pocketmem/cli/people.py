@@ -106,7 +106,7 @@ def _command(fn: Callable[[Any, str, argparse.Namespace], Awaitable[int]]) -> Ha
 # -- commands -----------------------------------------------------------------------------------------
 async def _list(app: Any, user: str, args: argparse.Namespace) -> int:
     category = Category(args.category) if args.category else None
-    result = await app.lifecycle.list_memories(
+    result = await app.listing.list_memories(
         user, category=category, status=args.status, text=args.text, limit=args.limit, offset=args.offset
     )
     if args.json:
@@ -192,7 +192,7 @@ async def _add(app: Any, user: str, args: argparse.Namespace) -> int:
         confidence=1.0,
         source="cli",
     )
-    result = await app.lifecycle.add(user, request)
+    result = await app.writing.add(user, request)
     if args.json:
         _json(result)
     else:
@@ -205,7 +205,7 @@ async def _add(app: Any, user: str, args: argparse.Namespace) -> int:
 
 
 async def _forget(app: Any, user: str, args: argparse.Namespace) -> int:
-    result = await app.lifecycle.forget(user, args.memory_id, args.reason or "forgotten with pocketmem forget")
+    result = await app.trash.forget(user, args.memory_id, args.reason or "forgotten with pocketmem forget")
     if args.json:
         _json(result)
     else:
@@ -215,7 +215,7 @@ async def _forget(app: Any, user: str, args: argparse.Namespace) -> int:
 
 
 async def _restore(app: Any, user: str, args: argparse.Namespace) -> int:
-    result = await app.lifecycle.restore(user, args.memory_id)
+    result = await app.trash.restore(user, args.memory_id)
     if args.json:
         _json(result)
     else:
@@ -227,7 +227,7 @@ async def _restore(app: Any, user: str, args: argparse.Namespace) -> int:
 
 
 async def _trash(app: Any, user: str, args: argparse.Namespace) -> int:
-    result = await app.lifecycle.list_trash(user, args.limit, args.offset)
+    result = await app.trash.list_trash(user, args.limit, args.offset)
     if args.json:
         _json(result)
         return 0
@@ -244,7 +244,7 @@ async def _pending(app: Any, user: str, args: argparse.Namespace) -> int:
     if action is None:
         args.status, args.category, args.text = "pending", None, None
         return await _list(app, user, args)
-    result = await app.profile.confirm_pending(user, args.pending_id, action, None)  # a profile change too
+    result = await app.pending.confirm_pending(user, args.pending_id, action, None)  # a profile change too
     if args.json:
         _json(result)
     else:

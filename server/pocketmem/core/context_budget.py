@@ -1,4 +1,4 @@
-"""The context package's token budget (seed 004 §5). Pure.
+"""The context package's token budget (docs/profile.md, "The context package"). Pure.
 
     max_context_tokens = 4000:  system memory 600, recent context 2000, long-term evidence 900, reserve 500
 

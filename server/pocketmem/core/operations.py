@@ -2,7 +2,7 @@
 
     ADD     a new memory (category, E/I/P/J, confidence, keywords, optional due date)
     UPDATE  a new memory that supersedes an ordinary one (the old one stays as history)
-    PATCH   a dated note on a core memory, or its replacement (seed 000)
+    PATCH   a dated note on a core memory, or its replacement (docs/extraction.md)
     BOOST   an existing memory shaped the reply: reinforce it
     FORGET  an existing memory to the trash (restorable)
     SKIP    nothing to do

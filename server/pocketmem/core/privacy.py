@@ -1,4 +1,4 @@
-"""Secrets that must never be remembered: find them, and redact or refuse (seed 002's sensitive-data filter).
+"""Secrets that must never be remembered: find them, and redact or refuse (docs/privacy.md).
 
 A small set of patterns, each tuned to fire on the secret itself rather than on talk about it
 ("I forgot my password" is fine; "my password is hunter2!" is not):

@@ -1,4 +1,4 @@
-"""Importance scoring (design "Scoring", from seed 000). Pure functions; no I/O.
+"""Importance scoring (docs/how-it-decides.md, "Importance"). Pure functions; no I/O.
 
     info_importance = 0.4*I + 0.2*E + 0.2*P + 0.2*J
     time_coef       = 1                                  if P == 1 (core)
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from pocketmem.base.models import Category, Scores
+from pocketmem.base.models import Category, Memory, Scores
 
 INFO_WEIGHT = 0.4
 EMOTION_WEIGHT = 0.2
@@ -73,3 +73,8 @@ def importance(scores: Scores, last_active: datetime, now: datetime) -> tuple[fl
     info = info_importance(scores)
     coef = time_coef(scores.persistence, days_between(last_active, now))
     return info, coef, info * coef
+
+
+def importance_now(memory: Memory, now: datetime) -> float:
+    """A memory's importance at `now`: decayed from its last activity (or its creation, if never used)."""
+    return importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]

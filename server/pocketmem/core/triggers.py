@@ -1,4 +1,4 @@
-"""Does the user's message call for long-term memory (seed 004 §5.3)? Pure.
+"""Does the user's message call for long-term memory (docs/profile.md, "The context package")? Pure.
 
 Triggers: a reference to the past (之前、还记得、上次、历史、以前、那次; before, remember, last time,
 history), a date (2026-03-05, 3月5日, 昨天, 上周, last month, ...) or a file name (report.pdf, main.py).

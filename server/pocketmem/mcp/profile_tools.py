@@ -1,4 +1,4 @@
-"""update_profile: save the assistant's persona and the user's identity (seed 004 onboarding)."""
+"""update_profile: save the assistant's persona and the user's identity (docs/profile.md, "Persona and identity")."""
 
 from __future__ import annotations
 

@@ -245,7 +245,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
             source_ref=source_ref,
             operation_id=operation_id,
         )
-        return await app.lifecycle.add(current_user(), request, temporary=temporary)
+        return await app.writing.add(current_user(), request, temporary=temporary)
 
     @mcp.tool(
         title="Patch a core memory",
@@ -272,7 +272,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         parentheses; `replace` rewrites it. The previous text is kept as a revision. Only core
         memories are patched; for others call add_memory with supersedes.
         """
-        return await app.lifecycle.patch_core(current_user(), memory_id, patch, mode, reason)
+        return await app.patching.patch_core(current_user(), memory_id, patch, mode, reason)
 
     @mcp.tool(
         title="Confirm, reject or snooze a pending memory",
@@ -296,7 +296,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         ] = None,
     ) -> ConfirmResult:
         """Act on the user's answer about an uncertain memory (one that add_memory left pending)."""
-        return await app.profile.confirm_pending(current_user(), pending_id, action, snooze_hours)
+        return await app.pending.confirm_pending(current_user(), pending_id, action, snooze_hours)
 
     @mcp.tool(
         title="List the trash",
@@ -308,7 +308,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
     ) -> TrashList:
         """List forgotten, evicted, replaced and expired memories that can still be restored, newest first."""
-        return await app.lifecycle.list_trash(current_user(), limit, offset)
+        return await app.trash.list_trash(current_user(), limit, offset)
 
     @mcp.tool(
         title="Restore from the trash",
@@ -319,7 +319,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
     @tool_errors
     async def restore(memory_id: MemoryId) -> RestoreResult:
         """Bring a memory back from the trash (possible until it is purged, 7 days after deletion)."""
-        return await app.lifecycle.restore(current_user(), memory_id)
+        return await app.trash.restore(current_user(), memory_id)
 
     @mcp.tool(
         title="Forget a memory",
@@ -338,7 +338,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
 
         It stops being recalled at once and can be restored for 7 days, then it is purged.
         """
-        return await app.lifecycle.forget(current_user(), memory_id, reason)
+        return await app.trash.forget(current_user(), memory_id, reason)
 
     @mcp.tool(
         title="List memories",
@@ -367,7 +367,7 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         `counts` gives how many match per category, so "how many todos did I note last month" is one call:
         list_memories(category="todo", since="2026-10-01", until="2026-11-01") -> total (and counts).
         """
-        return await app.lifecycle.list_memories(
+        return await app.listing.list_memories(
             current_user(), category=category, status=status, text=text, limit=limit, offset=offset,
             since=since, until=until,
         )

@@ -17,11 +17,12 @@ from typing import Literal
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
 from pocketmem.core import privacy
+from pocketmem.core.routing import route
 from pocketmem.core.text import clean_text
 from pocketmem.service.add_request import MAX_SOURCE_CHARS, AddRequest, note_redactions, screen_secrets
-from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.service.patching import require_core
+from pocketmem.service.patching import Patching, require_core
 from pocketmem.service.reinforcement import record_used
+from pocketmem.service.writing import Writing
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,9 @@ class BatchResult:
     evicted: list[EvictedItem]
 
 
-async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step]) -> BatchResult:
-    settings = lifecycle.settings
-    writing, patching, trash, vectors = lifecycle.writing, lifecycle.patching, lifecycle.trash, lifecycle.vectors
-    now = lifecycle.clock.now()
+async def apply_batch(writing: Writing, patching: Patching, user_id: str, steps: Sequence[Step]) -> BatchResult:
+    settings, store, trash, vectors = writing.settings, writing.store, writing.trash, writing.vectors
+    now = writing.clock.now()
     ready: list[tuple[Step | RefusedStep, list[float] | None]] = []
     step: Step | RefusedStep
     for i, step in enumerate(steps):
@@ -83,7 +83,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             if refused:
                 ready.append((RefusedStep(kinds), None))
                 continue
-            stored = req.confidence >= settings.store_threshold and not settings.confirm_all
+            stored = route(req.confidence, settings) == "store"
             vector = await vectors.embed_or_defer(req.content, req.keywords) if stored else None
             ready.append((AddStep(req, kinds), vector))
         elif isinstance(step, PatchStep):
@@ -91,7 +91,7 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
                 clean_text(step.patch, f"steps[{i}].patch", max_chars=settings.max_content_chars), f"steps[{i}].patch"
             )
             reason = _reason(step.reason, i)
-            async with lifecycle.store.read() as reader:
+            async with store.read() as reader:
                 memory = require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
             new_content = patching.patched(memory.content, patch, step.mode, now)
             if len(new_content) > settings.max_content_chars:
@@ -107,15 +107,16 @@ async def apply_batch(lifecycle: Lifecycle, user_id: str, steps: Sequence[Step])
             ready.append((step, None))
 
     results: list[StepResult] = []
-    async with lifecycle.store.write(user_id=user_id) as tx:
+    async with store.write(user_id=user_id) as tx:
         for step, vector in ready:
             if isinstance(step, RefusedStep):
                 results.append(await writing.refuse_secret_in(tx, user_id, step.kinds, now))
             elif isinstance(step, AddStep):
                 req = step.request
-                if req.confidence < settings.pending_threshold:
+                where = route(req.confidence, settings)
+                if where == "discard":
                     result = await writing.discard_in(tx, user_id, req, now)
-                elif req.confidence < settings.store_threshold or settings.confirm_all:
+                elif where == "pending":
                     result = await writing.pending_in(tx, user_id, req, now)
                 else:
                     result = await writing.store_in(tx, user_id, req, vector, now, cap=False)

@@ -1,5 +1,5 @@
 """Reads for the management page: the filtered list (plain text or recall ranking), one memory with its
-history, and the figures behind the pictures. Nothing here writes; changes go through lifecycle,
+history, and the figures behind the pictures. Nothing here writes; changes go through the write path,
 review, todos and curation like the tools' do.
 
 Search modes:
@@ -23,12 +23,12 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, NotFound
 from pocketmem.base.models import Category, Event, EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView
-from pocketmem.core.scoring import days_between, importance
+from pocketmem.core.scoring import days_between, importance, importance_now
 from pocketmem.core.text import clean_text, query_terms
 from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.store import StoreReader
-from pocketmem.store.base import BrowseFilter, BrowseOrder
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import StoreReader
+from pocketmem.store.types import BrowseFilter, BrowseOrder
 
 MAX_PER_PAGE = 200
 MAX_QUERY_CHARS = 200
@@ -133,7 +133,7 @@ class Browse:
         )
 
     def _view(self, memory: Memory, now: datetime) -> MemoryView:
-        return MemoryView.of(memory, importance(memory.scores, memory.last_active_at or memory.created_at, now)[2])
+        return MemoryView.of(memory, importance_now(memory, now))
 
     async def page(self, user_id: str, query: BrowseQuery) -> BrowsePage:
         text = clean_text(query.q, "q", max_chars=MAX_QUERY_CHARS, allow_empty=True) if query.q else None

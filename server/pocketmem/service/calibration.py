@@ -23,10 +23,7 @@ from dataclasses import asdict
 
 from pocketmem.core.similarity import NEUTRAL, Scale, dot, fit
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.store.roles import MetaStore
-
-# Scale and NEUTRAL live in core/similarity.py; they are re-exported here for existing imports.
-__all__ = ["NEUTRAL", "Calibration", "Scale", "measure"]
+from pocketmem.store.base import MetaStore
 
 LANGUAGES = ("zh", "en")
 

@@ -25,10 +25,10 @@ from datetime import datetime, time, timedelta, tzinfo
 from pocketmem.base.models import Status
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.ranking import Candidate, semantic_score
+from pocketmem.core.similarity import Scale
 from pocketmem.service import fallback
-from pocketmem.service.calibration import Scale
-from pocketmem.store import StoreReader
-from pocketmem.store.base import IndexedText
+from pocketmem.store.roles import StoreReader
+from pocketmem.store.types import IndexedText
 
 log = logging.getLogger(__name__)
 

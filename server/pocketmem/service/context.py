@@ -1,6 +1,6 @@
-"""The memory_context package (seed 004 §5): system memory, recent context and long-term evidence within
-POCKETMEM_CONTEXT_TOKENS, trimmed in the seed's order (core/context_budget.py), counted with
-core/tokens_estimate.py.
+"""The memory_context package (docs/profile.md, "The context package"): system memory, recent context and
+long-term evidence within POCKETMEM_CONTEXT_TOKENS, trimmed in the documented order (core/context_budget.py),
+counted with core/tokens_estimate.py.
 
     system memory     the persona and the user card (identity, core memories) and, until the user has
                       confirmed their profile, the onboarding note
@@ -27,8 +27,8 @@ from pocketmem.service.profile import Profile
 from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.retrieval import RecallRequest, Retrieval
 from pocketmem.service.usercard import CARD_CORE_LIMIT
-from pocketmem.store.base import MemoryFilter
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.types import MemoryFilter
 
 RECENT_DAYS = 14
 RECENT_LIMIT = 200

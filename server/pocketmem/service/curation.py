@@ -20,8 +20,8 @@ from pocketmem.base.models import Category, EventKind, Scores, Status
 from pocketmem.base.results import AddResult, EvictedItem, MemoryView
 from pocketmem.core.scoring import importance
 from pocketmem.service.add_request import AddRequest
-from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.store.roles import Transactions
+from pocketmem.service.writing import Writing
+from pocketmem.store.base import Transactions
 
 SCORE_NAMES = ("emotion", "info", "persistence", "judge")
 UI_SOURCE = "ui"
@@ -34,11 +34,11 @@ class RescoreResult(BaseModel):
 
 
 class Curation:
-    def __init__(self, settings: Settings, store: Transactions, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, writing: Writing) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
-        self.lifecycle = lifecycle
+        self.writing = writing
 
     async def revise(self, user_id: str, memory_id: str, content: str) -> AddResult:
         async with self.store.read() as reader:
@@ -50,7 +50,7 @@ class Curation:
             confidence=1.0, supersedes=memory_id, due_at=old.due_at, remind_at=old.remind_at,
             expires_at=old.expires_at, source=UI_SOURCE,
         )
-        return await self.lifecycle.add(user_id, request)
+        return await self.writing.add(user_id, request)
 
     async def rescore(
         self, user_id: str, memory_id: str, category: Category | None, scores: dict[str, float | None] | None
@@ -86,7 +86,7 @@ class Curation:
                     "after": {**new_scores.model_dump(), "category": new_category.value},
                 },
             )
-            evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[memory_id])
+            evicted = await self.writing.trash.enforce_cap(tx, user_id, now, keep=[memory_id])
             updated = await tx.get_memory(user_id, memory_id)
         assert updated is not None
         return RescoreResult(memory=MemoryView.of(updated, current), evicted=evicted, message="Rescored.")

@@ -1,8 +1,8 @@
 """Vectors computed later: memories stored while the embedding endpoint was down get theirs here.
 
 A write never waits for, or fails because of, an OpenAI-compatible embedding endpoint that is down
-(seed 004: 向量入库队列重试（指数退避）). Lifecycle stores such a memory without a vector; the keyword
-index has it at once, so recall finds it by its words. This queue then embeds it:
+(docs/recall-safety.md §1, "Degradation": retried with exponential backoff). The write path stores such a
+memory without a vector; the keyword index has it at once, so recall finds it by its words. This queue then embeds it:
 
     work list  memories whose vector is missing (the store's `missing_vectors`), so the queue survives a
                restart with no table of its own: whatever was left is found again on the next start
@@ -25,7 +25,7 @@ import anyio
 
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.rows import embedding_text
-from pocketmem.store.roles import VectorStore
+from pocketmem.store.base import VectorStore
 
 log = logging.getLogger(__name__)
 

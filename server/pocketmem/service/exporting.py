@@ -59,11 +59,11 @@ from pocketmem.base.models import (
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import Refused, check_record, numeric_times
-from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.rows import embedding_text, indexed_text
+from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import IndexedText
-from pocketmem.store.roles import VectorStore
+from pocketmem.store.base import VectorStore
+from pocketmem.store.types import IndexedText
 
 log = logging.getLogger(__name__)
 FORMAT = "pocketmem-export"
@@ -157,13 +157,13 @@ def check_directory(path: Path, field: str) -> None:
 
 class Exporter:
     def __init__(
-        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
+        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, trash: Trash
     ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.clock = clock
-        self.lifecycle = lifecycle
+        self.trash = trash
 
     # -- export ---------------------------------------------------------------------------------
     async def export(
@@ -307,7 +307,7 @@ class Exporter:
                 self._count(report, touched, *await self._insert(tx, record, {}, now, nth))
             for user_id, counts in touched.items():
                 await tx.add_event(user_id, EventKind.imported, now, payload=counts.model_dump())
-                report.evicted += [e.id for e in await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])]
+                report.evicted += [e.id for e in await self.trash.enforce_cap(tx, user_id, now, keep=[])]
         return report
 
     async def _import_memories(

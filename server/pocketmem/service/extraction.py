@@ -41,6 +41,7 @@ from pocketmem.core.operations import (
     UpdateOp,
     check_answer,
 )
+from pocketmem.core.routing import route
 from pocketmem.core.rubric import Language, server_rubric
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatAnswer, ChatModel, ChatRequest, ChatTurn, configured_model
@@ -54,9 +55,10 @@ from pocketmem.service.batch import (
     StepResult,
     apply_batch,
 )
-from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.patching import Patching
 from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.store import Store
+from pocketmem.service.writing import Writing
+from pocketmem.store.base import Store
 
 SOURCE = "remember_conversation"
 MAX_MESSAGE_CHARS = 4000
@@ -158,11 +160,12 @@ ProfileProposer = Callable[[str, Mapping[str, str] | None, Mapping[str, str] | N
 
 class Extraction:
     def __init__(
-        self, settings: Settings, store: Store, lifecycle: Lifecycle, retrieval: Retrieval, clock: Clock
+        self, settings: Settings, store: Store, writing: Writing, patching: Patching, retrieval: Retrieval, clock: Clock
     ) -> None:
         self.settings = settings
         self.store = store
-        self.lifecycle = lifecycle
+        self.writing = writing
+        self.patching = patching
         threshold = min(settings.relevance_threshold, RELATED_THRESHOLD)
         wide = settings.model_copy(update={"relevance_threshold": threshold})
         self.retrieval = Retrieval(wide, store, retrieval.embedder, clock, retrieval.calibration)
@@ -349,10 +352,10 @@ class Extraction:
             elif isinstance(op, UpdateOp):
                 assert target is not None
                 step = AddStep(self._update_request(op, target))
-            elif isinstance(op, PatchOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
+            elif isinstance(op, PatchOp) and route(op.confidence, settings) == "store":
                 assert target is not None
                 step = PatchStep(target.id, op.patch, op.mode, op.reason)
-            elif isinstance(op, ForgetOp) and op.confidence >= settings.store_threshold and not settings.confirm_all:
+            elif isinstance(op, ForgetOp) and route(op.confidence, settings) == "store":
                 assert target is not None
                 step = ForgetStep(target.id, f"{SOURCE}: {op.reason}" if op.reason else SOURCE)
             elif isinstance(op, BoostOp):
@@ -361,7 +364,7 @@ class Extraction:
             if step is not None:
                 steps.append(step)
             planned.append((item, len(steps) - 1 if step is not None else None))
-        batch = await apply_batch(self.lifecycle, prepared.user_id, steps)
+        batch = await apply_batch(self.writing, self.patching, prepared.user_id, steps)
         items = [
             await self._profile_item(prepared.user_id, item.op) if isinstance(item.op, ProfileOp)
             else self._item(item, batch.results[i] if i is not None else None)
@@ -381,7 +384,7 @@ class Extraction:
         """A proposed profile change goes through update_profile's path (a pending confirmation once the
         profile is confirmed; a draft during onboarding)."""
         base = {"op": op.op, "reason": op.reason, "confidence": op.confidence}
-        if self.propose_profile is None or op.confidence < self.settings.pending_threshold:
+        if self.propose_profile is None or route(op.confidence, self.settings) == "discard":
             return RememberItem(**base, status="discarded", message="Not applied: the profile is not changed here.")
         try:
             result = await self.propose_profile(user_id, op.persona, op.identity)
@@ -457,7 +460,7 @@ class Extraction:
         # PATCH or FORGET below the store threshold: not done; the agent may ask the user.
         assert isinstance(op, PatchOp | ForgetOp)
         settings = self.settings
-        if op.confidence < settings.pending_threshold:
+        if route(op.confidence, settings) == "discard":
             return RememberItem(
                 **base, status="discarded", memory_id=target.id, confidence=op.confidence,
                 message=f"Not applied: confidence {op.confidence:g} is below {settings.pending_threshold:g}.",

@@ -1,4 +1,4 @@
-"""Recall when a part is down (seed 004 降级链路): which path answers, and how high its bar is.
+"""Recall when a part is down (docs/recall-safety.md §1, "Degradation"): which path answers, and how high its bar is.
 
     embedder (or vector index) down -> keyword path: the keyword index alone decides, with a bar that one
                                        distinctive shared word reaches (香菜能吃吗 finds 用户不喜欢香菜…)
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pocketmem.base.models import Status
-from pocketmem.store import StoreReader
+from pocketmem.store.roles import StoreReader
 
 # The full relevance is a noisy-or of semantic and keyword evidence. With one of them missing, the other
 # must decide alone; these bars are what one piece of evidence reaches by itself:

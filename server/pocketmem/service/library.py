@@ -1,4 +1,5 @@
-"""Large-library recall (seed 000): the notebook asks the cloud library for what it evicted or never held.
+"""Large-library recall (docs/postgres-and-sync.md, "Large-library recall"): the notebook asks the cloud library
+for what it evicted or never held.
 
 The library is asked at the same time as the notebook, within POCKETMEM_LIBRARY_TIMEOUT (300 ms
 by default). Its hits that the notebook does not hold (or holds only as evicted) and has not
@@ -17,7 +18,7 @@ from pocketmem.base.clock import monotonic
 from pocketmem.base.config import Settings
 from pocketmem.base.models import DeleteReason, Status
 from pocketmem.core.ranking import Ranked
-from pocketmem.store import Store
+from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ class LibraryRecall:
     def __init__(self, settings: Settings, local: Store, library: Store, embed_tag: str) -> None:
         self.settings = settings
         self.local = local
-        self.library = library
+        self.cloud = library  # the cloud library's store
         self.embed_tag = embed_tag
         self._resting_until = 0.0
         self._compatible: bool | None = None
@@ -50,7 +51,7 @@ class LibraryRecall:
     async def _guarded(self, search: Callable[[], Awaitable[list[Ranked]]]) -> list[Ranked]:
         try:
             if self._compatible is None:
-                tag = await self.library.get_meta("embedder")
+                tag = await self.cloud.get_meta("embedder")
                 self._compatible = tag is None or tag == self.embed_tag
                 if not self._compatible:
                     log.warning(

@@ -10,11 +10,12 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, PendingStatus, Status
 from pocketmem.base.results import MemoryList, MemoryView, PendingView
-from pocketmem.core.scoring import importance
+from pocketmem.core.scoring import importance_now
 from pocketmem.core.text import clean_text
 from pocketmem.service.add_request import instant
-from pocketmem.store import MemoryFilter
-from pocketmem.store.roles import PendingReads, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import PendingReads
+from pocketmem.store.types import MemoryFilter
 
 
 class Listing:
@@ -53,7 +54,7 @@ class Listing:
         return MemoryList(
             counts=counts,
             items=[
-                MemoryView.of(m, importance(m.scores, m.last_active_at or m.created_at, now)[2]) for m in memories
+                MemoryView.of(m, importance_now(m, now)) for m in memories
             ],
             total=total,
         )

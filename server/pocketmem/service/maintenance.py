@@ -35,9 +35,9 @@ from pocketmem.base.models import DeleteReason, EventKind, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
-from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.store.base import ScoreRow
-from pocketmem.store.roles import UpkeepStore
+from pocketmem.service.trash import Trash
+from pocketmem.store.base import UpkeepStore
+from pocketmem.store.types import ScoreRow
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,11 @@ class MaintenanceReport(BaseModel):
 
 
 class Maintenance:
-    def __init__(self, settings: Settings, store: UpkeepStore, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: UpkeepStore, clock: Clock, trash: Trash) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
-        self.lifecycle = lifecycle
+        self.trash = trash
         self._lock = anyio.Lock()
         self.last_run: float | None = None  # monotonic() of the last finished run
         self._checked = False  # the structural check (store.quick_check) runs on the first run only
@@ -127,7 +127,7 @@ class Maintenance:
             async with self.store.write(user_id=user_id) as tx:
                 batch = await tx.expired_memories(user_id, now, BATCH)
                 for memory in batch:
-                    await self.lifecycle.trash_memory(
+                    await self.trash.trash_memory(
                         tx,
                         user_id,
                         memory,
@@ -190,7 +190,7 @@ class Maintenance:
 
     async def _cap(self, user_id: str, now: datetime) -> list[str]:
         async with self.store.write(user_id=user_id) as tx:
-            evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])
+            evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[])
         return [item.id for item in evicted]
 
     async def run_periodically(

@@ -20,7 +20,8 @@ from pocketmem.core.text import clean_text, content_hash, has_cjk
 from pocketmem.service.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.rows import indexed_text, new_id
 from pocketmem.service.vectors import Vectors
-from pocketmem.store.roles import MemoryTx, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import MemoryTx
 
 
 def require_core(memory: Memory | None, memory_id: str) -> Memory:

@@ -1,11 +1,13 @@
 """Answering a pending memory: confirm (it is stored), reject (never asked again) or snooze (asked later).
 
 Pending memories are written by the write path (writing.py `pending_in`) when an add's confidence is
-between the pending and the store thresholds, or when confirm-everything is on.
+between the pending and the store thresholds, or when confirm-everything is on. A proposed profile change
+waits in the same list (profile.py); confirming one applies it through the `confirm_profile` the app passes in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Literal
 
@@ -15,7 +17,7 @@ from pocketmem.base.models import EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.writing import Writing
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
 
 MAX_SNOOZE_HOURS = 24 * 90
 
@@ -31,10 +33,17 @@ def require_open(item: PendingItem | None, pending_id: str) -> PendingItem:
 
 
 class Pending:
-    def __init__(self, store: Transactions, clock: Clock, writing: Writing) -> None:
+    def __init__(
+        self,
+        store: Transactions,
+        clock: Clock,
+        writing: Writing,
+        confirm_profile: Callable[[str, str], Awaitable[ConfirmResult]],
+    ) -> None:
         self.store = store
         self.clock = clock
         self.writing = writing
+        self.confirm_profile = confirm_profile
 
     async def confirm_pending(
         self, user_id: str, pending_id: str, action: Literal["confirm", "reject", "snooze"], snooze_hours: float | None
@@ -42,6 +51,8 @@ class Pending:
         async with self.store.read() as reader:
             item = require_open(await reader.get_pending(user_id, pending_id), pending_id)
         if action == "confirm":
+            if "profile" in item.candidate:
+                return await self.confirm_profile(user_id, pending_id)
             return await self._confirm(user_id, item)
         if action == "reject":
             return await self._reject(user_id, pending_id)

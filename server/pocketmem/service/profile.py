@@ -1,4 +1,4 @@
-"""The profile layer (seed 004): the assistant's persona and the user's identity, onboarding once, and the
+"""The profile layer (docs/profile.md): the assistant's persona and the user's identity, onboarding once, and the
 Markdown views (persona, project, insights) the resources and files show.
 
 Writes route like every write: values are screened for secrets (core/privacy, per POCKETMEM_SECRETS), each
@@ -33,10 +33,10 @@ from pocketmem.core.profile_text import (
     render,
 )
 from pocketmem.core.text import clean_text, has_cjk
-from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.rows import new_id
-from pocketmem.store.base import MemoryFilter, StoreWriter
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import StoreWriter
+from pocketmem.store.types import MemoryFilter
 
 INSIGHTS_LIMIT = 10  # Insights.md keeps the hot lessons only; the rest stays in the database
 
@@ -72,10 +72,9 @@ def _digest(value: Any) -> str:
 
 
 class Profile:
-    def __init__(self, settings: Settings, store: Transactions, lifecycle: Lifecycle, clock: Clock) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock) -> None:
         self.settings = settings
         self.store = store
-        self.lifecycle = lifecycle
         self.clock = clock
 
     # -- reading --------------------------------------------------------------------------------
@@ -211,18 +210,8 @@ class Profile:
             "confirm_pending with confirm, reject or snooze.",
         )
 
-    async def confirm_pending(
-        self, user_id: str, pending_id: str, action: Literal["confirm", "reject", "snooze"], snooze_hours: float | None
-    ) -> ConfirmResult:
-        """confirm_pending for both kinds: a proposed profile change is applied here, anything else by lifecycle."""
-        if action == "confirm":
-            async with self.store.read() as reader:
-                item = await reader.get_pending(user_id, pending_id)
-            if item is not None and "profile" in item.candidate:
-                return await self._confirm_profile(user_id, pending_id)
-        return await self.lifecycle.confirm_pending(user_id, pending_id, action, snooze_hours)
-
-    async def _confirm_profile(self, user_id: str, pending_id: str) -> ConfirmResult:
+    async def confirm_change(self, user_id: str, pending_id: str) -> ConfirmResult:
+        """Apply a proposed profile change the user confirmed (confirm_pending, pending.py, hands it here)."""
         now = self.clock.now()
         async with self.store.write(user_id=user_id) as tx:
             item = await tx.get_pending(user_id, pending_id)

@@ -49,13 +49,14 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.add_request import AddRequest, screen_secrets
 from pocketmem.service.exporting import atomic_write
-from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.patching import Patching
 from pocketmem.service.profile import Profile
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
-from pocketmem.store import Store
+from pocketmem.service.writing import Writing
+from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +110,14 @@ class FileReport:
 
 
 class ProfileFiles:
-    def __init__(self, settings: Settings, store: Store, profile: Profile, lifecycle: Lifecycle, clock: Clock) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, profile: Profile, writing: Writing, patching: Patching, clock: Clock
+    ) -> None:
         self.settings = settings
         self.store = store
         self.profile = profile
-        self.lifecycle = lifecycle
+        self.writing = writing
+        self.patching = patching
         self.clock = clock
         self.enabled = settings.files_on
         self.summary: ProjectSummary | None = None  # set by the app: Project.md's rolling summary (LLM)
@@ -380,7 +384,7 @@ class ProfileFiles:
             return
         for memory_id in sorted(last - kept_ids):
             try:
-                await self.lifecycle.forget(user_id, memory_id, f"removed from {name}")
+                await self.writing.trash.forget(user_id, memory_id, f"removed from {name}")
                 report.taken_in.append(f"{name}: forgot {memory_id} (restorable from the trash)")
             except PocketmemError as exc:
                 problems.append(f"{name}: removing {memory_id}: {exc}")
@@ -394,12 +398,12 @@ class ProfileFiles:
             content=text, category=category, scores={"persistence": 1.0} if core else None, supersedes=supersedes,
             source=name, confidence=1.0,
         )
-        req, kinds, refused = self.lifecycle.screen_secrets(req)  # add_many checks the rest
+        req, kinds, refused = screen_secrets(req, self.settings)  # add_many checks the rest
         if refused:
             problems.append(f"{name}: {text[:40]!r} holds a secret ({', '.join(kinds)}); not saved")
             return
         # The person wrote it: stored directly, whatever confirm-everything says about the agent's writes.
-        [result] = await self.lifecycle.add_many(user_id, [req])
+        [result] = await self.writing.add_many(user_id, [req])
         report.taken_in.append(f"{name}: {result.status} {result.memory_id}")
 
     async def _edit_line(
@@ -414,7 +418,7 @@ class ProfileFiles:
         if memory.content == text:
             return
         if memory.core:
-            await self.lifecycle.patch_core(user_id, memory_id, text, "replace", f"edited in {name}")
+            await self.patching.patch_core(user_id, memory_id, text, "replace", f"edited in {name}")
             report.taken_in.append(f"{name}: patched {memory_id}")
         else:
             await self._add_line(user_id, name, section, text, report, problems, supersedes=memory_id)

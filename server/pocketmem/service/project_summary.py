@@ -1,4 +1,5 @@
-"""Project.md's rolling summary (seed 004 §6: past ~100 lines the oldest part is summarised).
+"""Project.md's rolling summary (docs/profile.md, "Project memories and Project.md": past ~100 lines the
+oldest part is summarised).
 
 Project.md shows the newest POCKETMEM_PROJECT_LINES project memories. The older ones always stay in the
 database verbatim (memories of category project: list_memories(category="project") pages through them).
@@ -22,8 +23,8 @@ from pocketmem.base.models import Category, EventKind
 from pocketmem.core import privacy
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatModel, ChatRequest, ChatTurn, configured_model
-from pocketmem.store.base import MemoryFilter
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.types import MemoryFilter
 
 log = logging.getLogger(__name__)
 

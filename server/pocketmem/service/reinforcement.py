@@ -1,4 +1,5 @@
-"""Reinforcement: a memory that shaped the agent's reply counts as used (seed 001's BOOST).
+"""Reinforcement: a memory that shaped the agent's reply counts as used (docs/how-it-decides.md,
+"Reinforcement and review").
 
     used   used_count += 1, last_active_at = now, and for a non-core memory J += USED_JUDGE_BOOST
            (max 1), so its info_importance rises by 0.2 * USED_JUDGE_BOOST = 0.02 per use
@@ -18,7 +19,8 @@ import anyio
 
 from pocketmem.base.models import EventKind, Scores, Status
 from pocketmem.core.scoring import info_importance
-from pocketmem.store.roles import MemoryTx, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import MemoryTx
 
 log = logging.getLogger(__name__)
 

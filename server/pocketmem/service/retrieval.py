@@ -35,16 +35,18 @@ from pocketmem.core.ranking import (
     semantic_score,
     shadow_older,
 )
+from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback, topics
-from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
+from pocketmem.service.calibration import Calibration
 from pocketmem.service.candidates import CandidateRules, Query, gather_candidates
 from pocketmem.service.library import LibraryRecall
 from pocketmem.service.reinforcement import UseLedger, record_used
 from pocketmem.service.todos import due_reminders, reminder_view
 from pocketmem.service.usercard import render_user_card
-from pocketmem.store import Store, StoreReader
+from pocketmem.store.base import Store
+from pocketmem.store.roles import StoreReader
 
 log = logging.getLogger(__name__)
 
@@ -317,7 +319,7 @@ class Retrieval:
     ) -> list[Ranked]:
         """Large-library recall: the same candidates and ranking, over the cloud library."""
         assert self.library is not None
-        async with self.library.library.read() as reader:
+        async with self.library.cloud.read() as reader:
             candidates, idfs = await self.candidates(reader, user_id, q, vector, statuses, [], scale)
         candidates = _usable(candidates, categories, now)
         ranked = rank(

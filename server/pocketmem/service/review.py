@@ -1,4 +1,4 @@
-"""Reinforcement and review (seed 001's BOOST and MemoryReviewer), with the agent as the reviewer.
+"""Reinforcement and review (docs/how-it-decides.md, "Reinforcement and review"), with the agent as the reviewer.
 
 Reinforcement:
     recalled   every recall hit: use_count += 1, last_active_at = now (its decay restarts)
@@ -35,9 +35,8 @@ from pocketmem.base.results import MarkResult, MemoryView
 from pocketmem.core import privacy
 from pocketmem.core.scoring import importance, info_importance
 from pocketmem.service.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
-from pocketmem.service.lifecycle import Lifecycle
-from pocketmem.service.reinforcement import USED_JUDGE_BOOST, record_used  # noqa: F401 - re-exported for callers
-from pocketmem.store.roles import Transactions
+from pocketmem.service.trash import Trash
+from pocketmem.store.base import Transactions
 
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10
@@ -102,11 +101,11 @@ def decay_reason(memory: Memory, now: datetime) -> str | None:
 
 
 class Review:
-    def __init__(self, settings: Settings, store: Transactions, clock: Clock, lifecycle: Lifecycle) -> None:
+    def __init__(self, settings: Settings, store: Transactions, clock: Clock, trash: Trash) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
-        self.lifecycle = lifecycle
+        self.trash = trash
 
     async def queue(self, user_id: str, limit: int = QUEUE_LIMIT) -> ReviewQueue:
         now = self.clock.now()
@@ -158,7 +157,7 @@ class Review:
         if reason is not None:
             reason = privacy.kept_text(reason, "reason", max_chars=MAX_REASON_CHARS)
         if decision == "forget":
-            forgotten = await self.lifecycle.forget(
+            forgotten = await self.trash.forget(
                 user_id, memory_id, f"review: {reason}" if reason else "review"
             )
             async with self.store.read() as reader:

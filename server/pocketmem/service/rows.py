@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pocketmem.base.models import Memory
 from pocketmem.core.text import indexed_text as index_text_columns
-from pocketmem.store import IndexedText
+from pocketmem.store.types import IndexedText
 
 
 def new_id() -> str:

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Memory, Status
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
 
 PREVIEW_LIMIT = 10_000
 

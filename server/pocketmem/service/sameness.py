@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.store.roles import MetaStore
+from pocketmem.store.base import MetaStore
 
 MARGIN = 0.05
 LANGUAGES = ("zh", "en")

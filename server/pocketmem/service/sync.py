@@ -1,4 +1,4 @@
-"""Sync between the local SQLite notebook and the PostgreSQL cloud library (seed 000 §2.5.4 and §9).
+"""Sync between the local SQLite notebook and the PostgreSQL cloud library (docs/postgres-and-sync.md, "Sync").
 
 One run, for every user of the notebook (rules in sync_rules.py):
 
@@ -33,9 +33,9 @@ from pocketmem.base.errors import EmbedderMismatch, PocketmemError
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.lifecycle import Lifecycle
 from pocketmem.service.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
-from pocketmem.store import Store
+from pocketmem.service.trash import Trash
+from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +71,12 @@ class SyncReport(BaseModel):
 
 class Sync:
     def __init__(
-        self, settings: Settings, local: Store, library: Store, lifecycle: Lifecycle, embedder: Embedder, clock: Clock
+        self, settings: Settings, local: Store, library: Store, trash: Trash, embedder: Embedder, clock: Clock
     ) -> None:
         self.settings = settings
         self.local = local
         self.library = library
-        self.lifecycle = lifecycle
+        self.trash = trash
         self.embedder = embedder
         self.clock = clock
         self._lock = anyio.Lock()
@@ -255,7 +255,7 @@ class Sync:
                 for revision in revisions:
                     if revision.memory_id in landed:
                         await tx.import_revision(revision)
-                evicted = await self.lifecycle.enforce_cap(tx, user_id, now, keep=[])
+                evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[])
                 if landed:
                     await tx.add_event(user_id, EventKind.synced, now, payload={"downloaded": landed})
             out.downloaded += len(landed)
@@ -359,6 +359,6 @@ def backoff(interval: float, failures: int) -> float:
 
 
 def _trash_filter() -> Any:
-    from pocketmem.store import MemoryFilter
+    from pocketmem.store.types import MemoryFilter
 
     return MemoryFilter(statuses=(Status.trashed,), limit=1)

@@ -21,7 +21,7 @@ from datetime import datetime
 from pocketmem.base.models import DeleteReason, Memory, Status, Tombstone
 from pocketmem.core.instants import encode as to_iso
 from pocketmem.service.rows import embedding_text, indexed_text
-from pocketmem.store import StoreWriter
+from pocketmem.store.roles import StoreWriter
 
 SYNCED_FIELDS = (
     "content", "category", "keywords", "confidence", "source", "source_ref", "created_at", "updated_at",

@@ -1,4 +1,4 @@
-"""Todos (seed 003): reminders when they come due, and completing or reopening them.
+"""Todos (docs/how-it-decides.md, "Todos"): reminders when they come due, and completing or reopening them.
 
 A todo is a memory with category `todo`, optionally with `due_at` and `remind_at`.
 
@@ -20,7 +20,8 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, ReminderView
 from pocketmem.core import privacy
-from pocketmem.store.roles import MemoryReads, Transactions
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import MemoryReads
 
 MAX_REASON_CHARS = 500
 

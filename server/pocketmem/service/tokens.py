@@ -24,7 +24,7 @@ from pocketmem.base.config import USER_ID_PATTERN
 from pocketmem.base.errors import InvalidInput, NotFound, PocketmemError
 from pocketmem.base.models import ApiToken, EventKind
 from pocketmem.core.text import clean_text
-from pocketmem.store.roles import MetaStore
+from pocketmem.store.base import MetaStore
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from datetime import datetime
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core import slots
 from pocketmem.core.ranking import Ranked, freshness
-from pocketmem.core.scoring import importance
-from pocketmem.store import StoreReader
+from pocketmem.core.scoring import importance_now
+from pocketmem.store.roles import StoreReader
 
 log = logging.getLogger(__name__)
 
@@ -161,14 +161,14 @@ def _reorder(ranked: Sequence[Ranked], newer_of: dict[str, Memory], now: datetim
 def _brought(memory: Memory, older: Ranked, now: datetime) -> Ranked:
     """A newer version recall did not find by itself: it takes the place (score, relevance) of the older."""
     age = (now - memory.valid_from).total_seconds() / 86400.0
-    imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
+    imp = importance_now(memory, now)
     return Ranked(memory, older.score, older.relevance, 0.0, 0.0, freshness(age), imp)
 
 
 def _alone(memory: Memory, now: datetime) -> Ranked:
     """The newest value of an asked slot when nothing else was recalled: relevant by the slot alone."""
     age = (now - memory.valid_from).total_seconds() / 86400.0
-    imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
+    imp = importance_now(memory, now)
     return Ranked(memory, 0.0, 0.0, 0.0, 0.0, freshness(age), imp)
 
 

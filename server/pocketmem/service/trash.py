@@ -15,11 +15,12 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.results import EvictedItem, ForgetResult, MemoryView, RestoreResult, TrashItem, TrashList
 from pocketmem.core import privacy
-from pocketmem.core.scoring import importance
+from pocketmem.core.scoring import importance_now
 from pocketmem.service.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.rows import new_id, payload_hash
-from pocketmem.store import MemoryFilter
-from pocketmem.store.roles import Transactions, TrashTx
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import TrashTx
+from pocketmem.store.types import MemoryFilter
 
 
 class Trash:
@@ -71,7 +72,7 @@ class Trash:
                 EvictedItem(
                     id=victim.id,
                     content=victim.content,
-                    importance=round(importance(victim.scores, victim.last_active_at or victim.created_at, now)[2], 4),
+                    importance=round(importance_now(victim, now), 4),
                     purge_at=purge_at,
                 )
             )

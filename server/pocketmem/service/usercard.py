@@ -8,7 +8,7 @@ from pocketmem.base.config import Settings
 from pocketmem.core.formatting import user_card
 from pocketmem.core.profile_text import profile_summary
 from pocketmem.core.text import has_cjk
-from pocketmem.store.roles import Transactions
+from pocketmem.store.base import Transactions
 
 CARD_CORE_LIMIT = 60
 CARD_TODO_LIMIT = 20

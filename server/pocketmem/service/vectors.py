@@ -15,7 +15,7 @@ from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.rows import embedding_text
 from pocketmem.service.sameness import Sameness
-from pocketmem.store.roles import VectorStore
+from pocketmem.store.base import VectorStore
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,7 @@
 """The write path: add_memory and bulk adds, routed by confidence, deduplicated, capped.
 
 Write path (design "Write path"):
-    confidence >= store_threshold (0.85)    -> stored
-    confidence >= pending_threshold (0.60)  -> pending, until confirm_pending
-    otherwise                               -> discarded (logged, not stored)
+    by confidence (core/routing.py)         -> stored, pending until confirm_pending, or discarded (logged)
     same normalised content as an active memory -> duplicate: the existing one is reinforced
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
@@ -14,8 +12,9 @@ are public: batch import (batch.py) runs them per item inside one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
@@ -23,6 +22,7 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, PendingItem, PendingStatus, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core import privacy
+from pocketmem.core.routing import route
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import content_hash
 from pocketmem.service.add_request import (
@@ -36,7 +36,8 @@ from pocketmem.service.duplicates import Duplicates
 from pocketmem.service.rows import indexed_text, new_id
 from pocketmem.service.trash import Trash
 from pocketmem.service.vectors import Vectors
-from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, Transactions, WriteTx
+from pocketmem.store.base import Transactions
+from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, WriteTx
 
 
 class Writing:
@@ -96,27 +97,17 @@ class Writing:
             if replay is not None:
                 return replay
         now = self.clock.now()
-        if req.confidence < self.settings.pending_threshold:
+        where = route(req.confidence, self.settings)
+        if where != "store":
+            step = self.discard_in if where == "discard" else self.pending_in
             async with self.store.write(user_id=user_id) as tx:
-                replay = await self.replay(tx, user_id, req.operation_id, digest)
-                if replay is not None:
-                    return replay
-                result = await self.discard_in(tx, user_id, req, now)
-                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
-            return result
-        if req.confidence < self.settings.store_threshold or self.settings.confirm_all:
-            # confirm_all (seed 002's "auto-extract off"): even confidence 1 waits for the user.
-            return await self._add_pending(user_id, req, digest, now)
+                return await self.once_in(tx, user_id, req, digest, now, partial(step, tx, user_id, req, now))
         vector = await self.vectors.embed_or_defer(req.content, req.keywords)
 
         async def work(tx: WriteTx) -> AddResult:
             try:
-                replay = await self.replay(tx, user_id, req.operation_id, digest)
-                if replay is not None:
-                    return replay
-                result = await self.store_in(tx, user_id, req, vector, now)
-                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
-                return result
+                step = partial(self.store_in, tx, user_id, req, vector, now)
+                return await self.once_in(tx, user_id, req, digest, now, step)
             except BaseException:
                 self._known_users.discard(user_id)  # its users row may have been undone with it
                 raise
@@ -144,14 +135,8 @@ class Writing:
         results: list[AddResult] = []
         async with self.store.write(user_id=user_id) as tx:
             for req, vector in zip(cleaned, vectors, strict=True):
-                digest = request_hash(req)
-                replay = await self.replay(tx, user_id, req.operation_id, digest)
-                if replay is not None:
-                    results.append(replay)
-                    continue
-                result = await self.store_in(tx, user_id, req, vector, now)
-                await self.record_result(tx, user_id, req.operation_id, digest, result, now)
-                results.append(result)
+                step = partial(self.store_in, tx, user_id, req, vector, now)
+                results.append(await self.once_in(tx, user_id, req, request_hash(req), now, step))
         return results
 
     async def discard_in(self, tx: EventWrites, user_id: str, req: AddRequest, now: datetime) -> AddResult:
@@ -193,13 +178,22 @@ class Writing:
         if operation_id is not None:
             await tx.record_operation(user_id, operation_id, digest, result.model_dump(mode="json"), now)
 
-    async def _add_pending(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> AddResult:
-        async with self.store.write(user_id=user_id) as tx:
-            replay = await self.replay(tx, user_id, req.operation_id, digest)
-            if replay is not None:
-                return replay
-            result = await self.pending_in(tx, user_id, req, now)
-            await self.record_result(tx, user_id, req.operation_id, digest, result, now)
+    async def once_in(
+        self,
+        tx: WriteTx,
+        user_id: str,
+        req: AddRequest,
+        digest: str,
+        now: datetime,
+        step: Callable[[], Awaitable[AddResult]],
+    ) -> AddResult:
+        """Inside a transaction: the answer already given for req.operation_id, or else `step`'s, recorded so a
+        retry gets it again. `step` runs only when there is no earlier answer."""
+        replay = await self.replay(tx, user_id, req.operation_id, digest)
+        if replay is not None:
+            return replay
+        result = await step()
+        await self.record_result(tx, user_id, req.operation_id, digest, result, now)
         return result
 
     async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:

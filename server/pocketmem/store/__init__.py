@@ -1,8 +1,2 @@
-"""Storage backends behind one interface (base.Store)."""
-
-from __future__ import annotations
-
-from pocketmem.store.base import IndexedText, MemoryFilter, Store, StoreReader, StoreStats, StoreWriter
-from pocketmem.store.sqlite.store import SQLiteStore
-
-__all__ = ["IndexedText", "MemoryFilter", "SQLiteStore", "Store", "StoreReader", "StoreStats", "StoreWriter"]
+"""Storage backends behind one interface: `Store` (base.py), its roles (roles.py) and value types (types.py);
+SQLite (sqlite/) and PostgreSQL (postgres/), with the queries they share in sql/."""

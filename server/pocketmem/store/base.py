@@ -1,14 +1,20 @@
-"""The store interface every backend implements: SQLite (store/sqlite.py) and PostgreSQL (store/postgres.py).
+"""The store object: the roles it plays (handing out transactions, store_meta, the vector index, checks) and
+`Store`, which composes them; every backend implements it (store/sqlite/store.py, store/postgres/store.py).
 
-The interface is cut into roles (store/roles.py); the classes here compose them.
+Inside a transaction a backend hands out `StoreReader` / `StoreWriter` (store/roles.py); the values that
+pass in and out are in store/types.py.
 
 Rows in, rows out: no ranking, thresholds or text policy live here. Every method takes the
 user id, so no query can reach another user's rows. Writes happen inside `Store.write()`,
-one transaction per unit of work, and writes of one user never interleave when the transaction is
-opened for that user (`write(user_id=...)`; SQLite has one writer; PostgreSQL takes a per-user lock
-at the start); reads inside
-`Store.read()`, one consistent snapshot. Times go in and come out as UTC instants with
-millisecond precision.
+one transaction per unit of work; reads inside `Store.read()`, one consistent snapshot. Times go in and
+come out as UTC instants with millisecond precision.
+
+Per-user write locks: a write that acts for one user is opened for it (`write(user_id=...)`, also
+`write_short` and `write_shared`). `Transactions` applies that here, once, for every backend: it takes the
+transaction's `lock_user(user_id)` (store/roles.py, UserLocks) before the first statement. A backend only
+opens transactions (`open_write`, and optionally `open_short` and `run_shared`) and never sees a user id;
+PostgreSQL's `lock_user` takes an advisory lock, SQLite keeps UserLocks' default, which does nothing,
+because its single writer already serialises every write.
 
 Sync (sync.py) reads a store's changes in commit order through opaque positions: `change_marker`
 names a point in that order, and `changed_memories` / `changed_tombstones` page through what
@@ -23,156 +29,162 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Protocol, TypeVar
 
-from pocketmem.base.models import (
-    Category,
-    EventKind,
-    Scores,
-    Status,
-)
-from pocketmem.store.profile_base import ProfileReader, ProfileWriter
-from pocketmem.store.roles import (
-    BrowseReads,
-    Checks,
-    EventReads,
-    EventWrites,
-    ImportWrites,
-    MemoryReads,
-    MemoryWrites,
-    MetaAdmin,
-    MetaReads,
-    MetaWrites,
-    PendingReads,
-    PendingWrites,
-    SearchReads,
-    SyncFeed,
-    SyncWrites,
-    TermStats,
-    TokenReads,
-    TokenWrites,
-    Transactions,
-    TrashReads,
-    TrashWrites,
-    UpkeepReads,
-    UserLocks,
-    VectorAdmin,
-)
+from pocketmem.base.models import EventKind
+from pocketmem.store.roles import StoreReader, StoreWriter
+from pocketmem.store.types import CommitListener
 
 log = logging.getLogger(__name__)
 
-# After a write commits: {user_id: the event kinds that transaction wrote}.
-CommitListener = Callable[[Mapping[str, frozenset[EventKind]]], Awaitable[None]]
+T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class IndexedText:
-    """What the keyword index stores for a memory: pre-split terms (see text.index_terms)."""
+class Transactions(Protocol):
+    """Handing out transactions. A backend opens them (`open_write`; `open_short` and `run_shared` where it has
+    a cheaper way); `write`, `write_short` and `write_shared` add the per-user lock, here once for every backend."""
 
-    terms: str
-    keyword_terms: str
+    @abstractmethod
+    def read(self) -> AbstractAsyncContextManager[StoreReader]: ...
 
+    @abstractmethod
+    def open_write(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """One write transaction, for no user in particular. durable=False may skip waiting for the disk
+        (bookkeeping such as use counts); a later durable commit makes it durable too."""
 
-@dataclass(frozen=True, slots=True)
-class ScoreRow:
-    """What rescoring needs of a memory; maintenance reads these instead of whole rows."""
+    def open_short(self, durable: bool = True) -> AbstractAsyncContextManager[StoreWriter]:
+        """open_write() for a short unit of work (a few indexed statements); a backend may run it more cheaply."""
+        return self.open_write(durable)
 
-    id: str
-    scores: Scores
-    last_active: datetime  # last_active_at, or created_at when it was never used
-    info_importance: float
-    time_coef: float
-    importance: float
+    async def run_shared(self, work: Callable[[StoreWriter], Awaitable[T]]) -> T:
+        """Run `work` in a durable write transaction it may share with other writers waiting at the same time
+        (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;
+        an exception from `work` undoes only its own writes and is raised to its caller alone."""
+        async with self.open_write() as tx:
+            return await work(tx)
 
-    # The columns both backends select, in this order; `last_active` comes as each backend stores time.
-    COLUMNS = (
-        "id, emotion, info, persistence, judge, coalesce(last_active_at, created_at), info_importance, "
-        "time_coef, importance"
-    )
+    def write(self, durable: bool = True, *, user_id: str | None = None) -> AbstractAsyncContextManager[StoreWriter]:
+        """open_write(), opened for `user_id` when it acts for one user: it holds the user's write lock from its
+        first statement to its end, so two writes for one user never interleave while writes for different
+        users run side by side. One that acts for several users calls `tx.lock_users(...)` before it reads or
+        writes their rows (UserLocks)."""
+        return _for_user(self.open_write(durable), user_id)
 
-    @classmethod
-    def of(cls, row: Sequence[Any], to_time: Callable[[Any], datetime]) -> ScoreRow:
-        return cls(
-            id=row[0],
-            scores=Scores.model_construct(emotion=row[1], info=row[2], persistence=row[3], judge=row[4]),
-            last_active=to_time(row[5]),
-            info_importance=row[6],
-            time_coef=row[7],
-            importance=row[8],
-        )
+    def write_short(
+        self, durable: bool = True, *, user_id: str | None = None
+    ) -> AbstractAsyncContextManager[StoreWriter]:
+        """open_short(), opened for `user_id` as write() is."""
+        return _for_user(self.open_short(durable), user_id)
 
+    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]], *, user_id: str | None = None) -> T:
+        """run_shared(), with `work` opened for `user_id` as write() is."""
+        if user_id is None:
+            return await self.run_shared(work)
+        locked_for = user_id
 
-@dataclass(frozen=True)
-class MemoryFilter:
-    statuses: Sequence[Status] = (Status.active,)
-    category: Category | None = None
-    text: str | None = None  # plain substring match on content
-    since: datetime | None = None  # created_at at or after
-    until: datetime | None = None  # created_at before
-    limit: int = 50
-    offset: int = 0
+        async def locked(tx: StoreWriter) -> T:
+            await tx.lock_user(locked_for)
+            return await work(tx)
 
-
-BrowseOrder = Literal["newest", "oldest", "importance", "uses"]
+        return await self.run_shared(locked)
 
 
-@dataclass(frozen=True)
-class BrowseFilter:
-    """The management page's list: MemoryFilter plus core, source, a created_at range and an order."""
-
-    statuses: Sequence[Status] = (Status.active,)
-    category: Category | None = None
-    core: bool | None = None  # True: persistence >= 1 only; False: the others
-    source: str | None = None  # exact match
-    since: datetime | None = None  # created_at at or after
-    until: datetime | None = None  # created_at before
-    text: str | None = None  # as MemoryFilter.text
-    order: BrowseOrder = "newest"  # newest / oldest: created_at (deleted_at for the trash alone)
-    limit: int = 50
-    offset: int = 0
+@asynccontextmanager
+async def _for_user(
+    opening: AbstractAsyncContextManager[StoreWriter], user_id: str | None
+) -> AsyncIterator[StoreWriter]:
+    async with opening as tx:
+        if user_id is not None:
+            await tx.lock_user(user_id)  # before the first statement
+        yield tx
 
 
-@dataclass
-class StoreStats:
-    by_status: dict[str, int] = field(default_factory=dict)
-    by_category: dict[str, int] = field(default_factory=dict)
-    core: int = 0
-    pending: int = 0
-    tombstones: int = 0
-    revisions: int = 0
-    events: int = 0
-    oldest: datetime | None = None
-    newest: datetime | None = None
-    unreadable: list[str] = field(default_factory=list)  # why a value could not be read; the rest is counted
+class MetaAdmin(Protocol):
+    """store_meta, each call its own transaction."""
+
+    @abstractmethod
+    async def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    async def set_meta(self, key: str, value: str) -> None: ...
 
 
-def term_deltas(old: IndexedText | None, new: IndexedText | None) -> dict[str, int]:
-    """How a memory's change moves its owner's term counts: -1 for each distinct term it loses, +1 for each
-    it gains; the term '' counts the memory itself."""
+class VectorAdmin(MetaAdmin, Protocol):
+    """The vector index: created for the embedder's size, rebuilt by reindex, vectors written in bulk."""
 
-    def terms(text: IndexedText | None) -> set[str]:
-        return set() if text is None else {"", *f"{text.terms} {text.keyword_terms}".split()}
+    @abstractmethod
+    async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Create the vector index for `dimensions` if missing; record which embedder fills it."""
 
-    before, after = terms(old), terms(new)
-    return {**{t: -1 for t in before - after}, **{t: 1 for t in after - before}}
+    _vectors_ensured: tuple[str, int] | None = None
+
+    async def ensure_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Make sure the vector index for `embed_tag`'s vectors of `dimensions` exists; idempotent, and free
+        after the first call for the same pair, so every write path may call it before it stores a vector.
+
+        A store that already records this embedder has its index (opening refuses another embedder's store);
+        otherwise the index is created now (prepare_vectors), for the size the first vector tells.
+        """
+        if self._vectors_ensured == (embed_tag, dimensions):
+            return
+        if await self.get_meta("embedder") != embed_tag:
+            await self.prepare_vectors(embed_tag, dimensions)
+        self._vectors_ensured = (embed_tag, dimensions)
+
+    @abstractmethod
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
+
+    @abstractmethod
+    def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
+        """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
+
+    @abstractmethod
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
+        memory that has gained a vector meanwhile as it is."""
 
 
-class StoreReader(
-    MemoryReads, SearchReads, TermStats, PendingReads, EventReads, TrashReads, UpkeepReads, BrowseReads, SyncFeed,
-    TokenReads, MetaReads, ProfileReader,
-):
-    """Read queries, available inside both read and write transactions: every read role (store/roles.py)."""
+class Checks(Protocol):
+    """Integrity checks and housekeeping, for `pocketmem doctor`, maintenance and recall's `degraded`."""
+
+    # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
+    damage: str | None = None
+
+    async def quick_check(self) -> str | None:
+        """A structural check of the stored data (pages and indexes); the problem found, or None.
+        Backends whose engine guarantees this (PostgreSQL) keep the default."""
+        return None
+
+    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
+        column, value, why); with repair, each rewritten in the stored form. Backends override it."""
+        return []
+
+    @abstractmethod
+    async def health(self) -> dict[str, Any]:
+        """Integrity and index agreement, for `pocketmem doctor` and tests."""
+
+    async def optimize(self) -> None:
+        """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""
+        return None
 
 
-class StoreWriter(
-    StoreReader, MemoryWrites, PendingWrites, EventWrites, TrashWrites, ImportWrites, TokenWrites, SyncWrites,
-    MetaWrites, UserLocks, ProfileWriter,
-):
-    """Writes; only available inside `Store.write()`: every write role (store/roles.py)."""
+class VectorStore(Transactions, VectorAdmin, Protocol):
+    """Transactions and the vector index (embedding on the write path, the embed queue, import)."""
 
+
+class MetaStore(Transactions, MetaAdmin, Protocol):
+    """Transactions and store_meta (measurements kept between runs: calibration, sameness)."""
+
+
+class UpkeepStore(Transactions, Checks, Protocol):
+    """Transactions and the integrity checks (maintenance)."""
 
 
 class Store(Transactions, VectorAdmin, MetaAdmin, Checks, ABC):

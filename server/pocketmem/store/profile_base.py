@@ -1,7 +1,7 @@
-"""The store interface of the profile layer (seed 004): persona and identity sections, their revisions, the
+"""The store interface of the profile layer (docs/profile.md): persona and identity sections, their revisions, the
 text last written to each Markdown file, and the counts and orders the profile and listing need.
 
-Part of StoreReader / StoreWriter (store/base.py); implemented once for both backends in store/sql/profile.py.
+Part of StoreReader / StoreWriter (store/roles.py); implemented once for both backends in store/sql/profile.py.
 Rows in, rows out: no policy here.
 """
 
@@ -10,12 +10,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pocketmem.base.models import Category, Memory, ProfileRevision
-
-if TYPE_CHECKING:
-    from pocketmem.store.base import MemoryFilter
+from pocketmem.store.types import MemoryFilter
 
 
 class ProfileReader(ABC):

@@ -27,10 +27,9 @@ here once (`WriteTx`, `ReadTx`...) since Python has no intersection types.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from pocketmem.base.models import (
     ApiToken,
@@ -45,19 +44,8 @@ from pocketmem.base.models import (
     Tombstone,
     Usage,
 )
-
-if TYPE_CHECKING:
-    from pocketmem.store.base import (
-        BrowseFilter,
-        IndexedText,
-        MemoryFilter,
-        ScoreRow,
-        StoreReader,
-        StoreStats,
-        StoreWriter,
-    )
-
-T = TypeVar("T")
+from pocketmem.store.profile_base import ProfileReader, ProfileWriter
+from pocketmem.store.types import BrowseFilter, IndexedText, MemoryFilter, ScoreRow, StoreStats
 
 
 class MemoryReads(Protocol):
@@ -143,7 +131,7 @@ class SearchReads(Protocol):
         terms (text.query_terms, text.signature).
 
         The score is higher for better matches (SQLite: BM25; PostgreSQL: ts_rank); only the order
-        counts, recall scores keywords itself from term_document_counts and indexed_terms."""
+        counts, recall scores keywords itself from user_term_counts and indexed_terms."""
 
     @abstractmethod
     async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
@@ -181,12 +169,6 @@ class SearchReads(Protocol):
 
 class TermStats(Protocol):
     """How often terms occur, for keyword weighting."""
-
-    @abstractmethod
-    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many stored memories (of every user, in any status) contain each term, and how many
-        memories are stored in all. Terms found nowhere are left out. The total may overstate by
-        memories purged since (SQLite reads the highest row id)."""
 
     @abstractmethod
     async def user_term_counts(self, user_id: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
@@ -556,116 +538,7 @@ class MetaWrites(Protocol):
     async def put_meta(self, key: str, value: str) -> None:
         """Set a store_meta value inside the transaction."""
 
-# -- roles of the store object ------------------------------------------------------------------
-
-
-class Transactions(Protocol):
-    """Handing out transactions."""
-
-    @abstractmethod
-    def read(self) -> AbstractAsyncContextManager[StoreReader]: ...
-
-    @abstractmethod
-    def write(self, durable: bool = True, *, user_id: str | None = None) -> AbstractAsyncContextManager[StoreWriter]:
-        """One transaction. durable=False may skip waiting for the disk (bookkeeping such as use counts);
-        a later durable commit makes it durable too.
-
-        A transaction that acts for one user is opened for that user (`user_id`): it holds the user's write
-        lock from its first statement to its end, so two writes for one user never interleave while writes for
-        different users run side by side (PostgreSQL: a per-user advisory lock; SQLite's single writer already
-        serialises every write). One that acts for several users calls `tx.lock_users(...)` before it reads or
-        writes their rows (UserLocks).
-        """
-
-    def write_short(
-        self, durable: bool = True, *, user_id: str | None = None
-    ) -> AbstractAsyncContextManager[StoreWriter]:
-        """write() for a short unit of work (a few indexed statements); a backend may run it more cheaply."""
-        return self.write(durable, user_id=user_id)
-
-    async def write_shared(self, work: Callable[[StoreWriter], Awaitable[T]], *, user_id: str | None = None) -> T:
-        """Run `work` in a durable write transaction it may share with other writers waiting at the same time
-        (group commit: one commit, one wait for the disk, for all of them). Returns once that commit is done;
-        an exception from `work` undoes only its own writes and is raised to its caller alone. `user_id` as
-        for write()."""
-        async with self.write(user_id=user_id) as tx:
-            return await work(tx)
-
-
-class MetaAdmin(Protocol):
-    """store_meta, each call its own transaction."""
-
-    @abstractmethod
-    async def get_meta(self, key: str) -> str | None: ...
-
-    @abstractmethod
-    async def set_meta(self, key: str, value: str) -> None: ...
-
-
-class VectorAdmin(MetaAdmin, Protocol):
-    """The vector index: created for the embedder's size, rebuilt by reindex, vectors written in bulk."""
-
-    @abstractmethod
-    async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
-        """Create the vector index for `dimensions` if missing; record which embedder fills it."""
-
-    _vectors_ensured: tuple[str, int] | None = None
-
-    async def ensure_vectors(self, embed_tag: str, dimensions: int) -> None:
-        """Make sure the vector index for `embed_tag`'s vectors of `dimensions` exists; idempotent, and free
-        after the first call for the same pair, so every write path may call it before it stores a vector.
-
-        A store that already records this embedder has its index (opening refuses another embedder's store);
-        otherwise the index is created now (prepare_vectors), for the size the first vector tells.
-        """
-        if self._vectors_ensured == (embed_tag, dimensions):
-            return
-        if await self.get_meta("embedder") != embed_tag:
-            await self.prepare_vectors(embed_tag, dimensions)
-        self._vectors_ensured = (embed_tag, dimensions)
-
-    @abstractmethod
-    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
-        """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
-
-    @abstractmethod
-    def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
-        """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
-
-    @abstractmethod
-    async def write_vectors(
-        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
-    ) -> None:
-        """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
-        memory that has gained a vector meanwhile as it is."""
-
-
-class Checks(Protocol):
-    """Integrity checks and housekeeping, for `pocketmem doctor`, maintenance and recall's `degraded`."""
-
-    # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
-    damage: str | None = None
-
-    async def quick_check(self) -> str | None:
-        """A structural check of the stored data (pages and indexes); the problem found, or None.
-        Backends whose engine guarantees this (PostgreSQL) keep the default."""
-        return None
-
-    async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
-        """Stored times that cannot be read back or lie outside the years the time codec accepts (table, row,
-        column, value, why); with repair, each rewritten in the stored form. Backends override it."""
-        return []
-
-    @abstractmethod
-    async def health(self) -> dict[str, Any]:
-        """Integrity and index agreement, for `pocketmem doctor` and tests."""
-
-    async def optimize(self) -> None:
-        """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""
-        return None
-
-
-# -- roles that functions need together -----------------------------------------------------------
+# -- roles inside a write transaction, and roles needed together -------------------------------
 
 
 class UserLocks(Protocol):
@@ -698,13 +571,15 @@ class WriteTx(TrashTx, SearchReads, PendingReads, PendingWrites, EventReads, Pro
     """The write path: routing an add, duplicates, superseding, pending, the cap, operation answers."""
 
 
-class VectorStore(Transactions, VectorAdmin, Protocol):
-    """Transactions and the vector index (embedding on the write path, the embed queue, import)."""
+class StoreReader(
+    MemoryReads, SearchReads, TermStats, PendingReads, EventReads, TrashReads, UpkeepReads, BrowseReads, SyncFeed,
+    TokenReads, MetaReads, ProfileReader,
+):
+    """Read queries, available inside both read and write transactions: every read role."""
 
 
-class MetaStore(Transactions, MetaAdmin, Protocol):
-    """Transactions and store_meta (measurements kept between runs: calibration, sameness)."""
-
-
-class UpkeepStore(Transactions, Checks, Protocol):
-    """Transactions and the integrity checks (maintenance)."""
+class StoreWriter(
+    StoreReader, MemoryWrites, PendingWrites, EventWrites, TrashWrites, ImportWrites, TokenWrites, SyncWrites,
+    MetaWrites, UserLocks, ProfileWriter,
+):
+    """Writes; only available inside `Store.write()`: every write role."""

@@ -143,7 +143,7 @@ async def patch(request: Request, page: Page) -> Response:
     mode = await _field(request, "mode")
     if mode not in ("append", "replace"):
         raise InvalidInput("mode", "must be append or replace")
-    await page.pm.lifecycle.patch_core(
+    await page.pm.patching.patch_core(
         page.user, memory_id, await _field(request, "patch") or "", cast(Literal["append", "replace"], mode),
         await _field(request, "reason", required=False),
     )
@@ -174,14 +174,14 @@ async def todo(request: Request, page: Page) -> Response:
 
 async def forget(request: Request, page: Page) -> Response:
     memory_id = request.path_params["memory_id"]
-    await page.pm.lifecycle.forget(page.user, memory_id, await _field(request, "reason", required=False))
+    await page.pm.trash.forget(page.user, memory_id, await _field(request, "reason", required=False))
     return page.back(f"/memories/{memory_id}", "forgotten")
 
 
 # -- trash, pending, review, todos ---------------------------------------------------------------------
 async def trash(request: Request, page: Page) -> Response:
     number, offset = _offset(request, TRASH_PAGE)
-    listing = await page.pm.lifecycle.list_trash(page.user, TRASH_PAGE, offset)
+    listing = await page.pm.trash.list_trash(page.user, TRASH_PAGE, offset)
     return page.render(
         "trash.html", listing=listing, number=number, pages=max(1, -(-listing.total // TRASH_PAGE)),
         live_view=True, latest=await page.pm.browse.latest_event_id(page.user),
@@ -190,13 +190,13 @@ async def trash(request: Request, page: Page) -> Response:
 
 async def restore(request: Request, page: Page) -> Response:
     memory_id = request.path_params["memory_id"]
-    await page.pm.lifecycle.restore(page.user, memory_id)
+    await page.pm.trash.restore(page.user, memory_id)
     return page.back("/trash", "restored")
 
 
 async def pending(request: Request, page: Page) -> Response:
     number, offset = _offset(request, PENDING_PAGE)
-    listing = await page.pm.lifecycle.list_memories(
+    listing = await page.pm.listing.list_memories(
         page.user, category=None, status="pending", text=None, limit=PENDING_PAGE, offset=offset
     )
     return page.render(
@@ -209,7 +209,7 @@ async def decide_pending(request: Request, page: Page) -> Response:
     action = await _field(request, "action")
     if action not in ("confirm", "reject", "snooze"):
         raise InvalidInput("action", "must be confirm, reject or snooze")
-    await page.pm.profile.confirm_pending(  # a proposed profile change is applied, anything else stored
+    await page.pm.pending.confirm_pending(  # a proposed profile change is applied, anything else stored
         page.user, request.path_params["pending_id"], cast(Literal["confirm", "reject", "snooze"], action), None
     )
     return page.back("/pending", {"confirm": "confirmed", "reject": "rejected", "snooze": "snoozed"}[action])

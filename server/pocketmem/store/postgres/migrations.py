@@ -328,7 +328,7 @@ async def pg003_user_terms(conn: Any) -> None:
 
 
 async def pg006_profile(conn: Any) -> None:
-    """The profile layer (seed 004): as the SQLite m009_profile."""
+    """The profile layer (docs/profile.md, "Storage"): as the SQLite m009_profile."""
     await conn.execute(
         """
         create table if not exists profiles (

@@ -21,7 +21,7 @@ import anyio
 
 from pocketmem.base.config import mask_url
 from pocketmem.base.errors import StoreError
-from pocketmem.store.base import Store, StoreReader, StoreWriter
+from pocketmem.store.base import Store
 from pocketmem.store.postgres import instants_check
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres.records import vector_text
@@ -155,7 +155,7 @@ class PostgresStore(Store):
 
     # -- transactions -----------------------------------------------------------------------------
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[StoreReader]:
+    async def read(self) -> AsyncIterator[PostgresTx]:
         async with self._connection() as conn:
             await conn.execute("begin isolation level repeatable read read only")
             try:
@@ -165,7 +165,7 @@ class PostgresStore(Store):
                     await _finish(conn, "rollback")
 
     @asynccontextmanager
-    async def write(self, durable: bool = True, *, user_id: str | None = None) -> AsyncIterator[StoreWriter]:
+    async def open_write(self, durable: bool = True) -> AsyncIterator[PostgresTx]:
         tx: PostgresTx | None = None
         async with self._connection() as conn:
             await conn.execute("begin")
@@ -173,8 +173,6 @@ class PostgresStore(Store):
                 await conn.execute("set local synchronous_commit = off")
             tx = PostgresTx(conn, writing=True, vectors=self._vectors)
             try:
-                if user_id is not None:
-                    await tx.lock_user(user_id)  # before the first statement: the user's writes never interleave
                 yield tx
             except BaseException:
                 with anyio.CancelScope(shield=True):
@@ -197,8 +195,7 @@ class PostgresStore(Store):
 
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
         dims = int(dimensions)
-        async with self.write() as tx:
-            assert isinstance(tx, PostgresTx)
+        async with self.open_write() as tx:
             await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
             row = await tx.fetch_one(
                 "select atttypmod from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'"
@@ -217,8 +214,7 @@ class PostgresStore(Store):
         self._vectors = True
 
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
-        async with self.write() as tx:
-            assert isinstance(tx, PostgresTx)
+        async with self.open_write() as tx:
             await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
             await tx.execute("drop index if exists memories_embedding_hnsw")
             await tx.execute("update memories set embedding = null")
@@ -231,7 +227,6 @@ class PostgresStore(Store):
         last = 0
         while True:
             async with self.read() as reader:
-                assert isinstance(reader, PostgresTx)
                 rows = await reader.fetch_all(
                     "select seq, user_id, id, content, keywords from memories where seq > %s order by seq limit %s",
                     (last, batch),
@@ -244,8 +239,7 @@ class PostgresStore(Store):
     async def write_vectors(
         self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
     ) -> None:
-        async with self.write() as tx:
-            assert isinstance(tx, PostgresTx)
+        async with self.open_write() as tx:
             await tx.execute(
                 "update memories m set embedding = v.e::vector, embed_model = %s "
                 "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u"
@@ -260,8 +254,7 @@ class PostgresStore(Store):
 
     async def optimize(self) -> None:
         """Fold the keyword counters' +1/-1 rows into one row per term."""
-        async with self.write() as tx:
-            assert isinstance(tx, PostgresTx)
+        async with self.open_write() as tx:
             await tx.execute(
                 "with busy as (select term from memory_term_counts group by term having count(*) > 1), "
                 "gone as (delete from memory_term_counts c using busy "
@@ -287,7 +280,6 @@ class PostgresStore(Store):
 
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:
-            assert isinstance(reader, PostgresTx)
             memories = (await reader.fetch_one("select count(*) from memories"))[0]
             vectors = (await reader.fetch_one("select count(*) from memories where embedding is not null"))[0]
             lexeme_gaps = (

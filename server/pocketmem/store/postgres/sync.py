@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pocketmem.base.models import Memory
-from pocketmem.store.base import IndexedText
 from pocketmem.store.postgres.records import MEMORY_COLUMN_LIST, lexemes, memory_params, parse_vector, vector_text
 from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
+from pocketmem.store.types import IndexedText
 
 
 class SyncQueries(SharedSyncQueries):

@@ -21,7 +21,6 @@ from pocketmem.base.models import (
     Memory,
     Status,
 )
-from pocketmem.store.base import IndexedText, StoreWriter
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.records import (
@@ -32,40 +31,17 @@ from pocketmem.store.postgres.records import (
 from pocketmem.store.postgres.sync import SyncQueries
 from pocketmem.store.postgres.upkeep import UpkeepQueries
 from pocketmem.store.postgres.writes import WriteQueries
-from pocketmem.store.sql.browse import BrowseQueries
-from pocketmem.store.sql.events import EventQueries
-from pocketmem.store.sql.memories import MemoryReads
-from pocketmem.store.sql.operations import OperationQueries
-from pocketmem.store.sql.pending import PendingQueries
-from pocketmem.store.sql.profile import ProfileQueries
-from pocketmem.store.sql.revisions import RevisionQueries
-from pocketmem.store.sql.tokens import TokenQueries
-from pocketmem.store.sql.trash import TrashQueries
-from pocketmem.store.sql.users import UserQueries
-from pocketmem.store.sql.writes import IndexColumn, MemoryWrites
+from pocketmem.store.roles import StoreWriter
+from pocketmem.store.sql.shared import SharedQueries
+from pocketmem.store.sql.writes import IndexColumn
+from pocketmem.store.types import IndexedText
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
 EF_SEARCH_MIN, EF_SEARCH_MAX = 100, 1000
 
 
-class PostgresTx(
-    MemoryReads,
-    MemoryWrites,
-    PendingQueries,
-    OperationQueries,
-    UserQueries,
-    ProfileQueries,
-    UpkeepQueries,
-    SyncQueries,
-    WriteQueries,
-    EventQueries,
-    RevisionQueries,
-    TrashQueries,
-    TokenQueries,
-    BrowseQueries,
-    StoreWriter,
-):
+class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreWriter):
     """Queries over one connection inside one transaction (psycopg 3, autocommit off by BEGIN)."""
 
     dialect = POSTGRES
@@ -99,11 +75,6 @@ class PostgresTx(
     async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
         cur = await self._conn.execute(sql, params)
         return cur.rowcount
-
-    # Raw SQL inside this transaction, for the store that opened it (index upkeep, health) and for tests.
-    execute = _exec
-    fetch_one = _one
-    fetch_all = _all
 
     @property
     def connection(self) -> Any:
@@ -264,14 +235,3 @@ class PostgresTx(
         counts = {r[0]: int(r[1]) for r in rows}
         total = counts.pop("", 0)
         return {t: n for t, n in counts.items() if n > 0}, total
-
-    async def term_document_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        wanted = list(dict.fromkeys(t for t in terms if t))
-        rows = await self._guarded(
-            "select term, sum(delta) from memory_term_counts where term = any(%s) group by term",
-            (["", *wanted],),
-        )
-        counts = {r[0]: int(r[1]) for r in rows}
-        total = counts.pop("", 0)
-        return {t: n for t, n in counts.items() if n > 0}, total
-

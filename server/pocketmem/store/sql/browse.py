@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import EventKind, Memory, Status
-from pocketmem.store.base import BrowseFilter
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.profile import listing_where
 from pocketmem.store.sql.queries import Queries
+from pocketmem.store.types import BrowseFilter
 
 # Each order ends with the insertion order ({tie}) so a page is stable; "importance" is the order of the
 # index memories_by_importance, ties included.

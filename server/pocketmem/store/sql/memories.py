@@ -7,15 +7,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Memory, Status
-from pocketmem.store.base import MemoryFilter, StoreStats
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.profile import memory_filter_clause
 from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row
+from pocketmem.store.types import MemoryFilter, StoreStats
 
 
-class MemoryReads:
-    """Mixed into each backend's transaction class."""
+class MemoryQueries:
+    """Mixed into each backend's transaction class (sql/shared.py)."""
 
     dialect: Dialect
 

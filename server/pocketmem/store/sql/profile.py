@@ -14,7 +14,7 @@ from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
 
 if TYPE_CHECKING:
-    from pocketmem.store.base import MemoryFilter
+    from pocketmem.store.types import MemoryFilter
 
 _PROFILE_REVISION_COLUMNS = "id, user_id, section, previous, new, source, created_at"
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import Memory, Tombstone
-from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
+from pocketmem.store.types import IndexedText
 
 KEY_WIDTH = 20
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Memory, PendingItem, Status, Usage
 from pocketmem.core.instants import decode as from_iso
-from pocketmem.store.base import IndexedText, ScoreRow
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import USAGE_COLUMNS, usage_from_row
+from pocketmem.store.types import IndexedText, ScoreRow
 
 # The same expression as the partial index memories_open_todos (m002), so SQLite can use it.
 _OPEN_TODO = "status = 'active' and category = 'todo' and completed_at is null"

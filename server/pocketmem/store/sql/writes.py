@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import DeleteReason, Memory, Status
-from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.records import MEMORY_COLUMNS, MEMORY_UPDATABLE, memory_params, set_clause
+from pocketmem.store.types import IndexedText
 
 # An index column written with a memory: (column, its value's SQL with `{p}`, the parameter).
 IndexColumn = tuple[str, str, Any]
 
 
-class MemoryWrites:
+class MemoryWriteQueries:
     dialect: Dialect
 
     if TYPE_CHECKING:

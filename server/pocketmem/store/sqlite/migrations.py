@@ -304,7 +304,7 @@ async def m006_user_terms(db: aiosqlite.Connection) -> None:
     stemmer (core.text.index_terms): every memory's index row is rewritten from its stored content and
     keywords, and user_terms is counted from the rewritten rows. No memory row changes."""
     from pocketmem.core.text import indexed_text
-    from pocketmem.store.base import IndexedText, term_deltas
+    from pocketmem.store.types import IndexedText, term_deltas
 
     await _run_script(
         db,
@@ -335,10 +335,10 @@ async def m006_user_terms(db: aiosqlite.Connection) -> None:
 
 
 async def m009_profile(db: aiosqlite.Connection) -> None:
-    """The profile layer (seed 004). `profiles`: a user's persona and identity, one row per section, fields as
-    JSON. `profile_revisions`: every change of a section keeps the previous fields. `profile_files`: the text
-    pocketmem last wrote to each Markdown file (and a few before it), so a person's edit is told apart from its
-    own writing, even when made in a copy opened before the last write."""
+    """The profile layer (docs/profile.md, "Storage"). `profiles`: a user's persona and identity, one row per
+    section, fields as JSON. `profile_revisions`: every change of a section keeps the previous fields.
+    `profile_files`: the text pocketmem last wrote to each Markdown file (and a few before it), so a person's edit
+    is told apart from its own writing, even when made in a copy opened before the last write."""
     await _run_script(
         db,
         """

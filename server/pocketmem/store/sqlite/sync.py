@@ -2,7 +2,7 @@
 triggers from the counter `sync_clock` and silenced through its `quiet` flag; vectors as blobs; a memory
 copied from elsewhere written with its keyword and vector rows.
 
-A mixin of `SQLiteTx` (store/sqlite/store.py).
+A mixin of `SQLiteTx` (store/sqlite/tx.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Memory
-from pocketmem.store.base import IndexedText
 from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
+from pocketmem.store.types import IndexedText
 
 if TYPE_CHECKING:
     pass

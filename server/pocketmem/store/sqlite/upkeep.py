@@ -2,7 +2,7 @@
 function `pm_time_coef`, and the batch import, which writes memories, keyword and vector rows with explicit
 rowids in a few statements.
 
-A mixin of `SQLiteTx` (store/sqlite/store.py), which provides the connection helpers (`_all`, `_one`,
+A mixin of `SQLiteTx` (store/sqlite/tx.py), which provides the connection helpers (`_all`, `_one`,
 `_exec`), the memory row mapping and `insert_memory`.
 """
 
@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Memory
-from pocketmem.store.base import IndexedText, term_deltas
 from pocketmem.store.sql.upkeep import UpkeepQueries as SharedUpkeepQueries
+from pocketmem.store.types import IndexedText, term_deltas
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,10 +26,6 @@ class UpkeepQueries(SharedUpkeepQueries):
     _vectors: bool
     _db: Any
     _pack: Callable[[Sequence[float]], bytes]
-
-    async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
-        rows = await self._all(f"select {self._memory_columns} from memories where {where}", params)
-        return [self._to_memory(r) for r in rows]
 
     def _current_importance(self, now: datetime) -> tuple[str, list[Any]]:
         """info_importance * scoring.time_coef(P, days), by the same Python function (pm_time_coef)."""

@@ -1,0 +1,25 @@
+"""Where a candidate memory goes by its confidence (design "Write path"). Pure; the one place the thresholds
+are compared, for add_memory, batch steps and extraction's operations alike:
+
+    confidence >= store_threshold (0.85), POCKETMEM_CONFIRM_ALL off -> "store"
+    confidence >= pending_threshold (0.60)                          -> "pending": the user confirms or rejects it
+    otherwise                                                       -> "discard": logged, not stored
+
+POCKETMEM_CONFIRM_ALL (docs/profile.md, "confirm everything") sends even confidence 1 to "pending".
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pocketmem.base.config import Settings
+
+Route = Literal["store", "pending", "discard"]
+
+
+def route(confidence: float, settings: Settings) -> Route:
+    if confidence < settings.pending_threshold:
+        return "discard"
+    if confidence < settings.store_threshold or settings.confirm_all:
+        return "pending"
+    return "store"

@@ -1,0 +1,109 @@
+"""The store's value types: what goes into and comes out of its queries besides the records of base/models.py.
+
+Imported by the role protocols (roles.py, profile_base.py), the composed store (base.py), the queries and the
+services alike; it imports nothing of the store, so those modules never import each other in a circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pocketmem.base.models import Category, EventKind, Scores, Status
+
+# After a write commits: {user_id: the event kinds that transaction wrote}.
+CommitListener = Callable[[Mapping[str, frozenset[EventKind]]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class IndexedText:
+    """What the keyword index stores for a memory: pre-split terms (see text.index_terms)."""
+
+    terms: str
+    keyword_terms: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """What rescoring needs of a memory; maintenance reads these instead of whole rows."""
+
+    id: str
+    scores: Scores
+    last_active: datetime  # last_active_at, or created_at when it was never used
+    info_importance: float
+    time_coef: float
+    importance: float
+
+    # The columns both backends select, in this order; `last_active` comes as each backend stores time.
+    COLUMNS = (
+        "id, emotion, info, persistence, judge, coalesce(last_active_at, created_at), info_importance, "
+        "time_coef, importance"
+    )
+
+    @classmethod
+    def of(cls, row: Sequence[Any], to_time: Callable[[Any], datetime]) -> ScoreRow:
+        return cls(
+            id=row[0],
+            scores=Scores.model_construct(emotion=row[1], info=row[2], persistence=row[3], judge=row[4]),
+            last_active=to_time(row[5]),
+            info_importance=row[6],
+            time_coef=row[7],
+            importance=row[8],
+        )
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    statuses: Sequence[Status] = (Status.active,)
+    category: Category | None = None
+    text: str | None = None  # plain substring match on content
+    since: datetime | None = None  # created_at at or after
+    until: datetime | None = None  # created_at before
+    limit: int = 50
+    offset: int = 0
+
+
+BrowseOrder = Literal["newest", "oldest", "importance", "uses"]
+
+
+@dataclass(frozen=True)
+class BrowseFilter:
+    """The management page's list: MemoryFilter plus core, source, a created_at range and an order."""
+
+    statuses: Sequence[Status] = (Status.active,)
+    category: Category | None = None
+    core: bool | None = None  # True: persistence >= 1 only; False: the others
+    source: str | None = None  # exact match
+    since: datetime | None = None  # created_at at or after
+    until: datetime | None = None  # created_at before
+    text: str | None = None  # as MemoryFilter.text
+    order: BrowseOrder = "newest"  # newest / oldest: created_at (deleted_at for the trash alone)
+    limit: int = 50
+    offset: int = 0
+
+
+@dataclass
+class StoreStats:
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)
+    core: int = 0
+    pending: int = 0
+    tombstones: int = 0
+    revisions: int = 0
+    events: int = 0
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    unreadable: list[str] = field(default_factory=list)  # why a value could not be read; the rest is counted
+
+
+def term_deltas(old: IndexedText | None, new: IndexedText | None) -> dict[str, int]:
+    """How a memory's change moves its owner's term counts: -1 for each distinct term it loses, +1 for each
+    it gains; the term '' counts the memory itself."""
+
+    def terms(text: IndexedText | None) -> set[str]:
+        return set() if text is None else {"", *f"{text.terms} {text.keyword_terms}".split()}
+
+    before, after = terms(old), terms(new)
+    return {**{t: -1 for t in before - after}, **{t: 1 for t in after - before}}

@@ -1,0 +1,97 @@
+"""The helpers test modules share, in one place: the fixed start time, settings for the backend under test
+(SQLite files, or a PostgreSQL database per file on the PostgreSQL run), and a few builders several suites use.
+
+Test modules import these from here; fixtures live in conftest.py, which keeps `active` (the backend of the
+test running now) up to date for `make_settings` and `backend_env`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from mcp import StdioServerParameters
+
+from pocketmem.app import PocketMem
+from pocketmem.base.config import Settings
+from pocketmem.base.models import Status
+from pocketmem.providers.embeddings import HashEmbedder
+
+from .pg import PgTestServer
+from .servers import checkout_env
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+START = datetime(2026, 11, 26, 10, 0, tzinfo=SHANGHAI)
+
+
+@dataclass
+class Backend:
+    """The backend of the test running now: set by conftest's `backend` fixture before the test, reset after."""
+
+    name: str = "sqlite"
+    server: PgTestServer | None = None
+    databases: dict[str, str] = field(default_factory=dict)  # SQLite file -> the PostgreSQL database standing in
+
+
+active = Backend()
+
+
+def postgres_url_for(key: str) -> str:
+    """The test's PostgreSQL database standing in for the SQLite file `key` (created on first use)."""
+    assert active.server is not None
+    if key not in active.databases:
+        active.databases[key] = active.server.database()
+    return active.server.url(active.databases[key])
+
+
+def backend_env(home: Path) -> dict[str, str]:
+    """Environment for a pocketmem subprocess over `home`: on the PostgreSQL run, its database URL."""
+    if active.name != "postgres":
+        return {}
+    return {"POCKETMEM_DATABASE_URL": postgres_url_for(str(home / "memory.db"))}
+
+
+def make_settings(tmp_path: Path, **overrides: object) -> Settings:
+    # No maintenance timer unless a test asks for one: it would act on the fixed clock behind the test's back.
+    values: dict[str, object] = {"home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0}
+    values.update(overrides)
+    if active.name == "postgres" and "database_url" not in values and "cloud_url" not in values:
+        values["database_url"] = postgres_url_for(str(values.get("db") or tmp_path / "home" / "memory.db"))
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+class NeighbourSearchingEmbedder(HashEmbedder):
+    """The built-in vectors, but declared non-lexical so recall runs the nearest-neighbour scan as it does
+    for neural embedders."""
+
+    kind = "hash-knn"
+    lexical = False
+
+
+async def dump(app: PocketMem) -> dict:
+    """Every row of every user, as comparable data (events without their local ids)."""
+    out: dict = {}
+    async with app.store.read() as r:
+        for user in await r.user_ids():
+            memories = await r.scan_memories(user, tuple(Status), None, 10_000)
+            events = await r.events_after(user, 0, 100_000)
+            out[user] = {
+                "user": {k: v for k, v in (await r.get_user(user) or {}).items()},
+                "memories": [m.model_dump() for m in memories],
+                "usage": {k: v.model_dump() for k, v in (await r.usage(user)).items()},
+                "tombstones": [t.model_dump() for t in await r.all_tombstones(user)],
+                "revisions": [x.model_dump() for x in await r.all_revisions(user)],
+                "pending": [p.model_dump() for p in await r.all_pending(user)],
+                "events": [e.model_dump(exclude={"id"}) for e in events if e.kind != "imported"],
+            }
+    return out
+
+
+def server_params(home: Path, **env: str) -> StdioServerParameters:
+    # Hosts give the server a minimal environment; pass only what it needs.
+    base = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
+    base.update(env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=base)
