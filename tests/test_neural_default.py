@@ -171,3 +171,20 @@ def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, cl
     assert f"re-embedded {len(facts)} memories with use:" in reindexed.stderr
     after = json.loads(run_cli(capsys, home, "doctor", **env).stdout)
     assert "reembedding" not in after["embedder"] and after["embedder"]["waiting_for_vectors"] == 0
+
+
+@ERAS
+async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path, clock, mode):
+    settings = make_settings(tmp_path, embedder="use")
+    async with Client(build_server(settings, app=PocketMem(settings, clock=clock)), mode=mode) as client:
+        for stored, reworded in [
+            ("用户对花生过敏。", "用户一吃花生就过敏"),
+            ("The user likes hiking in the Alps.", "The user enjoys hiking in the Alps"),
+        ]:
+            first = await call(client, "add_memory", {"content": stored})
+            again = await call(client, "add_memory", {"content": reworded})
+            assert (again["status"], again["memory_id"]) == ("duplicate", first["memory_id"])
+        # Two facts on one theme, closer in the model's space than any rewording of the Chinese set above.
+        await call(client, "add_memory", {"content": "Tim plays basketball for his university team."})
+        other = await call(client, "add_memory", {"content": "Tim got a scholarship for his basketball performance."})
+        assert other["status"] == "stored"
