@@ -54,6 +54,13 @@ class EmbedderFailed(Failure):
     loses = frozenset({"vectors", "semantic"})
 
 
+class VectorsPending(Failure):
+    """The store is being re-embedded for a new embedder (service/embed_queue.py): no vectors yet."""
+
+    label = "vectors"
+    loses = frozenset({"vectors", "semantic"})
+
+
 class VectorIndexFailed(Failure):
     """The nearest-vector search failed; the shortlist's similarities can still be read."""
 

@@ -89,6 +89,8 @@ class Retrieval:
         self.clock = clock
         self.calibration = calibration
         self.uses = UseLedger(store)  # recall's bookkeeping; a server defers it off the answer's path
+        # While the store is being re-embedded (embed_queue.py): why the vectors cannot be used yet, else None.
+        self.vectors_pending: Callable[[], str | None] = lambda: None
         self.weights = Weights(
             semantic=settings.weight_semantic,
             keyword=settings.weight_keyword,
@@ -193,14 +195,7 @@ class Retrieval:
                 health.fail(fallback.BookkeepingFailed(exc))
         if self.store.damage is not None:
             health.fail(fallback.StoreDamaged(f"{self.store.damage}; run `pocketmem doctor`"))
-        vector: list[float] | None = None
-        own: list[float] | None = None
-        try:
-            vector, own = await self.query_vectors(q)
-            scale = await self.scale(guess_language(q.message))
-        except PocketmemError as exc:
-            health.fail(fallback.EmbedderFailed(exc))
-            scale = NEUTRAL
+        vector, own, scale = await self._vectors(q, health)
         asked = None
         if self.library is not None:
             asked = self.library.ask(
@@ -235,6 +230,19 @@ class Retrieval:
             reinforced=reinforced,
             degraded=health.describe(),
         )
+
+    async def _vectors(self, q: Query, health: fallback.Health) -> tuple[list[float] | None, list[float] | None, Scale]:
+        """The query's vectors and the similarity scale; none while the store is re-embedded (embed_queue.py) or
+        when the embedder fails, and the word path answers."""
+        if (pending := self.vectors_pending()) is not None:
+            health.fail(fallback.VectorsPending(pending))
+            return None, None, NEUTRAL
+        try:
+            vector, own = await self.query_vectors(q)
+            return vector, own, await self.scale(guess_language(q.message))
+        except PocketmemError as exc:
+            health.fail(fallback.EmbedderFailed(exc))
+            return None, None, NEUTRAL
 
     async def _ranked(
         self,
