@@ -1,30 +1,29 @@
-"""Fit the relevance model (core/relevance.py) on ONE evaluation set and print its coefficients.
+"""Fit the relevance decision (core/relevance.py) on ONE evaluation set and choose its operating point by cost.
 
-    python bench/fit_relevance.py                 # fits on eval_a; never on eval_b, eval_c or the small stores
-    python bench/fit_relevance.py --set eval_a --write-free   # just print; coefficients are pasted into code
+    python bench/fit_relevance.py --embedder use            # fit relevance.NEURAL on eval_a, choose by cost
+    python bench/fit_relevance.py --embedder hash --keep    # keep relevance.LEXICAL's weights; choose only
+    python bench/fit_relevance.py --embedder use --verify   # the chosen point, then the full benchmark on eval_a
+
+Never run on eval_b, eval_c or eval_d: they are held out (docs/benchmarks.md).
 
 1. Every query of the set is run with and without its agent keywords against a store of the set's memories,
-   with the relevance threshold at 0, so every shortlisted memory comes back with its evidence.
+   through the real recall stages (candidates, current versions, order) with the bar at 0, so every
+   shortlisted memory comes with its evidence, its core flag and its place in the order.
 2. Gold memories are positives, every other candidate a negative (a changed fact's stale version is left
-   out: it is on topic, ranking decides against it). A logistic regression with non-negative weights on
-   the evidence (numpy, plain gradient descent, L2 0.01) gives the coefficients.
-3. The operating point (the intercept B0, and the weak-word factor) is then chosen on the same set by an
-   objective that weighs both goals, measured by the full benchmark (bench/quality.py's evaluate) with and
-   without keywords, in this order:
+   out: it is on topic, the order decides against it). A class-balanced logistic regression with
+   non-negative weights on the evidence (numpy, gradient descent, L2 0.01) gives the coefficients.
+3. The operating point (the intercept B0, and the core memories' own bar, `core_lift`) is chosen on the same
+   set by the cost of what recall injects, replayed over the recorded candidates (each question's answer is
+   its admitted candidates in their order, top 5):
 
-       a. targets = min(hit@3 with keywords / 0.92, negative precision with keywords / 0.85,
-                        negative precision without keywords / 0.85)             (the targets as ratios)
-       b. balanced = sum over both modes of (hit@3 + negative precision)         (ties of a.)
+       cost = MISS x (questions with an answer whose gold is not in the top 3)
+            + CORE_MISS x (the same, for questions whose answer is a core memory: name, birthday, allergy)
+            + LINE x (lines in the top 3 that are neither gold nor the stale version of a changed fact)
 
-   The no-keyword hit@3 target (0.70) is left out of a.: no cut reaches it on the set, so it would only
-   ever pull towards the laxest cut; it counts in b. eval_a has 28 questions without an answer, so both
-   scores are step functions of B0: each point's scores are averaged over the grid points within SMOOTH
-   of it (same factor), so the choice is not a cut at the edge of a step, one question from another answer;
-   an exact tie after that goes to the stricter B0.
-
-       python bench/fit_relevance.py                          # fit, then choose B0 and the factor
-       python bench/fit_relevance.py --keep                   # keep the coefficients in code; choose only
-       python bench/fit_relevance.py --keep --factors 0.3 --b0 -2.425,-2.45,-2.475,-2.5,-2.525
+   summed over both modes (with and without keywords), among the points whose negative precision (no line
+   for a question with no answer) is at least NEGATIVE_PRECISION in both modes: messages unrelated to
+   everything still get nothing. The cheapest point wins; a tie goes to the stricter B0. The replay leaves
+   out the two steps after the order (shadowing, the current fact), so `--verify` runs the full benchmark.
 """
 
 from __future__ import annotations
@@ -35,7 +34,9 @@ import json
 import math
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,52 +44,75 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from quality import DATA, NOW, bench_settings, evaluate, load, summarise  # noqa: E402
+from quality import DATA, NOW, USER, bench_settings, evaluate, load, summarise  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.models import Status  # noqa: E402
 from pocketmem.core import relevance  # noqa: E402
-from pocketmem.core.similarity import NEUTRAL  # noqa: E402
+from pocketmem.core.ranking import TIMED_CATEGORIES, rank  # noqa: E402
 from pocketmem.core.text import guess_language  # noqa: E402
+from pocketmem.service import current, fallback  # noqa: E402
 from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 
-NAMES = ("B_STRONGEST", "B_MATCHED", "B_COVERAGE", "B_SEMANTIC", "B_LENGTH")
+NAMES = ("strongest", "matched", "coverage", "semantic", "length")
 NON_NEGATIVE = (True, True, True, True, False)
-THRESHOLD = 0.40
-TARGETS = {"hit@3": 0.92, "negative precision": 0.85}
-FACTORS = (0.2, 0.3, 0.4, 0.5)  # WEAK_WORD_FACTOR candidates
-CUTS = np.round(np.arange(-0.2, 0.6, 0.025), 3)  # logit cuts around the fitted 0.40 point (B0 = w0 - cut + logit)
-SMOOTH = 0.05
+THRESHOLD = 0.40  # Settings.relevance_threshold
+MISS, CORE_MISS, LINE = 3.0, 10.0, 1.0  # the cost of a miss, of a missed core memory, of an unrelated line
+NEGATIVE_PRECISION = 0.85
+CUTS = np.round(np.arange(-1.0, 1.5, 0.025), 3)  # logit cuts around the fitted 0.40 point
+CORE_LIFTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
+K, SHOWN = 5, 3
 
 
-async def features(data: dict, keywords: bool) -> tuple[list[tuple[float, ...]], list[int]]:
-    xs: list[tuple[float, ...]] = []
-    ys: list[int] = []
+@dataclass
+class Line:
+    """One candidate of one question, as recall orders it with the bar at 0."""
+
+    key: str
+    features: tuple[float, ...]
+    complete: bool
+    core: bool
+    dated: bool  # an episode or event dated inside the window the question names: admitted by its date
+
+
+@dataclass
+class Question:
+    gold: set[str]
+    stale: set[str]
+    core: bool  # its answer is a core memory
+    lines: list[Line]
+
+
+async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Question]:
+    questions: list[Question] = []
     with tempfile.TemporaryDirectory() as tmp:
-        settings = bench_settings(Path(tmp), relevance_threshold=0.0)
+        settings = bench_settings(Path(tmp), embedder, relevance_threshold=0.0)
         async with PocketMem(settings, clock=FixedClock(NOW)) as app:
             ids = await load(app, data, keywords)
             keys = {v: k for k, v in ids.items()}
+            core = {m["key"] for m in data["memories"] if m.get("persistence", 0.0) >= 1.0}
             r = app.retrieval
             for q in data["queries"]:
-                req = RecallRequest(query=q["query"], context=q.get("context", []),
-                                    keywords=q.get("keywords", []) if keywords else [])
-                parsed = r.parse(req)
+                user = q.get("user", USER)
+                parsed = r.parse(RecallRequest(query=q["query"], context=q.get("context", []),
+                                               keywords=q.get("keywords", []) if keywords else []))
                 vector, own = await r.query_vectors(parsed)
-                scale = await r.scale(guess_language(parsed.message)) if vector else NEUTRAL
+                scale = await r.scale(guess_language(parsed.message))
                 async with app.store.read() as reader:
-                    candidates, _ = await r.candidates(
-                        reader, "eval", parsed, vector, (Status.active,), [], scale, own
-                    )
-                gold, stale = set(q["gold"]), set(q.get("stale", []))
-                for c in candidates:
-                    key = keys[c.memory.id]
-                    if key in stale or c.evidence is None:
-                        continue
-                    xs.append(c.evidence.features())
-                    ys.append(int(key in gold))
-    return xs, ys
+                    found, _ = await r.candidates(reader, user, parsed, vector, current.SEARCHED,
+                                                  fallback.Health(), scale, own)
+                    found = await current.bring_current(reader, user, found, (Status.active,))
+                ranked = rank(found, parsed.terms, weights=r.weights, now=NOW, temporal=parsed.time.intent)
+                by_id = {c.memory.id: c for c in found}
+                lines = []
+                for hit in ranked:
+                    c = by_id[hit.memory.id]
+                    lines.append(Line(keys[c.memory.id], c.evidence.features(), c.evidence.complete, c.memory.core,
+                                      c.in_window and c.memory.category in TIMED_CATEGORIES))
+                gold = set(q["gold"])
+                questions.append(Question(gold, set(q.get("stale", [])), bool(gold & core), lines))
+    return questions
 
 
 def fit(x: np.ndarray, y: np.ndarray, steps: int = 20000, lr: float = 0.5, l2: float = 0.01) -> np.ndarray:
@@ -105,65 +129,90 @@ def fit(x: np.ndarray, y: np.ndarray, steps: int = 20000, lr: float = 0.5, l2: f
     return w
 
 
-def objective(detail: dict) -> tuple[float, float]:
-    """(the with-keyword targets as ratios, their minimum; hit@3 + negative precision over both modes)."""
-    targets = min(detail[True][0] / TARGETS["hit@3"], detail[True][1] / TARGETS["negative precision"],
-                  detail[False][1] / TARGETS["negative precision"])
-    return round(targets, 4), round(sum(hit3 + negative for hit3, negative, _ in detail.values()), 4)
+def replay(questions: list[Question], model: relevance.Model) -> dict[str, float]:
+    """Each question's answer under `model` at THRESHOLD (a core memory at its own bar): hit@3, negative
+    precision and the cost's three counts."""
+    health = fallback.Health()
+    bars = {False: fallback.threshold(THRESHOLD, health, False),
+            True: fallback.threshold(THRESHOLD, health, False, model.core_lift)}
+    out = {"answered": 0, "hit3": 0, "negatives": 0, "empty": 0, "misses": 0, "core_misses": 0, "lines": 0}
+    for q in questions:
+        answer = [line.key for line in q.lines if line.dated or model.probability(
+            relevance.Evidence(*line.features, complete=line.complete)) >= bars[line.core]][:K]
+        top = answer[:SHOWN]
+        out["lines"] += sum(1 for key in top if key not in q.gold and key not in q.stale)
+        if not q.gold:
+            out["negatives"] += 1
+            out["empty"] += not answer
+            continue
+        out["answered"] += 1
+        hit = bool(q.gold & set(top))
+        out["hit3"] += hit
+        out["misses"] += not hit and not q.core
+        out["core_misses"] += not hit and q.core
+    return out
 
 
-def smoothed(results: dict[tuple[float, float], tuple[float, float]]) -> tuple[float, float]:
-    """The (factor, B0) whose objective, averaged over the grid points within SMOOTH of its B0, is best."""
-    def around(factor: float, b0: float) -> tuple[float, float]:
-        near = [v for (f, b), v in results.items() if f == factor and abs(b - b0) <= SMOOTH + 1e-9]
-        return sum(v[0] for v in near) / len(near), sum(v[1] for v in near) / len(near)
-    return max(results, key=lambda point: (*around(*point), -point[1]))  # an exact tie: the stricter B0
+def cost(counts: dict[str, float]) -> float:
+    return MISS * counts["misses"] + CORE_MISS * counts["core_misses"] + LINE * counts["lines"]
 
 
-def score(data: dict) -> tuple[tuple[float, float], dict]:
-    out = {}
-    for keywords in (True, False):
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = summarise(asyncio.run(evaluate(data, bench_settings(Path(tmp)), keywords)))
-        out[keywords] = (rows["all non-negative"]["hit@3"], rows["negative"]["negative_precision"],
-                         rows["conflict"]["conflict_accuracy"])
-    return objective(out), out
+def choose(modes: dict[bool, list[Question]], base: relevance.Model, b0s: list[float]) -> tuple[relevance.Model, dict]:
+    """The cheapest (B0, core_lift) whose negative precision holds in both modes; a tie: the stricter B0."""
+    best: tuple[float, float] | None = None
+    chosen, detail = base, {}
+    for lift in CORE_LIFTS:
+        for b0 in sorted(b0s):
+            model = relevance.Model(**{**base.__dict__, "b0": b0, "core_lift": lift})
+            counts = {kw: replay(qs, model) for kw, qs in modes.items()}
+            if any(c["empty"] / c["negatives"] < NEGATIVE_PRECISION for c in counts.values()):
+                continue
+            total = sum(cost(c) for c in counts.values())
+            key = (total, -b0)
+            print(f"B0 {b0:+.3f} core_lift {lift}: cost {total:.0f} "
+                  + " | ".join(f"{'kw' if kw else 'no kw'} hit@3 {c['hit3'] / c['answered']:.3f} "
+                               f"neg {c['empty'] / c['negatives']:.3f} misses {c['misses']}+{c['core_misses']} "
+                               f"lines {c['lines']}" for kw, c in counts.items()), file=sys.stderr)
+            if best is None or key < best:
+                best, chosen, detail = key, model, counts
+    return chosen, detail
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default="eval_a")
-    parser.add_argument("--keep", action="store_true", help="keep the coefficients in code; choose the point only")
-    parser.add_argument("--factors", help="comma-separated WEAK_WORD_FACTOR values (default FACTORS)")
-    parser.add_argument("--b0", help="comma-separated B0 values (default: the fitted intercept moved by CUTS)")
+    parser.add_argument("--embedder", default="use", help="use (fits relevance.NEURAL) or hash (relevance.LEXICAL)")
+    parser.add_argument("--keep", action="store_true", help="keep the weights in code; choose the point only")
+    parser.add_argument("--verify", action="store_true", help="then run the full benchmark at the chosen point")
     args = parser.parse_args()
+    if args.set != "eval_a":
+        sys.exit("fit on eval_a only: eval_b, eval_c and eval_d are held out")
     data = json.loads((DATA / f"{args.set}.json").read_text(encoding="utf-8"))
+    lexical = args.embedder == "hash"
+    name = "LEXICAL" if lexical else "NEURAL"
+    modes = {kw: asyncio.run(collect(data, kw, args.embedder)) for kw in (True, False)}
     logit = math.log(THRESHOLD / (1 - THRESHOLD))
-    if args.keep:
-        w = np.array([relevance.B0 - logit, *(getattr(relevance, n) for n in NAMES)])
-    else:
-        xs, ys = [], []
-        for keywords in (True, False):
-            x, y = asyncio.run(features(data, keywords))
-            xs += x
-            ys += y
-        x, y = np.array(xs), np.array(ys, dtype=float)
+    base: relevance.Model = getattr(relevance, name)
+    if not args.keep:
+        rows = [(line.features, int(line.key in q.gold)) for qs in modes.values() for q in qs
+                for line in q.lines if line.key not in q.stale]
+        x, y = np.array([f for f, _ in rows]), np.array([label for _, label in rows], dtype=float)
         print(f"{len(y)} candidates, {int(y.sum())} relevant", file=sys.stderr)
         w = fit(x, y)
-    for name, value in zip(NAMES, w[1:], strict=True):
-        setattr(relevance, name, round(float(value), 3))
-    factors = [float(v) for v in args.factors.split(",")] if args.factors else list(FACTORS)
+        base = relevance.Model(float(w[0]) + logit, *(round(float(v), 3) for v in w[1:]))
     # the fitted model says "relevant" at logit >= cut; the intercept moves so that is relevance >= 0.40
-    b0s = [float(v) for v in args.b0.split(",")] if args.b0 else [round(float(w[0] - c + logit), 3) for c in CUTS]
-    results = {}
-    for factor in factors:
-        relevance.WEAK_WORD_FACTOR = factor
-        for b0 in b0s:
-            relevance.B0 = b0
-            results[(factor, b0)], detail = score(data)
-            print(f"factor {factor} B0 {b0:+.3f}: {results[(factor, b0)]} {detail}", file=sys.stderr)
-    factor, b0 = smoothed(results)
-    print(json.dumps({"B0": b0, "WEAK_WORD_FACTOR": factor, **{n: getattr(relevance, n) for n in NAMES}}, indent=1))
+    b0s = [round(base.b0 - float(c), 3) for c in CUTS]
+    chosen, detail = choose(modes, base, b0s)
+    result = {"model": name, **{k: round(v, 3) for k, v in chosen.__dict__.items()}, "counts": detail}
+    print(json.dumps(result, indent=1))
+    if args.verify:
+        setattr(relevance, name, chosen)
+        for keywords in (True, False):
+            with tempfile.TemporaryDirectory() as tmp:
+                rows_ = summarise(asyncio.run(evaluate(data, bench_settings(Path(tmp), args.embedder), keywords)))
+            print(f"{'keywords' if keywords else 'no keywords'}: hit@3 {rows_['all non-negative']['hit@3']:.3f} "
+                  f"negative precision {rows_['negative']['negative_precision']:.3f} "
+                  f"conflict {rows_['conflict']['conflict_accuracy']:.3f}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 DATA = ROOT / "bench" / "data"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 TYPES = ("paraphrase", "keyword", "temporal", "conflict", "multi", "context", "negative")
+CORE = "core memories"  # questions marked `core` (name, birthday, allergy), also counted under their type
+USER = "eval"  # a set with two users names the other in a memory's or query's `user` field
 K = 5
 CHECK_K = 12  # recall answers at most retrieval.SHADOW_POOL memories
 
@@ -83,13 +85,13 @@ def bench_settings(home: Path, embedder: str = "hash", embed_model: str | None =
 
 
 async def load(app: PocketMem, data: dict[str, Any], keywords: bool) -> dict[str, str]:
-    """Add the set's memories oldest first; returns key -> memory id."""
+    """Add the set's memories oldest first, each for its user; returns key -> memory id."""
     ids: dict[str, str] = {}
     for memory in sorted(data["memories"], key=lambda m: -m["days_ago"]):
         scores = {"persistence": memory["persistence"]} if "persistence" in memory else None
         created = NOW - timedelta(days=memory["days_ago"])
         result = await app.writing.add(
-            "eval",
+            memory.get("user", USER),
             AddRequest(
                 content=memory["content"],
                 category=Category(memory["category"]),
@@ -112,19 +114,24 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
         ids = await load(app, data, keywords)
         by_id = {v: k for k, v in ids.items()}
         supersedes = {m["key"]: m.get("supersedes") for m in data["memories"]}
-        bm25 = BM25(
-            (m["key"], " ".join([m["content"], *(m.get("keywords", []) if keywords else [])]))
-            for m in data["memories"]
-            if m["key"] not in {s for s in supersedes.values() if s}
-        )
+        users = {m.get("user", USER) for m in data["memories"]}
+        bm25s = {
+            user: BM25(
+                (m["key"], " ".join([m["content"], *(m.get("keywords", []) if keywords else [])]))
+                for m in data["memories"]
+                if m["key"] not in {s for s in supersedes.values() if s} and m.get("user", USER) == user
+            )
+            for user in users
+        }
         for query in data["queries"]:
-            reference = bm25.search(
+            user = query.get("user", USER)
+            reference = bm25s[user].search(
                 [query["query"], *query.get("context", []), *(query.get("keywords", []) if keywords else [])], K
             )
             if keywords and query.get("keywords"):
                 await keywords_only_help(app, query, by_id, tallies[query["type"]])
             result = await app.retrieval.recall(
-                "eval",
+                user,
                 RecallRequest(
                     query=query["query"],
                     context=query.get("context", []),
@@ -138,40 +145,46 @@ async def evaluate(data: dict[str, Any], settings: Settings, keywords: bool) -> 
             if not app.embedder.lexical and gold:
                 vector = await app.embedder.embed(query["query"])
                 async with app.store.read() as reader:
-                    nearest = await reader.vector_neighbours("eval", vector, K, (Status.active,))
+                    nearest = await reader.vector_neighbours(user, vector, K, (Status.active,))
                 tallies[query["type"]].nn_hit5 += any(by_id[mid] in gold for mid, _ in nearest)
-            tally = tallies[query["type"]]
-            tally.n += 1
-            tally.bm25_hit3 += bool(gold & set(reference[:3]))
-            tally.bm25_hit5 += bool(gold & set(reference[:5]))
-            tally.bm25_negatives_empty += not gold and not reference
-            if not gold:
-                if not got:
-                    tally.negatives_empty += 1
-                else:
-                    tally.misses.append(f"{query['id']} {query['query']!r} -> {got[:3]} (wanted nothing)")
-                continue
-            ranks = [i for i, key in enumerate(got) if key in gold]
-            first = ranks[0] + 1 if ranks else None
-            tally.hit1 += first == 1
-            tally.hit3 += first is not None and first <= 3
-            tally.hit5 += first is not None and first <= 5
-            tally.rr += 1.0 / first if first else 0.0
-            if query["type"] == "conflict":
-                stale = set(query.get("stale", []))
-                stale_ranks = [i for i, key in enumerate(got) if key in stale]
-                ok = first is not None and first <= 3 and (not stale_ranks or stale_ranks[0] > ranks[0])
-                tally.conflict_ok += ok
-                is_linked = any(supersedes.get(g) in stale for g in gold)
-                bucket = tally.linked if is_linked else tally.unlinked
-                bucket[0] += ok
-                bucket[1] += 1
-                if ranks and stale_ranks:
-                    tally.both_recalled[0] += stale_ranks[0] > ranks[0]
-                    tally.both_recalled[1] += 1
-            if first != 1:
-                tally.misses.append(f"{query['id']} {query['query']!r} gold={sorted(gold)} -> {got[:3]}")
+            for tally in [tallies[query["type"]], *([tallies[CORE]] if query.get("core") else [])]:
+                score(query, got, gold, reference, supersedes, tally)
     return tallies
+
+
+def score(query: dict[str, Any], got: list[str], gold: set[str], reference: list[str],
+          supersedes: dict[str, str | None], tally: Tally) -> None:
+    """Count one answer into one tally."""
+    tally.n += 1
+    tally.bm25_hit3 += bool(gold & set(reference[:3]))
+    tally.bm25_hit5 += bool(gold & set(reference[:5]))
+    tally.bm25_negatives_empty += not gold and not reference
+    if not gold:
+        if not got:
+            tally.negatives_empty += 1
+        else:
+            tally.misses.append(f"{query['id']} {query['query']!r} -> {got[:3]} (wanted nothing)")
+        return
+    ranks = [i for i, key in enumerate(got) if key in gold]
+    first = ranks[0] + 1 if ranks else None
+    tally.hit1 += first == 1
+    tally.hit3 += first is not None and first <= 3
+    tally.hit5 += first is not None and first <= 5
+    tally.rr += 1.0 / first if first else 0.0
+    if query["type"] == "conflict":
+        stale = set(query.get("stale", []))
+        stale_ranks = [i for i, key in enumerate(got) if key in stale]
+        ok = first is not None and first <= 3 and (not stale_ranks or stale_ranks[0] > ranks[0])
+        tally.conflict_ok += ok
+        is_linked = any(supersedes.get(g) in stale for g in gold)
+        bucket = tally.linked if is_linked else tally.unlinked
+        bucket[0] += ok
+        bucket[1] += 1
+        if ranks and stale_ranks:
+            tally.both_recalled[0] += stale_ranks[0] > ranks[0]
+            tally.both_recalled[1] += 1
+    if first != 1:
+        tally.misses.append(f"{query['id']} {query['query']!r} gold={sorted(gold)} -> {got[:3]}")
 
 
 async def keywords_only_help(app: PocketMem, query: dict[str, Any], by_id: dict[str, str], tally: Tally) -> None:
@@ -179,7 +192,7 @@ async def keywords_only_help(app: PocketMem, query: dict[str, Any], by_id: dict[
     found = []
     for keywords in (query.get("keywords", []), []):
         result = await app.retrieval.recall(
-            "eval",
+            query.get("user", USER),
             RecallRequest(query=query["query"], context=query.get("context", []), keywords=keywords, top_k=CHECK_K,
                           record=False),
         )
@@ -188,6 +201,20 @@ async def keywords_only_help(app: PocketMem, query: dict[str, Any], by_id: dict[
     # A memory pushed out of a full answer by more relevant ones is ranking, not lost evidence.
     if not found[1] <= found[0] and len(found[0]) < CHECK_K:
         tally.kw_lost.append(f"{query['id']} lost {sorted(found[1] - found[0])}")
+
+
+def row(t: Tally) -> dict[str, Any]:
+    """The figures of one tally of questions that have an answer."""
+    return {
+        "n": t.n,
+        "nn_hit@5": t.nn_hit5 / t.n,
+        "hit@1": t.hit1 / t.n,
+        "hit@3": t.hit3 / t.n,
+        "hit@5": t.hit5 / t.n,
+        "mrr": t.rr / t.n,
+        "bm25_hit@3": t.bm25_hit3 / t.n,
+        "bm25_hit@5": t.bm25_hit5 / t.n,
+    }
 
 
 def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
@@ -201,16 +228,7 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
             rows[name] = {"n": t.n, "negative_precision": t.negatives_empty / t.n,
                           "bm25_negative_precision": t.bm25_negatives_empty / t.n}
             continue
-        rows[name] = {
-            "n": t.n,
-            "nn_hit@5": t.nn_hit5 / t.n,
-            "hit@1": t.hit1 / t.n,
-            "hit@3": t.hit3 / t.n,
-            "hit@5": t.hit5 / t.n,
-            "mrr": t.rr / t.n,
-            "bm25_hit@3": t.bm25_hit3 / t.n,
-            "bm25_hit@5": t.bm25_hit5 / t.n,
-        }
+        rows[name] = row(t)
         if name == "conflict":
             rows[name]["conflict_accuracy"] = t.conflict_ok / t.n
             rows[name]["linked"] = t.linked
@@ -224,19 +242,12 @@ def summarise(tallies: dict[str, Tally]) -> dict[str, Any]:
         positive.nn_hit5 += t.nn_hit5
         positive.bm25_hit3 += t.bm25_hit3
         positive.bm25_hit5 += t.bm25_hit5
+    if CORE in tallies:
+        rows[CORE] = row(tallies[CORE])
     checked = sum(t.kw_checked for t in tallies.values())
     lost = [miss for t in tallies.values() for miss in t.kw_lost]
     rows["keywords only help"] = {"checked": checked, "violations": len(lost), "examples": lost[:5]}
-    rows["all non-negative"] = {
-        "n": positive.n,
-        "nn_hit@5": positive.nn_hit5 / positive.n,
-        "hit@1": positive.hit1 / positive.n,
-        "hit@3": positive.hit3 / positive.n,
-        "hit@5": positive.hit5 / positive.n,
-        "mrr": positive.rr / positive.n,
-        "bm25_hit@3": positive.bm25_hit3 / positive.n,
-        "bm25_hit@5": positive.bm25_hit5 / positive.n,
-    }
+    rows["all non-negative"] = row(positive)
     return rows
 
 
@@ -253,7 +264,7 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
     def cell(row: dict[str, Any], other: dict[str, Any], key: str) -> str:
         return f"{row[key]:.2f} / {other[key]:.2f}" if key in row else ""
 
-    for type_ in [*TYPES, "all non-negative"]:
+    for type_ in [*TYPES, CORE, "all non-negative"]:
         if type_ not in with_kw or "n" not in with_kw[type_]:
             continue
         a, b = with_kw[type_], without_kw[type_]
@@ -283,7 +294,8 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", action="append", help="eval_a, eval_b (default: every file in bench/data)")
+    parser.add_argument("--set", action="append",
+                        help="eval_a, eval_b, eval_c, eval_d (repeatable; default: every eval_*.json in bench/data)")
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--embed-model")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
@@ -318,7 +330,7 @@ def main() -> None:
             )
             if args.show_misses:
                 for type_, tally in tallies.items():
-                    for miss in tally.misses:
+                    for miss in tally.misses if type_ != CORE else ():
                         print(f"  [{type_}] {miss}", file=sys.stderr)
         report[name] = {"keywords": results[True], "no_keywords": results[False]}
         sections.append(table(f"{name} ({len(data['memories'])} memories, {len(data['queries'])} queries)",

@@ -298,21 +298,26 @@ async def test_postgres_keyword_statistics_gone_builtin_embedder_answers_from_ve
 
 # -- the rule itself -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("failures", "has_vector", "path", "bar"),
+    ("failures", "path", "bar"),
     [
-        ([], True, None, 0.4),
-        (["embedder: down"], False, "keyword path", 0.161),
-        (["vector index: gone"], True, "keyword path", 0.4),  # the shortlist still has its similarities
-        (["vector scoring: gone"], True, "keyword path", 0.161),
-        (["keyword index: gone"], True, "vector path", 0.4),
-        (["embedder: down", "keyword index: gone"], False, "user card only", 0.4),
+        ([], None, 0.4),
+        (["EmbedderFailed"], "keyword path", 0.161),
+        (["VectorIndexFailed"], "keyword path", 0.4),  # the shortlist still has its similarities
+        (["VectorScoringFailed"], "keyword path", 0.161),
+        (["KeywordIndexFailed"], "vector path", 0.4),
+        (["EmbedderFailed", "KeywordIndexFailed"], "user card only", 0.4),
+        (["StoreDamaged", "BookkeepingFailed"], None, 0.4),  # recall still has both kinds of evidence
     ],
 )
-def test_which_path_answers_and_its_bar(failures, has_vector, path, bar):
+def test_which_path_answers_and_its_bar(failures, path, bar):
+    """The path follows from the failures' classes; the message a failure carries never matters."""
     from pocketmem.service import fallback
 
-    health = fallback.Health.of(failures, has_vector)
+    health = fallback.Health()
+    for name in failures:
+        health.fail(getattr(fallback, name)("keyword index: a message that names another part"))
     assert health.path == path
-    assert fallback.threshold(0.4, health.semantic, health.keywords, lexical=False) == bar
+    assert fallback.threshold(0.4, health, lexical=False) == bar
     if path == "vector path":
-        assert fallback.threshold(0.4, health.semantic, health.keywords, lexical=True) == 0.079
+        assert fallback.threshold(0.4, health, lexical=True) == 0.079
+    assert fallback.threshold(0.4, health, lexical=False, core_lift=1.0) < bar  # a core memory's own bar

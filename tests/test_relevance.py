@@ -208,4 +208,5 @@ def test_keywords_never_lower_the_lexical_evidence():
     alone = relevance.evidence(base, list(base), memory, rarities, 0.0)
     both = relevance.evidence(query, list(base), memory, rarities, 0.0, base=base)
     assert all(a >= b for a, b in zip(both.features(), alone.features(), strict=True))
-    assert relevance.probability(both) >= relevance.probability(alone)
+    for model in (relevance.LEXICAL, relevance.NEURAL):
+        assert model.probability(both) >= model.probability(alone)

@@ -7,6 +7,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.service.add_request import AddRequest
+from pocketmem.service.fallback import Health
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite.driver import connect
 
@@ -205,7 +206,7 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
         async with pm.store.read() as reader:
             pool = await reader.important_similarities(USER, vector, 1, (Status.active,))
             found, _ = await pm.retrieval.candidates(
-                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), [], own=own
+                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), Health(), own=own
             )
     assert core not in dict(pool)  # the importance pool alone would miss it
     assert core in {c.memory.id for c in found}
@@ -348,7 +349,8 @@ async def test_keywords_that_repeat_the_message_search_once(app):
         vector, own = await app.retrieval.query_vectors(parsed)
         async with app.store.read() as reader:
             counting = CountingSearches(reader)
-            found, _ = await app.retrieval.candidates(counting, USER, parsed, vector, (Status.active,), [], own=own)
+            found, _ = await app.retrieval.candidates(counting, USER, parsed, vector, (Status.active,), Health(),
+                                                     own=own)
         return counting.searches, {c.memory.id for c in found}
 
     repeated, found = await searches("香菜", ["香菜"])

@@ -119,6 +119,8 @@ class PocketMem:
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
         self.profile_files.summary = self.project_summary
+        self.retrieval.files_check = self.profile_files.check  # the recall tool's one call (retrieval.answer)
+        self.retrieval.onboarding = self.profile.onboarding
         self.context = ContextBuilder(
             settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files
         )

@@ -6,7 +6,8 @@ For each candidate memory:
                 0 for what unrelated texts score, PARAPHRASE_SCORE for a typical paraphrase, capped at 1
     evidence  = relevance.Evidence: strongest matched term's rarity, matched rarity sum, coverage of the
                 message's own terms, semantic, memory length (rarity per user: core.termstats)
-    relevance = relevance.probability(evidence)        (a fitted logistic model) -> must reach the threshold
+    relevance = the fitted decision (core/relevance.py), computed once per candidate by service/candidates.py,
+                which also admits only the candidates that reach the bar
     keyword   = matched / (matched + relevance.MATCHED_SATURATION)
     freshness = exp(-age_days / FRESHNESS_DAYS), age from valid_from
     importance = the memory's current importance (scoring.py)
@@ -15,8 +16,8 @@ For each candidate memory:
                 (x OUTDATED_FACTOR for superseded memories, shown only with include_history)
 
 Questions about the past (timeexpr.py: 上次…什么时候, "what did we talk about last week"):
-episodes and events get TEMPORAL_BONUS, and those dated inside a named window (上周, 3天前) are
-relevant by their date alone.
+episodes and events get TEMPORAL_BONUS, and WINDOW_BONUS more when dated inside a named window (上周,
+3天前); service/candidates.py admits those by their date alone.
 
 Relevance decides *whether* a memory is recalled (so a fresh, important but unrelated memory
 is not); the score decides the order (so among relevant ones the newer fact wins).
@@ -30,23 +31,21 @@ terms matched, Jaccard >= SHADOW_OVERLAP), the older one's score is multiplied b
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pocketmem.base.models import Category, Memory, Status
-from pocketmem.core import relevance as model
+from pocketmem.core.relevance import Evidence
 from pocketmem.core.scoring import importance
 from pocketmem.core.similarity import Scale
 
-KEYWORD_SATURATION = 2.0
 TEMPORAL_BONUS = 0.2
 WINDOW_BONUS = 0.15
 SHADOW_SIMILARITY = 0.45
 SHADOW_OVERLAP = 0.5
 SHADOW_FACTOR = 0.8
 TIMED_CATEGORIES = frozenset({Category.episode, Category.event})
-COVERAGE_WEIGHT = 0.2
 FRESHNESS_DAYS = 30.0
 OUTDATED_FACTOR = 0.7
 
@@ -64,8 +63,9 @@ class Candidate:
     memory: Memory
     cosine: float | None
     terms: frozenset[str]
-    in_window: bool = False  # dated inside the window the query names (上周, 3天前)
-    evidence: model.Evidence | None = None  # computed by recall (message terms, best of two query vectors)
+    in_window: bool  # dated inside the window the query names (上周, 3天前)
+    evidence: Evidence  # message terms, best of two query vectors (service/candidates.py)
+    relevance: float  # the decision's answer on that evidence (core/relevance.py)
 
 
 @dataclass(frozen=True)
@@ -85,78 +85,34 @@ class Ranked:
         return self.memory.status == Status.superseded or self.earlier
 
 
-def idf(document_count: int, total: int) -> float:
-    """BM25's inverse document frequency (never negative)."""
-    return math.log(1.0 + (total - document_count + 0.5) / (document_count + 0.5))
-
-
-def rarity(document_count: int, total: int) -> float:
-    """IDF scaled so a term found in exactly one memory weighs 1, whatever the store's size."""
-    return idf(document_count, total) / idf(1, max(total, 1))
-
-
 def semantic_score(cosine: float | None, scale: Scale) -> float:
     if cosine is None or math.isnan(cosine):
         return 0.0
     return scale.score(cosine)
 
 
-def keyword_score(query: Mapping[str, float], memory_terms: Iterable[str], rarities: Mapping[str, float]) -> float:
-    """`rarities` holds only terms found in the store: a query bigram that spans two words (班路) matches
-    nothing anywhere and must not dilute coverage."""
-    total = sum(weight * rarities.get(term, 0.0) for term, weight in query.items())
-    if total <= 0:
-        return 0.0
-    present = set(memory_terms)
-    matched = sum(weight * rarities.get(term, 0.0) for term, weight in query.items() if term in present)
-    if matched <= 0:
-        return 0.0
-    saturation = matched / (matched + KEYWORD_SATURATION)
-    coverage = matched / total
-    return saturation * ((1 - COVERAGE_WEIGHT) + COVERAGE_WEIGHT * coverage)
-
-
 def freshness(age_days: float) -> float:
     return math.exp(-max(0.0, age_days) / FRESHNESS_DAYS)
 
 
-def relevance(sem: float, kw: float) -> float:
-    """Either kind of evidence can make a memory relevant; both together make it more so (noisy-or)."""
-    return 1.0 - (1.0 - sem) * (1.0 - kw)
-
-
-def rank(
-    candidates: Sequence[Candidate],
-    query: Mapping[str, float],
-    rarities: Mapping[str, float],
-    *,
-    scale: Scale,
-    weights: Weights,
-    threshold: float,
-    now: datetime,
-    temporal: bool = False,
-) -> list[Ranked]:
-    """Score every candidate, keep those whose relevance reaches `threshold`, best first."""
+def rank(candidates: Sequence[Candidate], query: Mapping[str, float], *, weights: Weights, now: datetime,
+         temporal: bool = False) -> list[Ranked]:
+    """Score every (admitted) candidate, best first."""
     out: list[Ranked] = []
     for candidate in candidates:
-        memory = candidate.memory
-        ev = candidate.evidence or model.evidence(
-            query, query, candidate.terms, rarities, semantic_score(candidate.cosine, scale)
-        )
-        sem, kw, rel = ev.semantic, ev.keyword, model.probability(ev)
+        memory, ev = candidate.memory, candidate.evidence
         timed = temporal and memory.category in TIMED_CATEGORIES
-        dated_match = timed and candidate.in_window
-        if rel < threshold and not dated_match:
-            continue
         age = (now - memory.valid_from).total_seconds() / 86400.0
         fresh = freshness(age)
         imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
-        score = weights.semantic * sem + weights.keyword * kw + weights.freshness * fresh + weights.importance * imp
+        score = (weights.semantic * ev.semantic + weights.keyword * ev.keyword + weights.freshness * fresh
+                 + weights.importance * imp)
         if timed:
-            score += TEMPORAL_BONUS + (WINDOW_BONUS if dated_match else 0.0)
+            score += TEMPORAL_BONUS + (WINDOW_BONUS if candidate.in_window else 0.0)
         if memory.status == Status.superseded:
             score *= OUTDATED_FACTOR
-        out.append(Ranked(memory, score, rel, sem, kw, fresh, imp, candidate.terms.intersection(query)))
+        out.append(Ranked(memory, score, candidate.relevance, ev.semantic, ev.keyword, fresh, imp,
+                          candidate.terms.intersection(query)))
     out.sort(key=lambda r: (r.score, r.memory.valid_from), reverse=True)
     return out
 

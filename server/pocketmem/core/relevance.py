@@ -60,16 +60,10 @@ from dataclasses import dataclass
 from pocketmem.core.termstats import is_weak_word
 from pocketmem.core.text import is_cjk_char
 
-B0 = -2.475
-B_STRONGEST = 1.204
-B_MATCHED = 2.355
-B_COVERAGE = 0.672
-B_SEMANTIC = 0.134
-B_LENGTH = -0.364
 MATCHED_SATURATION = 1.0
 FULL_MATCH_RARITY = 0.4
 WEAK_WORD_FACTOR = 0.3
-FULL_MATCH_RELEVANCE = 0.5  # keyword evidence for ordering: matched / (matched + this)
+FULL_MATCH_RELEVANCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,6 @@ class Evidence:
     semantic: float = 0.0
     length: float = 0.0
     complete: bool = False  # the memory holds every word of the message, or every agent keyword (not fitted)
-    meaning: float = 0.0  # semantic score of an embedder that captures meaning (0 for the lexical built-in)
 
     def features(self) -> tuple[float, ...]:
         return (self.strongest, self.matched, self.coverage, self.semantic, self.length)
@@ -89,6 +82,55 @@ class Evidence:
     def keyword(self) -> float:
         """The keyword part of the ranking score, in [0, 1)."""
         return self.matched / (self.matched + MATCHED_SATURATION)
+
+
+@dataclass(frozen=True)
+class Model:
+    """The fitted decision for one kind of embedder: its coefficients, and how much lower a core memory's
+    bar is (in logit: the core memory's bar is the threshold's logit minus `core_lift`)."""
+
+    b0: float
+    strongest: float
+    matched: float
+    coverage: float
+    semantic: float
+    length: float
+    core_lift: float = 0.0
+
+    def probability(self, ev: Evidence) -> float:
+        z = (
+            self.b0
+            + self.strongest * ev.strongest
+            + self.matched * ev.matched
+            + self.coverage * ev.coverage
+            + self.semantic * ev.semantic
+            + self.length * ev.length
+        )
+        p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        if ev.complete and ev.matched >= FULL_MATCH_RARITY:
+            p = max(p, FULL_MATCH_RELEVANCE)
+        return p
+
+    def semantic_needed(self, bar: float) -> float:
+        """The semantic score with which a memory sharing no word with the query reaches `bar` (a lower bound:
+        its length only lowers its relevance); above 1 when meaning alone never can."""
+        if bar <= 0.0:
+            return 0.0
+        if bar >= 1.0 or self.semantic <= 0.0:
+            return math.inf
+        return max(0.0, (math.log(bar / (1.0 - bar)) - self.b0) / self.semantic)
+
+
+# The built-in embedder (`hash`): its similarity is shared wording, so the words decide.
+LEXICAL = Model(b0=-2.475, strongest=1.204, matched=2.355, coverage=0.672, semantic=0.134, length=-0.364)
+# Embedders that capture meaning (`use`, local, OpenAI-compatible): the calibrated similarity is evidence too.
+NEURAL = LEXICAL
+
+
+def model_for(meaning: bool) -> Model:
+    """The decision for the embedder in use; `meaning` is False for the built-in lexical embedder, and on a
+    path where no similarity could be computed (the words decide alone there)."""
+    return NEURAL if meaning else LEXICAL
 
 
 def _parents(query: Mapping[str, float]) -> dict[str, list[str]]:
@@ -155,12 +197,10 @@ def evidence(
     memory_terms: Iterable[str],
     rarities: Mapping[str, float],
     semantic: float,
-    meaning: bool = False,
     keywords: Sequence[Sequence[str]] = (),
     base: Mapping[str, float] | None = None,
 ) -> Evidence:
-    """`meaning`: the embedder captures meaning (not lexical), so its similarity counts on its own too.
-    `keywords`: the words of each agent keyword (keyword_words); `base`: the query's terms without them.
+    """`keywords`: the words of each agent keyword (keyword_words); `base`: the query's terms without them.
     Keywords only add evidence: each lexical feature is the larger of the message's own and the whole query's."""
     terms = frozenset(memory_terms)
     message = list(message)
@@ -173,28 +213,9 @@ def evidence(
     named = {t for words_of in keywords for t in words_of}
     if named and named <= terms and sum(rarities.get(t, 0.0) for t in named) >= FULL_MATCH_RARITY:
         complete = True  # the memory holds every keyword the agent named: what the message is about
-    return Evidence(
-        strongest, matched, coverage, semantic, math.log1p(len(terms)), complete, semantic if meaning else 0.0
-    )
+    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
 
 
 def keyword_words(weighted: Iterable[Mapping[str, float]]) -> list[list[str]]:
     """The whole words (weight 1, not the characters standing beside them) of each agent keyword."""
     return [[t for t, w in terms.items() if w >= 1.0] for terms in weighted]
-
-
-def probability(ev: Evidence) -> float:
-    z = (
-        B0
-        + B_STRONGEST * ev.strongest
-        + B_MATCHED * ev.matched
-        + B_COVERAGE * ev.coverage
-        + B_SEMANTIC * ev.semantic
-        + B_LENGTH * ev.length
-    )
-    p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-    if ev.complete and ev.matched >= FULL_MATCH_RARITY:
-        p = max(p, FULL_MATCH_RELEVANCE)
-    # An embedder that captures meaning (not fitted here: eval_a was fitted with the lexical built-in) is
-    # evidence of its own: either kind can make a memory relevant, both together more so (noisy-or).
-    return 1.0 - (1.0 - p) * (1.0 - ev.meaning)

@@ -32,7 +32,6 @@ from pocketmem.base.results import (
     TrashList,
 )
 from pocketmem.core.instants import not_a_number
-from pocketmem.core.text import guess_language
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 
@@ -142,10 +141,8 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
         `injection`): mention them once, and call mark_memory(action="complete") when the user has done
         one. Pass `used` with the ids that shaped your previous reply.
         """
-        user = current_user()
-        await app.profile_files.check(user)  # a person's edit of the Markdown files counts from this recall on
-        result = await app.retrieval.recall(
-            user,
+        return await app.retrieval.answer(
+            current_user(),
             RecallRequest(
                 query=query,
                 context=context or (),
@@ -158,9 +155,6 @@ def register_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], st
                 temporary=temporary,
             ),
         )
-        if result.temporary:
-            return result
-        return result.model_copy(update={"onboarding": await app.profile.onboarding(user, guess_language(query))})
 
     @mcp.tool(
         title="Add a memory",

@@ -10,9 +10,11 @@ the most important memories); this module decides what becomes a candidate (docs
                    weight x rarity), max(KEYWORD_HITS, KEYWORD_HITS_SHARE of the user's memories) of them, at
                    most MAX_KEYWORD_HITS; with agent keywords the message's own search runs too
     shortlist      keyword hits + dated + semantic-pool memories whose similarity alone can pass the bar
-    candidates     the shortlisted memories whose relevance (core/relevance.py) passes the bar, loaded whole
+    candidates     the shortlisted memories whose relevance (core/relevance.py, computed here once per
+                   memory) can pass the bar, loaded whole; `CandidateRules.passes` then admits those that do
 
 `gather_candidates` is the one entry point; service/retrieval.py calls it for the notebook and the library.
+Index failures are recorded in the call's `fallback.Health` as they happen (typed, service/fallback.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from datetime import datetime, time, timedelta, tzinfo
 
 from pocketmem.base.models import Status
 from pocketmem.core import relevance, termstats, timeexpr
-from pocketmem.core.ranking import Candidate, semantic_score
+from pocketmem.core.ranking import TIMED_CATEGORIES, Candidate, semantic_score
 from pocketmem.core.similarity import Scale
 from pocketmem.service import fallback
 from pocketmem.store.roles import StoreReader
@@ -63,9 +65,21 @@ class CandidateRules:
     zone: tzinfo  # the user's time zone, for the window a message names
     lexical: bool  # the embedder's similarity is shared wording (the built-in), not meaning
 
-    def bar(self, health: fallback.Health) -> float:
-        """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
-        return fallback.threshold(self.threshold, health.semantic, health.keywords, self.lexical)
+    def model(self, health: fallback.Health) -> relevance.Model:
+        """The decision for this call: the embedder's, or the words alone when no similarity was computed."""
+        return relevance.model_for(not self.lexical and health.semantic)
+
+    def lowest_bar(self, health: fallback.Health) -> float:
+        """The lowest bar any memory must reach in this call (a core memory's): below it nothing is loaded."""
+        return fallback.threshold(self.threshold, health, self.lexical, self.model(health).core_lift)
+
+    def passes(self, candidate: Candidate, health: fallback.Health) -> bool:
+        """Recalled: its relevance reaches the bar (a core memory its own, lower bar), or it is an episode or
+        event dated inside the window the question names."""
+        if candidate.in_window and candidate.memory.category in TIMED_CATEGORIES:
+            return True
+        lift = self.model(health).core_lift if candidate.memory.core else 0.0
+        return candidate.relevance >= fallback.threshold(self.threshold, health, self.lexical, lift)
 
 
 def keyword_shortlist_size(user_memories: int) -> int:
@@ -79,50 +93,46 @@ async def gather_candidates(
     q: Query,
     vector: list[float] | None,
     statuses: tuple[Status, ...],
-    failures: list[str],
+    health: fallback.Health,
     scale: Scale,
     rules: CandidateRules,
     own: list[float] | None = None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """The candidates for `q` among the user's memories of `statuses`, with the query terms' rarities.
 
-    Ids and similarities are gathered cheaply in SQL; only memories that pass the relevance bar are loaded.
-    Index failures are appended to `failures` (recall degrades, never fails).
+    Ids and similarities are gathered cheaply in SQL; each shortlisted memory's relevance is decided once,
+    and only memories that can pass the bar are loaded. Index failures are recorded in `health` (recall
+    degrades, never fails).
     """
     sims: dict[str, float] = {}
     # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
     # shares a term with the query, and the keyword index enumerates exactly those. The core and importance
     # pass and the neighbour scan are for embedders that capture meaning.
     if vector is not None and not rules.lexical:
-        await _semantic_pool(reader, user_id, vector, statuses, rules.importance_pool, sims, failures)
+        await _semantic_pool(reader, user_id, vector, statuses, rules.importance_pool, sims, health)
     in_window = await _dated(reader, user_id, q, statuses, rules.zone)
-    keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, failures)
-    if vector is not None and rules.lexical and not fallback.Health.of(failures, True).keywords:
-        sims.update(await fallback.vector_path(reader, user_id, vector, statuses, failures))
-    bar = rules.bar(fallback.Health.of(failures, vector is not None))
+    keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, health)
+    if vector is not None and rules.lexical and not health.keywords:
+        sims.update(await fallback.vector_path(reader, user_id, vector, statuses, health))
     # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
     # those whose similarity alone is high enough to be worth the evidence check.
-    enough = scale.cosine_for(bar)
+    enough = scale.cosine_for(min(1.0, rules.model(health).semantic_needed(rules.lowest_bar(health))))
     shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)]))
-    own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), failures)
-    evidence = {
-        mid: relevance.evidence(
-            q.terms,
-            q.message_terms,
-            terms.get(mid, ()),
-            rarities,
-            max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale)),
-            not rules.lexical,
-            q.keyword_words,
-            q.base_terms,
+    own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), health)
+    model, bar = rules.model(health), rules.lowest_bar(health)
+    judged = {}
+    for mid in shortlist:
+        semantic = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
+        ev = relevance.evidence(
+            q.terms, q.message_terms, terms.get(mid, ()), rarities, semantic, q.keyword_words, q.base_terms
         )
-        for mid in shortlist
-    }
-    # Whole rows only for what passes the threshold (or is dated inside the window a question names).
-    passing = [mid for mid in shortlist if mid in in_window or relevance.probability(evidence[mid]) >= bar]
-    memories = [m for m in await reader.get_memories(user_id, passing) if m.status in statuses]
+        judged[mid] = (ev, model.probability(ev))
+    # Whole rows only for what can pass the bar (or is dated inside the window a question names).
+    loading = [mid for mid in shortlist if mid in in_window or judged[mid][1] >= bar]
+    memories = [m for m in await reader.get_memories(user_id, loading) if m.status in statuses]
     return [
-        Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, evidence[m.id]) for m in memories
+        Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, *judged[m.id])
+        for m in memories
     ], rarities
 
 
@@ -133,19 +143,19 @@ async def _semantic_pool(
     statuses: tuple[Status, ...],
     importance_pool: int,
     sims: dict[str, float],
-    failures: list[str],
+    health: fallback.Health,
 ) -> None:
     """Every core memory, the most important ones and the nearest vectors, with their similarity."""
     try:
         sims.update(await reader.core_similarities(user_id, vector))
         sims.update(await reader.important_similarities(user_id, vector, importance_pool, statuses))
     except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
-        failures.append(f"vector scoring: {exc}")
+        health.fail(fallback.VectorScoringFailed(exc))
     try:
         sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
     except Exception as exc:  # noqa: BLE001
         log.warning("vector search failed, using keywords only: %s", exc)
-        failures.append(f"vector index: {exc}")
+        health.fail(fallback.VectorIndexFailed(exc))
 
 
 async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], zone: tzinfo) -> set[str]:
@@ -159,7 +169,7 @@ async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[St
 
 
 async def _keyword_pool(
-    reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], failures: list[str]
+    reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], health: fallback.Health
 ) -> tuple[list[str], dict[str, float]]:
     """Keyword hits for the query's terms, and the rarity of each term the user has written."""
     if not q.terms:
@@ -186,7 +196,7 @@ async def _keyword_pool(
             await reader.keyword_hits(user_id, list(q.terms)[:1], 1, statuses)
     except Exception as exc:  # noqa: BLE001
         log.warning("keyword search failed: %s", exc)
-        failures.append(f"keyword index: {exc}")
+        health.fail(fallback.KeywordIndexFailed(exc))
     return keyword_ids, rarities
 
 
@@ -205,22 +215,22 @@ async def _details(
     shortlist: Sequence[str],
     sims: dict[str, float],
     searched: bool,
-    failures: list[str],
+    health: fallback.Health,
 ) -> tuple[dict[str, float], dict[str, frozenset[str]]]:
     """What the relevance decision needs of each shortlisted memory: its similarity (filled into `sims`), the
     message's own similarity, and its index terms. Read together when both indexes answer; separately (each
     failure named) when that read fails."""
-    if vector is not None and shortlist and searched and fallback.Health.of(failures, True).keywords:
+    if vector is not None and shortlist and searched and health.keywords:
         try:
             found, indexed = await reader.similarities_and_terms(user_id, shortlist, vector)
         except Exception:  # noqa: BLE001 - the separate reads below tell which index failed
             pass
         else:
             sims.update({mid: cos for mid, cos in found.items() if mid not in sims})
-            own_sims = await _own_similarities(reader, user_id, q, own, shortlist, failures)
+            own_sims = await _own_similarities(reader, user_id, q, own, shortlist, health)
             return own_sims, {mid: _terms(t) for mid, t in indexed.items()}
-    own_sims = await _similarities(reader, user_id, q, vector, own, shortlist, sims, failures)
-    return own_sims, await _indexed(reader, user_id, shortlist, searched, failures)
+    own_sims = await _similarities(reader, user_id, q, vector, own, shortlist, sims, health)
+    return own_sims, await _indexed(reader, user_id, shortlist, searched, health)
 
 
 async def _similarities(
@@ -231,7 +241,7 @@ async def _similarities(
     own: list[float] | None,
     shortlist: Sequence[str],
     sims: dict[str, float],
-    failures: list[str],
+    health: fallback.Health,
 ) -> dict[str, float]:
     """Fill in `sims` for the shortlisted ids not yet scored; returns the message's own similarities."""
     if vector is None or not shortlist:
@@ -241,13 +251,18 @@ async def _similarities(
         if unscored:
             sims.update(await reader.similarities(user_id, unscored, vector))
     except Exception as exc:  # noqa: BLE001
-        failures.append(f"vector scoring: {exc}")
+        health.fail(fallback.VectorScoringFailed(exc))
         return {}
-    return await _own_similarities(reader, user_id, q, own, shortlist, failures)
+    return await _own_similarities(reader, user_id, q, own, shortlist, health)
 
 
 async def _own_similarities(
-    reader: StoreReader, user_id: str, q: Query, own: list[float] | None, shortlist: Sequence[str], failures: list[str]
+    reader: StoreReader,
+    user_id: str,
+    q: Query,
+    own: list[float] | None,
+    shortlist: Sequence[str],
+    health: fallback.Health,
 ) -> dict[str, float]:
     """Keywords and context only add evidence: the message's own similarity counts when higher."""
     if own is None or not (q.keywords or q.context):
@@ -255,20 +270,20 @@ async def _own_similarities(
     try:
         return await reader.similarities(user_id, shortlist, own)
     except Exception as exc:  # noqa: BLE001
-        failures.append(f"vector scoring: {exc}")
+        health.fail(fallback.VectorScoringFailed(exc))
         return {}
 
 
 async def _indexed(
-    reader: StoreReader, user_id: str, shortlist: Sequence[str], searched: bool, failures: list[str]
+    reader: StoreReader, user_id: str, shortlist: Sequence[str], searched: bool, health: fallback.Health
 ) -> dict[str, frozenset[str]]:
     """The index terms each shortlisted memory holds (empty when the keyword index is down)."""
-    if not searched or not shortlist or not fallback.Health.of(failures, True).keywords:
+    if not searched or not shortlist or not health.keywords:
         return {}
     try:
         indexed = await reader.indexed_terms(user_id, shortlist)
     except Exception as exc:  # noqa: BLE001 - a sick keyword index degrades recall, never fails it
-        failures.append(f"keyword index: {exc}")
+        health.fail(fallback.KeywordIndexFailed(exc))
         return {}
     return {mid: _terms(t) for mid, t in indexed.items()}
 

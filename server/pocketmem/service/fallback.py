@@ -7,26 +7,28 @@
     both down, or a fallback path   -> the user card: who the user is and the core memories
     finding nothing
 
-Every failure is logged as a `retrieval_fail` event, and the recall result's `degraded` names the path
+Each failure is an exception of its own class (`Failure` and its subclasses), recorded once in the call's
+`Health` where it happens; which path answers follows from the classes recorded, never from a message's
+text. Every failure is logged as a `retrieval_fail` event, and the recall result's `degraded` names the path
 that answered and what failed. Recall never errors because an index or an endpoint is sick.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pocketmem.base.models import Status
 from pocketmem.store.roles import StoreReader
 
-# The full relevance is a noisy-or of semantic and keyword evidence. With one of them missing, the other
-# must decide alone; these bars are what one piece of evidence reaches by itself:
-#   keyword path: a single query term found in one memory only scores 1 / (1 + KEYWORD_SATURATION) = 0.33
+# With one kind of evidence missing, the other must decide alone; these bars are what one piece of evidence
+# reaches by itself (the lexical decision, core/relevance.LEXICAL):
+#   keyword path: a single distinctive query term found in one memory
 #   vector path:  on the built-in (lexical) embedder a short message sharing one word with a memory scores
 #                 about 0.15 on the calibrated scale (unrelated texts score 0)
-# Both bars were set as 0.2 and 0.1 when relevance.B0 was -2.214; they are kept at the same logit when the
-# operating point moved to B0 = -2.475 (a 0.261 shift: 0.2 -> 0.161, 0.1 -> 0.079), so each path decides
-# exactly as it did (docs/ranking.md, *The operating point*).
+# Both bars were set as 0.2 and 0.1 when the lexical B0 was -2.214; they are kept at the same logit since
+# the operating point moved to B0 = -2.475 (0.2 -> 0.161, 0.1 -> 0.079), so each path decides as it did.
 KEYWORD_PATH_THRESHOLD = 0.161
 LEXICAL_VECTOR_PATH_THRESHOLD = 0.079
 VECTOR_PATH_NEIGHBOURS = 64
@@ -36,20 +38,70 @@ VECTOR_PATH = "vector path"
 CARD_ONLY = "user card only"
 
 
-@dataclass(frozen=True)
-class Health:
-    """What recall could use this time."""
+class Failure(Exception):
+    """Something recall could not use this time; recall degrades on it, never fails. `label` names it in
+    `degraded` and in the `retrieval_fail` event; `loses` says which evidence it takes away."""
 
-    vectors: bool  # a query vector and the vector index
-    keywords: bool  # the keyword index
+    label = "recall"
+    loses: frozenset[str] = frozenset()
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.args[0]}" if self.args else self.label
+
+
+class EmbedderFailed(Failure):
+    label = "embedder"
+    loses = frozenset({"vectors", "semantic"})
+
+
+class VectorsPending(Failure):
+    """The store is being re-embedded for a new embedder (service/embed_queue.py): no vectors yet."""
+
+    label = "vectors"
+    loses = frozenset({"vectors", "semantic"})
+
+
+class VectorIndexFailed(Failure):
+    """The nearest-vector search failed; the shortlist's similarities can still be read."""
+
+    label = "vector index"
+    loses = frozenset({"vectors"})
+
+
+class VectorScoringFailed(Failure):
+    label = "vector scoring"
+    loses = frozenset({"vectors", "semantic"})
+
+
+class KeywordIndexFailed(Failure):
+    label = "keyword index"
+    loses = frozenset({"keywords"})
+
+
+class StoreDamaged(Failure):
+    label = "store damaged"
+
+
+class BookkeepingFailed(Failure):
+    """A write recall makes on the side (reinforcing the memories the agent used) failed."""
+
+    label = "store"
+
+
+@dataclass
+class Health:
+    """What recall can use in this call: decided by the failures recorded as they happen."""
+
+    failures: list[Failure] = field(default_factory=list)
+    vectors: bool = True  # a query vector and the vector index
+    keywords: bool = True  # the keyword index
     semantic: bool = True  # similarities for the shortlist (a query vector, and scoring worked)
 
-    @classmethod
-    def of(cls, failures: Sequence[str], has_vector: bool) -> Health:
-        keyword_failed = any(f.startswith("keyword index") for f in failures)
-        vector_failed = not has_vector or any(f.startswith("vector") for f in failures)
-        scoring_failed = not has_vector or any(f.startswith("vector scoring") for f in failures)
-        return cls(vectors=not vector_failed, keywords=not keyword_failed, semantic=not scoring_failed)
+    def fail(self, failure: Failure) -> None:
+        self.failures.append(failure)
+        self.vectors = self.vectors and "vectors" not in failure.loses
+        self.keywords = self.keywords and "keywords" not in failure.loses
+        self.semantic = self.semantic and "semantic" not in failure.loses
 
     @property
     def path(self) -> str | None:
@@ -61,31 +113,40 @@ class Health:
             return VECTOR_PATH
         return CARD_ONLY
 
+    def describe(self) -> str | None:
+        """The recall result's `degraded`: the path that answered, then what failed (None when nothing did)."""
+        failed = "; ".join(str(f) for f in self.failures)
+        if self.path is None:
+            return failed or None
+        return f"{self.path} — {failed}"
 
-def threshold(configured: float, semantic_ok: bool, keywords_ok: bool, lexical: bool) -> float:
-    """The relevance bar for this recall: the configured one when both kinds of evidence are available (a
-    nearest-neighbour search that failed loses candidates, not the similarity of those found by keyword)."""
-    if semantic_ok and keywords_ok:
-        return configured
-    if keywords_ok:
-        return min(configured, KEYWORD_PATH_THRESHOLD)
-    if lexical:
-        return min(configured, LEXICAL_VECTOR_PATH_THRESHOLD)
-    return configured
+    def messages(self) -> list[str]:
+        return [str(f) for f in self.failures]
 
 
-def describe(path: str, failures: Sequence[str]) -> str:
-    """The recall result's `degraded`: the path that answered, then what failed."""
-    return f"{path} — " + "; ".join(failures)
+def threshold(configured: float, health: Health, lexical: bool, core_lift: float = 0.0) -> float:
+    """The relevance bar, the one place it is decided: the configured one when both kinds of evidence are
+    available (a nearest-neighbour search that failed loses candidates, not the similarity of those found by
+    keyword), lowered on a path where one kind must decide alone; a core memory's bar is lower by the
+    decision's `core_lift` in logit (core/relevance.Model)."""
+    bar = configured
+    if not (health.semantic and health.keywords):
+        if health.keywords:
+            bar = min(configured, KEYWORD_PATH_THRESHOLD)
+        elif lexical:
+            bar = min(configured, LEXICAL_VECTOR_PATH_THRESHOLD)
+    if core_lift and 0.0 < bar < 1.0:
+        bar = 1.0 / (1.0 + math.exp(-(math.log(bar / (1.0 - bar)) - core_lift)))
+    return bar
 
 
 async def vector_path(
-    reader: StoreReader, user_id: str, vector: Sequence[float], statuses: tuple[Status, ...], failures: list[str]
+    reader: StoreReader, user_id: str, vector: Sequence[float], statuses: tuple[Status, ...], health: Health
 ) -> dict[str, float]:
     """Nearest memories by vector, for when the keyword index failed (the built-in embedder's recall otherwise
     skips the vector index: its similarity is shared wording, which the keyword index enumerates)."""
     try:
         return dict(await reader.vector_neighbours(user_id, vector, VECTOR_PATH_NEIGHBOURS, statuses))
     except Exception as exc:  # noqa: BLE001 - a sick index degrades recall, never fails it
-        failures.append(f"vector index: {exc}")
+        health.fail(VectorIndexFailed(exc))
         return {}

@@ -3,8 +3,8 @@
     query  = the message (weight 1.0) + up to 3 context lines (0.5) + agent keywords (1.0)
     candidates = service/candidates.py gather_candidates: keyword (FTS5) hits, dated memories and, for an
                  embedder that captures meaning, every core memory + top `candidate_limit` by importance
-                 + nearest vectors; only those that pass the relevance bar are loaded
-    rank (ranking.py) -> relevance threshold -> top_k -> use_count += 1, last_active_at = now
+                 + nearest vectors; each one's relevance decided once, only those that can pass are loaded
+    admitted (CandidateRules.passes: the one bar) -> rank (ranking.py) -> top_k -> use_count += 1
     injection = formatting.injection_block in the query's language, within the character budget
 
 If the vector index fails, recall goes on with the keyword index; if that fails too, it answers
@@ -16,25 +16,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status
-from pocketmem.base.results import PendingView, RecallHit, RecallResult, ScoreBreakdown
+from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
-from pocketmem.core.ranking import (
-    Candidate,
-    Ranked,
-    Weights,
-    rank,
-    semantic_score,
-    shadow_older,
-)
+from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
@@ -106,6 +99,10 @@ class Retrieval:
             freshness=settings.weight_freshness,
             importance=settings.weight_importance,
         )
+        # Set by the app for the recall tool (`answer`): take in a person's edit of the profile files; the
+        # onboarding instruction while the profile is unconfirmed.
+        self.files_check: Callable[[str], Awaitable[object]] | None = None
+        self.onboarding: Callable[[str, str], Awaitable[str | None]] | None = None
         self.rules = CandidateRules(
             importance_pool=settings.candidate_limit,
             threshold=settings.relevance_threshold,
@@ -168,6 +165,17 @@ class Retrieval:
         norm = math.hypot(*combined) or 1.0
         return [x / norm for x in combined], vectors[0]
 
+    async def answer(self, user_id: str, req: RecallRequest) -> RecallResult:
+        """What the recall tool answers: the recall, after a person's edit of the profile files is taken in,
+        with the onboarding instruction while the user has not confirmed their profile (the app sets both
+        hooks; docs/architecture.md, *A recall, traced*)."""
+        if self.files_check is not None:
+            await self.files_check(user_id)
+        result = await self.recall(user_id, req)
+        if result.temporary or self.onboarding is None:
+            return result
+        return result.model_copy(update={"onboarding": await self.onboarding(user_id, guess_language(req.query))})
+
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
         q = self.parse(req)
         top_k = req.top_k or self.settings.top_k
@@ -178,7 +186,7 @@ class Retrieval:
         locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
         statuses = (Status.active, Status.superseded) if req.include_history else (Status.active,)
         now = self.clock.now()
-        failures: list[str] = []
+        health = fallback.Health()
         reinforced: list[str] = []
         if req.used:
             try:
@@ -186,62 +194,23 @@ class Retrieval:
                     reinforced = await record_used(tx, user_id, req.used, now)
             except StoreError as exc:  # the reinforcement is lost, the recall is not
                 log.warning("recall could not reinforce the used memories: %s", exc)
-                failures.append(f"store: {exc}")
-
+                health.fail(fallback.BookkeepingFailed(exc))
         if self.store.damage is not None:
-            failures.append(f"store damaged ({self.store.damage}): run `pocketmem doctor`")
-        vector: list[float] | None = None
-        own: list[float] | None = None
-        scale = NEUTRAL
-        if (pending_vectors := self.vectors_pending()) is not None:
-            failures.append(f"vectors: {pending_vectors}")  # the word path answers, and `degraded` says so
-        else:
-            try:
-                vector, own = await self.query_vectors(q)
-                scale = await self.scale(guess_language(q.message))
-            except PocketmemError as exc:
-                failures.append(f"embedder: {exc}")
+            health.fail(fallback.StoreDamaged(f"{self.store.damage}; run `pocketmem doctor`"))
+        vector, own, scale = await self._vectors(q, health)
         asked = None
         if self.library is not None:
             asked = self.library.ask(
                 lambda: self._library_search(user_id, q, vector, statuses, scale, now, req.categories)
             )
-
-        ranked: list[Ranked] = []
         async with self.store.read() as reader:
-            # Superseded memories are searched too: a hit on one brings its current version (current.py).
-            candidates, idfs = await self.candidates(
-                reader, user_id, q, vector, current.SEARCHED, failures, scale, own
-            )
-            candidates = await current.bring_current(reader, user_id, candidates, statuses)
-            candidates = self._evidence_of_current(q, candidates, idfs, scale)
+            ranked = await self._ranked(reader, user_id, q, vector, own, statuses, scale, health, req, now)
             pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
             due = await due_reminders(reader, user_id, now)
-            candidates = _usable(candidates, req.categories, now)
-            health = fallback.Health.of(failures, vector is not None)
-            if health.path != fallback.CARD_ONLY:
-                ranked = rank(
-                    candidates,
-                    q.terms,
-                    idfs,
-                    scale=scale,
-                    weights=self.weights,
-                    threshold=self._bar(health),
-                    now=now,
-                    temporal=q.time.intent,
-                )
-                pool = ranked[:SHADOW_POOL]
-                if len(pool) > 1 and vector is not None:
-                    # In the same snapshot: the pairs must be the memories just ranked.
-                    pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
-                    ranked = shadow_older(pool, pairs, scale)
-                ranked = await topics.newest_first(reader, user_id, q.message, ranked, now, req.categories)
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
-        # Both paths answered but something else failed (a damaged file, lost bookkeeping): still say so.
-        degraded = fallback.describe(health.path, failures) if health.path else ("; ".join(failures) or None)
         if health.path == fallback.CARD_ONLY or (health.path and not ranked):
             # Both indexes down, or a fallback path that found nothing: the card's core memories.
-            result = await self._card_only(user_id, locale, pending, failures)
+            result = await self._card_only(user_id, locale, pending, health)
             return result.model_copy(update={"reminders": reminders, "reinforced": reinforced})
         ranked = ranked[:top_k]
         hits = [self._hit(r, locale, req.explain) for r in ranked]
@@ -250,9 +219,66 @@ class Retrieval:
             extra = (await asked.result())[: top_k - len(ranked)]
             hits += [self._hit(r, locale, req.explain, source="library") for r in extra]
             ranked = [*ranked, *extra]
-        # Due reminders come first: they are the lines the agent must not miss when the budget is tight.
+        if req.record:
+            try:
+                await self.uses.record(user_id, [r.memory.id for r in ranked], health.messages(), now)
+            except StoreError as exc:  # bookkeeping only: a read-only or full store still answers recall
+                log.warning("recall could not record its hits: %s", exc)
+        return RecallResult(
+            memories=hits,
+            injection=self._injection(ranked, reminders, locale, now),
+            reminders=reminders,
+            pending_confirmations=[PendingView.of(p) for p in pending],
+            reinforced=reinforced,
+            degraded=health.describe(),
+        )
+
+    async def _vectors(self, q: Query, health: fallback.Health) -> tuple[list[float] | None, list[float] | None, Scale]:
+        """The query's vectors and the similarity scale; none while the store is re-embedded (embed_queue.py) or
+        when the embedder fails, and the word path answers."""
+        if (pending := self.vectors_pending()) is not None:
+            health.fail(fallback.VectorsPending(pending))
+            return None, None, NEUTRAL
+        try:
+            vector, own = await self.query_vectors(q)
+            return vector, own, await self.scale(guess_language(q.message))
+        except PocketmemError as exc:
+            health.fail(fallback.EmbedderFailed(exc))
+            return None, None, NEUTRAL
+
+    async def _ranked(
+        self,
+        reader: StoreReader,
+        user_id: str,
+        q: Query,
+        vector: list[float] | None,
+        own: list[float] | None,
+        statuses: tuple[Status, ...],
+        scale: Scale,
+        health: fallback.Health,
+        req: RecallRequest,
+        now: datetime,
+    ) -> list[Ranked]:
+        """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
+        newest version of a fact the question asks about first (service/topics.py)."""
+        # Superseded memories are searched too: a hit on one brings its current version (current.py).
+        candidates, _ = await self.candidates(reader, user_id, q, vector, current.SEARCHED, health, scale, own)
+        if health.path == fallback.CARD_ONLY:
+            return []
+        candidates = await current.bring_current(reader, user_id, candidates, statuses)
+        admitted = [c for c in _usable(candidates, req.categories, now) if self.rules.passes(c, health)]
+        ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
+        pool = ranked[:SHADOW_POOL]
+        if len(pool) > 1 and vector is not None:
+            # In the same snapshot: the pairs must be the memories just ranked.
+            pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
+            ranked = shadow_older(pool, pairs, scale)
+        return await topics.newest_first(reader, user_id, q.message, ranked, now, req.categories)
+
+    def _injection(self, ranked: list[Ranked], reminders: list[ReminderView], locale: str, now: datetime) -> str:
+        """Due reminders come first: they are the lines the agent must not miss when the budget is tight."""
         reminded = {r.id for r in reminders}
-        injection = injection_block(
+        return injection_block(
             [InjectionItem(content=r.content, days=0, reminder=r.label) for r in reminders]
             + [
                 InjectionItem(
@@ -267,19 +293,6 @@ class Retrieval:
             locale,
             self.settings.injection_budget,
         )
-        if req.record:
-            try:
-                await self.uses.record(user_id, [r.memory.id for r in ranked], failures, now)
-            except StoreError as exc:  # bookkeeping only: a read-only or full store still answers recall
-                log.warning("recall could not record its hits: %s", exc)
-        return RecallResult(
-            memories=hits,
-            injection=injection,
-            reminders=reminders,
-            pending_confirmations=[PendingView.of(p) for p in pending],
-            reinforced=reinforced,
-            degraded=degraded,
-        )
 
     async def candidates(
         self,
@@ -288,29 +301,12 @@ class Retrieval:
         q: Query,
         vector: list[float] | None,
         statuses: tuple[Status, ...],
-        failures: list[str],
+        health: fallback.Health,
         scale: Scale = NEUTRAL,
         own: list[float] | None = None,
     ) -> tuple[list[Candidate], dict[str, float]]:
         """The candidates and the query terms' rarities (service/candidates.py decides which)."""
-        return await gather_candidates(reader, user_id, q, vector, statuses, failures, scale, self.rules, own)
-
-    def _evidence_of_current(
-        self, q: Query, candidates: list[Candidate], rarities: dict[str, float], scale: Scale
-    ) -> list[Candidate]:
-        """A current version brought by a superseded hit (current.py) is judged on the same message and
-        keywords as every other candidate, so keywords only add evidence there too."""
-        return [
-            c if c.evidence is not None else replace(c, evidence=relevance.evidence(
-                q.terms, q.message_terms, c.terms, rarities, semantic_score(c.cosine, scale),
-                not self.embedder.lexical, q.keyword_words, q.base_terms,
-            ))
-            for c in candidates
-        ]
-
-    def _bar(self, health: fallback.Health) -> float:
-        """The relevance threshold, lowered on a fallback path where one kind of evidence must decide alone."""
-        return self.rules.bar(health)
+        return await gather_candidates(reader, user_id, q, vector, statuses, health, scale, self.rules, own)
 
     async def _library_search(
         self,
@@ -324,19 +320,11 @@ class Retrieval:
     ) -> list[Ranked]:
         """Large-library recall: the same candidates and ranking, over the cloud library."""
         assert self.library is not None
+        health = fallback.Health()  # the library's own: its failures are not the notebook's
         async with self.library.cloud.read() as reader:
-            candidates, idfs = await self.candidates(reader, user_id, q, vector, statuses, [], scale)
-        candidates = _usable(candidates, categories, now)
-        ranked = rank(
-            candidates,
-            q.terms,
-            idfs,
-            scale=scale,
-            weights=self.weights,
-            threshold=self.settings.relevance_threshold,
-            now=now,
-            temporal=q.time.intent,
-        )
+            candidates, _ = await self.candidates(reader, user_id, q, vector, statuses, health, scale)
+        admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
+        ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
         return await self.library.new_to_the_notebook(user_id, ranked)
 
     def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
@@ -367,15 +355,15 @@ class Retrieval:
             else None,
         )
 
-    async def _card_only(self, user_id: str, locale: str, pending: list, failures: list[str]) -> RecallResult:
+    async def _card_only(self, user_id: str, locale: str, pending: list, health: fallback.Health) -> RecallResult:
         now = self.clock.now()
         card = await render_user_card(self.store, user_id, self.settings, now)
-        await self.uses.record(user_id, [], failures, now)
+        await self.uses.record(user_id, [], health.messages(), now)
         return RecallResult(
             memories=[],
             injection=card[: self.settings.injection_budget],
             pending_confirmations=[PendingView.of(p) for p in pending],
-            degraded=fallback.describe(fallback.CARD_ONLY, failures),
+            degraded=f"{fallback.CARD_ONLY} — " + "; ".join(health.messages()),
         )
 
 

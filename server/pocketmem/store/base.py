@@ -139,10 +139,6 @@ class VectorAdmin(MetaAdmin, Protocol):
         """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
 
     @abstractmethod
-    def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
-        """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
-
-    @abstractmethod
     async def write_vectors(
         self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
     ) -> None:
