@@ -131,21 +131,3 @@ def configure_logging(settings: Settings, verbose: int, level_name: str | None) 
 def warn_unknown_variables(environ: Any = None) -> None:
     for message in unknown_variables(environ):
         logging.getLogger("pocketmem").warning("%s", message)
-
-
-def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
-    """doctor: what is wrong with the vector index, with the step that fixes that cause (nothing on a fresh store)."""
-    store = report["store"]
-    if store["vectors_available"]:
-        return []
-    stored_embedder = report["embedder"].get("store_embedder")
-    if postgres:
-        return ["the vector index is missing: recall uses the keyword index only; run `pocketmem reindex` "
-                "(the database needs the pgvector extension: CREATE EXTENSION vector)"]
-    if not store.get("vector_extension", False):
-        return ["the sqlite-vec extension cannot be loaded by this Python's sqlite3: recall uses the keyword index "
-                "only. Install sqlean.py (pip install sqlean.py), which can load it, and check that sqlite-vec is "
-                "installed for this platform (pip install sqlite-vec)"]
-    if stored_embedder is None and not store["memories"]:
-        return []  # a fresh store: the index is created with the first memory
-    return ["the vector index is missing although sqlite-vec loads: run `pocketmem reindex` to rebuild it"]

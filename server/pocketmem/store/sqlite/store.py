@@ -49,7 +49,7 @@ from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
 from pocketmem.store.sql.users import UserQueries
 from pocketmem.store.sql.writes import IndexColumn, MemoryWrites
-from pocketmem.store.sqlite import faults, instants_check, readonly_copy
+from pocketmem.store.sqlite import faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
@@ -438,6 +438,8 @@ class SQLiteStore(Store):
         self._vectors_loaded = False
         self._vector_table = False
         self._copy: str | None = None  # a private copy opened instead of the file (readonly_copy.py)
+        self.rebuilt: list[str] = []  # derived tables and indexes found missing and rebuilt (_keep_derived)
+        self._schema_version: int | None = None
 
     @property
     def vectors_available(self) -> bool:
@@ -520,11 +522,50 @@ class SQLiteStore(Store):
             return
         try:
             await sqlite_migrations.migrate(conn)
+            await self._rebuild_derived(conn)
         except Exception as exc:
             fault = faults.classify(exc, self.path, writing=True)
             if fault is None or fault.kind != "read-only":
                 raise
             log.warning("the memory store at %s is read-only: its schema is not brought up to date", self.path)
+
+    async def _rebuild_derived(self, conn: aiosqlite.Connection) -> None:
+        await conn.execute("begin immediate")
+        try:
+            await self._keep_derived(conn)
+            await conn.execute("commit")
+        except BaseException:
+            await _rollback(conn)
+            raise
+
+    async def _keep_derived(self, conn: aiosqlite.Connection) -> None:
+        """Inside a write transaction: a derived table, index or trigger dropped since the schema was last seen
+        (`pragma schema_version` moved) is rebuilt from the memories first, so the write lands."""
+        version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
+        if version == self._schema_version:
+            return
+        done = await schema_check.repair(conn, derived_only=True)
+        lines = [f"{d.type} {d.name} was {d.problem}: rebuilt from the memories" for d in done]
+        for line in lines:
+            log.warning("the memory store at %s: %s", self.path, line)
+        self.rebuilt += lines
+        self._schema_version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
+
+    async def schema_problems(self) -> list[str]:
+        """What the file lacks of the schema the migrations define (schema_check.py), one line each."""
+        conn = self._require(self._writer)
+        async with self._write_lock:
+            return [d.line() for d in await schema_check.differences(conn)]
+
+    async def repair_schema(self) -> list[str]:
+        conn = self._require(self._writer)
+        async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
+            done = [f"{d.type} {d.name} was {d.problem}: recreated" for d in await schema_check.repair(conn)]
+            found = [str(r[0]) for r in await conn.execute_fetchall("pragma quick_check")]
+            if found != ["ok"]:  # an index that disagrees with its table is rebuilt from the table
+                await conn.execute("reindex")
+                done.append(f"every index rebuilt from its table (quick_check: {'; '.join(found[:2])})")
+        return done
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -599,6 +640,7 @@ class SQLiteStore(Store):
                     ) from exc
                 await asyncio.sleep(0.05 * (attempt + 1))
         try:
+            await self._keep_derived(conn)
             yield SQLiteTx(conn, self.vectors_available, self._owner_index)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -765,9 +807,10 @@ class SQLiteStore(Store):
     async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
         """Stored times that cannot be read back or lie outside the supported years; with repair, rewritten."""
         conn = self._require(self._writer)
-        async with self._write_lock, self._hold_file_lock():
-            if not repair:
+        if not repair:  # reads only: no file lock (a read-only folder may not even hold one)
+            async with self._write_lock:
                 return await instants_check.check(conn, repair=False, now=now or datetime.now(UTC))
+        async with self._write_lock, self._hold_file_lock():
             async with self._transaction(conn):
                 return await instants_check.check(conn, repair=True, now=now or datetime.now(UTC))
 
