@@ -406,16 +406,16 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-def _probe(path: str) -> None:
-    conn = connect(path, load_vectors=True)
+def _probe(path: str, immutable: bool = False) -> None:
+    conn = connect(path, load_vectors=True, immutable=immutable)
     try:
         conn.execute("select count(*) from sqlite_master").fetchall()
     finally:
         conn.close()
 
 
-def _quick_check(path: str) -> list[str]:
-    conn = connect(path, load_vectors=False)
+def _quick_check(path: str, immutable: bool = False) -> list[str]:
+    conn = connect(path, load_vectors=False, immutable=immutable)
     try:
         return [str(r[0]) for r in conn.execute("pragma quick_check").fetchall()]
     finally:
@@ -438,6 +438,7 @@ class SQLiteStore(Store):
         self._vectors_loaded = False
         self._vector_table = False
         self._copy: str | None = None  # a private copy opened instead of the file (readonly_copy.py)
+        self._immutable = False  # a closed store on a read-only mount, opened immutable=1 (readonly_copy.py)
         self.rebuilt: list[str] = []  # derived tables and indexes found missing and rebuilt (_keep_derived)
         self._schema_version: int | None = None
 
@@ -450,9 +451,10 @@ class SQLiteStore(Store):
         but its commits and BEGIN IMMEDIATE (`writer`; driver.py says why)."""
         path = self._copy or self.path
         query_only = self._copy is not None
+        immutable = self._immutable
 
         def factory() -> Any:
-            conn = connect(path, load_vectors=True)
+            conn = connect(path, load_vectors=True, immutable=immutable)
             if query_only:
                 conn.execute("pragma query_only = on")  # the copy stands for a read-only store: no write
             # The decay rule of scoring.py, for the eviction order (registered on every connection).
@@ -506,6 +508,12 @@ class SQLiteStore(Store):
         try:
             await anyio.to_thread.run_sync(_probe, self.path)
         except Exception:
+            if readonly_copy.closed_read_only(self.path):
+                self._immutable = True
+                log.warning("the memory store at %s is read-only: reading it as it was closed; nothing can be saved "
+                            "until the folder is writable", self.path)
+                await anyio.to_thread.run_sync(_probe, self.path, True)
+                return
             if not readonly_copy.wal_without_shm(self.path):
                 raise
             self._copy = await anyio.to_thread.run_sync(readonly_copy.private_copy, self.path)
@@ -518,7 +526,7 @@ class SQLiteStore(Store):
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
         """Applies what is missing; a read-only store is read with the schema it has."""
-        if self._copy is not None:
+        if self._copy is not None or self._immutable:
             return
         try:
             await sqlite_migrations.migrate(conn)
@@ -795,7 +803,7 @@ class SQLiteStore(Store):
         if self.path == ":memory:":
             return None
         try:
-            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path)
+            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path, self._immutable)
         except Exception as exc:  # noqa: BLE001 - a check that cannot even run has found damage
             found = [str(exc)]
         problem = None if found == ["ok"] else "; ".join(found[:3])
