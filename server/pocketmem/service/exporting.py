@@ -252,7 +252,7 @@ class Exporter:
         report = ImportReport()
         records = parse(lines, self.settings, report.refused)
         if only_user is not None:
-            others = sorted({owner for r in records if (owner := _owner(r)) != only_user})
+            others = sorted({owner for r in records if (owner := _user_of(r)) != only_user})
             if others:
                 raise InvalidInput(
                     "file", f"holds rows of user {others[0]!r}; only rows of {only_user!r} can be imported here"
@@ -383,14 +383,6 @@ def _user_of(record: Any) -> str:
     if isinstance(record, _MemoryRow):
         return record.memory.user_id
     return str(record["user_id"] if isinstance(record, Mapping) else record.user_id)
-
-
-def _owner(record: Any) -> str:
-    if isinstance(record, _MemoryRow):
-        return record.memory.user_id
-    if isinstance(record, Tombstone | Revision | PendingItem | Event):
-        return record.user_id
-    return str(record["user_id"])
 
 
 async def _present(reader: Any, rows: Sequence[_MemoryRow]) -> set[str]:
