@@ -35,10 +35,11 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
 import anyio
@@ -48,6 +49,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
@@ -56,6 +58,8 @@ from pocketmem.service.profile import Profile
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
 from pocketmem.store import Store
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -164,11 +168,27 @@ class ProfileFiles:
         reports = []
         # The stdio user's files count even before the user has anything stored (a person may write them first).
         for user in dict.fromkeys([self.settings.user, *users]):
+            report = FileReport(user)
             if self.summary is not None:
-                await self.summary.refresh(user)
+                await self._guarded(report, "Project.md summary", self.summary.refresh(user))
             if self.enabled:
-                reports.append(await self.sync(user))
+                synced = await self._guarded(report, "files", self.sync(user))
+                report = synced if synced is not None else report
+            reports.append(report)
         return reports
+
+    @staticmethod
+    async def _guarded(report: FileReport, what: str, work: Awaitable[T]) -> T | None:
+        """One user's (or file's) failure is a problem of its report, never a stop for the others."""
+        try:
+            return await work
+        except Exception as exc:  # noqa: BLE001 - one user's bad row must not stop the next user's files
+            if isinstance(exc, PocketmemError | UnreadableInstant):
+                log.warning("profile files of %s: %s: %s", report.user_id, what, exc)
+            else:
+                log.exception("profile files of %s: %s failed", report.user_id, what)
+            report.problems.append(f"{what}: {exc}")
+            return None
 
     async def sync(self, user_id: str) -> FileReport:
         """Take in a person's edits, then write what changed. Re-entrant calls (our own commits) only mark the
@@ -187,9 +207,9 @@ class ProfileFiles:
                 for _ in range(3):
                     self._dirty.discard(user_id)
                     for name in FILE_NAMES:
-                        await self._take_in(user_id, name, report)
+                        await self._guarded(report, name, self._take_in(user_id, name, report))
                     for name in FILE_NAMES:
-                        await self._write(user_id, name, report)
+                        await self._guarded(report, name, self._write(user_id, name, report))
                     if user_id not in self._dirty:
                         break
             except OSError as exc:
