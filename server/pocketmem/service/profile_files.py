@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import stat
 import time
 import uuid
 from collections.abc import Awaitable, Mapping
@@ -99,6 +100,18 @@ def _closest_base(name: str, theirs: Parsed, written: list[str]) -> Parsed:
     return min(versions, key=lambda v: _distance(v, theirs))
 
 
+def _not_a_file(path: Path) -> str | None:
+    """What stands at `path` when it is neither a regular file nor nothing (never followed: a link is a link)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+            else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
+
+
 def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -153,7 +166,7 @@ class ProfileFiles:
         if self._unchanged(user_id, name):
             return False
         key = (user_id, name)
-        if key not in self._written:
+        if key not in self._written or _not_a_file(self.folder(user_id) / name):
             return True
         try:
             return _hash((self.folder(user_id) / name).read_bytes()) != self._written[key]
@@ -246,7 +259,7 @@ class ProfileFiles:
 
     def _stat(self, user_id: str, name: str) -> tuple[int, int, int] | None:
         try:
-            st = (self.folder(user_id) / name).stat()
+            st = (self.folder(user_id) / name).lstat()
         except FileNotFoundError:
             return None
         return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -292,6 +305,8 @@ class ProfileFiles:
         )
 
     async def _write(self, user_id: str, name: str, report: FileReport) -> None:
+        if _not_a_file(self.folder(user_id) / name) == "a directory":
+            return  # refused by _take_in
         text = await self.render_file(user_id, name)
         digest = _hash(text.encode())
         path = self.folder(user_id) / name
@@ -321,7 +336,7 @@ class ProfileFiles:
         key = (user_id, name)
         if key in self._written and self._unchanged(user_id, name):
             return  # unchanged since this process wrote it
-        if not path.exists():
+        if await self._replace_special(user_id, name, report) or not path.exists():
             return
         raw = path.read_bytes()
         if self._written.get(key) == _hash(raw):
@@ -438,6 +453,32 @@ class ProfileFiles:
             report.taken_in.append(f"{name}: patched {memory_id}")
         else:
             await self._add_line(user_id, name, section, text, report, problems, supersedes=memory_id)
+
+    async def _replace_special(self, user_id: str, name: str, report: FileReport) -> bool:
+        """Something other than a regular file at the file's path is never read through (a link may point anywhere,
+        a pipe blocks). A link, pipe, socket or device is removed (a link's target is left as it is) and the file
+        is written in its place; a directory is left alone and refused. One event each, the directory's once for
+        the store (store_meta), not on every read or start. True when the file is refused."""
+        path = self.folder(user_id) / name
+        kind = _not_a_file(path)
+        if kind is None:
+            return False
+        refused = kind == "a directory"
+        if refused:
+            key = f"profile_file_refused:{user_id}:{name}"
+            if await self.store.get_meta(key) is not None:
+                return True
+            await self.store.set_meta(key, self.clock.now().isoformat())
+            problem = f"{name} is a directory: it is left alone and this file is not kept until it is removed"
+        else:
+            await anyio.to_thread.run_sync(path.unlink)
+            problem = f"{name} was {kind}: replaced by the file; nothing was read through it"
+        log.warning("profile files of %s: %s", user_id, problem)
+        report.problems.append(problem)
+        async with self.store.write(user_id=user_id) as tx:
+            await tx.add_event(user_id, EventKind.profile_file_rejected, self.clock.now(),
+                               payload={"file": name, "problems": [problem], "kept": None})
+        return refused
 
     async def _keep_rejected(
         self, user_id: str, name: str, raw: bytes, problems: list[str], report: FileReport
