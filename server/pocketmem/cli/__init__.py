@@ -168,12 +168,13 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
+    from pocketmem.service.exporting import read_lines
 
     if str(args.file) == "-":
-        lines = sys.stdin.read().splitlines()
+        lines = read_lines(sys.stdin.buffer.read())
     else:
         try:
-            lines = args.file.read_text(encoding="utf-8").splitlines()
+            lines = read_lines(args.file.read_bytes())
         except OSError as exc:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:
