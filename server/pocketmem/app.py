@@ -24,6 +24,7 @@ from pocketmem.service.browse import Browse
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.context import ContextBuilder
 from pocketmem.service.curation import Curation
+from pocketmem.service.doctor import Doctor
 from pocketmem.service.embed_queue import EmbedQueue, upgrades
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
@@ -249,21 +250,10 @@ class PocketMem:
             return total
 
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
-        report: dict[str, Any] = {"database": self.settings.database_label}
-        report["store"] = await self.store.health()
-        report["unreadable_times"] = await self.store.check_instants(repair=repair, now=self.clock.now())
-        try:
-            vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")
-            report["embedder"] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}
-        except Exception as exc:  # noqa: BLE001 - the report says what failed
-            report["embedder"] = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
-        report["embedder"]["store_embedder"] = await self.store.get_meta("embedder")
-        async with self.store.read() as reader:
-            waiting = len(await reader.missing_vectors(1000))
-        # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
-        report["embedder"]["waiting_for_vectors"] = waiting if waiting < 1000 else "1000+"
+        """Every check of service/doctor.py; a problem is a line of the report (`problems`), never an error."""
+        report = await Doctor(self.settings, self.store, self.embedder, self.clock).run(repair=repair)
         run = await self.embed_queue.load()
-        if run is not None and not run.finished:
+        if run is not None and not run.finished:  # re-embedding after an upgrade, resumed by `serve`
             report["embedder"]["reembedding"] = {"to": run.target, "done": run.done, "total": run.total}
         return report
 

@@ -107,6 +107,25 @@ def _walk(sub: Any, prefix: str) -> list[tuple[str, argparse.ArgumentParser]]:
     return found
 
 
+SDK_SERVER_LOGGER = "mcp.server.mcpserver.server"
+HIDDEN = "<hidden: set POCKETMEM_LOG_CONTENT=1 to log it>"
+
+
+class HidePeerText(logging.Filter):
+    """The SDK's INFO lines for a failed tool or resource quote the error, which may quote an argument value
+    ("Tool 'forget_memory' failed: ... no memory with id 'sk-proj-…'"), and a resource's URI. Without
+    POCKETMEM_LOG_CONTENT only a tool's name stays; warnings and errors pass as they are."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING and isinstance(record.args, tuple) and record.args:
+            message = str(record.msg)
+            if "rejected arguments" in message:  # field names only (the SDK leaves the values out)
+                return True
+            keep = 1 if message.startswith("Tool ") else 0
+            record.args = (*record.args[:keep], *(HIDDEN for _ in record.args[keep:]))
+        return True
+
+
 def configure_logging(settings: Settings, verbose: int, level_name: str | None) -> None:
     """pocketmem's own loggers at the asked level; libraries at WARNING unless -vvv.
 
@@ -125,27 +144,14 @@ def configure_logging(settings: Settings, verbose: int, level_name: str | None) 
     logging.getLogger().setLevel(libraries)
     for name in THIRD_PARTY:
         logging.getLogger(name).setLevel(libraries)
+    sdk = logging.getLogger(SDK_SERVER_LOGGER)
+    for old in [f for f in sdk.filters if isinstance(f, HidePeerText)]:
+        sdk.removeFilter(old)
+    if not settings.log_content:
+        sdk.addFilter(HidePeerText())
     logging.getLogger("pocketmem").setLevel(level)
 
 
 def warn_unknown_variables(environ: Any = None) -> None:
     for message in unknown_variables(environ):
         logging.getLogger("pocketmem").warning("%s", message)
-
-
-def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
-    """doctor: what is wrong with the vector index, with the step that fixes that cause (nothing on a fresh store)."""
-    store = report["store"]
-    if store["vectors_available"]:
-        return []
-    stored_embedder = report["embedder"].get("store_embedder")
-    if postgres:
-        return ["the vector index is missing: recall uses the keyword index only; run `pocketmem reindex` "
-                "(the database needs the pgvector extension: CREATE EXTENSION vector)"]
-    if not store.get("vector_extension", False):
-        return ["the sqlite-vec extension cannot be loaded by this Python's sqlite3: recall uses the keyword index "
-                "only. Install sqlean.py (pip install sqlean.py), which can load it, and check that sqlite-vec is "
-                "installed for this platform (pip install sqlite-vec)"]
-    if stored_embedder is None and not store["memories"]:
-        return []  # a fresh store: the index is created with the first memory
-    return ["the vector index is missing although sqlite-vec loads: run `pocketmem reindex` to rebuild it"]

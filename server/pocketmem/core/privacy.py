@@ -58,6 +58,12 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "api_key",
         re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
     ),
+    # pocketmem's own bearer tokens (service/tokens.py: pm_<12 hex>_<secret>), bare or in a header
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])pm_[0-9a-f]{12}_[A-Za-z0-9_\-]{20,}")),
+    # any bearer credential: `Authorization: Bearer <token>` (a token has a digit: "Bearer tokens are" is talk)
+    ("api_key", re.compile(r"(?i)(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})", re.ASCII)),
+    # a password inside a URL: scheme://user:PASSWORD@host (only the password is redacted)
+    ("password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@")),
 ]
 
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
@@ -173,7 +179,7 @@ def _find(text: str) -> list[Finding]:
 
     for kind, pattern in _TOKEN_PATTERNS:
         for m in pattern.finditer(text):
-            add(kind, m.start(), m.end())
+            add(kind, *m.span("secret" if "secret" in pattern.groupindex else 0))
     for kind, token_like, names in _NAMED:
         for m in names.finditer(text):
             sep = _SEPARATOR.match(text, m.end())

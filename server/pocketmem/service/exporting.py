@@ -29,9 +29,11 @@ import stopped half way is completed by running it again (rows already there are
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import logging
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,7 +60,7 @@ from pocketmem.base.models import (
 )
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.import_checks import Refused, check_record, numeric_times
+from pocketmem.service.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
 from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import render_user_card
@@ -267,7 +269,7 @@ class Exporter:
         report = ImportReport()
         records = parse(lines, self.settings, report.refused)
         if only_user is not None:
-            others = sorted({owner for r in records if (owner := _owner(r)) != only_user})
+            others = sorted({owner for r in records if (owner := _user_of(r)) != only_user})
             if others:
                 raise InvalidInput(
                     "file", f"holds rows of user {others[0]!r}; only rows of {only_user!r} can be imported here"
@@ -400,14 +402,6 @@ def _user_of(record: Any) -> str:
     return str(record["user_id"] if isinstance(record, Mapping) else record.user_id)
 
 
-def _owner(record: Any) -> str:
-    if isinstance(record, _MemoryRow):
-        return record.memory.user_id
-    if isinstance(record, Tombstone | Revision | PendingItem | Event):
-        return record.user_id
-    return str(record["user_id"])
-
-
 async def _present(reader: Any, rows: Sequence[_MemoryRow]) -> set[str]:
     """Ids of these memories the store already holds (one query per user and chunk of ids)."""
     by_user: dict[str, list[str]] = {}
@@ -472,9 +466,13 @@ def parse(
             continue
         where = f"line {number}"
         try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(where, f"not JSON ({exc.msg})") from None
+            row = _json_line(raw, where)
+        except _Unreadable as exc:  # one record the file cannot give: refused, the others go on
+            if not header_seen:
+                raise InvalidInput(where, exc.why) from None
+            if refused is not None:
+                refused.append(Refused(line=number, type="unknown", field="line", why=exc.why))
+            continue
         if not isinstance(row, dict) or "type" not in row:
             raise InvalidInput(where, "each line must be a JSON object with a 'type'")
         kind = row.pop("type")
@@ -499,7 +497,7 @@ def parse(
             try:
                 if (field := numeric_times(row)) is not None:
                     raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
-                records.append(_checked(_record(kind, row, where), settings))
+                records.append(_nested_checked(_record(kind, row, where), settings, kind))
             except InvalidInput as exc:
                 if refused is not None:
                     refused.append(Refused(line=number, type=kind, id=row_id, field=exc.field, why=exc.rule))
@@ -512,8 +510,48 @@ def parse(
     return records
 
 
+class _Unreadable(Exception):
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _json_line(raw: str, where: str) -> Any:
+    """One line as JSON. Bytes that are not UTF-8 (kept as surrogates by read_lines) and nesting deeper than the
+    parser goes make the line unreadable; anything else that is not JSON makes the file malformed."""
+    if _UNDECODED.search(raw):
+        raise _Unreadable("is not valid UTF-8 text; save the file as UTF-8")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise _Unreadable(f"is nested too deeply to read (more than {MAX_DEPTH} levels are refused)") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(where, f"not JSON ({exc.msg})") from None
+
+
+_UNDECODED = re.compile("[\udc80-\udcff]")
+_UTF16_32 = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def read_lines(data: bytes, field: str = "FILE") -> list[str]:
+    """An export file's lines. UTF-16 or UTF-32 text is refused whole (with how to convert it); bytes that are not
+    UTF-8 stay in their line, which `parse` then refuses alone."""
+    if data.startswith(_UTF16_32) or b"\x00" in data[:4096]:
+        raise InvalidInput(field, "is UTF-16 or UTF-32 text; pocketmem exports are UTF-8 JSON lines: convert it "
+                                  "(e.g. iconv -f UTF-16 -t UTF-8) and import again")
+    return data.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="surrogateescape").splitlines()
+
+
+def _nested_checked(record: Any, settings: Settings, kind: str) -> Any:
+    try:
+        return _checked(record, settings)
+    except RecursionError:  # deeper than Python's recursion allows, inside an otherwise readable record
+        raise InvalidInput(kind, f"is nested more than {MAX_DEPTH} levels deep") from None
+
+
 def _checked(record: Any, settings: Settings) -> Any:
     if isinstance(record, _MemoryRow):
+        if record.usage is not None:
+            check_values(record.usage, "usage")
         return _MemoryRow(check_record(record.memory, settings), record.usage)
     return check_record(record, settings)
 

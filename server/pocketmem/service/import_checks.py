@@ -1,6 +1,12 @@
 """What `pocketmem import` accepts of each record: the rules add_memory applies, one record at a time.
 
-    user ids        the POCKETMEM_USER pattern (letters, digits, _.@:-, at most 64): `../../etc/passwd` is refused
+    user ids        the POCKETMEM_USER pattern (letters, digits, _.@:-, at most 64): `../../etc/passwd` is refused;
+                    nor a name pocketmem keeps in POCKETMEM_HOME (`memory.db`, `config.toml`, ...): a user's
+                    folder would take its place
+    ids             at most 64 characters, no control characters
+    numbers         finite (no NaN or infinity); scores, importance and confidence in [0, 1]; counts whole
+                    numbers in 0..1,000,000,000; any other number within SQLite's 64-bit integers
+    nesting         payloads, candidates and profile fields at most 32 levels deep
     texts           content within POCKETMEM_MAX_CONTENT_CHARS; keywords at most 12 of 40 characters;
                     source / source_ref within 500
     times           ISO 8601 text only (a number is refused), within the years the time codec accepts, in UTC
@@ -14,6 +20,7 @@ A refused record is reported (line, type, id, field, why) and the rest of the fi
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +33,13 @@ from pocketmem.base.models import Event, Memory, PendingItem, ProfileRevision, R
 from pocketmem.core import instants, privacy
 from pocketmem.core.text import clean_text, content_hash
 
+MAX_ID_CHARS = 64
+MAX_COUNT = 1_000_000_000
+MAX_DEPTH = 32
+INT64 = 2**63 - 1
+UNIT_FIELDS = ("info_importance", "time_coef", "importance", "confidence")
+COUNT_FIELDS = ("use_count", "used_count", "used_mark", "recalled_mark")
+ID_FIELDS = ("id", "memory_id", "tombstone_id", "supersedes")
 MAX_KEYWORDS = 12
 MAX_KEYWORD_CHARS = 40
 MAX_SIDE_CHARS = 500
@@ -49,11 +63,58 @@ def numeric_times(row: dict[str, Any]) -> str | None:
     return None
 
 
-def check_record(record: Any, settings: Settings) -> Any:
-    """The record as it may be stored (secrets redacted), or InvalidInput naming the field and the rule."""
-    user_id = record["user_id"] if isinstance(record, dict) else record.user_id
+def home_names(settings: Settings) -> set[str]:
+    """The names pocketmem keeps in POCKETMEM_HOME besides the users' folders (lower case)."""
+    db = settings.db_path.name
+    return {name.lower() for name in ("config.toml", db, f"{db}-wal", f"{db}-shm", f"{db}-journal", f"{db}.lock")}
+
+
+def check_user_id(user_id: Any, settings: Settings) -> None:
     if not isinstance(user_id, str) or not _USER_ID.match(user_id):
         raise InvalidInput("user_id", "must be 1-64 letters, digits or _.@:- (like POCKETMEM_USER)")
+    if user_id.lower() in home_names(settings):
+        raise InvalidInput("user_id", f"{user_id!r} is a name pocketmem keeps in POCKETMEM_HOME; choose another id")
+
+
+def check_values(row: Any, field: str = "", depth: int = 0) -> None:
+    """Numbers finite and within range, ids short, nesting shallow; in a record, its usage or any payload."""
+    if depth > MAX_DEPTH:
+        raise InvalidInput(field, f"is nested more than {MAX_DEPTH} levels deep")
+    name = field.rsplit(".", 1)[-1]
+    if isinstance(row, BaseModel):
+        row = dict(row)
+    if isinstance(row, dict):
+        for key, value in row.items():
+            check_values(value, f"{field}.{key}" if field else str(key), depth + 1)
+    elif isinstance(row, list):
+        for i, value in enumerate(row):
+            check_values(value, f"{field}[{i}]", depth + 1)
+    elif isinstance(row, bool):
+        return
+    elif isinstance(row, float) and not math.isfinite(row):
+        raise InvalidInput(field, f"must be a finite number, not {row}")
+    elif isinstance(row, int | float):
+        _number(field, name, row)
+    elif isinstance(row, str) and name in ID_FIELDS and depth == 1:
+        if len(row) > MAX_ID_CHARS or any(not c.isprintable() for c in row):
+            raise InvalidInput(field, f"must be at most {MAX_ID_CHARS} printable characters (is {len(row)})")
+
+
+def _number(field: str, name: str, value: float) -> None:
+    if field.startswith("scores.") or (name in UNIT_FIELDS and "." not in field):
+        if not 0.0 <= value <= 1.0:
+            raise InvalidInput(field, f"must be between 0 and 1, not {value}")
+    elif name in COUNT_FIELDS:
+        if not 0 <= value <= MAX_COUNT:
+            raise InvalidInput(field, f"must be a whole number from 0 to {MAX_COUNT:,}, not {value}")
+    elif abs(value) > INT64:
+        raise InvalidInput(field, f"is out of range ({value})")
+
+
+def check_record(record: Any, settings: Settings) -> Any:
+    """The record as it may be stored (secrets redacted), or InvalidInput naming the field and the rule."""
+    check_user_id(record["user_id"] if isinstance(record, dict) else record.user_id, settings)
+    check_values(record)
     if isinstance(record, Memory):
         return _memory(record, settings)
     if isinstance(record, Revision):

@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import stat
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
 import anyio
@@ -48,6 +50,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
 from pocketmem.service.add_request import AddRequest, screen_secrets
 from pocketmem.service.exporting import atomic_write
@@ -57,6 +60,8 @@ from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
 from pocketmem.service.writing import Writing
 from pocketmem.store.base import Store
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +99,18 @@ def _closest_base(name: str, theirs: Parsed, written: list[str]) -> Parsed:
     the older version, and the store's newer values survive wherever the person changed nothing."""
     versions = [parse(name, text) for text in written]
     return min(versions, key=lambda v: _distance(v, theirs))
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What stands at `path` when it is neither a regular file nor nothing (never followed: a link is a link)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+            else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
 def _hash(data: bytes) -> str:
@@ -153,7 +170,7 @@ class ProfileFiles:
         if self._unchanged(user_id, name):
             return False
         key = (user_id, name)
-        if key not in self._written:
+        if key not in self._written or _not_a_file(self.folder(user_id) / name):
             return True
         try:
             return _hash((self.folder(user_id) / name).read_bytes()) != self._written[key]
@@ -168,11 +185,27 @@ class ProfileFiles:
         reports = []
         # The stdio user's files count even before the user has anything stored (a person may write them first).
         for user in dict.fromkeys([self.settings.user, *users]):
+            report = FileReport(user)
             if self.summary is not None:
-                await self.summary.refresh(user)
+                await self._guarded(report, "Project.md summary", self.summary.refresh(user))
             if self.enabled:
-                reports.append(await self.sync(user))
+                synced = await self._guarded(report, "files", self.sync(user))
+                report = synced if synced is not None else report
+            reports.append(report)
         return reports
+
+    @staticmethod
+    async def _guarded(report: FileReport, what: str, work: Awaitable[T]) -> T | None:
+        """One user's (or file's) failure is a problem of its report, never a stop for the others."""
+        try:
+            return await work
+        except Exception as exc:  # noqa: BLE001 - one user's bad row must not stop the next user's files
+            if isinstance(exc, PocketmemError | UnreadableInstant):
+                log.warning("profile files of %s: %s: %s", report.user_id, what, exc)
+            else:
+                log.exception("profile files of %s: %s failed", report.user_id, what)
+            report.problems.append(f"{what}: {exc}")
+            return None
 
     async def sync(self, user_id: str) -> FileReport:
         """Take in a person's edits, then write what changed. Re-entrant calls (our own commits) only mark the
@@ -191,9 +224,9 @@ class ProfileFiles:
                 for _ in range(3):
                     self._dirty.discard(user_id)
                     for name in FILE_NAMES:
-                        await self._take_in(user_id, name, report)
+                        await self._guarded(report, name, self._take_in(user_id, name, report))
                     for name in FILE_NAMES:
-                        await self._write(user_id, name, report)
+                        await self._guarded(report, name, self._write(user_id, name, report))
                     if user_id not in self._dirty:
                         break
             except OSError as exc:
@@ -230,7 +263,7 @@ class ProfileFiles:
 
     def _stat(self, user_id: str, name: str) -> tuple[int, int, int] | None:
         try:
-            st = (self.folder(user_id) / name).stat()
+            st = (self.folder(user_id) / name).lstat()
         except FileNotFoundError:
             return None
         return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -276,6 +309,8 @@ class ProfileFiles:
         )
 
     async def _write(self, user_id: str, name: str, report: FileReport) -> None:
+        if _not_a_file(self.folder(user_id) / name) == "a directory":
+            return  # refused by _take_in
         text = await self.render_file(user_id, name)
         digest = _hash(text.encode())
         path = self.folder(user_id) / name
@@ -305,7 +340,7 @@ class ProfileFiles:
         key = (user_id, name)
         if key in self._written and self._unchanged(user_id, name):
             return  # unchanged since this process wrote it
-        if not path.exists():
+        if await self._replace_special(user_id, name, report) or not path.exists():
             return
         raw = path.read_bytes()
         if self._written.get(key) == _hash(raw):
@@ -422,6 +457,32 @@ class ProfileFiles:
             report.taken_in.append(f"{name}: patched {memory_id}")
         else:
             await self._add_line(user_id, name, section, text, report, problems, supersedes=memory_id)
+
+    async def _replace_special(self, user_id: str, name: str, report: FileReport) -> bool:
+        """Something other than a regular file at the file's path is never read through (a link may point anywhere,
+        a pipe blocks). A link, pipe, socket or device is removed (a link's target is left as it is) and the file
+        is written in its place; a directory is left alone and refused. One event each, the directory's once for
+        the store (store_meta), not on every read or start. True when the file is refused."""
+        path = self.folder(user_id) / name
+        kind = _not_a_file(path)
+        if kind is None:
+            return False
+        refused = kind == "a directory"
+        if refused:
+            key = f"profile_file_refused:{user_id}:{name}"
+            if await self.store.get_meta(key) is not None:
+                return True
+            await self.store.set_meta(key, self.clock.now().isoformat())
+            problem = f"{name} is a directory: it is left alone and this file is not kept until it is removed"
+        else:
+            await anyio.to_thread.run_sync(path.unlink)
+            problem = f"{name} was {kind}: replaced by the file; nothing was read through it"
+        log.warning("profile files of %s: %s", user_id, problem)
+        report.problems.append(problem)
+        async with self.store.write(user_id=user_id) as tx:
+            await tx.add_event(user_id, EventKind.profile_file_rejected, self.clock.now(),
+                               payload={"file": name, "problems": [problem], "kept": None})
+        return refused
 
     async def _keep_rejected(
         self, user_id: str, name: str, raw: bytes, problems: list[str], report: FileReport

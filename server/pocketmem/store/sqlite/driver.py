@@ -13,6 +13,7 @@ import logging
 import sqlite3
 from types import ModuleType
 from typing import Any
+from urllib.request import pathname2url
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,19 @@ def sqlite_module() -> tuple[ModuleType, bool]:
     return sqlite3, False
 
 
-def connect(path: str, *, load_vectors: bool) -> Any:
-    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout."""
+def connect(path: str, *, load_vectors: bool, immutable: bool = False) -> Any:
+    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout.
+    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is."""
     module, vectors_available = sqlite_module()
-    conn = module.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    target = f"file:{pathname2url(path)}?immutable=1" if immutable else path
+    conn = module.connect(
+        target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000, uri=immutable
+    )
     conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("pragma foreign_keys = on")
-    if path != ":memory:":
+    if immutable:
+        conn.execute("pragma query_only = on")
+    elif path != ":memory:":
         mode = conn.execute("pragma journal_mode = wal").fetchone()[0]
         if str(mode).lower() != "wal":
             raise sqlite3.OperationalError(f"could not switch {path} to WAL mode (got {mode})")

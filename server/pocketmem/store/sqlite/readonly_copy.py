@@ -1,8 +1,9 @@
-"""A read-only folder holding a store with a WAL file but no `-shm` file (a crash, then a copy or a
-read-only mount that dropped the -shm): SQLite cannot open it at all.
+"""A read-only folder holding a store that SQLite cannot open as it is.
 
 Reading a WAL-mode database needs its wal-index, the `-shm` file beside it. SQLite creates that file
-when it is missing, which a read-only folder forbids; `immutable=1` would open the file but ignore the
+when it is missing, which a read-only folder forbids. A cleanly closed store has no WAL: everything is in
+the file, which is opened `immutable=1` (no -shm, no locks). A store with a WAL but no `-shm` (a crash,
+then a copy or a read-only mount that dropped the -shm) cannot be opened so: `immutable=1` would ignore the
 WAL, hiding every write committed since the last checkpoint. So the database and its WAL are copied into
 a private temporary folder and the copy is opened with `pragma query_only`: every committed write is seen,
 and any write is refused as for any other read-only store. The copy costs the file's size in the
@@ -28,6 +29,13 @@ def wal_without_shm(path: str) -> bool:
         and not Path(path + SHM).exists()
         and not os.access(db.parent, os.W_OK)
     )
+
+
+def closed_read_only(path: str) -> bool:
+    """A cleanly closed store (no WAL left) in a folder this process may not write (a read-only mount): SQLite
+    cannot create the -shm it needs, but nothing is in a WAL either, so the file is opened `immutable=1`."""
+    db = Path(path)
+    return db.is_file() and not Path(path + WAL).exists() and not os.access(db.parent, os.W_OK)
 
 
 def private_copy(path: str) -> str:

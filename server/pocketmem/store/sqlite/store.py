@@ -24,7 +24,7 @@ from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store
 from pocketmem.store.policy import sql_time_coef
 from pocketmem.store.roles import StoreWriter
-from pocketmem.store.sqlite import faults, instants_check, readonly_copy
+from pocketmem.store.sqlite import faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
@@ -53,16 +53,16 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-def _probe(path: str) -> None:
-    conn = connect(path, load_vectors=True)
+def _probe(path: str, immutable: bool = False) -> None:
+    conn = connect(path, load_vectors=True, immutable=immutable)
     try:
         conn.execute("select count(*) from sqlite_master").fetchall()
     finally:
         conn.close()
 
 
-def _quick_check(path: str) -> list[str]:
-    conn = connect(path, load_vectors=False)
+def _quick_check(path: str, immutable: bool = False) -> list[str]:
+    conn = connect(path, load_vectors=False, immutable=immutable)
     try:
         return [str(r[0]) for r in conn.execute("pragma quick_check").fetchall()]
     finally:
@@ -85,6 +85,9 @@ class SQLiteStore(Store):
         self._vectors_loaded = False
         self._vector_table = False
         self._copy: str | None = None  # a private copy opened instead of the file (readonly_copy.py)
+        self._immutable = False  # a closed store on a read-only mount, opened immutable=1 (readonly_copy.py)
+        self.rebuilt: list[str] = []  # derived tables and indexes found missing and rebuilt (_keep_derived)
+        self._schema_version: int | None = None
 
     @property
     def vectors_available(self) -> bool:
@@ -95,9 +98,10 @@ class SQLiteStore(Store):
         but its commits and BEGIN IMMEDIATE (`writer`; driver.py says why)."""
         path = self._copy or self.path
         query_only = self._copy is not None
+        immutable = self._immutable
 
         def factory() -> Any:
-            conn = connect(path, load_vectors=True)
+            conn = connect(path, load_vectors=True, immutable=immutable)
             if query_only:
                 conn.execute("pragma query_only = on")  # the copy stands for a read-only store: no write
             # The decay rule of scoring.py, for the eviction order (registered on every connection).
@@ -151,6 +155,12 @@ class SQLiteStore(Store):
         try:
             await anyio.to_thread.run_sync(_probe, self.path)
         except Exception:
+            if readonly_copy.closed_read_only(self.path):
+                self._immutable = True
+                log.warning("the memory store at %s is read-only: reading it as it was closed; nothing can be saved "
+                            "until the folder is writable", self.path)
+                await anyio.to_thread.run_sync(_probe, self.path, True)
+                return
             if not readonly_copy.wal_without_shm(self.path):
                 raise
             self._copy = await anyio.to_thread.run_sync(readonly_copy.private_copy, self.path)
@@ -163,15 +173,54 @@ class SQLiteStore(Store):
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
         """Applies what is missing; a read-only store is read with the schema it has."""
-        if self._copy is not None:
+        if self._copy is not None or self._immutable:
             return
         try:
             await sqlite_migrations.migrate(conn)
+            await self._rebuild_derived(conn)
         except Exception as exc:
             fault = faults.classify(exc, self.path, writing=True)
             if fault is None or fault.kind != "read-only":
                 raise
             log.warning("the memory store at %s is read-only: its schema is not brought up to date", self.path)
+
+    async def _rebuild_derived(self, conn: aiosqlite.Connection) -> None:
+        await conn.execute("begin immediate")
+        try:
+            await self._keep_derived(conn)
+            await conn.execute("commit")
+        except BaseException:
+            await _rollback(conn)
+            raise
+
+    async def _keep_derived(self, conn: aiosqlite.Connection) -> None:
+        """Inside a write transaction: a derived table, index or trigger dropped since the schema was last seen
+        (`pragma schema_version` moved) is rebuilt from the memories first, so the write lands."""
+        version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
+        if version == self._schema_version:
+            return
+        done = await schema_check.repair(conn, derived_only=True)
+        lines = [f"{d.type} {d.name} was {d.problem}: rebuilt from the memories" for d in done]
+        for line in lines:
+            log.warning("the memory store at %s: %s", self.path, line)
+        self.rebuilt += lines
+        self._schema_version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
+
+    async def schema_problems(self) -> list[str]:
+        """What the file lacks of the schema the migrations define (schema_check.py), one line each."""
+        conn = self._require(self._writer)
+        async with self._write_lock:
+            return [d.line() for d in await schema_check.differences(conn)]
+
+    async def repair_schema(self) -> list[str]:
+        conn = self._require(self._writer)
+        async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
+            done = [f"{d.type} {d.name} was {d.problem}: recreated" for d in await schema_check.repair(conn)]
+            found = [str(r[0]) for r in await conn.execute_fetchall("pragma quick_check")]
+            if found != ["ok"]:  # an index that disagrees with its table is rebuilt from the table
+                await conn.execute("reindex")
+                done.append(f"every index rebuilt from its table (quick_check: {'; '.join(found[:2])})")
+        return done
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -247,6 +296,7 @@ class SQLiteStore(Store):
                     ) from exc
                 await asyncio.sleep(0.05 * (attempt + 1))
         try:
+            await self._keep_derived(conn)
             yield SQLiteTx(conn, self.vectors_available, self._owner_index)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -378,7 +428,7 @@ class SQLiteStore(Store):
         if self.path == ":memory:":
             return None
         try:
-            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path)
+            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path, self._immutable)
         except Exception as exc:  # noqa: BLE001 - a check that cannot even run has found damage
             found = [str(exc)]
         problem = None if found == ["ok"] else "; ".join(found[:3])
@@ -390,9 +440,10 @@ class SQLiteStore(Store):
     async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
         """Stored times that cannot be read back or lie outside the supported years; with repair, rewritten."""
         conn = self._require(self._writer)
-        async with self._write_lock, self._hold_file_lock():
-            if not repair:
+        if not repair:  # reads only: no file lock (a read-only folder may not even hold one)
+            async with self._write_lock:
                 return await instants_check.check(conn, repair=False, now=now or datetime.now(UTC))
+        async with self._write_lock, self._hold_file_lock():
             async with self._transaction(conn):
                 return await instants_check.check(conn, repair=True, now=now or datetime.now(UTC))
 

@@ -1,0 +1,137 @@
+"""`pocketmem doctor`: each check is a step of its own, and whatever a step meets (a missing table, a damaged
+page, a lock file it may not create) becomes a line of the report with the repair it suggests; the doctor itself
+never fails. With `repair`, what can be rebuilt is: derived tables, indexes and triggers from the migrations'
+schema, the vector index from the stored vectors, unreadable times in their stored form."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pocketmem.base.clock import Clock
+from pocketmem.base.config import Settings
+from pocketmem.providers.embeddings import Embedder
+from pocketmem.store.base import Store
+from pocketmem.store.sqlite.store import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+REBUILD = "run `pocketmem doctor --repair`; if the problem stays, restore memory.db from a backup"
+
+
+def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
+    """What is wrong with the vector index, with the step that fixes that cause (nothing on a fresh store)."""
+    store = report["store"]
+    if store["vectors_available"]:
+        return []
+    stored_embedder = report["embedder"].get("store_embedder")
+    if postgres:
+        return ["the vector index is missing: recall uses the keyword index only; run `pocketmem reindex` "
+                "(the database needs the pgvector extension: CREATE EXTENSION vector)"]
+    if not store.get("vector_extension", False):
+        return ["the sqlite-vec extension cannot be loaded by this Python's sqlite3: recall uses the keyword index "
+                "only. Install sqlean.py (pip install sqlean.py), which can load it, and check that sqlite-vec is "
+                "installed for this platform (pip install sqlite-vec)"]
+    if stored_embedder is None and not store["memories"]:
+        return []  # a fresh store: the index is created with the first memory
+    return ["the vector index is missing although sqlite-vec loads: run `pocketmem doctor --repair` "
+            "(or `pocketmem reindex`) to rebuild it"]
+
+
+class Doctor:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, clock: Clock) -> None:
+        self.settings, self.store, self.embedder, self.clock = settings, store, embedder, clock
+
+    async def _step(self, what: str, fn: Callable[[], Awaitable[T]], advice: str = REBUILD) -> T | None:
+        try:
+            return await fn()
+        except Exception as exc:  # noqa: BLE001 - the doctor reports what it met, whatever it is
+            log.debug("doctor: %s failed", what, exc_info=True)
+            self.problems.append(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]}): {advice}")
+            return None
+
+    async def run(self, repair: bool = False) -> dict[str, Any]:
+        self.problems: list[str] = []
+        report: dict[str, Any] = {"database": self.settings.database_label, "repaired": []}
+        report["embedder"] = await self._embedder()
+        if isinstance(self.store, SQLiteStore):
+            report["repaired"] += self.store.rebuilt
+            if repair:
+                report["repaired"] += await self._step("recreating missing tables", self.store.repair_schema) or []
+                report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
+            self.problems += await self._step("checking the schema", self.store.schema_problems) or []
+        store = await self._step("reading the store's health", self.store.health)
+        report["store"] = store if store is not None else {"error": self.problems[-1]}
+        if store is not None and isinstance(self.store, SQLiteStore):
+            from pocketmem.store.sqlite.driver import sqlite_module
+
+            # Apart from the index itself, which a fresh store creates only with its first memory.
+            store["vector_extension"] = sqlite_module()[1]
+        times = await self._step(
+            "reading every stored time", lambda: self.store.check_instants(repair=repair, now=self.clock.now())
+        )
+        report["unreadable_times"] = times or []
+        self.problems += self._judge(report, repair)
+        report["ok"] = not self.problems
+        report["problems"] = self.problems
+        return report
+
+    async def _embedder(self) -> dict[str, Any]:
+        try:
+            vector = await self.embedder.embed("pocketmem doctor: 香菜 coriander")
+            out: dict[str, Any] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}
+        except Exception as exc:  # noqa: BLE001 - the report says what failed
+            out = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
+        out["store_embedder"] = await self._step(
+            "reading the store's embedder", lambda: self.store.get_meta("embedder")
+        )
+        waiting = await self._step("counting memories without a vector", self._missing_vectors)
+        # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
+        out["waiting_for_vectors"] = waiting if waiting is None or waiting < 1000 else "1000+"
+        return out
+
+    async def _missing_vectors(self) -> int:
+        async with self.store.read() as reader:
+            return len(await reader.missing_vectors(1000))
+
+    async def _repair_vectors(self, store: SQLiteStore, embedder: dict[str, Any]) -> list[str]:
+        """The vector index rebuilt from the vectors each memory keeps, when the configured embedder made them."""
+        from pocketmem.store.sqlite.driver import sqlite_module
+
+        if store.vectors_available or not sqlite_module()[1] or not embedder["ok"]:
+            return []
+        if embedder["store_embedder"] not in (None, embedder["tag"]):
+            return []  # vectors of another model: `pocketmem reindex` re-embeds them
+
+        async def rebuild() -> bool:
+            await store.prepare_vectors(self.embedder.tag, int(embedder["dimensions"]))
+            return True
+
+        if not await self._step("rebuilding the vector index", rebuild, "run `pocketmem reindex`"):
+            return []
+        return ["the vector index was missing: rebuilt from the stored vectors"]
+
+    def _judge(self, report: dict[str, Any], repair: bool) -> list[str]:
+        problems: list[str] = []
+        times, store, embedder = report["unreadable_times"], report["store"], report["embedder"]
+        if times and not repair:
+            problems.append(
+                f"{len(times)} stored time(s) cannot be read back or lie outside the years 1000..9999 "
+                "(listed under unreadable_times): run `pocketmem doctor --repair`"
+            )
+        if "error" not in store:
+            if store["integrity"] != "ok":
+                problems.append(f"integrity_check: {store['integrity']}: {REBUILD}")
+            problems += vector_problems(report, postgres=self.settings.database_url is not None)
+            if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
+                problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
+            if not store["schema_current"]:
+                problems.append("the schema is not current: open the store once with write access to migrate it")
+        if not embedder["ok"]:
+            problems.append(f"embedder: {embedder['error']}")
+        stored = embedder["store_embedder"]
+        if stored is not None and stored != embedder["tag"]:
+            problems.append(f"the store was embedded by {stored}; run `pocketmem reindex`")
+        return problems

@@ -1,0 +1,146 @@
+"""The SQLite file's schema held against the one the migrations build: what is missing, and its repair.
+
+The reference is built by running the migrations on an empty in-memory database. A store whose schema drifted
+from it (a first-release file: m001 was later given `memory_counts` and two indexes; a keyword index dropped by
+hand) is told apart by name: a table that is missing, an index or trigger that is missing or defined otherwise.
+Repair recreates each from the reference and refills the derived tables from the memories they derive from:
+`memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms` (term counts).
+A table holding data of its own that is missing is recreated empty, and the report says so. The vector table is
+the store's (`prepare_vectors`), not here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import aiosqlite
+
+DERIVED = ("memory_counts", "memories_fts", "memories_fts_vocab", "user_terms")
+
+
+@dataclass(frozen=True)
+class SchemaObject:
+    name: str
+    type: str  # table, index, trigger
+    sql: str
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    type: str
+    problem: str  # "missing" or "defined otherwise"
+
+    def line(self) -> str:
+        what = "derived from the memories" if self.name in DERIVED else "its rows cannot be rebuilt"
+        if self.type != "table":
+            what = "rebuilt from the table"
+        return f"{self.type} {self.name} is {self.problem} ({what}): run `pocketmem doctor --repair`"
+
+
+_references: dict[tuple[str, ...], dict[str, SchemaObject]] = {}
+
+
+def _normal(sql: str) -> str:
+    sql = re.sub(r"--[^\n]*", "", sql)
+    return " ".join(sql.replace("(", " ( ").replace(")", " ) ").replace(",", " , ").lower().split())
+
+
+async def _objects(db: aiosqlite.Connection) -> dict[str, SchemaObject]:
+    rows = await db.execute_fetchall(
+        "select name, type, sql from sqlite_master where sql is not null and name not like 'sqlite_%'"
+    )
+    objects = {row[0]: SchemaObject(row[0], row[1], row[2]) for row in rows}
+    # FTS5 keeps its data in shadow tables named after it: they come and go with the virtual table.
+    virtual = [o.name for o in objects.values() if o.sql.lower().startswith("create virtual table")]
+    return {n: o for n, o in objects.items() if not any(n.startswith(f"{v}_") and n != f"{v}_vocab" for v in virtual)}
+
+
+async def reference(upto: str | None = None) -> dict[str, SchemaObject]:
+    """The objects the migrations create (those before `upto`, if given) on an empty database."""
+    from pocketmem.store.sqlite.migrations import MIGRATIONS
+
+    names = [name for name, _ in MIGRATIONS]
+    wanted = tuple(names[: names.index(upto)] if upto is not None else names)
+    if wanted not in _references:
+        async with aiosqlite.connect(":memory:", isolation_level=None) as db:
+            for name, fn in MIGRATIONS:
+                if name in wanted:
+                    await fn(db)
+            _references[wanted] = await _objects(db)
+    return _references[wanted]
+
+
+async def differences(db: aiosqlite.Connection, upto: str | None = None) -> list[Difference]:
+    """What the file lacks or defines otherwise, against the reference. Tables by their columns' presence."""
+    found = await _objects(db)
+    out: list[Difference] = []
+    for name, want in (await reference(upto)).items():
+        have = found.get(name)
+        if have is None:
+            out.append(Difference(name, want.type, "missing"))
+        elif want.type in ("index", "trigger") and _normal(have.sql) != _normal(want.sql):
+            out.append(Difference(name, want.type, "defined otherwise"))
+    return out
+
+
+async def repair(db: aiosqlite.Connection, upto: str | None = None, *, derived_only: bool = False) -> list[Difference]:
+    """Recreates what `differences` finds and refills the derived tables; inside the caller's transaction.
+    `derived_only`: only what can be rebuilt from the memories (derived tables, indexes, triggers)."""
+    found = await differences(db, upto)
+    if derived_only:
+        found = [d for d in found if d.type != "table" or d.name in DERIVED]
+    if not found:
+        return []
+    wanted = await reference(upto)
+    order = {"table": 0, "index": 1, "trigger": 2}
+    # The keyword index before its vocabulary view; tables before the indexes and triggers on them.
+    for diff in sorted(found, key=lambda d: (order.get(d.type, 3), d.name.endswith("_vocab"))):
+        if diff.problem != "missing":
+            await db.execute(f'drop {diff.type} if exists "{diff.name}"')
+        await db.execute(wanted[diff.name].sql)
+    created = {d.name for d in found if d.type == "table"}
+    if "memory_counts" in created:
+        await db.execute(
+            "insert into memory_counts (user_id, active) select user_id, count(*) from memories "
+            "where status = 'active' group by user_id"
+        )
+    if "memories_fts" in created:
+        await _refill_keyword_index(db)
+    if created & {"memories_fts", "user_terms"}:
+        await _recount_terms(db)
+    return found
+
+
+async def _refill_keyword_index(db: aiosqlite.Connection) -> None:
+    from pocketmem.core.text import indexed_text
+
+    cursor = await db.execute("select rowid, content, keywords from memories")
+    while batch := await cursor.fetchmany(500):
+        rows = []
+        for rowid, content, keywords in batch:
+            terms, keyword_terms = indexed_text(content, json.loads(keywords or "[]"))
+            rows.append((rowid, terms, keyword_terms))
+        await db.executemany("insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)", rows)
+    await cursor.close()
+
+
+async def _recount_terms(db: aiosqlite.Connection) -> None:
+    from pocketmem.store.types import IndexedText, term_deltas
+
+    counts: dict[tuple[str, str], int] = {}
+    cursor = await db.execute(
+        "select m.user_id, f.terms, f.keywords from memories_fts f join memories m on m.rowid = f.rowid"
+    )
+    while batch := await cursor.fetchmany(500):
+        for user_id, terms, keyword_terms in batch:
+            for term in term_deltas(None, IndexedText(terms=terms, keyword_terms=keyword_terms)):
+                counts[(user_id, term)] = counts.get((user_id, term), 0) + 1
+    await cursor.close()
+    await db.execute("delete from user_terms")
+    await db.executemany(
+        "insert into user_terms (user_id, term, docs) values (?, ?, ?)",
+        [(user_id, term, n) for (user_id, term), n in counts.items()],
+    )

@@ -1,0 +1,95 @@
+"""Import, record by record: what the page exports the page imports again; a malformed record is refused with its
+reason in the report, never an unexpected error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pocketmem.service.add_request import AddRequest
+
+from .servers import cli
+from .test_web import USER, Browser, make_browser
+
+pytestmark = [pytest.mark.anyio]
+
+
+async def test_the_page_imports_what_the_page_exported_profile_rows_included(app):
+    await app.writing.add(USER, AddRequest(content="用户不喜欢香菜"))
+    async with make_browser(app) as client:
+        browser = Browser(client)
+        await browser.get("/profile")
+        saved = await browser.post("/profile", {"identity.name": "Alice", "persona.tone": "warm", "confirm": "1"})
+        assert saved.status_code == 303
+        exported = await browser.get("/export.jsonl")
+        kinds = {json.loads(line).get("type") for line in exported.text.splitlines()}
+        assert {"memory", "profile", "profile_revision"} <= kinds, kinds
+        done = await browser.post("/import", files={"file": ("x.jsonl", exported.content, "application/x-ndjson")})
+        assert done.status_code == 200, done.text[-800:]
+        assert 'id="import-report"' in done.text
+    assert (await app.profile.view(USER)).identity["name"] == "Alice"
+
+
+def export_of(home) -> list[dict]:
+    """A real export of one memory (header first), made by `pocketmem export`."""
+    assert cli(home, "add", "用户住在杭州").returncode == 0
+    done = cli(home, "export")
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def memory_row(rows: list[dict], **changes) -> str:
+    row = dict(next(r for r in rows if r["type"] == "memory"))
+    row.update(changes)
+    return json.dumps(row, ensure_ascii=False)
+
+
+BAD_RECORDS = {
+    "nan importance": ({"importance": float("nan")}, "importance"),
+    "infinite confidence": ({"confidence": float("inf")}, "confidence"),
+    "use_count 2**70": ({"use_count": 2**70}, "use_count"),
+    "negative use_count": ({"use_count": -1}, "use_count"),
+    "score above 1": ({"scores": {"emotion": 7.5, "info": 0.5, "persistence": 0.5, "judge": 0.5}}, "scores.emotion"),
+    "10,000-character id": ({"id": "a" * 10_000}, "id"),
+    "user id memory.db": ({"user_id": "memory.db"}, "user_id"),
+    "user id config.toml": ({"user_id": "config.toml"}, "user_id"),
+}
+
+
+@pytest.mark.slow
+def test_malformed_records_are_refused_one_by_one_with_their_reason(tmp_path):
+    rows = export_of(tmp_path / "made")
+    header = json.dumps(rows[0])
+    lines = [header]
+    for n, (changes, _) in enumerate(BAD_RECORDS.values()):
+        lines.append(memory_row(rows, **{"id": f"{n:032x}", **changes}))
+    lines.append('{"type": "event", "user_id": "global", "kind": "added", "payload": ' + "[" * 100_000 + "]" * 100_000
+                 + ', "created_at": "2026-11-26T02:00:00Z"}')
+    lines.append(memory_row(rows, id="f" * 32, content="用户的猫叫小白"))  # the one good record
+    data = "\n".join(lines).encode()
+    broken = memory_row(rows, id="e" * 32, content="坏的字节").encode().replace("坏".encode(), b"\xff\xfe")
+    target = tmp_path / "in.jsonl"
+    target.write_bytes(data + b"\n" + broken + b"\n")
+    home = tmp_path / "home"
+    done = cli(home, "import", str(target))
+    assert done.returncode == 0, done.stderr
+    assert "unexpected" not in done.stderr
+    report = json.loads(done.stdout)
+    refused = {r["line"]: r for r in report["refused"]}
+    for line, (name, (_, field)) in enumerate(BAD_RECORDS.items(), start=2):
+        assert refused[line]["field"] == field, (name, refused.get(line))
+    assert "nested" in refused[len(BAD_RECORDS) + 2]["why"]
+    assert "UTF-8" in refused[len(BAD_RECORDS) + 4]["why"]
+    assert report["imported"]["memory"] == 1 and len(report["refused"]) == len(BAD_RECORDS) + 2
+    assert not (home / "memory.db" / "..").is_dir() and not (home / "config.toml").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_a_utf16_file_is_refused_whole_with_a_clear_reason(tmp_path, encoding):
+    rows = export_of(tmp_path / "made")
+    target = tmp_path / "in.jsonl"
+    target.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding=encoding)
+    done = cli(tmp_path / "home", "import", str(target))
+    assert done.returncode == 2 and "UTF-16" in done.stderr and "unexpected" not in done.stderr, done.stderr

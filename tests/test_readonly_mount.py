@@ -1,0 +1,79 @@
+"""A store on a read-only mount reads: list, search and doctor answer, whether it was closed cleanly or left by a
+SIGKILL (with or without its -shm file), and a write says the store is read-only.
+
+The mount is real: a read-only bind mount inside a user and mount namespace (`unshare -rm`), so root's
+permission to write anything is no help, as on a read-only disk."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.base.clock import FixedClock
+from pocketmem.service.add_request import AddRequest
+
+from .conftest import START, make_settings
+from .servers import server_env
+from .test_faults_storage import FACTS, crashed_store
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+COMMANDS = {"list": ["list", "--json"], "search": ["search", "小白", "--json"], "doctor": ["doctor"],
+            "add": ["add", "用户喜欢喝乌龙茶"]}
+
+
+def on_read_only_mount(home: Path, out: Path) -> dict[str, tuple[int, str, str]]:
+    """Each command run with `home` mounted read-only; (exit code, stdout, stderr) by name."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
+        pytest.skip("needs user and mount namespaces (unshare -rm) for a read-only mount")
+    out.mkdir()
+    lines = [f"mount --bind {home} {home}", f"mount -o remount,ro,bind {home}", f"! touch {home}/probe || exit 9"]
+    for name, args in COMMANDS.items():
+        command = shlex.join([sys.executable, "-m", "pocketmem", *args])
+        lines.append(f"{command} > {out}/{name}.out 2> {out}/{name}.err; echo $? > {out}/{name}.code")
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", "\n".join(lines)], env=server_env(home),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {name: (int((out / f"{name}.code").read_text()), (out / f"{name}.out").read_text(),
+                   (out / f"{name}.err").read_text()) for name in COMMANDS}
+
+
+async def closed_store(home: Path) -> Path:
+    settings = make_settings(home.parent)
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        for fact in FACTS:
+            await app.writing.add("global", AddRequest(content=fact))
+    return settings.db_path
+
+
+@pytest.mark.parametrize("state", ["closed", "killed-with-shm", "killed-without-shm"])
+async def test_a_store_on_a_read_only_mount_reads(tmp_path, state):
+    home = tmp_path / "home"
+    if state == "closed":
+        db = await closed_store(home)
+        assert not Path(f"{db}-wal").exists()  # noqa: ASYNC240 - a test check
+    else:
+        crashed_store(home)
+        if state == "killed-without-shm":
+            (home / "memory.db-shm").unlink()
+    before = sorted(p.name for p in home.iterdir())
+    found = on_read_only_mount(home, tmp_path / "out")
+    code, out, err = found["list"]
+    assert code == 0, err
+    assert sorted(m["content"] for m in json.loads(out)["items"]) == sorted(FACTS)
+    code, out, err = found["search"]
+    assert code == 0, err
+    assert "用户的猫叫小白" in [m["content"] for m in json.loads(out)["memories"]]
+    code, out, err = found["doctor"]
+    report = json.loads(out)
+    assert code == 0 and report["ok"], report["problems"]
+    code, out, err = found["add"]
+    assert code == 2 and "read-only" in err and "nothing was written" in err and "unexpected" not in err
+    assert sorted(p.name for p in home.iterdir()) == before
