@@ -17,11 +17,10 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.mcp.http import Anonymous
 from pocketmem.service.lifecycle import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.service.review import PROMOTE_AFTER_USES
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.tokens import Anonymous, TokenService
 from pocketmem.web.server import make_access, mount_page, ui_app
 
 from .conftest import START
