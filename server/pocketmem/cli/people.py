@@ -51,15 +51,16 @@ def _day(value: Any) -> str:
 
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
     for name in columns:
         if name == "content":
             table.add_column(name, overflow="fold", min_width=20, ratio=1)
         else:
             table.add_column(name, no_wrap=True)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # user text is text: never rich markup
     return table
 
 
@@ -155,6 +156,7 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
         _json(memory)
         return 0
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
@@ -173,7 +175,7 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
     fields += [(k.replace("_", " "), _day(memory[k]) if k.endswith("_at") else str(memory[k]))
                for k in optional if memory.get(k)]
     for name, value in fields:
-        table.add_row(name, value)
+        table.add_row(name, Text(value))  # user text is text: never rich markup
     _console().print(table)
     for revision in memory["revisions"]:
         _say(f"{_day(revision['created_at'])} {revision['mode']}: was “{revision['previous_content'][:80]}”"

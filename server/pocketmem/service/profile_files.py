@@ -48,7 +48,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
+from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
 from pocketmem.service.lifecycle import Lifecycle
@@ -263,7 +263,7 @@ class ProfileFiles:
         for todo in todos:
             when = f" — due {todo.due_at.astimezone(zone):%Y-%m-%d %H:%M}" if todo.due_at else ""
             late = " (overdue)" if todo.due_at is not None and todo.due_at < now else ""
-            todo_lines.append(f"- {' '.join(todo.content.split())}{when}{late}")
+            todo_lines.append(f"- {md_text(todo.content)}{when}{late}")
         return render(
             "User.md",
             fields={"identity": {k: str(v) for k, v in identity.items()}},
