@@ -127,7 +127,7 @@ async def test_a_memory_shows_its_facts_history_and_events(app, browser, clock):
     page = await browser.get(f"/memories/{old}")
     assert "用户住在北京" in page.text and "3 days" in page.text
     assert "= 0.6" in page.text or "Importance" in page.text
-    assert re.search(r"<td>created</td>", page.text)
+    assert 'data-kind="created"' in page.text and "Remembered." in page.text
 
     revised = await browser.post(f"/memories/{old}/revise", {"content": "用户搬到了上海"})
     assert revised.status_code == 303 and revised.headers["location"].endswith("msg=saved")
@@ -174,7 +174,7 @@ async def test_rescore_changes_category_and_scores_with_an_event(app, browser):
     assert after["category"] == "goal" and after["core"] is True
     assert after["importance"] > before["importance"]
     page = await browser.get(f"/memories/{memory_id}")
-    assert "<td>rescored</td>" in page.text
+    assert 'data-kind="rescored"' in page.text
     refused = await browser.post(f"/memories/{memory_id}/rescore", {"info": "1.5"})
     assert refused.status_code == 400 and "scores.info: must be between 0 and 1" in refused.text
     assert (await app.get_memory(USER, memory_id))["scores"]["info"] == 0.9
@@ -268,8 +268,8 @@ async def test_insights_draw_the_store(app, browser, clock):
     page = await browser.get("/insights")
     assert page.status_code == 200
     assert page.text.count("<svg") == 4
-    assert re.search(r"<title>\d{4}-\d\d-\d\d fact: 7</title>", page.text)
-    assert re.search(r"<title>\d{4}-\d\d-\d\d recalled: 1</title>", page.text)
+    assert re.search(r"<title>\d{4}-\d\d-\d\d · fact: 7</title>", page.text)
+    assert re.search(r"<title>\d{4}-\d\d-\d\d · recalled: 1</title>", page.text)
     assert "6 of 800 places used; 1 core memories do not count" in page.text
     evicted = re.search(r'<ol id="next-evicted">(.*?)</ol>', page.text, re.DOTALL)
     assert evicted is not None

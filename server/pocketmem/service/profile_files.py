@@ -49,6 +49,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
+from pocketmem.core.shown_time import absolute
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.exporting import atomic_write
 from pocketmem.service.lifecycle import Lifecycle
@@ -261,7 +262,7 @@ class ProfileFiles:
         zone = self.settings.zone
         todo_lines = []
         for todo in todos:
-            when = f" — due {todo.due_at.astimezone(zone):%Y-%m-%d %H:%M}" if todo.due_at else ""
+            when = f" — due {absolute(todo.due_at, zone)}" if todo.due_at else ""
             late = " (overdue)" if todo.due_at is not None and todo.due_at < now else ""
             todo_lines.append(f"- {md_text(todo.content)}{when}{late}")
         return render(
