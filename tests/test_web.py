@@ -577,3 +577,31 @@ async def test_pending_trash_and_todos_pages_refresh_themselves(app, browser):
         assert 'hx-trigger="pm-changed from:body" hx-target="#view"' in page.text, path
         assert re.search(r"/live\?after=\d+", page.text), path
     assert 'hx-target="#view"' not in (await browser.get("/memories")).text  # the list refreshes its rows only
+
+
+@pytest.mark.backends
+async def test_the_chinese_page_names_categories_reasons_events_and_errors(app, browser):
+    memory_id = await add(app, "用户住在北京", category=Category.fact)
+    await app.lifecycle.forget(USER, memory_id, "搬家了")
+    zh = {"Accept-Language": "zh-CN"}
+    trash = await browser.get("/trash", headers=zh)
+    assert "<span class=\"tag\">事实</span>" in trash.text and ">由你遗忘</td>" in trash.text
+    detail = await browser.get(f"/memories/{memory_id}", headers=zh)
+    assert "记下了这条记忆。" in detail.text and "移入回收站（由你遗忘）。" in detail.text
+    assert "<q data-user>搬家了</q>" in detail.text and "reason=" not in detail.text
+    missing = await browser.get("/memories/nosuchid", headers=zh)
+    assert missing.status_code == 404 and "找不到" in missing.text and "no memory with id" not in missing.text
+    bad = await browser.get("/memories?sort=sideways", headers=zh)
+    assert bad.status_code == 400 and "“排序”的值不对" in bad.text and "Input should be" not in bad.text
+    english = await browser.get("/memories?sort=sideways", headers={"Accept-Language": "en"})
+    assert "sort: Input should be" in english.text  # English keeps the service's own words
+
+
+@pytest.mark.backends
+async def test_every_chart_has_a_legend_in_the_pages_language(app, browser):
+    await add(app, "用户住在北京", category=Category.fact)
+    await app.retrieval.recall(USER, RecallRequest(query="住在哪里"))
+    page = await browser.get("/insights", headers={"Accept-Language": "zh-CN"})
+    assert page.text.count("<svg") == 4 and page.text.count('<ul class="legend">') == 4
+    for words in ("事实", "被召回", "已用位置", "空余位置", "达到上限时先被淘汰"):
+        assert words in page.text, words

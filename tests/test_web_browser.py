@@ -208,12 +208,16 @@ async def seed_every_view(home: Path) -> dict[str, str]:
             result = await pm.lifecycle.add(user, AddRequest(content=content, **kw))  # type: ignore[arg-type]
             ids[key] = result.memory_id or result.pending_id or ""
 
-        await add("cilantro", "用户不喜欢香菜，吃到会很反感", category=Category.preference)
-        await add("name", "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
-        await add("jazz", "User listens to jazz while coding", category=Category.preference)
-        await add("rent", "周五前交房租", category=Category.todo, due_at=pm.clock.now() + timedelta(days=2))
-        await add("lesson", "迁移前先备份数据库", category=Category.lesson)
-        await add("trip", "下个月去成都出差", category=Category.event)
+        now = pm.clock.now()
+        await add("cilantro", "用户不喜欢香菜，吃到会很反感", category=Category.preference,
+                  created_at=now - timedelta(days=3))
+        await add("name", "用户叫李雷", category=Category.fact, scores={"persistence": 1.0},
+                  created_at=now - timedelta(days=40))
+        await add("jazz", "User listens to jazz while coding", category=Category.preference,
+                  created_at=now - timedelta(hours=5))
+        await add("rent", "周五前交房租", category=Category.todo, due_at=now + timedelta(days=2))
+        await add("lesson", "迁移前先备份数据库", category=Category.lesson, created_at=now - timedelta(days=12))
+        await add("trip", "下个月去成都出差", category=Category.event, created_at=now - timedelta(minutes=20))
         await add("hiking", "用户可能喜欢爬山", confidence=0.7)
         await add("old", "用户住在北京", category=Category.fact)
         await pm.lifecycle.forget(user, ids["old"], "搬家了")
@@ -265,6 +269,6 @@ def test_the_chinese_page_speaks_chinese_everywhere(ui_server: tuple[str, Path])
             page.goto(f"{base}/memories")
             first = page.locator(f"tr[data-id='{ids['cilantro']}'] td.num time")
             expect(first).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d \+08:00$"))
-            expect(first).to_have_text("刚刚" if lang == "zh" else "just now")
+            expect(first).to_have_text("3天前" if lang == "zh" else "3 days ago")
             context.close()
         browser.close()

@@ -35,14 +35,16 @@ def day_range(end: date, days: int) -> list[str]:
     return [(end - timedelta(days=days - 1 - i)).isoformat() for i in range(days)]
 
 
-def stacked_days(counts: Sequence[tuple[str, str, int]], days: Sequence[str], label: str, name: Name) -> Markup:
-    """Bars per day, stacked by key (category or event kind), with a legend of the keys present."""
+def stacked_days(
+    counts: Sequence[tuple[str, str, int]], days: Sequence[str], label: str, name: Name, keys: Sequence[str] = ()
+) -> Markup:
+    """Bars per day, stacked by key (category or event kind), with a legend of `keys` and the keys present."""
     by_day: dict[str, dict[str, int]] = {d: {} for d in days}
     for day, key, n in counts:
         if day in by_day:
             by_day[day][key] = by_day[day].get(key, 0) + n
     top = max([sum(v.values()) for v in by_day.values()] + [1])
-    keys = sorted({k for v in by_day.values() for k in v})
+    keys = sorted({*keys, *(k for v in by_day.values() for k in v)})
     step = (WIDTH - PAD) / max(1, len(days))
     parts = [_open(label)]
     parts.append(_axis(top))
@@ -77,10 +79,13 @@ def histogram(buckets: Sequence[int], label: str, legend: tuple[str, str], marke
     n = max(1, len(buckets))
     step = (WIDTH - PAD) / n
     parts = [_open(label), _axis(top)]
+    seen: set[str] = set()
     for i, count in enumerate(buckets):
         lo, hi = i / n, (i + 1) / n
         h = (HEIGHT - 2 * PAD) * count / top
         colour = EVICTED if marked_below is not None and lo <= marked_below else KEPT
+        if count:
+            seen.add(colour)
         parts.append(
             f'<rect x="{PAD + i * step:.1f}" y="{HEIGHT - PAD - h:.1f}" width="{step - 2:.1f}" height="{h:.1f}" '
             f'fill="{colour}"><title>{lo:.0%}–{hi:.0%}: {count}</title></rect>'
@@ -91,8 +96,8 @@ def histogram(buckets: Sequence[int], label: str, legend: tuple[str, str], marke
             f'text-anchor="{"start" if value == 0 else "end" if value == 1 else "middle"}">{value:.0%}</text>'
         )
     parts.append("</svg>")
-    shown = ([(EVICTED, legend[0])] if marked_below is not None else []) + [(KEPT, legend[1])]
-    return Markup("".join(parts)) + _legend(shown)
+    entries = [(c, words) for c, words in zip((EVICTED, KEPT), legend, strict=True) if c in seen or not seen]
+    return Markup("".join(parts)) + _legend(entries)  # the colours of the bars drawn (both on an empty chart)
 
 
 def gauge(used: int, cap: int, label: str, legend: tuple[str, str]) -> Markup:

@@ -252,7 +252,8 @@ async def insights(request: Request, page: Page) -> Response:
             [(c.day, c.key, c.count) for c in data.created], charts.day_range(today, 90), t("insights.created"), name
         ),
         "recalls": charts.stacked_days(
-            [(c.day, c.key, c.count) for c in data.recalls], charts.day_range(today, 30), t("insights.recalls"), name
+            [(c.day, c.key, c.count) for c in data.recalls], charts.day_range(today, 30), t("insights.recalls"), name,
+            ("recalled", "used"),
         ),
         "importance": charts.histogram(data.histogram, t("insights.importance"),
                                        (t("chart.evicted_first"), t("chart.kept")), evict_below),
