@@ -107,3 +107,13 @@ async def test_markdown_files_show_due_times_in_the_zone(late_app):
     path = late_app.settings.home / folder_name(USER) / "User.md"
     text = await anyio.Path(path).read_text(encoding="utf-8")
     assert "- 交周报 — due 2026-11-28 09:00 +08:00" in text
+
+
+def test_the_cli_token_list_and_maintenance_speak_the_zone(tmp_path, capsys):
+    home = tmp_path / "home"
+    assert run_cli(capsys, home, "token", "create", "--user", "alice").returncode == 0
+    listed = run_cli(capsys, home, "token", "list")
+    created = json.loads(run_cli(capsys, home, "token", "list", "--json").stdout)[0]["created_at"]
+    assert absolute(created, SHANGHAI) in listed.stdout
+    dry = run_cli(capsys, home, "maintain", "--dry-run", "--now", "2026-11-27T01:17:00+08:00")
+    assert "maintenance at 2026-11-27 01:17 +08:00 would purge nothing" in dry.stderr, dry.stderr
