@@ -593,6 +593,8 @@ async def test_the_chinese_page_names_categories_reasons_events_and_errors(app, 
     assert missing.status_code == 404 and "找不到" in missing.text and "no memory with id" not in missing.text
     bad = await browser.get("/memories?sort=sideways", headers=zh)
     assert bad.status_code == 400 and "“排序”的值不对" in bad.text and "Input should be" not in bad.text
+    refused = await browser.post("/import", files={"file": ("x.jsonl", b"\xff\xfe{}")}, headers=zh)
+    assert refused.status_code == 400 and "“文件”的值不对" in refused.text and "UTF-8" not in refused.text
     english = await browser.get("/memories?sort=sideways", headers={"Accept-Language": "en"})
     assert "sort: Input should be" in english.text  # English keeps the service's own words
 

@@ -275,6 +275,20 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "pocketmem 内部出错，详情见服务器日志。",
     ),
     "error.rule": ("check it and try again", "请检查后重试"),
+    # the fields an error may name, where the page's own word for them differs or is missing
+    "field.unknown": ("a value", "某一项"),
+    "field.file": ("File", "文件"),
+    "field.page": ("Page number", "页码"),
+    "field.per_page": ("Per page", "每页条数"),
+    "field.q": ("Search words", "搜索词"),
+    "field.mode": ("Mode", "方式"),
+    "field.decision": ("Review decision", "复查决定"),
+    "field.action": ("Action", "操作"),
+    "field.done": ("Done", "完成状态"),
+    "field.patch": ("Patch", "修补内容"),
+    "field.form": ("Form", "表单"),
+    "field.memory_id": ("Memory id", "记忆编号"),
+    "field.name": ("Name", "称呼"),
 }
 
 # The profile's field labels and hints come from the fields themselves (core/profile_text.py), in both languages.

@@ -72,9 +72,16 @@ def error_text(exc: PocketmemError, t: Translate, locale: str) -> str:
     if isinstance(exc, NotFound):
         return t("error.not_found")
     if isinstance(exc, InvalidInput):
-        field = exc.field.rsplit(".", 1)[-1]
-        label = t(field) if field in MESSAGES else exc.field
-        return t("error.invalid", field=label, rule=t("error.rule"))
+        return t("error.invalid", field=field_label(exc.field, t), rule=t("error.rule"))
     if isinstance(exc, Conflict):
         return t("error.conflict")
     return t("error.internal")
+
+
+def field_label(field: str, t: Translate) -> str:
+    """The page's word for a field an error names (scores.info -> 信息 I); never the raw English name."""
+    name = field.rsplit(".", 1)[-1]
+    for key in (f"field.{name}", f"profile.{field}", name):
+        if key in MESSAGES:
+            return t(key)
+    return t("field.unknown")
