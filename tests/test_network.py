@@ -7,14 +7,13 @@ import pytest
 from pocketmem.base.errors import ConfigError, InvalidInput, NotFound
 from pocketmem.base.models import EventKind
 from pocketmem.mcp.http import (
-    Anonymous,
     AuthMode,
     StoreTokenVerifier,
     access_policy,
     is_loopback,
     transport_security,
 )
-from pocketmem.service.tokens import TokenService, hash_token, token_id_of
+from pocketmem.service.tokens import Anonymous, TokenService, hash_token, token_id_of
 
 
 @pytest.mark.parametrize(

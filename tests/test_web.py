@@ -17,11 +17,10 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.mcp.http import Anonymous
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.service.review import PROMOTE_AFTER_USES
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.tokens import Anonymous, TokenService
 from pocketmem.web.server import make_access, mount_page, ui_app
 
 from .helpers import START
@@ -128,7 +127,7 @@ async def test_a_memory_shows_its_facts_history_and_events(app, browser, clock):
     page = await browser.get(f"/memories/{old}")
     assert "用户住在北京" in page.text and "3 days" in page.text
     assert "= 0.6" in page.text or "Importance" in page.text
-    assert re.search(r"<td>created</td>", page.text)
+    assert 'data-kind="created"' in page.text and "Remembered." in page.text
 
     revised = await browser.post(f"/memories/{old}/revise", {"content": "用户搬到了上海"})
     assert revised.status_code == 303 and revised.headers["location"].endswith("msg=saved")
@@ -175,7 +174,7 @@ async def test_rescore_changes_category_and_scores_with_an_event(app, browser):
     assert after["category"] == "goal" and after["core"] is True
     assert after["importance"] > before["importance"]
     page = await browser.get(f"/memories/{memory_id}")
-    assert "<td>rescored</td>" in page.text
+    assert 'data-kind="rescored"' in page.text
     refused = await browser.post(f"/memories/{memory_id}/rescore", {"info": "1.5"})
     assert refused.status_code == 400 and "scores.info: must be between 0 and 1" in refused.text
     assert (await app.get_memory(USER, memory_id))["scores"]["info"] == 0.9
@@ -269,8 +268,8 @@ async def test_insights_draw_the_store(app, browser, clock):
     page = await browser.get("/insights")
     assert page.status_code == 200
     assert page.text.count("<svg") == 4
-    assert re.search(r"<title>\d{4}-\d\d-\d\d fact: 7</title>", page.text)
-    assert re.search(r"<title>\d{4}-\d\d-\d\d recalled: 1</title>", page.text)
+    assert re.search(r"<title>\d{4}-\d\d-\d\d · fact: 7</title>", page.text)
+    assert re.search(r"<title>\d{4}-\d\d-\d\d · recalled: 1</title>", page.text)
     assert "6 of 800 places used; 1 core memories do not count" in page.text
     evicted = re.search(r'<ol id="next-evicted">(.*?)</ol>', page.text, re.DOTALL)
     assert evicted is not None
@@ -578,3 +577,33 @@ async def test_pending_trash_and_todos_pages_refresh_themselves(app, browser):
         assert 'hx-trigger="pm-changed from:body" hx-target="#view"' in page.text, path
         assert re.search(r"/live\?after=\d+", page.text), path
     assert 'hx-target="#view"' not in (await browser.get("/memories")).text  # the list refreshes its rows only
+
+
+@pytest.mark.backends
+async def test_the_chinese_page_names_categories_reasons_events_and_errors(app, browser):
+    memory_id = await add(app, "用户住在北京", category=Category.fact)
+    await app.trash.forget(USER, memory_id, "搬家了")
+    zh = {"Accept-Language": "zh-CN"}
+    trash = await browser.get("/trash", headers=zh)
+    assert "<span class=\"tag\">事实</span>" in trash.text and ">由你遗忘</td>" in trash.text
+    detail = await browser.get(f"/memories/{memory_id}", headers=zh)
+    assert "记下了这条记忆。" in detail.text and "移入回收站（由你遗忘）。" in detail.text
+    assert "<q data-user>搬家了</q>" in detail.text and "reason=" not in detail.text
+    missing = await browser.get("/memories/nosuchid", headers=zh)
+    assert missing.status_code == 404 and "找不到" in missing.text and "no memory with id" not in missing.text
+    bad = await browser.get("/memories?sort=sideways", headers=zh)
+    assert bad.status_code == 400 and "“排序”的值不对" in bad.text and "Input should be" not in bad.text
+    refused = await browser.post("/import", files={"file": ("x.jsonl", b"\xff\xfe{}")}, headers=zh)
+    assert refused.status_code == 400 and "“文件”的值不对" in refused.text and "UTF-8" not in refused.text
+    english = await browser.get("/memories?sort=sideways", headers={"Accept-Language": "en"})
+    assert "sort: Input should be" in english.text  # English keeps the service's own words
+
+
+@pytest.mark.backends
+async def test_every_chart_has_a_legend_in_the_pages_language(app, browser):
+    await add(app, "用户住在北京", category=Category.fact)
+    await app.retrieval.recall(USER, RecallRequest(query="住在哪里"))
+    page = await browser.get("/insights", headers={"Accept-Language": "zh-CN"})
+    assert page.text.count("<svg") == 4 and page.text.count('<ul class="legend">') == 4
+    for words in ("事实", "被召回", "已用位置", "空余位置", "达到上限时先被淘汰"):
+        assert words in page.text, words

@@ -191,3 +191,84 @@ def test_a_person_fixes_and_undoes_without_an_agent(ui_server: tuple[str, Path])
         expect(page.locator("tr.trashed")).to_have_count(0)
         browser.close()
     assert third_party == []
+
+
+async def seed_every_view(home: Path) -> dict[str, str]:
+    """The local user's store with something on every view: categories, a forgotten and an evicted memory, a
+    pending one, a todo with a due time, recalls, a profile."""
+    from datetime import timedelta
+
+    from pocketmem.service.retrieval import RecallRequest
+
+    async with PocketMem(settings_for(home)) as pm:
+        user = pm.settings.user
+        ids: dict[str, str] = {}
+
+        async def add(key: str, content: str, **kw: object) -> None:
+            result = await pm.writing.add(user, AddRequest(content=content, **kw))  # type: ignore[arg-type]
+            ids[key] = result.memory_id or result.pending_id or ""
+
+        now = pm.clock.now()
+        await add("cilantro", "用户不喜欢香菜，吃到会很反感", category=Category.preference,
+                  created_at=now - timedelta(days=3))
+        await add("name", "用户叫李雷", category=Category.fact, scores={"persistence": 1.0},
+                  created_at=now - timedelta(days=40))
+        await add("jazz", "User listens to jazz while coding", category=Category.preference,
+                  created_at=now - timedelta(hours=5))
+        await add("rent", "周五前交房租", category=Category.todo, due_at=now + timedelta(days=2))
+        await add("lesson", "迁移前先备份数据库", category=Category.lesson, created_at=now - timedelta(days=12))
+        await add("trip", "下个月去成都出差", category=Category.event, created_at=now - timedelta(minutes=20))
+        await add("hiking", "用户可能喜欢爬山", confidence=0.7)
+        await add("old", "用户住在北京", category=Category.fact)
+        await pm.trash.forget(user, ids["old"], "搬家了")
+        await pm.retrieval.recall(user, RecallRequest(query="晚饭放香菜吗", used=[ids["cilantro"]]))
+        await pm.profile.update(user, {"role": "编程搭档", "tone": "简洁直接"}, {"name": "李雷"}, confirmed=True)
+    return ids
+
+
+_PAGE_TEXT = """() => {
+  const root = document.documentElement.cloneNode(true);
+  root.querySelectorAll('[data-user], code, script, style, head').forEach((e) => e.remove());
+  const attrs = [...root.querySelectorAll('[placeholder], [title], [aria-label]')].flatMap(
+    (e) => ['placeholder', 'title', 'aria-label'].map((name) => e.getAttribute(name) || ''));
+  return root.textContent + ' ' + attrs.join(' ');
+}"""
+# Names, not English: the product, file formats and file names, the size unit.
+_NAMES = {"pocketmem", "JSONL", "Markdown", "MB", "Project", "Insights", "md"}
+
+
+def english_words(page) -> set[str]:  # type: ignore[no-untyped-def]
+    """Latin words on the page outside user content (memory text, keywords, ids, commands)."""
+    return set(re.findall(r"[A-Za-z]{2,}", page.evaluate(_PAGE_TEXT))) - _NAMES
+
+
+def test_the_chinese_page_speaks_chinese_everywhere(ui_server: tuple[str, Path]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base, home = ui_server
+    ids = asyncio.run(seed_every_view(home))
+    views = {
+        "memories": "/memories", "memory": f"/memories/{ids['cilantro']}", "trashed": f"/memories/{ids['old']}",
+        "pending": "/pending", "review": "/review", "todos": "/todos", "trash": "/trash", "insights": "/insights",
+        "health": "/insights/health", "profile": "/profile", "transfer": "/transfer",
+        "not_found": "/memories/nosuchid", "invalid": "/memories?sort=sideways", "login": "/login",
+    }
+    SHOTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        for locale in ("zh-CN", "en-US"):
+            lang = locale[:2]
+            context = browser.new_context(locale=locale, viewport={"width": 1100, "height": 800})
+            page = context.new_page()
+            for view, path in views.items():
+                page.goto(f"{base}{path}")
+                words = english_words(page)
+                assert (words == set()) if lang == "zh" else bool(words), (view, words)  # the probe sees English
+                if view in ("memories", "memory", "trash", "insights", "transfer", "not_found"):
+                    page.screenshot(path=str(SHOTS / f"{lang}-{view}.png"), full_page=True)
+            page.goto(f"{base}/memories")
+            first = page.locator(f"tr[data-id='{ids['cilantro']}'] td.num time")
+            expect(first).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d \+08:00$"))
+            expect(first).to_have_text("3天前" if lang == "zh" else "3 days ago")
+            context.close()
+        browser.close()

@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from pocketmem.cli.support import (
     finish_parser,
     warn_unknown_variables,
 )
+from pocketmem.core.shown_time import absolute
 
 log = logging.getLogger("pocketmem")
 
@@ -123,7 +124,7 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
     if edits:
         out["profile_files"] = edits  # edits people saved in Persona.md, User.md, Project.md, Insights.md
     print(dumps(out))
-    print(maintenance_summary(report), file=sys.stderr)
+    print(maintenance_summary(report, settings.zone), file=sys.stderr)
     return 0
 
 
@@ -281,7 +282,7 @@ async def _token(settings: Settings, args: argparse.Namespace) -> int:
             if args.json:
                 print(dumps(rows))
             else:
-                print(_token_table(rows))
+                print(_token_table(rows, settings.zone))
         elif args.token_command == "allow-anonymous":
             active = await tokens.allow_anonymous()
             print(
@@ -299,9 +300,10 @@ async def _token(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _token_table(rows: list[dict[str, Any]]) -> str:
+def _token_table(rows: list[dict[str, Any]], zone: tzinfo) -> str:
     columns = ("id", "user_id", "name", "created_at", "last_used_at", "revoked_at")
-    cells = [[str(row[c] or "-") for c in columns] for row in rows]
+    cells = [[absolute(row[c], zone) if c.endswith("_at") and row[c] else str(row[c] or "-") for c in columns]
+             for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]

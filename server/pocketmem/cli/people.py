@@ -11,12 +11,14 @@ import json
 import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import tzinfo
 from typing import Any
 
 from pydantic import BaseModel
 
 from pocketmem.base.config import USER_ID_PATTERN, Settings
 from pocketmem.base.models import Category
+from pocketmem.core.shown_time import absolute
 
 Handler = Callable[[Settings, argparse.Namespace], Awaitable[int]]
 
@@ -43,23 +45,23 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _day(value: Any) -> str:
-    if value is None:
-        return "-"
-    return value.strftime("%Y-%m-%d %H:%M") if hasattr(value, "strftime") else str(value)[:16].replace("T", " ")
+def _day(value: Any, zone: tzinfo) -> str:
+    """A stored instant as a person reads it: in POCKETMEM_TZ, with its offset (core/shown_time.py)."""
+    return "-" if value is None else absolute(value, zone)
 
 
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
     for name in columns:
         if name == "content":
             table.add_column(name, overflow="fold", min_width=20, ratio=1)
         else:
             table.add_column(name, no_wrap=True)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # user text is text: never rich markup
     return table
 
 
@@ -112,14 +114,15 @@ async def _list(app: Any, user: str, args: argparse.Namespace) -> int:
     if args.json:
         _json(result)
         return 0
+    zone = app.settings.zone
     if args.status == "pending":
-        rows = [[p.pending_id, p.category.value, f"{p.confidence:.2f}", _day(p.created_at), p.content]
+        rows = [[p.pending_id, p.category.value, f"{p.confidence:.2f}", _day(p.created_at, zone), p.content]
                 for p in result.items]
         _print_table(f"pending memories of {user}", ("id", "category", "conf.", "created", "content"), rows,
                      f"no pending memories for user {user!r}")
     else:
-        rows = [[m.id, m.category.value + (" ★" if m.core else ""), f"{m.importance:.2f}", _day(m.created_at),
-                 m.content] for m in result.items]
+        rows = [[m.id, m.category.value + (" ★" if m.core else ""), f"{m.importance:.2f}",
+                 _day(m.created_at, zone), m.content] for m in result.items]
         _print_table(f"{args.status} memories of {user}", ("id", "category", "imp.", "created", "content"), rows,
                      f"no {args.status} memories for user {user!r}" + (" (add one with `pocketmem add TEXT`)"
                                                                         if args.status == "active" else ""))
@@ -155,28 +158,30 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
         _json(memory)
         return 0
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     scores = memory["scores"]
+    zone = app.settings.zone
     fields = [
         ("id", memory["id"]), ("content", memory["content"]), ("category", memory["category"]),
         ("status", memory["status"]), ("core", "yes" if memory["core"] else "no"),
         ("importance", f"{memory['importance']:.3f}"),
         ("scores", "E {emotion} · I {info} · P {persistence} · J {judge}".format(**scores)),
-        ("keywords", ", ".join(memory["keywords"]) or "-"), ("created", _day(memory["created_at"])),
-        ("last used", _day(memory["last_active_at"])), ("uses", str(memory["use_count"])),
+        ("keywords", ", ".join(memory["keywords"]) or "-"), ("created", _day(memory["created_at"], zone)),
+        ("last used", _day(memory["last_active_at"], zone)), ("uses", str(memory["use_count"])),
     ]
     optional = ("supersedes", "due_at", "remind_at", "expires_at", "completed_at", "deleted_at", "purge_at",
                 "delete_reason", "source")
-    fields += [(k.replace("_", " "), _day(memory[k]) if k.endswith("_at") else str(memory[k]))
+    fields += [(k.replace("_", " "), _day(memory[k], zone) if k.endswith("_at") else str(memory[k]))
                for k in optional if memory.get(k)]
     for name, value in fields:
-        table.add_row(name, value)
+        table.add_row(name, Text(value))  # user text is text: never rich markup
     _console().print(table)
     for revision in memory["revisions"]:
-        _say(f"{_day(revision['created_at'])} {revision['mode']}: was “{revision['previous_content'][:80]}”"
+        _say(f"{_day(revision['created_at'], zone)} {revision['mode']}: was “{revision['previous_content'][:80]}”"
              + (f" ({revision['reason']})" if revision.get("reason") else ""))
     return 0
 
@@ -231,7 +236,9 @@ async def _trash(app: Any, user: str, args: argparse.Namespace) -> int:
     if args.json:
         _json(result)
         return 0
-    rows = [[t.id, t.reason.value, _day(t.deleted_at), _day(t.purge_at), t.content] for t in result.items]
+    zone = app.settings.zone
+    rows = [[t.id, t.reason.value, _day(t.deleted_at, zone), _day(t.purge_at, zone), t.content]
+            for t in result.items]
     _print_table(f"trash of {user}", ("id", "reason", "deleted", "purge at", "content"), rows,
                  f"the trash of user {user!r} is empty")
     if rows:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from pocketmem.base.errors import ConfigError
+from pocketmem.core.shown_time import absolute
 
 # --now within this much of the real time is "now", not a jump into the future.
 FUTURE_SLACK = timedelta(minutes=5)
@@ -36,10 +37,11 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
     from pocketmem.service.safety import purge_preview
 
     doomed = await purge_preview(app.store, now)
+    shown = absolute(now, app.settings.zone)  # a time a person sees: POCKETMEM_TZ, with its offset
     total = sum(len(items) for items in doomed.values())
     future = now > datetime.now(now.tzinfo) + FUTURE_SLACK
     if total:
-        _say(f"maintenance at {now:%Y-%m-%d %H:%M %Z} would purge {counted(total, 'trashed memory')} for good:")
+        _say(f"maintenance at {shown} would purge {counted(total, 'trashed memory')} for good:")
         for user_id, items in doomed.items():
             for memory in items[:20]:
                 _say(f"  {user_id}  {memory.id}  {memory.delete_reason.value if memory.delete_reason else '-'}  "
@@ -47,14 +49,14 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
             if len(items) > 20:
                 _say(f"  {user_id}  … and {len(items) - 20} more")
     elif args.dry_run or future:
-        _say(f"maintenance at {now:%Y-%m-%d %H:%M %Z} would purge nothing")
+        _say(f"maintenance at {shown} would purge nothing")
     if args.dry_run:
         return False
     if not total or not future or args.yes:
         return True
     if not sys.stdin.isatty():
         raise ConfigError(
-            f"--now {now:%Y-%m-%d %H:%M} is in the future and would purge {counted(total, 'memory')} for good; "
+            f"--now {shown} is in the future and would purge {counted(total, 'memory')} for good; "
             "nothing was changed. Add --yes to go ahead, or --dry-run to only look"
         )
     what = "this memory" if total == 1 else f"these {total} memories"
@@ -93,8 +95,8 @@ def import_summary(report: Any) -> str:
     return text
 
 
-def maintenance_summary(report: Any) -> str:
+def maintenance_summary(report: Any, zone: tzinfo) -> str:
     users = report.users
-    return (f"maintenance at {report.now:%Y-%m-%d %H:%M}: {counted(len(users), 'user')}, "
+    return (f"maintenance at {absolute(report.now, zone)}: {counted(len(users), 'user')}, "
             f"{sum(len(u.expired) for u in users)} expired, {sum(len(u.purged) for u in users)} purged, "
             f"{sum(u.rescored for u in users)} rescored, {sum(len(u.evicted) for u in users)} evicted")

@@ -110,8 +110,24 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+# User text is text: the characters that would make Markdown of it (links, images, HTML, entities, code) are
+# backslash-escaped when a file is written and unescaped when it is read back, so the text round-trips.
+_MARKUP = re.compile(r"([\\`\[\]<>&])")
+_ESCAPED = re.compile(r"\\([\\`\[\]<>&])")
+
+
+def md_text(text: str) -> str:
+    """One line of user text as literal Markdown."""
+    return _MARKUP.sub(r"\\\1", one_line(text))
+
+
+def plain_text(written: str) -> str:
+    """The text a Markdown line holds (md_text undone)."""
+    return one_line(_ESCAPED.sub(r"\1", written))
+
+
 def memory_line(text: str, memory_id: str | None) -> str:
-    body = f"- {one_line(text)}"
+    body = f"- {md_text(text)}"
     return f"{body} <!-- {memory_id} -->" if memory_id else body
 
 
@@ -131,7 +147,7 @@ def render(
         out.append(f"## {spec.heading}")
         if spec.kind == "fields":
             values = (fields or {}).get(spec.key, {})
-            out += [f"- {field_label(fd)}: {one_line(values.get(fd.key, ''))}".rstrip() for fd in SECTIONS[spec.key]]
+            out += [f"- {field_label(fd)}: {md_text(values.get(fd.key, ''))}".rstrip() for fd in SECTIONS[spec.key]]
         elif spec.kind == "memories":
             out += [memory_line(text, mid if for_file else None) for mid, text in (memories or {}).get(spec.key, ())]
         else:
@@ -193,7 +209,7 @@ def parse(name: str, text: str) -> Parsed:
             if match is None or key is None:
                 problems.append(f"line {number}: not a field of {current.heading} (write `- 称呼 (name): value`)")
                 continue
-            value = one_line(match.group("value"))
+            value = plain_text(match.group("value"))
             if len(value) > MAX_FIELD_CHARS:
                 problems.append(f"line {number}: {key} is {len(value)} characters (limit {MAX_FIELD_CHARS})")
                 continue
@@ -203,7 +219,7 @@ def parse(name: str, text: str) -> Parsed:
             if match is None or not match.group("text"):
                 problems.append(f"line {number}: a memory line starts with `- `: {line[:60]!r}")
                 continue
-            section.memories.append(MemoryLine(one_line(match.group("text")), match.group("id")))
+            section.memories.append(MemoryLine(plain_text(match.group("text")), match.group("id")))
     return Parsed(sections, problems)
 
 

@@ -26,6 +26,7 @@ refused. Request bodies are capped at POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import ipaddress
 import logging
@@ -51,7 +52,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import ConfigError
 from pocketmem.mcp.server import build_server
 from pocketmem.mcp.workers import MAX_WORKERS, Supervisor, adopt_socket
-from pocketmem.service.tokens import SCOPE, TokenService
+from pocketmem.service.tokens import SCOPE, Anonymous, TokenService
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +69,6 @@ class AuthMode(StrEnum):
     auto = "auto"
     token = "token"
     none = "none"
-
-
-class Anonymous(StrEnum):
-    """When a request without a token is served (as POCKETMEM_USER)."""
-
-    never = "never"
-    until_first_token = "until_first_token"
-    always = "always"
 
 
 def is_loopback(host: str) -> bool:
@@ -310,16 +303,7 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
     if local is None:
         return guarded
 
-    async def allowed() -> bool:
-        if anonymous is Anonymous.always:
-            return True
-        try:
-            return await tokens.anonymous_allowed()
-        except Exception:  # fail closed: when unsure whether tokens exist, ask for one
-            log.warning("could not count tokens; asking for one", exc_info=True)
-            return False
-
-    return LocalAccessMiddleware(guarded, local, allowed)
+    return LocalAccessMiddleware(guarded, local, functools.partial(tokens.serves_anonymous, anonymous))
 
 
 def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int, open_: bool = True) -> str:

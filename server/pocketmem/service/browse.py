@@ -13,7 +13,7 @@ Search modes:
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -24,6 +24,7 @@ from pocketmem.base.errors import InvalidInput, NotFound
 from pocketmem.base.models import Category, Event, EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import days_between, importance, importance_now
+from pocketmem.core.shown_time import day
 from pocketmem.core.text import clean_text, query_terms
 from pocketmem.service.retrieval import RecallRequest, Retrieval
 from pocketmem.store.base import Transactions
@@ -96,8 +97,11 @@ class DayCount(BaseModel):
 
 
 class Insights(BaseModel):
-    created: list[DayCount] = Field(description="memories created per UTC day and category, last CREATED_DAYS")
-    recalls: list[DayCount] = Field(description="recalled / used events per UTC day, last RECALL_DAYS")
+    today: date = Field(description="the calendar day it is now in the user's time zone (POCKETMEM_TZ)")
+    created: list[DayCount] = Field(description="memories created per calendar day (POCKETMEM_TZ) and category, "
+                                    "last CREATED_DAYS")
+    recalls: list[DayCount] = Field(description="recalled / used events per calendar day (POCKETMEM_TZ), "
+                                    "last RECALL_DAYS")
     histogram: list[int] = Field(description="active non-core memories per importance bucket (HISTOGRAM_BUCKETS)")
     active_non_core: int
     core: int
@@ -218,18 +222,21 @@ class Browse:
 
     async def insights(self, user_id: str) -> Insights:
         now = self.clock.now()
+        zone = self.settings.zone
+        today = now.astimezone(zone).date()
+
+        def first(days: int) -> datetime:  # the start of the oldest whole day a chart shows
+            return datetime.combine(today - timedelta(days=days - 1), time(0), zone)
+
         async with self.store.read() as reader:
-            created = await reader.created_per_day(user_id, now - timedelta(days=CREATED_DAYS), ALL_STATUSES)
-            recalls = await reader.events_per_day(
-                user_id, (EventKind.recalled, EventKind.used), now - timedelta(days=RECALL_DAYS)
-            )
+            created = await reader.created_per_quarter(user_id, first(CREATED_DAYS), ALL_STATUSES)
+            recalls = await reader.events_per_quarter(user_id, (EventKind.recalled, EventKind.used), first(RECALL_DAYS))
             buckets = dict(await reader.importance_histogram(user_id, HISTOGRAM_BUCKETS))
             stats = await reader.stats(user_id)
             lowest = await reader.lowest_importance(user_id, NEXT_EVICTED * EVICTION_POOL)
             most, _ = await reader.browse_memories(user_id, BrowseFilter(order="uses", limit=MOST_RECALLED))
         return Insights(
-            created=[DayCount(day=d, key=k, count=n) for d, k, n in sorted(created)],
-            recalls=[DayCount(day=d, key=k, count=n) for d, k, n in sorted(recalls)],
+            today=today, created=_per_day(created, zone), recalls=_per_day(recalls, zone),
             histogram=[buckets.get(i, 0) for i in range(HISTOGRAM_BUCKETS)],
             active_non_core=stats.by_status.get("active", 0) - stats.core,
             core=stats.core,
@@ -276,3 +283,13 @@ def _matches(memory: Memory, flt: BrowseFilter) -> bool:
         and (flt.since is None or memory.created_at >= flt.since)
         and (flt.until is None or memory.created_at < flt.until)
     )
+
+
+def _per_day(quarters: list[tuple[str, str, int]], zone: tzinfo) -> list[DayCount]:
+    """The store's counts per UTC quarter hour summed per calendar day in `zone` (a time a person sees)."""
+    days: dict[tuple[str, str], int] = {}
+    for quarter, key, count in quarters:
+        start = datetime.fromisoformat(f"{quarter}:00+00:00")
+        slot = (day(start, zone), key)
+        days[slot] = days.get(slot, 0) + count
+    return [DayCount(day=d, key=k, count=n) for (d, k), n in sorted(days.items())]

@@ -28,6 +28,7 @@ from pocketmem.core import privacy
 from pocketmem.core.profile_text import (
     MAX_FIELD_CHARS,
     SECTIONS,
+    md_text,
     onboarding_instruction,
     profile_summary,
     render,
@@ -246,7 +247,8 @@ class Profile:
         if older:
             async with self.store.read() as reader:
                 summary = (await reader.get_profile(user_id)).get("project_summary", {})
-            earlier += str(summary.get("text", "")).splitlines()  # by the LLM, at maintenance (project_summary.py)
+            # by the LLM, at maintenance (project_summary.py), from user text: literal, as every memory line
+            earlier += [md_text(line) for line in str(summary.get("text", "")).splitlines() if line.strip()]
             earlier.append(
                 f"- {older} earlier entries are archived in the database: list_memories(category=\"project\") "
                 f"({older} 条更早的记录已归档在数据库中)"

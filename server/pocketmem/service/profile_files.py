@@ -51,7 +51,8 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.instants import UnreadableInstant
-from pocketmem.core.profile_text import FILES, Parsed, Section, parse, render
+from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
+from pocketmem.core.shown_time import absolute
 from pocketmem.service.add_request import AddRequest, screen_secrets
 from pocketmem.service.exporting import atomic_write
 from pocketmem.service.patching import Patching
@@ -298,9 +299,9 @@ class ProfileFiles:
         zone = self.settings.zone
         todo_lines = []
         for todo in todos:
-            when = f" — due {todo.due_at.astimezone(zone):%Y-%m-%d %H:%M}" if todo.due_at else ""
+            when = f" — due {absolute(todo.due_at, zone)}" if todo.due_at else ""
             late = " (overdue)" if todo.due_at is not None and todo.due_at < now else ""
-            todo_lines.append(f"- {' '.join(todo.content.split())}{when}{late}")
+            todo_lines.append(f"- {md_text(todo.content)}{when}{late}")
         return render(
             "User.md",
             fields={"identity": {k: str(v) for k, v in identity.items()}},

@@ -20,6 +20,7 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, ReminderView
 from pocketmem.core import privacy
+from pocketmem.core.shown_time import absolute
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import MemoryReads
 
@@ -87,7 +88,8 @@ class Todos:
                     f"memory {memory_id} is {todo.status.value}; only an active todo can be completed or reopened"
                 )
             if done and todo.completed_at is not None:
-                raise Conflict(f"todo {memory_id} was already completed on {todo.completed_at:%Y-%m-%d}")
+                when = absolute(todo.completed_at, self.settings.zone)  # a time a person sees
+                raise Conflict(f"todo {memory_id} was already completed on {when}")
             if not done and todo.completed_at is None:
                 raise Conflict(f"todo {memory_id} is open; nothing to reopen")
             await tx.update_memory(user_id, memory_id, completed_at=now if done else None, updated_at=now)

@@ -18,6 +18,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import USER_ID_PATTERN
@@ -72,6 +73,14 @@ class NewToken:
 ANONYMOUS_KEY = "auth.anonymous"  # store_meta: "open" (operator allowed it) or "closed" (a token was created)
 
 
+class Anonymous(StrEnum):
+    """The server's policy for a request without a token (mcp/http.py access_policy decides it at start)."""
+
+    never = "never"
+    until_first_token = "until_first_token"  # --auth auto on loopback: the stored state decides, per request
+    always = "always"
+
+
 class TokenService:
     def __init__(self, store: MetaStore, clock: Clock) -> None:
         self.store = store
@@ -112,6 +121,17 @@ class TokenService:
             if not state:  # stores from before the setting: closed once any token exists
                 return not await reader.list_tokens(None, include_revoked=True)
             return state == "open"
+
+    async def serves_anonymous(self, policy: Anonymous) -> bool:
+        """The one auth state of every surface (/mcp, the page, `pocketmem ui`): may this request without a
+        token act as POCKETMEM_USER now? Read from the store on every call; fails closed when it cannot be read."""
+        if policy is not Anonymous.until_first_token:
+            return policy is Anonymous.always
+        try:
+            return await self.anonymous_allowed()
+        except Exception:  # fail closed: when unsure whether tokens exist, ask for one
+            log.warning("could not read the auth state; asking for a token", exc_info=True)
+            return False
 
     async def allow_anonymous(self) -> int:
         """The operator's choice: loopback requests without a token are served again once no token is active.

@@ -16,6 +16,7 @@ from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombs
 from pocketmem.base.results import EvictedItem, ForgetResult, MemoryView, RestoreResult, TrashItem, TrashList
 from pocketmem.core import privacy
 from pocketmem.core.scoring import importance_now
+from pocketmem.core.shown_time import absolute
 from pocketmem.service.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.rows import new_id, payload_hash
 from pocketmem.store.base import Transactions
@@ -93,16 +94,15 @@ class Trash:
         if memory is None:
             raise NotFound(f"memory_id: no memory with id {memory_id!r}; find ids with list_memories")
         if memory.status == Status.trashed:
-            raise Conflict(
-                f"memory {memory_id} is already in the trash (purged after {memory.purge_at:%Y-%m-%d}); "
-                "restore brings it back"
-            )
+            purge = absolute(memory.purge_at, self.settings.zone) if memory.purge_at else "-"
+            raise Conflict(f"memory {memory_id} is already in the trash (purged after {purge}); restore brings it back")
         await self.trash_memory(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
         trashed = await tx.get_memory(user_id, memory_id)
-        assert trashed is not None
+        assert trashed is not None and trashed.purge_at is not None
+        purge = absolute(trashed.purge_at, self.settings.zone)  # the time a person sees: in POCKETMEM_TZ
         return ForgetResult(
             item=TrashItem.of(trashed),
-            message=f"Moved to the trash; restore(memory_id) brings it back until {trashed.purge_at:%Y-%m-%d}.",
+            message=f"Moved to the trash; restore(memory_id) brings it back until {purge}.",
         )
 
     async def restore(self, user_id: str, memory_id: str) -> RestoreResult:

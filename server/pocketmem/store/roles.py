@@ -276,16 +276,16 @@ class BrowseReads(Protocol):
         """The most recent events about one memory, newest first."""
 
     @abstractmethod
-    async def created_per_day(
+    async def created_per_quarter(
         self, user_id: str, since: datetime, statuses: Sequence[Status]
     ) -> list[tuple[str, str, int]]:
-        """(UTC day YYYY-MM-DD, category, memories created that day) for created_at at or after `since`."""
+        """(UTC quarter hour YYYY-MM-DDTHH:MM, category, memories created in it) for created_at at or after `since`."""
 
     @abstractmethod
-    async def events_per_day(
+    async def events_per_quarter(
         self, user_id: str, kinds: Sequence[EventKind], since: datetime
     ) -> list[tuple[str, str, int]]:
-        """(UTC day YYYY-MM-DD, event kind, count) for events at or after `since`."""
+        """(UTC quarter hour YYYY-MM-DDTHH:MM, event kind, count) for events at or after `since`."""
 
     @abstractmethod
     async def importance_histogram(self, user_id: str, buckets: int) -> list[tuple[int, int]]:

@@ -2,9 +2,11 @@
 
 The rules of the HTTP transport (mcp/http.py), applied to a browser:
 
-    anonymous (no sign-in)   only on a loopback host, and only while the policy allows it: with
-                             --auth auto until the first token exists (re-checked on every request),
-                             with --auth none always; the visitor acts as POCKETMEM_USER
+    anonymous (no sign-in)   only on a loopback host, and only while the policy allows it: the same
+                             stored auth state as /mcp (TokenService.serves_anonymous, re-read on every
+                             request): with --auth auto until the first token is created, and again only
+                             once the operator runs `pocketmem token allow-anonymous` (revoking every token
+                             does not reopen it); with --auth none always; the visitor acts as POCKETMEM_USER
     signed in                a bearer token typed into the sign-in form; the page then acts as the
                              token's user and sees nothing of anyone else's. The token itself is not
                              kept: an HttpOnly, SameSite=Strict cookie holds the token's public id and
@@ -28,8 +30,8 @@ from datetime import timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.models import ApiToken
-from pocketmem.mcp.http import Anonymous, ServedNames
-from pocketmem.service.tokens import TokenService
+from pocketmem.mcp.http import ServedNames
+from pocketmem.service.tokens import Anonymous, TokenService
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +68,6 @@ class WebAccess:
     def origin_allowed(self, origin: str | None) -> bool:
         return self.served.origin_ok(origin)
 
-    async def anonymous_allowed(self) -> bool:
-        if self.anonymous is Anonymous.always:
-            return True
-        if self.anonymous is Anonymous.never:
-            return False
-        try:
-            return await self.tokens.count_active() == 0
-        except Exception:
-            log.warning("could not count tokens; asking for a sign-in", exc_info=True)
-            return False
-
     async def visitor(self, session: str | None) -> Visitor | None:
         """Who sends this request: the signed-in session, else the anonymous visitor where allowed."""
         if session:
@@ -85,7 +76,7 @@ class WebAccess:
                 record = await self._active_token(token_id)
                 if record is not None:
                     return Visitor(record.user_id, await self._sign(f"csrf:{session}"), record.id, session)
-        if await self.anonymous_allowed():
+        if await self.tokens.serves_anonymous(self.anonymous):
             return Visitor(self.local_user, await self._sign("csrf:anonymous"))
         return None
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -24,8 +25,10 @@ from starlette.staticfiles import StaticFiles
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError
+from pocketmem.core.shown_time import absolute
 from pocketmem.web.access import COOKIE, Visitor, WebAccess
 from pocketmem.web.i18n import MESSAGES, pick_locale, translator
+from pocketmem.web.present import error_text, event_sentence, moment, percent, review_why
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +52,18 @@ class Page:
         self.locale = pick_locale(request.headers.get("accept-language"), request.query_params.get("lang"))
         self.t = translator(self.locale)
         self.base = request.scope.get("root_path", "").rstrip("/")
+        self.now = self.pm.clock.now()
+
+    def ago(self, value: Any) -> Markup:
+        return moment(value, self.now, self.pm.settings.zone, self.locale)
 
     def render(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         html = self.web.env.get_template(template).render(
             t=self.t, locale=self.locale, base=self.base, visitor=self.visitor, csrf=self.visitor.csrf,
             request=self.request, zone=self.pm.settings.zone, poll=POLL_SECONDS,
-            msg=_known_message(self.request.query_params.get("msg")), **context,
+            msg=_known_message(self.request.query_params.get("msg")), ago=self.ago,
+            event_sentence=lambda event: event_sentence(event, self.t, self.ago),
+            review_why=lambda why: review_why(why, self.t), **context,
         )
         return HTMLResponse(html, status_code=status_code, headers=_NO_STORE)
 
@@ -79,7 +88,8 @@ class WebUI:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
             trim_blocks=True, lstrip_blocks=True,
         )
-        self.env.filters["when"] = _when
+        self.env.filters["when"] = lambda value, zone: "—" if value is None else absolute(value, zone)
+        self.env.filters["pct"] = percent
         self.env.filters["num"] = lambda v, d=3: f"{v:.{d}f}".rstrip("0").rstrip(".") if v is not None else "—"
 
     def page(self, handler: Handler, *, change: bool = False) -> Callable[[Request], Awaitable[Response]]:
@@ -106,7 +116,7 @@ class WebUI:
                 status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
                 if status == 500:
                     log.warning("web: %s failed", request.url.path, exc_info=True)
-                return page.render("error.html", status_code=status, message=str(exc))
+                return page.render("error.html", status_code=status, message=error_text(exc, page.t, page.locale))
 
         return endpoint
 
@@ -140,12 +150,6 @@ async def form_of(request: Request) -> dict[str, Any]:
 
 def _known_message(key: str | None) -> str | None:
     return key if key is not None and f"done.{key}" in MESSAGES else None
-
-
-def _when(value: Any, zone: Any = None, fmt: str = "%Y-%m-%d %H:%M") -> str:
-    if value is None:
-        return "—"
-    return value.astimezone(zone).strftime(fmt) if zone is not None else value.strftime(fmt)
 
 
 def build_web_app(pm: PocketMem, access: WebAccess) -> Starlette:

@@ -1,7 +1,8 @@
 """`pocketmem ui`: the management page on 127.0.0.1, a free port, opened in the browser.
 
-The same access rules as `pocketmem serve --transport http` on loopback with --auth auto: no sign-in
-while no token exists, a token sign-in once one does. `mount_ui` puts the page under /ui of the HTTP
+The same access rules as `pocketmem serve --transport http` on loopback with --auth auto, read from the
+same stored auth state: no sign-in until the first token is created, a token sign-in from then on (also
+after every token is revoked, until `pocketmem token allow-anonymous`). `mount_ui` puts the page under /ui of the HTTP
 transport's app (`pocketmem serve --transport http --ui`).
 """
 
@@ -20,8 +21,8 @@ from starlette.routing import Mount, Route
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.mcp.http import Anonymous, AuthMode, NetworkOptions, access_policy, listen, transport_security
-from pocketmem.service.tokens import TokenService
+from pocketmem.mcp.http import AuthMode, NetworkOptions, access_policy, listen, transport_security
+from pocketmem.service.tokens import Anonymous, TokenService
 from pocketmem.web.access import WebAccess
 from pocketmem.web.app import build_web_app
 
@@ -56,6 +57,13 @@ def ui_app(pm: PocketMem, access: WebAccess) -> Starlette:
     return Starlette(routes=[Route("/", to_ui), Mount(UI_PATH, app=build_web_app(pm, access))])
 
 
+async def standalone(pm: PocketMem, host: str) -> tuple[Starlette, bool]:
+    """`pocketmem ui`'s app over an open store (--auth auto on `host`), and whether it opens without a sign-in."""
+    tokens = TokenService(pm.store, pm.clock)
+    anonymous = access_policy(host, AuthMode.auto, await tokens.count_active())
+    return ui_app(pm, make_access(pm, anonymous, host)), await tokens.serves_anonymous(anonymous)
+
+
 async def serve_ui(
     settings: Settings,
     *,
@@ -68,9 +76,7 @@ async def serve_ui(
 
     pm = pm or PocketMem(settings)
     async with pm:
-        tokens = await TokenService(pm.store, pm.clock).count_active()
-        anonymous = access_policy(host, AuthMode.auto, tokens)
-        asgi = ui_app(pm, make_access(pm, anonymous, host))
+        asgi, open_ = await standalone(pm, host)
         level = logging.getLogger().getEffectiveLevel()
         config = uvicorn.Config(
             asgi, log_config=None, log_level=level, access_log=level <= logging.INFO, server_header=False,
@@ -83,7 +89,7 @@ async def serve_ui(
         if server.started:
             bound = server.servers[0].sockets[0].getsockname()[1]
             url = f"http://{host}:{bound}{UI_PATH}/memories"
-            access = "no sign-in needed until a token exists" if tokens == 0 else "sign in with a token"
+            access = "no sign-in needed until a token is created" if open_ else "sign in with a token"
             print(f"pocketmem: memory management page at {url} ({access}); Ctrl-C stops it", file=sys.stderr,
                   flush=True)
             if open_browser:

@@ -20,6 +20,7 @@ from pocketmem.service.curation import SCORE_NAMES
 from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
 from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
+from pocketmem.web.i18n import MESSAGES
 
 PAGE_SIZES = (20, 50, 100, 200)
 TRASH_PAGE = 100
@@ -239,18 +240,26 @@ async def todos(request: Request, page: Page) -> Response:
 # -- insights, profile, transfer, live -----------------------------------------------------------------
 async def insights(request: Request, page: Page) -> Response:
     data = await page.pm.browse.insights(page.user)
-    today = page.pm.clock.now().date()
+    today = data.today
     evict_below = max((m.importance for m in data.next_evicted), default=None)
+    t = page.t
+
+    def name(key: str) -> str:  # a category or an event kind, in the page's language
+        return t(f"category.{key}") if f"category.{key}" in MESSAGES else t(f"chart.{key}")
+
     pictures = {
         "created": charts.stacked_days(
-            [(c.day, c.key, c.count) for c in data.created], charts.day_range(today, 90), page.t("insights.created")
+            [(c.day, c.key, c.count) for c in data.created], charts.day_range(today, 90), t("insights.created"), name
         ),
         "recalls": charts.stacked_days(
-            [(c.day, c.key, c.count) for c in data.recalls], charts.day_range(today, 30), page.t("insights.recalls")
+            [(c.day, c.key, c.count) for c in data.recalls], charts.day_range(today, 30), t("insights.recalls"), name,
+            ("recalled", "used"),
         ),
-        "importance": charts.histogram(data.histogram, page.t("insights.importance"), evict_below),
-        "cap": charts.gauge(data.active_non_core, data.max_active, page.t("insights.cap", n=data.active_non_core,
-                                                                          cap=data.max_active, core=data.core)),
+        "importance": charts.histogram(data.histogram, t("insights.importance"),
+                                       (t("chart.evicted_first"), t("chart.kept")), evict_below),
+        "cap": charts.gauge(data.active_non_core, data.max_active,
+                            t("insights.cap", n=data.active_non_core, cap=data.max_active, core=data.core),
+                            (t("chart.used_places"), t("chart.free_places"))),
     }
     stats = await page.pm.stats(page.user)
     return page.render("insights.html", data=data, pictures=pictures, stats=stats)

@@ -45,7 +45,10 @@ POSTGRES = Dialect(
     from_json=_decoded,
     find_function="strpos",
     null_safe_equal="is not distinct from",
-    utc_day="to_char({column} at time zone 'UTC', 'YYYY-MM-DD')",
+    utc_quarter=(
+        "to_char(date_trunc('hour', {column} at time zone 'UTC') + floor(extract(minute from {column} at time zone "
+        "'UTC') / 15) * interval '15 minutes', 'YYYY-MM-DD\"T\"HH24:MI')"
+    ),
     int_floor="floor({value})::int",
     least="least",
     greatest="greatest",

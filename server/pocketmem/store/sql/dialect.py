@@ -46,7 +46,7 @@ class Dialect:
     from_json: Callable[[Any], Any]  # a JSON column's value as Python (SQLite keeps text, psycopg decodes)
     find_function: str  # position of a substring, 0 when absent: "instr" or "strpos"
     null_safe_equal: str  # "is" or "is not distinct from"
-    utc_day: str  # the UTC day (YYYY-MM-DD) of the time column `{column}`
+    utc_quarter: str  # the UTC quarter hour (YYYY-MM-DDTHH:MM, MM in 00 15 30 45) of the time column `{column}`
     int_floor: str  # the integer part of the non-negative `{value}`
     least: str  # the smaller of two values: "min" or "least"
     greatest: str  # "max" or "greatest"
@@ -76,8 +76,8 @@ class Dialect:
         text = f"{column}{self.json_as_text}" if json else column
         return f"{self.find_function}(lower({text}), lower({self.placeholder})) > 0"
 
-    def day_of(self, column: str) -> str:
-        return self.utc_day.format(column=column)
+    def quarter_of(self, column: str) -> str:
+        return self.utc_quarter.format(column=column)
 
     def floor(self, value: str) -> str:
         return self.int_floor.format(value=value)

@@ -19,7 +19,8 @@ SQLITE = Dialect(
     from_json=json_from_text,
     find_function="instr",
     null_safe_equal="is",
-    utc_day="substr({column}, 1, 10)",  # times are stored as UTC text
+    # times are stored as UTC text
+    utc_quarter="substr({column}, 1, 14) || printf('%02d', cast(substr({column}, 15, 2) as integer) / 15 * 15)",
     int_floor="cast({value} as integer)",
     least="min",
     greatest="max",

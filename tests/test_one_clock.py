@@ -1,0 +1,119 @@
+"""One clock (issue 24 item 3): every time a person sees is in POCKETMEM_TZ, with its offset where it is absolute.
+A memory written at 2026-11-26 17:17 UTC is 2026-11-27 01:17 in Asia/Shanghai: each surface must say the 27th."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import anyio
+import httpx2
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.base.clock import FixedClock, from_iso
+from pocketmem.base.models import Category
+from pocketmem.core.shown_time import absolute, relative
+from pocketmem.service.add_request import AddRequest
+from pocketmem.service.profile_files import folder_name
+from pocketmem.web.server import standalone
+
+from .conftest import make_settings
+from .servers import run_cli
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+LATE_UTC = datetime(2026, 11, 26, 17, 17, tzinfo=UTC)  # already the 27th in Shanghai
+USER = "global"
+
+
+def test_the_helper_speaks_the_zone():
+    assert absolute(LATE_UTC, SHANGHAI) == "2026-11-27 01:17 +08:00"
+    assert absolute("2026-11-26T17:17:00.000Z", ZoneInfo("Asia/Kolkata")) == "2026-11-26 22:47 +05:30"
+    assert absolute(LATE_UTC, UTC) == "2026-11-26 17:17 +00:00"
+    now = LATE_UTC + timedelta(days=3, hours=2)
+    assert relative(LATE_UTC, now, SHANGHAI, "zh") == "3天前"
+    assert relative(LATE_UTC, now, SHANGHAI, "en") == "3 days ago"
+    assert relative(now - timedelta(minutes=5), now, SHANGHAI, "zh") == "5分钟前"
+    assert relative(now - timedelta(hours=1), now, SHANGHAI, "en") == "1 hour ago"
+    assert relative(now + timedelta(days=7), now, SHANGHAI, "zh") == "7天后"
+    assert relative(now, now, SHANGHAI, "en") == "just now"
+
+
+def test_the_cli_shows_times_in_the_zone_with_their_offset(tmp_path, capsys):
+    home = tmp_path / "home"  # run_cli sets POCKETMEM_TZ=Asia/Shanghai
+    added = json.loads(run_cli(capsys, home, "add", "用户住在杭州", "--json").stdout)
+    memory = json.loads(run_cli(capsys, home, "show", added["memory_id"], "--json").stdout)
+    created = absolute(memory["created_at"], SHANGHAI)
+    assert created.endswith("+08:00")
+    assert created in run_cli(capsys, home, "list").stdout
+    assert created in run_cli(capsys, home, "show", added["memory_id"]).stdout
+    forgot = run_cli(capsys, home, "forget", added["memory_id"])
+    trashed = json.loads(run_cli(capsys, home, "trash", "--json").stdout)["items"][0]
+    purge = absolute(trashed["purge_at"], SHANGHAI)
+    assert f"brings it back until {purge}" in forgot.stderr
+    table = run_cli(capsys, home, "trash").stdout
+    assert purge in table and absolute(trashed["deleted_at"], SHANGHAI) in table
+
+
+@pytest.fixture
+async def late_app(tmp_path):
+    settings = make_settings(tmp_path, profile_files="on")
+    async with PocketMem(settings, clock=FixedClock(LATE_UTC)) as app:
+        yield app
+
+
+async def _page(app: PocketMem, path: str, lang: str = "zh") -> str:
+    asgi, _ = await standalone(app, "127.0.0.1")
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=asgi), base_url="http://127.0.0.1:8000") as http:
+        page = await http.get(path, headers={"Accept-Language": lang})
+        assert page.status_code == 200, page.text
+        return page.text
+
+
+@pytest.mark.anyio
+async def test_the_page_its_trash_and_the_forget_message_agree_on_the_day(late_app):
+    added = await late_app.writing.add(USER, AddRequest(content="用户住在杭州", category=Category.fact))
+    memory_id = added.memory_id or ""
+    listed = await _page(late_app, "/ui/memories")
+    assert 'title="2026-11-27 01:17 +08:00">刚刚</time>' in listed
+    detail = await _page(late_app, f"/ui/memories/{memory_id}", "en")
+    assert "2026-11-27 01:17 +08:00" in detail and "2026-11-26 17:17" not in detail
+    forgot = await late_app.trash.forget(USER, memory_id, "test")
+    assert forgot.message.endswith("until 2026-12-04 01:17 +08:00.")
+    trash = await _page(late_app, "/ui/trash")
+    assert 'title="2026-12-04 01:17 +08:00">7天后</time>' in trash
+
+
+@pytest.mark.anyio
+@pytest.mark.backends
+async def test_insights_charts_end_on_the_day_in_the_zone(late_app):
+    await late_app.writing.add(USER, AddRequest(content="用户住在杭州", category=Category.fact))
+    insights = await late_app.browse.insights(USER)
+    assert insights.today.isoformat() == "2026-11-27"
+    assert [(c.day, c.key, c.count) for c in insights.created] == [("2026-11-27", "fact", 1)]
+    page = await _page(late_app, "/ui/insights", "en")
+    assert "<title>2026-11-27 · fact: 1</title>" in page
+    days = re.findall(r'text-anchor="end">(\d{4}-\d\d-\d\d)</text>', page)
+    assert days and set(days) == {"2026-11-27"}  # both day charts end on the 27th
+
+
+@pytest.mark.anyio
+async def test_markdown_files_show_due_times_in_the_zone(late_app):
+    due = from_iso("2026-11-28T01:00:00Z")  # 09:00 in Shanghai
+    await late_app.writing.add(USER, AddRequest(content="交周报", category=Category.todo, due_at=due))
+    await late_app.profile_files.sync(USER)
+    path = late_app.settings.home / folder_name(USER) / "User.md"
+    text = await anyio.Path(path).read_text(encoding="utf-8")
+    assert "- 交周报 — due 2026-11-28 09:00 +08:00" in text
+
+
+def test_the_cli_token_list_and_maintenance_speak_the_zone(tmp_path, capsys):
+    home = tmp_path / "home"
+    assert run_cli(capsys, home, "token", "create", "--user", "alice").returncode == 0
+    listed = run_cli(capsys, home, "token", "list")
+    created = json.loads(run_cli(capsys, home, "token", "list", "--json").stdout)[0]["created_at"]
+    assert absolute(created, SHANGHAI) in listed.stdout
+    dry = run_cli(capsys, home, "maintain", "--dry-run", "--now", "2026-11-27T01:17:00+08:00")
+    assert "maintenance at 2026-11-27 01:17 +08:00 would purge nothing" in dry.stderr, dry.stderr
