@@ -26,11 +26,19 @@ from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
 from pocketmem.cli.install import add_install_commands
 from pocketmem.cli.people import add_people_commands
 from pocketmem.cli.progress import progress_bar
-from pocketmem.cli.safety import allow_import, allow_maintenance, counted, import_summary, maintenance_summary
+from pocketmem.cli.safety import (
+    allow_import,
+    allow_maintenance,
+    counted,
+    export_summary,
+    import_summary,
+    maintenance_summary,
+)
 from pocketmem.cli.support import (
     add_common_options,
     configure_logging,
     finish_parser,
+    for_people,
     vector_problems,
     warn_unknown_variables,
 )
@@ -173,7 +181,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
                     buffer, users, events=args.events, skipped=skipped, progress=progress
                 )
             atomic_write(args.output, buffer.getvalue())
-    print(f"exported {counts.model_dump()}", file=sys.stderr)
+    print(export_summary(counts, args.output), file=sys.stderr)
     for row in skipped:
         print(
             f"pocketmem: left out user {row['user_id']}: {row['table']} row {row['id']} cannot be read "
@@ -231,6 +239,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         from pocketmem.mcp.stdio import run_stdio
 
         server = build_server(settings)
+        if sys.stdin is not None and sys.stdin.isatty():
+            print("pocketmem: waiting for an MCP client on stdin (a host such as Claude Desktop starts this command; "
+                  "`pocketmem client-config` prints its entry). Ctrl-C stops.", file=sys.stderr)
         args.protocol_started = True  # from here a failure is the server's, reported through the protocol
         anyio.run(run_stdio, server)
         return 0
@@ -514,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except PocketmemError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"pocketmem: {exc}", file=sys.stderr)
+        print(f"pocketmem: {for_people(str(exc))}", file=sys.stderr)
         code, failure = 2, exc
     except KeyboardInterrupt:
         code = 130
