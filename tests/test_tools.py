@@ -112,7 +112,7 @@ async def test_tool_descriptions_follow_the_settings(tmp_path, clock):
 async def test_resources_and_prompts_are_the_contract(client):
     assert {str(r.uri) for r in (await client.list_resources()).resources} == {
         "memory://user-card", "memory://stats", "memory://review", "memory://persona", "memory://project",
-        "memory://insights",
+        "memory://insights", "memory://memories",
     }
     templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["memory://memories/{memory_id}"]
