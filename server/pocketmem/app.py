@@ -94,7 +94,6 @@ class PocketMem:
         self.maintenance = Maintenance(settings, self.store, self.clock, self.lifecycle)
         self.review = Review(settings, self.store, self.clock, self.lifecycle)
         self.todos = Todos(settings, self.store, self.clock)
-        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle)
         self.extraction = Extraction(settings, self.store, self.lifecycle, self.retrieval, self.clock)
         self.browse = Browse(settings, self.store, self.clock, self.retrieval)
         self.curation = Curation(settings, self.store, self.clock, self.lifecycle)
@@ -105,6 +104,7 @@ class PocketMem:
         )
         # The profile layer (seed 004): persona and identity, the Markdown files, the context package.
         self.profile = Profile(settings, self.store, self.lifecycle, self.clock)
+        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.lifecycle, self.profile)
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.lifecycle, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)

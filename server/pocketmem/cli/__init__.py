@@ -430,7 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--events", action="store_true", help="include the event log")
     export.add_argument("--user", help="only this user (default: every user)")
     export.add_argument(
-        "--markdown", type=Path, metavar="DIR", help="write the user card (and persona) as DIR/User.md instead"
+        "--markdown", type=Path, metavar="DIR",
+        help="write the profile files instead: DIR/User.md (the user card), Persona.md, Project.md, Insights.md"
     )
 
     import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")

@@ -60,6 +60,7 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import Refused, check_record, numeric_times
 from pocketmem.service.lifecycle import Lifecycle
+from pocketmem.service.profile import Profile
 from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.usercard import render_user_card
 from pocketmem.store import IndexedText
@@ -143,8 +144,10 @@ def check_target(path: Path, field: str = "output") -> None:
 
 class Exporter:
     def __init__(
-        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, lifecycle: Lifecycle
+        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, lifecycle: Lifecycle,
+        profile: Profile,
     ) -> None:
+        self.profile = profile
         self.settings = settings
         self.store = store
         self.embedder = embedder
@@ -231,17 +234,18 @@ class Exporter:
         return rows
 
     async def export_markdown(self, user_id: str, directory: Path) -> list[Path]:
-        """User.md (the user card) and, when a persona is set, Persona.md; each replaced atomically."""
-        card = await render_user_card(self.store, user_id, self.settings, self.clock.now())
-        written = [directory / "User.md"]
-        atomic_write(written[0], card)
-        async with self.store.read() as reader:
-            user = await reader.get_user(user_id)
-        persona = (user or {}).get("persona")
-        if persona:
-            path = directory / "Persona.md"
-            atomic_write(path, persona if persona.endswith("\n") else persona + "\n")
-            written.append(path)
+        """The four profile files as the resources show them — User.md (the user card), Persona.md, Project.md,
+        Insights.md — each replaced atomically."""
+        texts = {
+            "User.md": await render_user_card(self.store, user_id, self.settings, self.clock.now()),
+            "Persona.md": await self.profile.render_persona(user_id),
+            "Project.md": await self.profile.render_project(user_id),
+            "Insights.md": await self.profile.render_insights(user_id),
+        }
+        written = []
+        for name, text in texts.items():
+            atomic_write(directory / name, text if text.endswith("\n") else text + "\n")
+            written.append(directory / name)
         return written
 
     # -- import ---------------------------------------------------------------------------------
