@@ -244,7 +244,7 @@ def _in_terminal(home: Path, *args: str) -> str:
     [
         (("reindex",), "re-embedding", "re-embedded 3 memories"),
         (("maintain",), "maintenance", "maintenance at "),
-        (("export", "-o", "OUT"), "exporting", "exported {"),
+        (("export", "-o", "OUT"), "exporting", "exported 3 memories of 1 user"),
         (("import", "IN"), "importing", "imported 0 memories"),
     ],
 )

@@ -148,3 +148,44 @@ async def test_the_budget_is_a_setting(tmp_path, clock):
         assert estimate_tokens(package.text) <= 875 and package.shares.total == 1000
         assert timedelta(days=1)  # the recent window still holds them
         assert package.left_out["recent"] > 0
+
+
+CASES = {
+    "zh": {
+        "old": "用户住在北京朝阳区", "new": "用户上个月搬到杭州了",
+        "shell": "我的 OpenAI API key 是 【已隐去的API 密钥】",
+        "todo": "周报还没写，明天要交", "liked": "用户不喜欢香菜，吃到会很反感", "keyword": "香菜",
+        "message": "晚饭想吃火锅，记得别放香菜", "relevant": "[关于用户的相关记忆]", "recent": "[近期记下的其他记忆",
+        "done": "（已完成）“周报还没写", "placeholder": "【已隐去",
+    },
+    "en": {
+        "old": "The user lives in Boston", "new": "The user moved to Denver last month",
+        "shell": "my OpenAI API key is [redacted API key]", "todo": "Write the weekly report for Friday",
+        "liked": "The user hates cilantro", "keyword": "cilantro", "message": "Hotpot for dinner, no cilantro please",
+        "relevant": "[Relevant memories about the user]", "recent": "[Other memories noted in the last 14 days",
+        "done": "(done): “Write the weekly report", "placeholder": "[redacted",
+    },
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+async def test_the_prompt_tells_the_truth(tmp_path, clock, lang):
+    """Relevant memories first; recent ones under a heading that says what they are, with no secret shell,
+    a completed todo marked done, and a fact a newer memory changed never shown as current."""
+    case = CASES[lang]
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app:
+        await app.writing.add(USER, AddRequest(content=case["old"]))
+        await app.writing.add(USER, AddRequest(content=case["shell"]))  # stored before shells were refused
+        todo = await app.writing.add(USER, AddRequest(content=case["todo"], category=Category.todo))
+        await app.todos.set_done(USER, todo.memory_id, done=True, reason=None)
+        clock.advance(days=1)
+        await app.writing.add(USER, AddRequest(content=case["new"]))
+        await app.writing.add(USER, AddRequest(content=case["liked"], keywords=[case["keyword"]]))
+        async with Client(build_server(settings, app=app)) as client:
+            text = await prompt(client, case["message"])
+    relevant, recent = text.index(case["relevant"]), text.index(case["recent"])
+    assert relevant < text.index(case["liked"]) < recent
+    assert case["placeholder"] not in text and "API key" not in text
+    assert case["done"] in text
+    assert case["new"] in text and case["old"] not in text

@@ -53,3 +53,25 @@ def test_every_docs_page_is_linked_from_the_readme(page):
 
 def test_the_readme_stays_short():
     assert README.count("\n") <= 260
+
+
+def _quick_start() -> list[str]:
+    section = README.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in section.strip().splitlines()]
+
+
+def test_the_quick_start_installs_from_this_checkout_and_names_real_commands():
+    install, *commands = _quick_start()
+    assert install == "python3 -m venv .venv && .venv/bin/pip install ."
+    assert commands and all(line.startswith(".venv/bin/pocketmem ") for line in commands), commands
+    for line in commands:
+        assert line.split()[1] in _commands(), line  # typed as shown, each is a real subcommand
+
+
+@pytest.mark.parametrize("path", ["README.md", "pyproject.toml", *sorted(
+    str(p.relative_to(ROOT)) for p in [*(ROOT / "docs").glob("*.md"), *(ROOT / "examples").rglob("*.*")]
+    if p.suffix in (".md", ".py")
+)])
+def test_no_address_the_project_cannot_show_is_real(path):
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert "github.com/pocketmem" not in text and "git+https" not in text and "pip install pocketmem" not in text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -134,3 +135,21 @@ async def test_the_pydantic_ai_agent_recalls_before_answering_and_remembers_afte
     assert empty["memories"] == [] and added["status"] == "stored"
     assert [m["id"] for m in recalled["memories"]] == [added["memory_id"]]
     assert reply == "你记得的安排，下周一去上海出差。"
+
+
+@pytest.mark.parametrize("example", ["openai_agents", "pydantic_ai"])
+def test_each_example_runs_from_the_command_line_with_scripted(tmp_path, example):
+    """As the docstring says to run it: no model, no network; the second turn recalls what the first stored."""
+    if example == "pydantic_ai":
+        pytest.importorskip("pydantic_ai", reason="needs pydantic-ai-slim[mcp]: pip install -e '.[examples]'")
+    script = EXAMPLES / example / "memory_agent.py"
+    assert "--scripted" in script.read_text(encoding="utf-8").split('"""')[1]  # the docstring says how
+
+    def turn(message: str) -> str:
+        out = subprocess.run([sys.executable, str(script), "--scripted", message], env=_env(tmp_path),
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert turn("我不吃香菜，记住哦") == "[scripted] 想起的：（没有相关的记忆） 记下了：我不吃香菜"
+    assert turn("晚饭推荐点什么？") == "[scripted] 想起的：今天的对话摘要“我不吃香菜”"

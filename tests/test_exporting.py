@@ -139,17 +139,18 @@ async def test_import_respects_the_cap(tmp_path, clock):
 
 
 @pytest.mark.backends
-async def test_markdown_card_and_persona_are_written_atomically(app, tmp_path, backend):
+async def test_markdown_export_writes_the_four_profile_files(app, tmp_path):
     await app.writing.add(USER, AddRequest(content="用户叫小林", scores={"persistence": 1}))
-    mark = "%s" if backend == "postgres" else "?"
-    async with app.store.write() as tx:
-        await tx.execute(f"update users set persona = {mark} where user_id = {mark}", ("# 十一\n温柔、直接。", USER))
+    await app.writing.add(USER, AddRequest(content="pocketmem 项目：完成了存储层", category=Category.project))
+    await app.writing.add(USER, AddRequest(content="改配置前先备份", category=Category.lesson))
+    await app.profile.update(USER, {"role": "编程搭档", "tone": "简洁"}, {"name": "小林"}, confirmed=True)
     out = tmp_path / "cards"
     written = await app.exporter.export_markdown(USER, out)
-    assert [p.name for p in written] == ["User.md", "Persona.md"]
-    assert "用户叫小林" in (out / "User.md").read_text(encoding="utf-8")
-    assert (out / "Persona.md").read_text(encoding="utf-8") == "# 十一\n温柔、直接。\n"
-    assert sorted(p.name for p in out.iterdir()) == ["Persona.md", "User.md"]  # no temporary files left
+    assert [p.name for p in written] == ["User.md", "Persona.md", "Project.md", "Insights.md"]
+    text = {p.name: p.read_text(encoding="utf-8") for p in written}
+    assert "用户叫小林" in text["User.md"] and "编程搭档" in text["Persona.md"]
+    assert "完成了存储层" in text["Project.md"] and "# Insights" in text["Insights.md"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(text)  # no temporary files left
 
 
 def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):

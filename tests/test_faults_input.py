@@ -158,7 +158,7 @@ async def test_import_holds_each_record_to_add_memorys_rules_and_reports_refusal
         memory_row("e" * 32, "用户要交水费", due_at=-1),
         memory_row("f" * 32, "sk-proj-" + "Q7" * 14),
         memory_row(
-            "1" * 32, "用户家WiFi密码 Sunshine2024x", source="pw: Hunter22secret",
+            "1" * 32, "用户家WiFi密码 Sunshine2024x，贴在冰箱上", source="pw: Hunter22secret",
             keywords=["香菜", "sk-ant-" + "K5" * 12],
         ),
     ]
@@ -188,7 +188,7 @@ async def test_import_screens_revisions_pending_events_and_profile_text(app):
         memory_row("a" * 32, "用户喜欢香菜"),
         {"type": "revision", "id": "r1", "memory_id": "a" * 32, "user_id": USER, "previous_content": f"旧的 {secret}",
          "new_content": "用户喜欢香菜", "mode": "replace", "reason": secret, "created_at": "2026-11-20T01:00:00.000Z"},
-        {"type": "pending", "id": "p1", "user_id": USER, "candidate": {"content": f"用户的网银 {secret} 要记住吗"},
+        {"type": "pending", "id": "p1", "user_id": USER, "candidate": {"content": f"用户的网银 {secret}，下周要改"},
          "confidence": 0.7, "status": "pending", "created_at": "2026-11-20T01:00:00.000Z",
          "updated_at": "2026-11-20T01:00:00.000Z"},
         {"type": "event", "id": 7, "user_id": USER, "kind": "discarded", "memory_id": None, "operation_id": None,

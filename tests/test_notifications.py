@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import anyio
@@ -147,3 +149,89 @@ async def test_the_bus_keeps_users_apart():
     assert (len(got["alice"]), len(got["bob"])) == (2, 1)
     unsubscribe()
     assert bus.users() == {"alice"}
+
+
+LISTING = "memory://memories"
+
+
+class Heard:
+    """The resource URIs a client was told changed, on either era: legacy notifications or a listen stream."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.changed = anyio.Event()
+
+    def add(self, uri: str) -> None:
+        self.uris.append(uri)
+        self.changed.set()
+
+    async def legacy(self, message: object) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.add(message.params.uri)
+
+    async def until(self, uri: str, times: int) -> None:
+        with anyio.fail_after(5):
+            while self.uris.count(uri) < times:
+                self.changed = anyio.Event()
+                await self.changed.wait()
+
+
+async def _memory_lifecycle(client: Client, app: PocketMem, clock, heard: Heard, listen) -> None:
+    """Patch, supersede, forget, restore and expiry each reach a subscriber of that memory; an added memory
+    reaches a subscriber of memory://memories."""
+    core = (await client.call_tool("add_memory", {"content": "用户叫小林", "scores": {"persistence": 1}}))
+    plain = await client.call_tool("add_memory", {"content": "用户在学吉他"})
+    episode = await client.call_tool("add_memory", {"content": "今天聊了搬家的事", "category": "episode"})
+    uri = {name: f"{LISTING}/{result.structured_content['memory_id']}"
+           for name, result in (("core", core), ("plain", plain), ("episode", episode))}
+    async with listen([*uri.values(), LISTING]):
+        await client.call_tool("add_memory", {"content": "用户喜欢乌龙茶"})
+        await heard.until(LISTING, 1)
+        await client.call_tool("patch_core_memory", {"memory_id": uri["core"].rsplit("/", 1)[1], "patch": "小名林子"})
+        await heard.until(uri["core"], 1)
+        plain_id = uri["plain"].rsplit("/", 1)[1]
+        await client.call_tool("forget_memory", {"memory_id": plain_id})
+        await heard.until(uri["plain"], 1)
+        await client.call_tool("restore", {"memory_id": plain_id})
+        await heard.until(uri["plain"], 2)
+        await client.call_tool("add_memory", {"content": "用户改学钢琴了", "supersedes": plain_id})
+        await heard.until(uri["plain"], 3)
+        clock.advance(days=app.settings.episode_days + 1)
+        await app.maintenance.run()
+        await heard.until(uri["episode"], 1)
+    assert "superseded" in (await client.read_resource(uri["plain"])).contents[0].text
+
+
+@pytest.mark.backends
+async def test_legacy_subscribers_hear_about_each_memory(app, settings, clock):
+    heard = Heard()
+    async with Client(build_server(settings, app=app), mode="legacy", message_handler=heard.legacy) as client:
+
+        @asynccontextmanager
+        async def listen(uris: list[str]) -> AsyncIterator[None]:
+            for one in uris:
+                await subscribe(client, one)
+            yield
+
+        await _memory_lifecycle(client, app, clock, heard, listen)
+
+
+@pytest.mark.backends
+async def test_listen_streams_hear_about_each_memory(app, settings, clock):
+    heard = Heard()
+    async with Client(build_server(settings, app=app)) as client:
+
+        @asynccontextmanager
+        async def listen(uris: list[str]) -> AsyncIterator[None]:
+            async with client.listen(resource_subscriptions=uris) as subscription, anyio.create_task_group() as tasks:
+
+                async def pump() -> None:
+                    async for event in subscription:
+                        if isinstance(event, ResourceUpdated):
+                            heard.add(event.uri)
+
+                tasks.start_soon(pump)
+                yield
+                tasks.cancel_scope.cancel()
+
+        await _memory_lifecycle(client, app, clock, heard, listen)

@@ -194,3 +194,19 @@ async def test_secret_refusal_through_the_client(tmp_path, clock):
             assert result.structured_content["redacted"] == ["card_number"]
     finally:
         await app.close()
+
+
+@pytest.mark.backends
+async def test_a_secret_with_only_its_name_around_it_is_refused_and_says_why(client: Client):
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+    refused = await client.call_tool("add_memory", {"content": f"我的 OpenAI API key 是 {key}"})
+    assert not refused.is_error
+    out = refused.structured_content
+    assert (out["status"], out["reason"], out["redacted"]) == ("discarded", "secret", ["api_key"])
+    assert "nothing worth remembering is left without it" in out["message"]
+    english = await client.call_tool("add_memory", {"content": "my password is Tr0ub4dor&3, remember it for me"})
+    assert english.structured_content["reason"] == "secret"
+    kept = await client.call_tool("add_memory", {"content": "公司 VPN 的密码是 Qwer1234!x，每季度换一次"})
+    assert (kept.structured_content["status"], kept.structured_content["redacted"]) == ("stored", ["password"])
+    listed = (await client.call_tool("list_memories", {})).structured_content["items"]
+    assert [item["content"] for item in listed] == ["公司 VPN 的密码是 【已隐去的密码】，每季度换一次"]

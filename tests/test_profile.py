@@ -164,7 +164,9 @@ async def test_a_person_edits_user_md_and_project_md(files_client, files_app, fi
     # A person edits both files by hand.
     user_md = user_md.replace("- 称呼 (name): 小王", "- 称呼 (name): 王工")
     user_md = user_md.replace("- 用户不吃香菜", "- 用户不吃香菜和芹菜")
-    user_md = user_md.replace("## Open todos", "- 用户对花生过敏\n\n## Open todos")
+    assert "add a line at the end: it becomes a core memory" in user_md.splitlines()[1]
+    assert user_md.index("## Open todos") < user_md.index("## Core memories")  # read-only sections first
+    user_md += "- 用户对花生过敏\n"  # a line added at the end: a new core memory
     (folder / "User.md").write_text(user_md, encoding="utf-8")
     project_md = project_md.replace("完成了 SQLite 存储层", "完成了 SQLite 和 PostgreSQL 存储层")
     project_md += "- pocketmem 项目：下一步写 profile 层\n"

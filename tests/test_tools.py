@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from pocketmem.app import PocketMem
+from pocketmem.mcp.server import build_server
+from tests.conftest import make_settings
+
 pytestmark = [pytest.mark.anyio]
 
 CONTRACT_TOOLS = {
@@ -24,6 +28,23 @@ CONTRACT_TOOLS = {
 }
 ADDED_TOOLS = {"mark_memory", "update_profile"}  # beyond the contract: todos and review decisions, the profile
 READ_ONLY = {"list_trash", "list_memories"}  # recall counts uses and takes `used` feedback: it writes
+# The argument names are the contract (design.md): outside checks call them.
+ARGUMENTS = {
+    "recall_memories": {"query", "context", "keywords", "top_k", "categories", "include_history", "explain", "used",
+                        "temporary"},
+    "add_memory": {"content", "category", "keywords", "scores", "confidence", "supersedes", "created_at",
+                   "valid_from", "due_at", "remind_at", "expires_at", "source", "source_ref", "operation_id",
+                   "temporary"},
+    "patch_core_memory": {"memory_id", "patch", "mode", "reason"},
+    "confirm_pending": {"pending_id", "action", "snooze_hours"},
+    "list_trash": {"limit", "offset"},
+    "restore": {"memory_id"},
+    "forget_memory": {"memory_id", "reason"},
+    "list_memories": {"category", "status", "text", "limit", "offset", "since", "until"},
+    "mark_memory": {"memory_id", "action", "reason"},
+    "remember_conversation": {"messages", "hints"},
+    "update_profile": {"persona", "identity", "confirmed"},
+}
 
 
 async def call(client: Client, name: str, args: dict) -> dict:
@@ -56,14 +77,42 @@ async def test_the_tool_set_is_the_contract(client):
         assert tool.description and len(tool.description) > 40, name
         assert tool.output_schema is not None, name
         assert tool.annotations is not None and tool.annotations.read_only_hint == (name in READ_ONLY), name
-        for prop, schema in tool.input_schema["properties"].items():
-            assert "description" in schema or "$ref" in schema or prop in ("limit", "offset"), (name, prop)
+        assert set(tool.input_schema["properties"]) == ARGUMENTS[name], name
+
+
+async def test_the_tool_definitions_fit_in_8000_bytes(client):
+    """Hosts send names, descriptions and input schemas with every model request (bench/tool_sizes.py)."""
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools]
+    lean = [{key: tool[key] for key in ("name", "description", "inputSchema")} for tool in tools]
+    assert len(json.dumps(lean, ensure_ascii=False, separators=(",", ":")).encode()) <= 8000
+
+
+async def test_an_argument_left_out_or_sent_as_null_is_the_same(client):
+    """The lean schemas drop `anyOf [..., null]`; the server still takes null for an optional argument."""
+    sent_null = await call(client, "recall_memories", {"query": "晚饭吃什么", "keywords": None, "top_k": None})
+    left_out = await call(client, "recall_memories", {"query": "晚饭吃什么"})
+    assert sent_null["memories"] == left_out["memories"] == []
+
+
+async def test_tool_descriptions_follow_the_settings(tmp_path, clock):
+    settings = make_settings(tmp_path, episode_days=30, trash_days=10, store_threshold=0.9, pending_threshold=0.5)
+    app = PocketMem(settings, clock=clock)
+    await app.open()
+    try:
+        async with Client(build_server(settings, app=app)) as client:
+            described = {t.name: t.description for t in (await client.list_tools()).tools}
+    finally:
+        await app.close()
+    assert "30 days" in described["add_memory"] and ">= 0.9 stores, >= 0.5 waits" in described["add_memory"]
+    for name in ("restore", "forget_memory"):
+        assert "10 days" in described[name], name
+    assert not any("14 days" in text or "7 days" in text or "0.85" in text for text in described.values())
 
 
 async def test_resources_and_prompts_are_the_contract(client):
     assert {str(r.uri) for r in (await client.list_resources()).resources} == {
         "memory://user-card", "memory://stats", "memory://review", "memory://persona", "memory://project",
-        "memory://insights",
+        "memory://insights", "memory://memories",
     }
     templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["memory://memories/{memory_id}"]

@@ -107,7 +107,6 @@ class PocketMem:
         self.maintenance = Maintenance(settings, self.store, self.clock, self.trash)
         self.review = Review(settings, self.store, self.clock, self.trash)
         self.todos = Todos(settings, self.store, self.clock)
-        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.trash)
         self.extraction = Extraction(settings, self.store, self.writing, self.patching, self.retrieval, self.clock)
         self.browse = Browse(settings, self.store, self.clock, self.retrieval)
         self.curation = Curation(settings, self.store, self.clock, self.writing)
@@ -116,6 +115,7 @@ class PocketMem:
             if self.library is not None
             else None
         )
+        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.trash, self.profile)
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)

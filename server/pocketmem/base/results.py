@@ -83,6 +83,7 @@ class PendingView(BaseModel):
     cooldown_until: datetime | None = None
     memory_id: str | None = None
     supersedes: str | None = None
+    kind: Literal["memory", "profile"] = Field("memory", description="profile: a proposed change of the profile")
 
     @classmethod
     def of(cls, item: PendingItem) -> PendingView:
@@ -96,6 +97,7 @@ class PendingView(BaseModel):
             cooldown_until=item.cooldown_until,
             memory_id=item.memory_id,
             supersedes=item.candidate.get("supersedes"),
+            kind="profile" if "profile" in item.candidate else "memory",
         )
 
 

@@ -26,11 +26,19 @@ from pocketmem.base.errors import ConfigError, InvalidInput, PocketmemError
 from pocketmem.cli.install import add_install_commands
 from pocketmem.cli.people import add_people_commands
 from pocketmem.cli.progress import progress_bar
-from pocketmem.cli.safety import allow_import, allow_maintenance, counted, import_summary, maintenance_summary
+from pocketmem.cli.safety import (
+    allow_import,
+    allow_maintenance,
+    counted,
+    export_summary,
+    import_summary,
+    maintenance_summary,
+)
 from pocketmem.cli.support import (
     add_common_options,
     configure_logging,
     finish_parser,
+    for_people,
     warn_unknown_variables,
 )
 from pocketmem.core.shown_time import absolute
@@ -157,7 +165,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
                     buffer, users, events=args.events, skipped=skipped, progress=progress
                 )
             atomic_write(args.output, buffer.getvalue())
-    print(f"exported {counts.model_dump()}", file=sys.stderr)
+    print(export_summary(counts, args.output), file=sys.stderr)
     for row in skipped:
         print(
             f"pocketmem: left out user {row['user_id']}: {row['table']} row {row['id']} cannot be read "
@@ -216,6 +224,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         from pocketmem.mcp.stdio import run_stdio
 
         server = build_server(settings)
+        if sys.stdin is not None and sys.stdin.isatty():
+            print("pocketmem: waiting for an MCP client on stdin (a host such as Claude Desktop starts this command; "
+                  "`pocketmem client-config` prints its entry). Ctrl-C stops.", file=sys.stderr)
         args.protocol_started = True  # from here a failure is the server's, reported through the protocol
         anyio.run(run_stdio, server)
         return 0
@@ -405,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--events", action="store_true", help="include the event log")
     export.add_argument("--user", help="only this user (default: every user)")
     export.add_argument(
-        "--markdown", type=Path, metavar="DIR", help="write the user card (and persona) as DIR/User.md instead"
+        "--markdown", type=Path, metavar="DIR",
+        help="write the profile files instead: DIR/User.md (the user card), Persona.md, Project.md, Insights.md"
     )
 
     import_ = sub.add_parser("import", help="read an export file; rows already in the store are skipped")
@@ -500,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except PocketmemError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"pocketmem: {exc}", file=sys.stderr)
+        print(f"pocketmem: {for_people(str(exc))}", file=sys.stderr)
         code, failure = 2, exc
     except KeyboardInterrupt:
         code = 130

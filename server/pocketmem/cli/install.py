@@ -34,11 +34,28 @@ def server_command() -> list[str]:
     return [sys.executable, "-m", "pocketmem", "serve"]
 
 
+def machine_zone() -> str | None:
+    """This machine's IANA time zone (TZ, /etc/timezone or the /etc/localtime link), or None if it cannot tell.
+    A host starts the server with a minimal environment, so the entry names the zone the person lives in."""
+    named = os.environ.get("TZ", "").lstrip(":")
+    if "/" in named or named == "UTC":
+        return named
+    try:
+        named = Path("/etc/timezone").read_text(encoding="utf-8").strip()
+    except OSError:
+        named = ""
+    if named:
+        return named
+    target = str(Path("/etc/localtime").resolve())
+    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else None
+
+
 def client_config(host: str, settings: Settings) -> str:
     command, *args = server_command()
     env = {"POCKETMEM_HOME": str(settings.home)}
-    if settings.tz:
-        env["POCKETMEM_TZ"] = settings.tz
+    zone = settings.tz or machine_zone()
+    if zone:
+        env["POCKETMEM_TZ"] = zone
     if settings.user != "global":
         env["POCKETMEM_USER"] = settings.user
     if host == "claude-code":
@@ -53,6 +70,9 @@ def client_config(host: str, settings: Settings) -> str:
 async def _client_config(settings: Settings, args: argparse.Namespace) -> int:
     print(client_config(args.host, settings))
     print(f"# {HOSTS[args.host]}; then restart the host. Check with `pocketmem doctor`.", file=sys.stderr)
+    if not settings.tz and not machine_zone():
+        print("# note: set POCKETMEM_TZ (e.g. Asia/Shanghai) in the entry: this machine's time zone is not known",
+              file=sys.stderr)
     if os.name != "nt" and not shutil.which("pocketmem"):
         print("# note: `pocketmem` is not on PATH here; the config above uses the full path, which is all hosts need",
               file=sys.stderr)

@@ -17,12 +17,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from pocketmem.base.config import USER_ID_PATTERN, Settings
+from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category
+from pocketmem.cli.support import for_people
 from pocketmem.core.shown_time import absolute
 
 Handler = Callable[[Settings, argparse.Namespace], Awaitable[int]]
 
 CATEGORIES = ", ".join(c.value for c in Category)
+FULL_ID = 32  # characters of an id pocketmem makes
+SHORT_ID = 8  # the shortest prefix taken for one, as git takes a short commit id
 
 
 # -- output -----------------------------------------------------------------------------------------
@@ -41,8 +45,8 @@ def _json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr)
+def _say(text: str, memory_id: str | None = None) -> None:
+    print(for_people(text, memory_id), file=sys.stderr)
 
 
 def _day(value: Any, zone: tzinfo) -> str:
@@ -98,11 +102,26 @@ def _command(fn: Callable[[Any, str, argparse.Namespace], Awaitable[int]]) -> Ha
     async def handler(settings: Settings, args: argparse.Namespace) -> int:
         app = await _open(settings)
         try:
-            return await fn(app, await _user(app, args), args)
+            user = await _user(app, args)
+            for name, table in (("memory_id", "memories"), ("pending_id", "memory_pending")):
+                if getattr(args, name, None):
+                    setattr(args, name, await _full_id(app, user, getattr(args, name), table))
+            return await fn(app, user, args)
         finally:
             await app.close()
 
     return handler
+
+
+async def _full_id(app: Any, user: str, typed: str, table: str) -> str:
+    """A unique prefix of 8 or more characters stands for the whole id, as in git; an ambiguous one is refused."""
+    if not SHORT_ID <= len(typed) < FULL_ID:
+        return typed
+    async with app.store.read() as reader:
+        found = await reader.ids_starting(user, typed, table)
+    if len(found) > 1:
+        raise InvalidInput("ID", f"{typed!r} starts more than one id; type more of it")
+    return found[0] if found else typed
 
 
 # -- commands -----------------------------------------------------------------------------------------
@@ -116,7 +135,8 @@ async def _list(app: Any, user: str, args: argparse.Namespace) -> int:
         return 0
     zone = app.settings.zone
     if args.status == "pending":
-        rows = [[p.pending_id, p.category.value, f"{p.confidence:.2f}", _day(p.created_at, zone), p.content]
+        rows = [[p.pending_id, "profile change" if p.kind == "profile" else p.category.value,
+                 "-" if p.kind == "profile" else f"{p.confidence:.2f}", _day(p.created_at, zone), p.content]
                 for p in result.items]
         _print_table(f"pending memories of {user}", ("id", "category", "conf.", "created", "content"), rows,
                      f"no pending memories for user {user!r}")
@@ -215,7 +235,7 @@ async def _forget(app: Any, user: str, args: argparse.Namespace) -> int:
         _json(result)
     else:
         print(f"trashed {result.item.id}")
-        _say(f"{result.message} (`pocketmem restore {result.item.id}`)")
+        _say(result.message, result.item.id)
     return 0
 
 

@@ -95,6 +95,15 @@ def import_summary(report: Any) -> str:
     return text
 
 
+def export_summary(counts: Any, output: Any) -> str:
+    """One line for the person who ran `pocketmem export` (on stderr: the data may be on stdout)."""
+    where = "stdout" if output is None or str(output) == "-" else str(output)
+    return (f"exported {counted(counts.memory, 'memory')} of {counted(counts.user, 'user')} "
+            f"({counted(counts.tombstone, 'tombstone')}, {counted(counts.revision, 'revision')}, "
+            f"{counts.pending} pending, {counted(counts.profile, 'profile')}, {counted(counts.event, 'event')}) "
+            f"to {where}")
+
+
 def maintenance_summary(report: Any, zone: tzinfo) -> str:
     users = report.users
     return (f"maintenance at {absolute(report.now, zone)}: {counted(len(users), 'user')}, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from typing import Any
 
@@ -155,3 +156,23 @@ def configure_logging(settings: Settings, verbose: int, level_name: str | None) 
 def warn_unknown_variables(environ: Any = None) -> None:
     for message in unknown_variables(environ):
         logging.getLogger("pocketmem").warning("%s", message)
+
+
+# The services word their hints for the agent (tool calls); a person at the terminal gets the command instead.
+FOR_PEOPLE = (
+    (re.compile(r"restore\(memory_id\)"), "`pocketmem restore ID`"),
+    (re.compile(r"list_memories\(status='pending'\)"), "`pocketmem pending`"),
+    (re.compile(r"list_memories\(category='todo'\)"), "`pocketmem list --category todo`"),
+    (re.compile(r"list_memories or recall_memories"), "`pocketmem list` or `pocketmem search`"),
+    (re.compile(r"(?<![`\w])list_memories(?![\w(])"), "`pocketmem list`"),
+    (re.compile(r"then call confirm_pending with action confirm, reject or snooze"),
+     "then run `pocketmem pending confirm ID` or `pocketmem pending reject ID`"),
+    (re.compile(r"\(confirm_pending\)"), "(`pocketmem pending`)"),
+)
+
+
+def for_people(text: str, memory_id: str | None = None) -> str:
+    """A service message with its tool-call hints turned into pocketmem commands (ID filled in when known)."""
+    for pattern, command in FOR_PEOPLE:
+        text = pattern.sub(command, text)
+    return text.replace("pocketmem restore ID", f"pocketmem restore {memory_id}") if memory_id else text

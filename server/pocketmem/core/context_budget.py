@@ -110,7 +110,7 @@ def assemble(system: str, recent: Block, evidence: Block, sh: Shares, estimate: 
         recent.lines.pop()
         dropped_recent += 1
         over = fixed + _cost(recent, estimate) + _cost(evidence, estimate) - sh.usable
-    parts = [p for p in (system, recent.text(), evidence.text(), footer) if p]
+    parts = [p for p in (system, evidence.text(), recent.text(), footer) if p]  # what the message needs first
     return Package(
         text="\n\n".join(parts),
         tokens={"system": estimate(system), "recent": _cost(recent, estimate),

@@ -229,12 +229,34 @@ def describe(kinds: list[str]) -> str:
     return ", ".join(KIND_LABELS[k][1] for k in kinds)
 
 
+_PLACEHOLDER = re.compile(r"【已隐去[^】]*】|\[redacted [^\]]*\]")
+_CLAUSE_END = re.compile(r"[，。；！？、,;!?\n]|\.(?:\s|$)")
+# Asking to keep something says nothing once the secret is gone ("remember it for me", 帮我记一下).
+_FILLER = re.compile(
+    r"帮我|记住|记一下|记下|请|一下|[哦吧啊呢]|\b(?:please|remember|note|keep|save|it|this|that|for|me)\b", re.I
+)
+
+
 def meaningful(redacted: str) -> bool:
-    """Is anything worth remembering left once the secrets and their labels ("password:") are gone?"""
-    rest = re.sub(r"【已隐去的[^】]*】|\[redacted [^\]]*\]", "", redacted)
+    """Is anything worth remembering left once the secrets are gone (docs/privacy.md)?
+
+    In a clause that held a secret, the words before it only name the secret and its owner (我的 OpenAI API key
+    是 …, the VPN password is …): they do not count. What follows the secret in its clause, and every clause
+    without one, counts (公司 VPN 的密码是 【…】，每季度换一次 keeps 每季度换一次), less secret names and the words
+    that ask to remember. Four word characters left are enough."""
+    kept: list[str] = []
+    for clause in _CLAUSE_END.split(redacted):
+        parts = _PLACEHOLDER.split(clause)
+        kept.extend(parts[1:] if len(parts) > 1 else parts)
+    rest = " ".join(kept)
     for _, _, names in _NAMED:
         rest = names.sub("", rest)
-    return len(re.findall(r"\w", rest)) >= 4
+    return len(re.findall(r"\w", _FILLER.sub("", rest))) >= 4
+
+
+def is_shell(content: str) -> bool:
+    """A stored memory that is only a redacted secret (written before the write path refused those)."""
+    return _PLACEHOLDER.search(content) is not None and not meaningful(content)
 
 
 @dataclass(frozen=True)

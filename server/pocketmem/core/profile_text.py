@@ -52,8 +52,16 @@ MAX_FIELD_CHARS = 300
 
 EDIT_NOTE = (
     "<!-- pocketmem keeps this file. Edit and save it: your changes are taken in at the next read. "
-    "Keep the id comment at the end of each memory line; a line without one is a new memory. -->"
+    "Keep the id comment at the end of each memory line; a line without one is a new memory. {where} -->"
 )
+# Where a person writes in each file (the header comment says so).
+WHERE = {
+    "Persona.md": "Change a value after its colon.",
+    "User.md": "Change a value after its colon, or add a line at the end: it becomes a core memory. "
+               "Open todos is read-only.",
+    "Project.md": "Add a line at the end for the current state. Earlier is read-only.",
+    "Insights.md": "Add a line at the end for a new lesson.",
+}
 
 SectionKind = Literal["fields", "memories", "view"]
 
@@ -88,10 +96,10 @@ class SectionSpec:
 
 FILES: dict[str, tuple[SectionSpec, ...]] = {
     "Persona.md": (SectionSpec("persona", "Persona 人设", "fields"),),
-    "User.md": (
+    "User.md": (  # the read-only todos before the core memories, so a line added at the end is a core memory
         SectionSpec("identity", "Identity 身份", "fields"),
-        SectionSpec("core", "Core memories 核心记忆", "memories"),
         SectionSpec("todos", "Open todos 待办", "view"),
+        SectionSpec("core", "Core memories 核心记忆", "memories"),
     ),
     "Project.md": (  # oldest first, so a line added at the end of the file lands in the current state
         SectionSpec("earlier", "Earlier 更早", "view"),
@@ -141,7 +149,7 @@ def render(
 ) -> str:
     """A file in its layout: fields by section key, memory lines (id, text), view lines (shown as written).
     Without `for_file` (the MCP resources): no editing note and no id comments."""
-    out = [f"# {TITLES[name]}"] + ([EDIT_NOTE] if for_file else [])
+    out = [f"# {TITLES[name]}"] + ([EDIT_NOTE.format(where=WHERE[name])] if for_file else [])
     for spec in FILES[name]:
         out.append("")
         out.append(f"## {spec.heading}")

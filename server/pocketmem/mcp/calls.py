@@ -6,6 +6,7 @@ Tool arguments and memory text reach the log only with POCKETMEM_LOG_CONTENT=1 (
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -100,3 +101,57 @@ class PocketMCPServer(MCPServer):
             return self._current_user()
         except Exception:  # noqa: BLE001 - a log line never fails a call
             return "?"
+
+    async def list_tools(self) -> list[Any]:
+        """The tools with lean schemas: hosts send them with every model request (bench/tool_sizes.py)."""
+        return [
+            tool.model_copy(update={
+                "input_schema": inline_definitions(lean_schema(tool.input_schema, optional=True)),
+                "output_schema": lean_schema(tool.output_schema) if tool.output_schema else None,
+            })
+            for tool in await super().list_tools()
+        ]
+
+
+def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
+    """Each `$defs` entry used once written in place of its `$ref` (pydantic names every model and enum)."""
+    definitions = schema.get("$defs", {})
+    refs = [f"#/$defs/{name}" for name in definitions]
+    uses = {ref: json.dumps(schema).count(f'"{ref}"') for ref in refs}
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if ref in uses and uses[ref] == 1:
+            rest = {key: value for key, value in node.items() if key != "$ref"}
+            return {**inline(definitions[ref.rsplit("/", 1)[1]]), **rest}
+        return {key: inline(value) for key, value in node.items() if key != "$defs"}
+
+    kept = {name: inline(value) for name, value in definitions.items() if uses[f"#/$defs/{name}"] > 1}
+    out = inline(schema)
+    return {**out, "$defs": kept} if kept else out
+
+
+def lean_schema(node: Any, optional: bool = False) -> Any:
+    """A JSON schema without what tells a client nothing: pydantic's generated titles ("Created At") and, for
+    arguments (`optional`), the `anyOf [..., null]` + `default: null` of an argument one simply leaves out.
+    Validation is pydantic's on the server side and accepts null as before."""
+    if isinstance(node, list):
+        return [lean_schema(item, optional) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {
+        key: {name: lean_schema(sub, optional) for name, sub in value.items()}
+        if key in ("properties", "$defs") else lean_schema(value, optional)
+        for key, value in node.items() if key != "title"
+    }
+    options = out.get("anyOf")
+    if optional and "default" in out and out["default"] is None and isinstance(options, list) and len(options) == 2:
+        rest = [option for option in options if option != {"type": "null"}]
+        if len(rest) == 1:
+            del out["anyOf"], out["default"]
+            out = {**rest[0], **out}
+    return out

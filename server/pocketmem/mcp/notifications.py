@@ -1,13 +1,15 @@
-"""`notifications/resources/updated` for memory://user-card and the profile resources (memory://persona,
-memory://project, memory://insights), on both protocol eras.
+"""`notifications/resources/updated` for memory://user-card, the profile resources (memory://persona,
+memory://project, memory://insights), the listing memory://memories (a memory added, changed or removed) and
+each memory://memories/{id} a client subscribed to (patched, superseded, forgotten, restored, expired), on both
+protocol eras.
 
     2025-11-25 (hosts, `Client(mode="legacy")`): the client sends `resources/subscribe`; we keep a weak
                reference to its connection and send the notification on the connection's own stream.
     2026-07-28: the client opens a `subscriptions/listen` stream; the SDK's ListenHandler serves it over
                a bus that remembers each stream's user, so one user's changes never wake another's client.
 
-When does the card change? After every committed write (store.on_commit) for a user someone is
-watching, the card is rendered again and compared with the last one sent: a new core memory, a patch,
+When does a resource change? After every committed write (store.on_commit) for a user someone is
+watching, each watched resource is rendered again and compared with the last one sent: a new core memory, a patch,
 a todo added or completed, an expiry, a restore... all change it; a recall does not. The maintenance
 timer also checks, which catches changes made by another process (`pocketmem import`) and todos
 turning overdue. Nothing is rendered for users nobody watches.
@@ -16,6 +18,7 @@ turning overdue. Nothing is rendered for users nobody watches.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import weakref
 from collections.abc import Callable, Mapping
@@ -28,14 +31,23 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ListenHandler, ResourceUpdated, ServerEvent
 
 from pocketmem.app import PocketMem
+from pocketmem.base.errors import NotFound
 from pocketmem.base.models import EventKind
 from pocketmem.mcp.profile_resources import PROFILE_URIS, render_resource
-from pocketmem.mcp.resources import USER_CARD_URI
+from pocketmem.mcp.resources import MEMORIES_URI, USER_CARD_URI, listing
 
 log = logging.getLogger(__name__)
 
-# The Markdown resources announced when they change: the card and the profile layer's views.
-WATCHED_URIS = (USER_CARD_URI, *PROFILE_URIS)
+# The resources announced when they change: the card, the profile layer's views and the listing; and one
+# memory (memory://memories/{id}) when a client subscribed to it.
+WATCHED_URIS = (USER_CARD_URI, *PROFILE_URIS, MEMORIES_URI)
+ONE_MEMORY = MEMORIES_URI + "/"
+# What changes by itself with every recall or every hour: not worth a notification.
+RESTLESS = frozenset({"importance", "use_count", "last_active_at"})
+
+
+def watchable(uri: str) -> bool:
+    return uri in WATCHED_URIS or (uri.startswith(ONE_MEMORY) and len(uri) > len(ONE_MEMORY))
 
 # Writes that never change the card: skip the re-render on the hot path.
 QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind.used, EventKind.discarded})
@@ -86,6 +98,7 @@ class CardNotifier:
         # legacy connections subscribed to watched resources: id(connection) -> (weak reference, user, uris); a
         # connection that goes away without unsubscribing drops out by itself
         self._sessions: dict[int, tuple[Callable[[], Any], str, set[str]]] = {}
+        self._listens: dict[object, tuple[str, frozenset[str]]] = {}  # open listen streams: user, memory uris
         self._sent: dict[str, dict[str, str]] = {}  # user -> uri -> fingerprint last known to subscribers
         self._locks: dict[str, anyio.Lock] = {}
 
@@ -101,12 +114,12 @@ class CardNotifier:
 
     # -- subscribing ------------------------------------------------------------------------------
     async def _subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        if params.uri in WATCHED_URIS:
+        if watchable(params.uri):
             user = self._current_user()
-            await self._prime(user)
             key = _key(ctx)
             _, _, uris = self._sessions.get(key, (None, user, set()))
             self._sessions[key] = (_reference(ctx), user, uris | {params.uri})
+            await self._prime(user)  # the new URI's first fingerprint
         # Other resources are accepted and never announced (like a subscription to a URI that never changes).
         return types.EmptyResult()
 
@@ -119,9 +132,16 @@ class CardNotifier:
         return types.EmptyResult()
 
     async def _listen_for(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
-        if set(WATCHED_URIS) & set(params.notifications.resource_subscriptions or ()):
-            await self._prime(self._current_user())
-        return await self._listen(ctx, params)
+        wanted = frozenset(uri for uri in params.notifications.resource_subscriptions or () if watchable(uri))
+        if not wanted:
+            return await self._listen(ctx, params)
+        token, user = object(), self._current_user()
+        self._listens[token] = (user, wanted)
+        await self._prime(user)
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            self._listens.pop(token, None)
 
     # -- watching -------------------------------------------------------------------------------
     def watched(self) -> set[str]:
@@ -145,15 +165,29 @@ class CardNotifier:
         async with self._lock(user_id):
             fingerprints = await self._fingerprints(user_id)
             before = self._sent.get(user_id, {})
-            changed = [uri for uri in WATCHED_URIS if before.get(uri) != fingerprints[uri]]
+            changed = [uri for uri, print_ in fingerprints.items() if uri in before and before[uri] != print_]
             self._sent[user_id] = fingerprints
         for uri in changed:
             await self._notify(user_id, uri)
+
+    def _memory_uris(self, user_id: str) -> set[str]:
+        """The memory://memories/{id} URIs this user's connections subscribed to."""
+        legacy = {uri for ref, user, uris in self._sessions.values() if user == user_id and ref() is not None
+                  for uri in uris}
+        listening = {uri for user, uris in self._listens.values() if user == user_id for uri in uris}
+        return {uri for uri in legacy | listening if uri.startswith(ONE_MEMORY)}
 
     async def _fingerprints(self, user_id: str) -> dict[str, str]:
         texts = {USER_CARD_URI: await self._app.user_card(user_id)}
         for uri in PROFILE_URIS:
             texts[uri] = await render_resource(self._app, user_id, uri)
+        listed = await listing(self._app, user_id)
+        texts[MEMORIES_URI] = _steady([_steady(item) for item in listed["items"]] + [listed["total"]])
+        for uri in sorted(self._memory_uris(user_id)):
+            try:
+                texts[uri] = _steady(await self._app.get_memory(user_id, uri[len(ONE_MEMORY):]))
+            except NotFound:
+                texts[uri] = "not found"
         return {uri: hashlib.sha256(text.encode()).hexdigest() for uri, text in texts.items()}
 
     def _lock(self, user_id: str) -> anyio.Lock:
@@ -173,6 +207,13 @@ class CardNotifier:
                 log.debug("dropping a closed subscription", exc_info=True)
                 self._sessions.pop(key, None)
         await self._bus.publish_to(user_id, ResourceUpdated(uri=uri))
+
+
+def _steady(value: Any) -> str:
+    """A resource's JSON without the fields that move on their own (importance decays, recalls count)."""
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in RESTLESS}
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _key(ctx: Any) -> int:

@@ -31,7 +31,6 @@ from mcp.types import (
     ModelPreferences,
     SamplingMessage,
     TextContent,
-    ToolAnnotations,
 )
 from mcp_types.version import is_version_at_least
 from pydantic import Field
@@ -39,7 +38,7 @@ from pydantic import Field
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import ProviderUnavailable
 from pocketmem.core.operations import InvalidAnswer
-from pocketmem.mcp.tools import tool_errors
+from pocketmem.mcp.tools import declare, tool_errors
 from pocketmem.providers.llm import ChatAnswer, ChatRequest
 from pocketmem.service.extraction import (
     NO_MODEL_MESSAGE,
@@ -50,7 +49,6 @@ from pocketmem.service.extraction import (
     RememberResult,
 )
 
-TOOL_NAME = "remember_conversation"
 NO_BACK_CHANNEL_VERSION = "2026-07-28"  # from this protocol version on, sampling rides input_required rounds
 # Extraction is judgement work: ask the host for a capable model rather than its fastest.
 PREFERENCES = ModelPreferences(intelligence_priority=0.8, speed_priority=0.4, cost_priority=0.3)
@@ -160,40 +158,21 @@ def register_remember_tool(mcp: MCPServer, app: PocketMem, current_user: Callabl
         except InvalidAnswer as exc:
             return as_sample(extraction.retry_request(prepared, answer.text, exc))
 
-    @mcp.tool(
-        name=TOOL_NAME,
-        title="Remember a conversation",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
-        ),
-    )
+    @declare(mcp, app.settings)
     @tool_errors
     async def remember_conversation(
         messages: Annotated[
             list[ConversationMessage],
             Field(min_length=1, max_length=max_messages,
-                  description=f"The recent messages, oldest first, at most {max_messages} "
-                  "(POCKETMEM_EXTRACT_MAX_MESSAGES): [{\"role\": \"user\", \"content\": \"...\"}, "
-                  "{\"role\": \"assistant\", \"content\": \"...\"}]. Include your latest reply."),
+                  description="Recent messages, oldest first, your reply included."),
         ],
         prepared: Annotated[Prepared, Resolve(prepare)],
         outcome: Annotated[Extracted | CreateMessageResult | _Deferred, Resolve(checked_answer)],
         ctx: Context,
-        hints: Annotated[
-            Hints | None,
-            Field(description="Optional: a note for the extractor, search keywords, ids of the memories involved."),
-        ] = None,
+        hints: Hints | None = None,
     ) -> RememberResult:
-        """Let pocketmem decide what the recent conversation changes in the user's memory, and apply it.
-
-        Call it every few turns (or when the user shares something worth keeping) with the last messages,
-        including your reply. An LLM — the client's own via MCP sampling, or the server's configured
-        model — reads them with the related memories and adds new ones, updates outdated ones (the old
-        one stays as history), patches core memories, reinforces those that shaped your reply, and moves
-        what the user wants forgotten to the trash. Memories stay in the user's language. Uncertain ones
-        come back as pending: ask the user, then confirm_pending. Returns each operation with its ids.
-        Without sampling or a configured model it fails: then use the extract_memories prompt and add_memory.
-        """
+        """Every few turns: an LLM reads the messages with related memories and adds, updates, patches or
+        forgets; unsure ones come back pending. No model? Use the extract_memories prompt and add_memory."""
         if isinstance(outcome, CreateMessageResult):  # the answer to the retry, on a 2026-07-28 connection
             extracted = extraction.final_check(prepared, answer_of(outcome), "sampling", 2)
         elif isinstance(outcome, Extracted):

@@ -16,6 +16,15 @@ USER_CARD_URI = "memory://user-card"
 STATS_URI = "memory://stats"
 REVIEW_URI = "memory://review"
 MEMORY_URI_TEMPLATE = "memory://memories/{memory_id}"
+MEMORIES_URI = "memory://memories"
+LISTED = 50  # memories in the memory://memories listing
+
+
+async def listing(app: PocketMem, user_id: str) -> dict[str, Any]:
+    listed = await app.listing.list_memories(
+        user_id, category=None, status="active", text=None, limit=LISTED, offset=0
+    )
+    return listed.model_dump(mode="json", exclude={"counts"})
 
 
 def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
@@ -58,6 +67,17 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
         return (await app.review.queue(current_user())).model_dump(mode="json")
 
     @mcp.resource(
+        MEMORIES_URI,
+        name="memories",
+        title="Memories",
+        description=f"The newest {LISTED} active memories and the total; subscribe to hear when one is added, "
+        "changed or removed (memory://memories/{memory_id} for one memory).",
+        mime_type="application/json",
+    )
+    async def memories() -> dict[str, Any]:
+        return await listing(app, current_user())
+
+    @mcp.resource(
         MEMORY_URI_TEMPLATE,
         name="memory",
         title="One memory",
@@ -68,6 +88,6 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
         try:
             return await app.get_memory(current_user(), memory_id)
         except NotFound as exc:
-            raise ResourceNotFoundError(f"{exc}; list ids with the list_memories tool") from None
+            raise ResourceNotFoundError(f"{exc}; list ids with the list_memories tool or memory://memories") from None
         except PocketmemError as exc:
             raise ResourceError(str(exc)) from None

@@ -4,9 +4,12 @@ counted with core/tokens_estimate.py.
 
     system memory     the persona and the user card (identity, core memories) and, until the user has
                       confirmed their profile, the onboarding note
-    recent context    due reminders, memories waiting for confirmation, memories of the last 14 days
     long-term evidence recall hits for the message: 3, or 5 with history when the message calls for the
-                      past (之前、还记得、上次、历史, a date, a file: core/triggers.py)
+                      past (之前、还记得、上次、历史, a date, a file: core/triggers.py); shown first
+    recent context    due reminders, memories waiting for confirmation, and, under a heading that says they
+                      are not chosen for the message, other memories noted in the last 14 days: never a
+                      stored secret shell (privacy.is_shell), never an older version of a fact a newer
+                      recent memory changed (core/slots.py), a completed todo marked done
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from datetime import timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
+from pocketmem.base.models import Memory
 from pocketmem.base.results import RecallResult
+from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
 from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line
 from pocketmem.core.profile_text import profile_summary
@@ -64,16 +69,18 @@ class ContextBuilder:
         sh = shares(self.settings.context_tokens)
         system = await self._system(user_id, lang, sh.system, temporary=result.temporary)
         recent = await self._recent(user_id, result, lang)
-        evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]",
-                         [self._line(h.content, h.age_days, lang, h.outdated) for h in result.memories])
+        evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
+            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None) for h in result.memories
+        ])
         footer = (
             "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
             else "Use these memories naturally; don't announce that you remember them."
         )
         return assemble(system, recent, evidence, sh, estimate_tokens, footer)
 
-    def _line(self, content: str, days: int, lang: str, outdated: bool = False) -> str:
-        return injection_line(InjectionItem(content=" ".join(content.split()), days=days, outdated=outdated), lang)
+    def _line(self, content: str, days: int, lang: str, outdated: bool = False, done: bool = False) -> str:
+        item = InjectionItem(content=" ".join(content.split()), days=days, outdated=outdated, done=done)
+        return injection_line(item, lang)
 
     async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> str:
         if temporary:
@@ -111,7 +118,29 @@ class ContextBuilder:
                 )
             zone = self.settings.zone
             lines += [
-                self._line(m.content, calendar_days(m.valid_from, now, zone), lang)
-                for m in fresh if m.id not in shown and not m.core
+                self._line(m.content, calendar_days(m.valid_from, now, zone), lang, done=m.completed_at is not None)
+                for m in current_only([m for m in fresh if not m.core and not privacy.is_shell(m.content)])
+                if m.id not in shown
             ]
-        return Block("[近期记忆]" if zh else "[Recent memories]", lines)
+        heading = (
+            f"[近期记下的其他记忆（最近{RECENT_DAYS}天，未必与这条消息有关）]" if zh
+            else f"[Other memories noted in the last {RECENT_DAYS} days (not necessarily about this message)]"
+        )
+        return Block(heading, lines)
+
+
+def current_only(memories: Sequence[Memory]) -> list[Memory]:
+    """The memories less those a newer one among them changed (用户住在北京, then 用户搬到杭州了: the first goes).
+    Only a text that says a change (or speaks of now) can make another outdated: the others are never tagged."""
+    changers = [m for m in memories if any(slots.says_change(m.content))]
+    if not changers:
+        return list(memories)
+    aliases = slots.alias_map(slots.describe(m.content) for m in changers)
+    return [
+        m for m in memories
+        if not any(
+            n.valid_from > m.valid_from
+            and slots.shared_slots(slots.describe(m.content), slots.describe(n.content), aliases)
+            for n in changers
+        )
+    ]

@@ -61,6 +61,7 @@ from pocketmem.base.models import (
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
+from pocketmem.service.profile import Profile
 from pocketmem.service.rows import embedding_text, indexed_text
 from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import render_user_card
@@ -159,8 +160,10 @@ def check_directory(path: Path, field: str) -> None:
 
 class Exporter:
     def __init__(
-        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, trash: Trash
+        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, trash: Trash,
+        profile: Profile,
     ) -> None:
+        self.profile = profile
         self.settings = settings
         self.store = store
         self.embedder = embedder
@@ -247,18 +250,19 @@ class Exporter:
         return rows
 
     async def export_markdown(self, user_id: str, directory: Path) -> list[Path]:
-        """User.md (the user card) and, when a persona is set, Persona.md; each replaced atomically."""
+        """The four profile files as the resources show them — User.md (the user card), Persona.md, Project.md,
+        Insights.md — each replaced atomically."""
         check_directory(directory, "--markdown")
-        card = await render_user_card(self.store, user_id, self.settings, self.clock.now())
-        written = [directory / "User.md"]
-        atomic_write(written[0], card)
-        async with self.store.read() as reader:
-            user = await reader.get_user(user_id)
-        persona = (user or {}).get("persona")
-        if persona:
-            path = directory / "Persona.md"
-            atomic_write(path, persona if persona.endswith("\n") else persona + "\n")
-            written.append(path)
+        texts = {
+            "User.md": await render_user_card(self.store, user_id, self.settings, self.clock.now()),
+            "Persona.md": await self.profile.render_persona(user_id),
+            "Project.md": await self.profile.render_project(user_id),
+            "Insights.md": await self.profile.render_insights(user_id),
+        }
+        written = []
+        for name, text in texts.items():
+            atomic_write(directory / name, text if text.endswith("\n") else text + "\n")
+            written.append(directory / name)
         return written
 
     # -- import ---------------------------------------------------------------------------------

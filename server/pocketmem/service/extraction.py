@@ -79,22 +79,22 @@ _WEEKDAYS_ZH = "一二三四五六日"
 
 # -- input ------------------------------------------------------------------------------------------
 class ConversationMessage(BaseModel):
-    role: Literal["user", "assistant"] = Field(description="Who said it: user or assistant.")
-    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="What was said, verbatim.")
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="Verbatim.")
 
 
 class Hints(BaseModel):
     note: str | None = Field(
         None, max_length=MAX_NOTE_CHARS,
-        description="Anything the extractor should know, e.g. 'the user asked me to remember their new address'.",
+        description="For the extractor.",
     )
     keywords: list[str] = Field(
         default_factory=list, max_length=MAX_KEYWORDS,
-        description="Extra search terms for finding the related memories (synonyms, the other language's words).",
+        description="Search terms.",
     )
     memory_ids: list[str] = Field(
         default_factory=list, max_length=MAX_HINT_IDS,
-        description="Ids of memories you know are involved (e.g. recalled for this reply); shown to the extractor.",
+        description="Ids involved.",
     )
 
 

@@ -79,13 +79,15 @@ class Writing:
     async def refuse_secret_in(self, tx: EventWrites, user_id: str, kinds: list[str], now: datetime) -> AddResult:
         """Inside a transaction: log (without the secret) an add refused because it carried one."""
         await tx.add_event(user_id, EventKind.discarded, now, payload={"reason": "secret", "kinds": kinds})
+        emptied = ". " if self.settings.secrets == "refuse" else ", and nothing worth remembering is left without it. "
         return AddResult(
             status="discarded",
             reason="secret",
             redacted=kinds,
             message=(
-                f"Not stored: it contains a {privacy.describe(kinds)}. Never save secrets; if it matters, save that "
-                "the user has one (e.g. 'The user keeps the staging password in 1Password') without the value."
+                f"Not stored: it contains a {privacy.describe(kinds)}{emptied}Never save secrets; if it matters, "
+                "save that the user has one (e.g. 'The user keeps the staging "
+                "password in 1Password') without the value."
             ),
         )
 

@@ -55,6 +55,9 @@ class MemoryReads(Protocol):
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None: ...
 
     @abstractmethod
+    async def ids_starting(self, user_id: str, prefix: str, table: str = "memories") -> list[str]: ...
+
+    @abstractmethod
     async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """The user's memories with these ids, in any status, in the order of `memory_ids` (unknown ids left out)."""
 

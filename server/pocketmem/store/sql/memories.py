@@ -36,6 +36,18 @@ class MemoryQueries:
         d = self.dialect
         return await self._memory(d.sql(f"id = {{p}} and {d.owner()} = {{p}}"), (memory_id, user_id))
 
+    async def ids_starting(self, user_id: str, prefix: str, table: str = "memories") -> list[str]:
+        """At most two ids of this user's memories (or, with table="memory_pending", pending items) that start
+        with `prefix`: a short id typed on the command line is unique when one comes back."""
+        assert table in ("memories", "memory_pending")
+        rows = await self._all(
+            self.dialect.sql(
+                f"select id from {table} where user_id = {{p}} and substr(id, 1, {len(prefix)}) = {{p}} limit 2"
+            ),
+            (user_id, prefix),
+        )
+        return [row[0] for row in rows]
+
     async def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
             return []

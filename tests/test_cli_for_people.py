@@ -1,0 +1,115 @@
+"""The command line speaks to a person: hints name pocketmem commands, short ids work as in git, `serve` on a
+terminal says what it waits for, `export` ends with one line, client-config names the time zone, and a
+proposed profile change shows as one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers import run_cli
+
+HOME_ENV = {"POCKETMEM_TZ": "Asia/Shanghai"}
+
+
+def ok(out: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def add(capsys, home: Path, text: str) -> str:
+    return json.loads(ok(run_cli(capsys, home, "add", text, "--json")).stdout)["memory_id"]
+
+
+def test_hints_name_commands_not_tools(capsys, tmp_path):
+    missing = run_cli(capsys, tmp_path, "forget", "nosuchid")
+    assert missing.returncode == 2
+    assert "`pocketmem list`" in missing.stderr and "list_memories" not in missing.stderr
+    memory_id = add(capsys, tmp_path, "用户在学吉他")
+    forgotten = ok(run_cli(capsys, tmp_path, "forget", memory_id))
+    assert f"`pocketmem restore {memory_id}` brings it back" in forgotten.stderr
+    assert "restore(memory_id)" not in forgotten.stderr
+    no_pending = run_cli(capsys, tmp_path, "pending", "confirm", "nosuchpending")
+    assert "`pocketmem pending`" in no_pending.stderr and "list_memories" not in no_pending.stderr
+
+
+def test_a_unique_prefix_of_8_characters_is_an_id(capsys, tmp_path):
+    ids = [add(capsys, tmp_path, f"用户第{i}次提到的一件事：{'甲乙丙丁戊己庚辛'[i]}") for i in range(8)]
+    memory_id = ids[0]
+    shown = json.loads(ok(run_cli(capsys, tmp_path, "show", memory_id[:8], "--json")).stdout)
+    assert shown["id"] == memory_id
+    short = run_cli(capsys, tmp_path, "show", memory_id[:7])  # under 8 characters: taken as typed
+    assert short.returncode == 2 and "no memory with id" in short.stderr
+    ok(run_cli(capsys, tmp_path, "forget", memory_id[:12]))
+    ok(run_cli(capsys, tmp_path, "restore", memory_id[:10]))
+    assert json.loads(ok(run_cli(capsys, tmp_path, "show", memory_id, "--json")).stdout)["status"] == "active"
+
+
+def test_an_ambiguous_prefix_is_refused_and_changes_nothing(capsys, tmp_path, monkeypatch):
+    from pocketmem.cli import people
+
+    monkeypatch.setattr(people, "SHORT_ID", 1)  # two random ids share their first character often enough
+    ids = [add(capsys, tmp_path, f"第{i}条：用户喜欢的颜色是{'红橙黄绿青蓝紫黑白灰'[i % 10]}色{i}") for i in range(40)]
+    first = next(i for i in ids if sum(j[0] == i[0] for j in ids) > 1)
+    refused = run_cli(capsys, tmp_path, "forget", first[0])
+    assert refused.returncode == 2
+    assert f"ID: {first[0]!r} starts more than one id; type more of it" in refused.stderr
+    assert "the trash of user" in ok(run_cli(capsys, tmp_path, "trash")).stderr  # empty: nothing was forgotten
+
+
+def test_export_ends_with_one_line_for_people(capsys, tmp_path):
+    add(capsys, tmp_path, "用户喜欢手冲咖啡")
+    out = ok(run_cli(capsys, tmp_path, "export"))
+    assert "memory" in {json.loads(line)["type"] for line in out.stdout.splitlines()}
+    assert out.stderr.strip().splitlines()[-1] == (
+        "exported 1 memory of 1 user (0 tombstones, 0 revisions, 0 pending, 0 profiles, 0 events) to stdout"
+    )
+
+
+def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):
+    from pocketmem.cli import install
+
+    monkeypatch.delenv("POCKETMEM_TZ", raising=False)
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    assert install.machine_zone() == "Europe/Berlin"
+    out = ok(run_cli(capsys, tmp_path, "client-config", POCKETMEM_TZ=""))
+    assert json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]["POCKETMEM_TZ"] == "Europe/Berlin"
+
+
+def test_a_pending_profile_change_shows_as_one(capsys, tmp_path):
+    import asyncio
+
+    from pocketmem.app import PocketMem
+    from tests.conftest import make_settings
+
+    async def propose() -> None:
+        async with PocketMem(make_settings(tmp_path, home=tmp_path)) as app:
+            await app.profile.update("global", None, {"name": "小王"}, confirmed=True)
+            await app.profile.update("global", None, {"tech": "Rust"})
+
+    asyncio.run(propose())
+    listed = ok(run_cli(capsys, tmp_path, "pending")).stdout
+    row = next(line for line in listed.splitlines() if "Rust" in line)
+    assert "profile change" in row and "1.00" not in row and " fact " not in row
+    as_json = json.loads(ok(run_cli(capsys, tmp_path, "pending", "--json")).stdout)
+    assert [item["kind"] for item in as_json["items"]] == ["profile"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("script") is None,
+                    reason="needs util-linux `script` to give the command a terminal (Linux)")
+def test_serve_on_a_terminal_says_it_waits_for_a_client(tmp_path):
+    env = f"POCKETMEM_HOME={shlex.quote(str(tmp_path))} PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}"
+    command = f"{env} {shlex.quote(sys.executable)} -m pocketmem serve"
+    # `script` gives the server a real terminal; end of input (Ctrl-D) then ends it.
+    out = subprocess.run(["script", "-qec", command, "/dev/null"], input="\x04", capture_output=True, text=True,
+                         timeout=120)
+    lines = [line for line in out.stdout.splitlines() if "waiting for an MCP client on stdin" in line]
+    assert len(lines) == 1, out.stdout + out.stderr
