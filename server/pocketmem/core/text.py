@@ -190,10 +190,11 @@ def weighted_query_terms(text: str) -> dict[str, float]:
     """Distinct meaningful terms of a query with their weight: segmenter words (1.0), the characters of
     two-character words (CHAR_WEIGHT), stemmed Latin words (1.0); filler words left out."""
     seen: dict[str, float] = {}
+    names = named_words(text)
     for run, cjk in runs(text):
         if not cjk:
             word = stem_word(run)
-            filler = run in EN_STOP_TERMS or run in EN_QUERY_FILLER or word in EN_STOP_TERMS
+            filler = run in EN_STOP_TERMS or word in EN_STOP_TERMS or (run in EN_QUERY_FILLER and run not in names)
             if not filler and (len(run) > 1 or run.isdigit()):
                 seen[word] = 1.0
             continue
@@ -206,6 +207,23 @@ def weighted_query_terms(text: str) -> dict[str, float]:
                     if ch not in ZH_STOP_TERMS:
                         seen.setdefault(ch, CHAR_WEIGHT)
     return seen
+
+
+_LATIN_WORD = re.compile(r"[^\W\d_]+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)$")
+
+
+def named_words(text: str) -> frozenset[str]:
+    """Latin words the text writes as names, folded: every Latin word of a text Chinese carries (Go 的泛型, 用
+    Nuxt: products and acronyms), and in other text a word with a capital inside a sentence (I write Go).
+    Such a word is never question filler (go, make, way), whatever its spelling means in plain English."""
+    folded = unicodedata.normalize("NFKC", text)
+    chinese = guess_language(folded) == "zh"
+    return frozenset(
+        match.group().casefold()
+        for match in _LATIN_WORD.finditer(folded)
+        if chinese or (match.group()[0].isupper() and not _SENTENCE_START.search(folded[: match.start()]))
+    )
 
 
 def query_terms(text: str) -> list[str]:
