@@ -22,6 +22,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from pocketmem.base.errors import InvalidInput
+from pocketmem.core import wordlists
 
 # Han, kana and Hangul are written without spaces between words.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -30,32 +31,16 @@ _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
-# Words that say nothing about what a memory is about. Memories are often written as
+# Words that say nothing about what a memory is about (data/stop_words.tsv). Memories are often written as
 # "用户喜欢…" / "The user prefers…", so the subject itself is noise for matching.
-ZH_STOP_TERMS = frozenset(
-    "的 了 是 在 和 与 也 都 就 又 还 吗 呢 吧 啊 呀 哦 嗯 么 着 过 把 被 给 对 从 向 这 那 我 你 他 她 它 们 "
-    "用户 主人 我们 你们 他们 她们 它们 什么 怎么 怎样 一个 一下 一些 这个 那个 这些 那些 就是 还是 可以 "
-    "没有 已经 现在 然后 因为 所以 但是 如果 的话 觉得 知道 一直 有点 一点 比较 非常 真的 时候 之前 以后 "
-    "我的 你的 他的 她的 的时 时候 我想 想要 要是 不是 有没 没有 一样 这样 那样 怎么样".split()
-)
-EN_STOP_TERMS = frozenset(
-    "a an the and or but if of to in on at by for with from as is are was were be been being am do does did "
-    "i me my mine you your yours he him his she her it its we us our they them their this that these those "
-    "what which who whom how when where why there here so not no yes can could would should will shall may "
-    "might must have has had just very really also too about into over than then user users please thanks".split()
-)
-# Words a question is made of whatever it asks (for query terms only; the index keeps every word).
-ZH_QUERY_FILLER = frozenset(
-    "哪儿 哪里 哪个 哪些 为什么 多少 是不是 能不能 要不要 有没有 来着 帮我 一下 请问 "
-    # asking for the past says when to look, not what about (core.triggers widens the search instead)
-    "还记得 记得 记不记得 之前 以前 上次 提到 提过 说过 聊过".split()
-)
-EN_QUERY_FILLER = frozenset(
-    "any anything something some all now right still again want need get got getting say said tell know think "
-    "make go going let ok okay yeah hi hello hey thank thanks much many lot way thing things maybe "
-    "im ive id ill dont doesnt didnt cant wont isnt arent wasnt s t m d ll re ve "
-    "remember recall mentioned mention earlier before last time".split()
-)
+_STOP = wordlists.words("stop_words.tsv", "stop")
+ZH_STOP_TERMS = frozenset(_STOP["zh"])
+EN_STOP_TERMS = frozenset(_STOP["en"])
+# Words a question is made of whatever it asks (for query terms only; the index keeps every word). Asking for
+# the past (还记得, 上次, earlier) says when to look, not what about (core/timeexpr.py widens the search instead).
+_FILLER = wordlists.words("stop_words.tsv", "filler")
+ZH_QUERY_FILLER = frozenset(_FILLER["zh"])
+EN_QUERY_FILLER = frozenset(_FILLER["en"])
 
 
 def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = False) -> str:
@@ -95,15 +80,6 @@ def runs(text: str) -> Iterator[tuple[str, bool]]:
         yield run, bool(_CJK_CHAR.match(run[0]))
 
 
-def stem(word: str) -> str:
-    """Fold the commonest English plural forms so `preferences` meets `preference`."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 @cache
 def segmenter() -> Any:
     """jieba, loaded once with its bundled dictionary (its own cache file makes later loads fast)."""
@@ -123,26 +99,9 @@ def _english_stemmer() -> Any:
     return snowballstemmer.stemmer("english")
 
 
-# Irregular English verb forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`).
-IRREGULAR = {
-    form: base
-    for base, forms in {
-        "be": "was were been", "buy": "bought", "sell": "sold", "go": "went gone", "run": "ran", "eat": "ate eaten",
-        "drink": "drank drunk", "drive": "drove driven", "fly": "flew flown", "give": "gave given",
-        "take": "took taken", "get": "got gotten", "make": "made", "see": "saw seen", "meet": "met",
-        "leave": "left", "lose": "lost", "find": "found", "feel": "felt", "keep": "kept", "sleep": "slept",
-        "teach": "taught", "think": "thought", "bring": "brought", "catch": "caught", "tell": "told",
-        "say": "said", "pay": "paid", "send": "sent", "spend": "spent", "build": "built", "begin": "began begun",
-        "break": "broke broken", "choose": "chose chosen", "forget": "forgot forgotten", "grow": "grew grown",
-        "know": "knew known", "write": "wrote written", "speak": "spoke spoken", "swim": "swam swum",
-        "sing": "sang sung", "wear": "wore worn", "win": "won", "hold": "held", "read": "read",
-        "hear": "heard", "stand": "stood", "understand": "understood", "fall": "fell fallen", "ride": "rode ridden",
-        "rise": "rose risen", "steal": "stole stolen", "throw": "threw thrown", "wake": "woke woken",
-        "child": "children", "mouse": "mice", "foot": "feet", "tooth": "teeth", "person": "people",
-        "man": "men", "woman": "women",
-    }.items()
-    for form in forms.split()
-}
+# Irregular English forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`):
+# data/irregular_forms.tsv, one base word and its forms a row.
+IRREGULAR = {form: row[0] for row in wordlists.rows("irregular_forms.tsv") for form in row[1].split()}
 
 
 @lru_cache(maxsize=65536)
