@@ -16,7 +16,8 @@ For each candidate memory:
 
 Questions about the past (timeexpr.py: 上次…什么时候, "what did we talk about last week"):
 episodes and events get TEMPORAL_BONUS, and those dated inside a named window (上周, 3天前) are
-relevant by their date alone.
+relevant by their date alone, as are every memory of a named day and the todos due in a window asked about
+(candidates.py chooses them).
 
 Relevance decides *whether* a memory is recalled (so a fresh, important but unrelated memory
 is not); the score decides the order (so among relevant ones the newer fact wins).
@@ -145,7 +146,7 @@ def rank(
         )
         sem, kw, rel = ev.semantic, ev.keyword, model.probability(ev)
         timed = temporal and memory.category in TIMED_CATEGORIES
-        dated_match = timed and candidate.in_window
+        dated_match = candidate.in_window  # service/candidates.py decides what its date alone makes relevant
         if rel < threshold and not dated_match:
             continue
         age = (now - memory.valid_from).total_seconds() / 86400.0

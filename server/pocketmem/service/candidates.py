@@ -5,7 +5,9 @@ the most important memories); this module decides what becomes a candidate (docs
 
     semantic pool  (embedders that capture meaning only): every core memory (scoring.CORE_PERSISTENCE)
                    + the `importance_pool` most important memories + the VECTOR_NEIGHBOURS nearest vectors
-    dated          the WINDOW_CANDIDATES newest memories inside the time window the message names
+    dated          the WINDOW_CANDIDATES newest memories inside the time window the message names (of a day
+                   named by its date all, otherwise episodes and events), and the open
+                   todos due inside it when the message asks what lies there
     keyword pool   the best keyword hits for the query's terms the user has written (the 32 strongest by
                    weight x rarity), max(KEYWORD_HITS, KEYWORD_HITS_SHARE of the user's memories) of them, at
                    most MAX_KEYWORD_HITS; with agent keywords the message's own search runs too
@@ -24,7 +26,7 @@ from datetime import datetime, time, timedelta, tzinfo
 
 from pocketmem.base.models import Status
 from pocketmem.core import relevance, termstats, timeexpr
-from pocketmem.core.ranking import Candidate, semantic_score
+from pocketmem.core.ranking import TIMED_CATEGORIES, Candidate, semantic_score
 from pocketmem.service import fallback
 from pocketmem.service.calibration import Scale
 from pocketmem.store import StoreReader
@@ -149,13 +151,23 @@ async def _semantic_pool(
 
 
 async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], zone: tzinfo) -> set[str]:
-    """Ids of the newest memories inside the time window the message names (none without one)."""
-    if not q.time.intent or q.time.window is None:
+    """Ids of what the time window the message names makes relevant by date alone (none without one): the
+    newest memories inside it (of a day named by its date, all; otherwise episodes and events), and the open todos
+    due inside it when the message asks what lies there (这周有什么要做的事)."""
+    if q.time.window is None or not (q.time.intent or q.time.agenda):
         return set()
     start, end = q.time.window
     lo = datetime.combine(start, time.min, zone)
     hi = datetime.combine(end + timedelta(days=1), time.min, zone)
-    return {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
+    found: set[str] = set()
+    if q.time.intent:
+        # A day named by its date (5月2号, 上周六): all it holds; other windows (上周, 昨天): episodes and events.
+        dated = await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)
+        found |= {m.id for m in dated if q.time.named_day or m.category in TIMED_CATEGORIES}
+    if q.time.agenda and Status.active in statuses:
+        due = await reader.open_todos(user_id, WINDOW_CANDIDATES, due_by=hi)
+        found |= {m.id for m in due if m.due_at is not None and lo <= m.due_at < hi}
+    return found
 
 
 async def _keyword_pool(
