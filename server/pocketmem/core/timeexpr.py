@@ -9,6 +9,9 @@
     这周 / 本周 / this week / 下周 / next week -> Monday..Sunday of that week
     下周六 / 这周六 / 周六 / next Saturday / last Saturday -> that day (每周六, every Saturday: no window)
 
+A question about what was true before (我以前写前端用过什么, what did I use to drive) asks for the earlier
+versions of a fact too (`earlier`: recall then searches them as with include_history).
+
 A relative window alone ("今天天气不错") means nothing to recall; it matters together with intent. A calendar
 day is asked about by being named (在5月2号我们聊了什么, what did I say on May 2nd): it carries intent. A
 question that names a window (这周有什么要做的事, 下周六有什么安排, what's on my list this week) asks what lies
@@ -60,6 +63,8 @@ _AHEAD = re.compile(
     r"下个?(?:周|星期|礼拜|月)|明天|后天|明年|将要|打算|计划|安排|\b(?:next|tomorrow|upcoming|plan|will)\b",
     re.IGNORECASE,
 )
+# Asking what was true before, not when something happened: 以前, 曾经, 原来, used to, previously.
+_EARLIER = re.compile(r"以前|曾经|过去|原来|\b(?:used to|previously|in the past|formerly)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"[?？吗呢]|什么|哪|几|多少|\b(?:what|which|when|anything|any)\b", re.IGNORECASE)
 
 
@@ -69,6 +74,7 @@ class TimeQuery:
     window: tuple[date, date] | None  # inclusive local dates
     agenda: bool = False  # a question about what lies in the window: the todos due in it
     named_day: bool = False  # one day named by its date or weekday (5月2号, 上周六): all it holds is asked about
+    earlier: bool = False  # asks what was true before (我以前…用过什么, used to): earlier versions of a fact count
 
 
 def _zh_number(text: str) -> int:
@@ -154,6 +160,8 @@ def parse(text: str, today: date) -> TimeQuery:
     lowered = text.casefold()
     intent = bool(_CUES_ZH.search(text) or _CUES_EN.search(lowered))
     question = intent or bool(_QUESTION.search(text))
+    if question and _EARLIER.search(text):
+        return TimeQuery(intent=intent, window=None, earlier=True)
     if (day := _calendar_day(text, today)) is not None:
         return TimeQuery(intent=True, window=(day, day), agenda=question, named_day=True)
     if (week := _week_window(text, today)) is not None:

@@ -172,7 +172,9 @@ class Retrieval:
         if req.temporary or self.settings.temporary:
             return RecallResult(memories=[], injection="", temporary=True)
         locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
-        statuses = (Status.active, Status.superseded) if req.include_history else (Status.active,)
+        # 我以前…用过什么 asks for earlier versions as include_history does (core/timeexpr.py)
+        history = req.include_history or q.time.earlier
+        statuses = (Status.active, Status.superseded) if history else (Status.active,)
         now = self.clock.now()
         failures: list[str] = []
         reinforced: list[str] = []
