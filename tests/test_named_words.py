@@ -75,6 +75,17 @@ async def test_names_of_pets_and_places(client: Client):
     assert (await recalled(client, "Nuxt 怎么部署"))[:1] == ["用户的项目用 Nuxt 4 + SQLite。"]
 
 
+async def test_a_product_name_that_is_also_an_english_word(client: Client):
+    await store(client)
+    assert (await recalled(client, "Go 的泛型怎么用"))[:1] == ["用户的后端服务用 Go 写的。"]
+
+
+async def test_a_single_character_the_message_uses_as_a_word(client: Client):
+    await store(client)
+    spicy = "用户不能吃辣，一吃就胃疼。"
+    assert (await recalled(client, "今天想吃点辣的"))[:1] == [spicy]
+
+
 async def test_a_name_alone_is_no_reason_to_recall_unrelated_memories(client: Client):
     await store(client)
     assert await recalled(client, "今天天气不错") == []
@@ -87,6 +98,17 @@ def test_own_words_are_the_ones_a_store_holds_more_often_than_ordinary_text():
     assert not termstats.is_weak_word("朵朵", small)  # a name in this store
     assert termstats.is_weak_word("今天", small)  # ordinary text predicts it
     assert termstats.own_word("今天", 200, 1000) and not termstats.own_word("今天", 20, 1000)
+
+
+def test_a_word_jieba_guessed_gives_its_characters_whole():
+    assert weighted_query_terms("车该保养了")["车"] == 1.0  # 车该 is no dictionary word
+    assert weighted_query_terms("公司")["公"] == 0.5  # 公司 is
+
+
+def test_a_name_has_no_english_background():
+    common = termstats.rarities({"go": 1}, 12, ["go"])["go"]
+    named = termstats.rarities({"go": 1}, 12, ["go"], names={"go"})["go"]
+    assert common < 0.3 and named > 0.9
 
 
 def test_latin_words_written_as_names_are_never_filler():

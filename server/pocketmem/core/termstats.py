@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import gzip
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -83,15 +83,25 @@ def idf(document_count: float, total: float) -> float:
     return math.log(1.0 + (total - document_count + 0.5) / (document_count + 0.5))
 
 
-def rarity(term: str, user_count: int, user_total: int) -> float:
-    """How strongly one occurrence of `term` marks a memory as about it, in [0, 1] (see module doc)."""
+def rarity(term: str, user_count: int, user_total: int, share: float | None = None) -> float:
+    """How strongly one occurrence of `term` marks a memory as about it, in [0, 1] (see module doc); `share`
+    stands in for the background share where the query says what `term` is (`rarities`)."""
     total = user_total + PRIOR_MEMORIES
-    count = min(total, user_count + PRIOR_MEMORIES * background_share(term))
+    share = background_share(term) if share is None else share
+    count = min(total, user_count + PRIOR_MEMORIES * share)
     common = idf(COMMON_SHARE * total, total)
     return max(0.0, min(1.0, (idf(count, total) - common) / (idf(1.0, total) - common)))
 
 
-def rarities(counts: dict[str, int], user_total: int, terms: list[str]) -> Rarities:
-    out = Rarities({term: rarity(term, counts.get(term, 0), user_total) for term in terms})
+def rarities(
+    counts: dict[str, int], user_total: int, terms: list[str], names: Collection[str] = frozenset()
+) -> Rarities:
+    """The rarity of each term. A Latin word the message writes as a name (`names`: Go in Go 的泛型怎么用) has
+    the background of a word the table lacks: how often English prose says `go` tells nothing about the
+    language Go."""
+    unseen = WORDS_PER_MEMORY * UNSEEN_FREQUENCY
+    out = Rarities(
+        {term: rarity(term, counts.get(term, 0), user_total, unseen if term in names else None) for term in terms}
+    )
     out.own = frozenset(term for term in terms if own_word(term, counts.get(term, 0), user_total))
     return out

@@ -113,6 +113,12 @@ def stem_word(word: str) -> str:
     return _english_stemmer().stemWord(IRREGULAR.get(word, word))
 
 
+def is_dictionary_word(word: str) -> bool:
+    """Is `word` in jieba's dictionary? A word it lacks was guessed by its HMM from characters it could not
+    place (车该 in 车该保养了, 点辣锅): its characters are the words the user wrote."""
+    return bool(segmenter().dt.FREQ.get(word))
+
+
 @lru_cache(maxsize=16384)
 def cjk_words(run: str) -> tuple[str, ...]:
     """The words of a run of Han characters, with the dictionary words inside longer ones (search mode)."""
@@ -161,10 +167,11 @@ def weighted_query_terms(text: str) -> dict[str, float]:
             if word in ZH_STOP_TERMS or word in ZH_QUERY_FILLER or not all(is_cjk_char(ch) for ch in word):
                 continue
             seen[word] = 1.0
-            if len(word) == 2:
+            if len(word) == 2 or (len(word) > 2 and not is_dictionary_word(word)):
+                weight = CHAR_WEIGHT if is_dictionary_word(word) else 1.0
                 for ch in word:
                     if ch not in ZH_STOP_TERMS:
-                        seen.setdefault(ch, CHAR_WEIGHT)
+                        seen[ch] = max(seen.get(ch, 0.0), weight)
     return seen
 
 

@@ -54,6 +54,7 @@ class Query:
     base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
     keyword_words: list[list[str]] = field(default_factory=list)  # each keyword's own words (relevance.py)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
+    names: frozenset[str] = frozenset()  # Latin words the message writes as names (text.named_words), stemmed
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ async def _keyword_pool(
     try:
         counts, total = await reader.user_term_counts(user_id, list(q.terms))
         # Only terms the user has written: one found nowhere in their store matches nothing there.
-        rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
+        rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)], q.names)
         # Every term the user has written counts, common ones too (weighted by their rarity, never dropped).
         k = keyword_shortlist_size(total)
         # With keywords, the message's own search runs too: keywords only add candidates. When the keywords

@@ -35,7 +35,7 @@ from pocketmem.core.ranking import (
     semantic_score,
     shadow_older,
 )
-from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
+from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback, topics
 from pocketmem.service.calibration import NEUTRAL, Calibration, Scale
@@ -144,7 +144,7 @@ class Retrieval:
         today = self.clock.now().astimezone(self.settings.zone).date()
         return Query(
             message, context, keywords, terms, list(own), base, relevance.keyword_words(sources),
-            timeexpr.parse(message, today),
+            timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)),
         )
 
     async def query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
