@@ -23,13 +23,11 @@ thing if the slot is keyed, and the newer says it changed. Pure: text in, descri
 
 from __future__ import annotations
 
-import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from pocketmem.core import termstats, wordlists
 from pocketmem.core.text import (
@@ -38,7 +36,7 @@ from pocketmem.core.text import (
     ZH_STOP_TERMS,
     guess_language,
     has_cjk,
-    segmenter,
+    pos_tags,
     stem_word,
 )
 
@@ -143,19 +141,6 @@ _PROPER_FLAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})  # names of p
 _NOUN_FLAGS = frozenset({"n", "vn"})
 
 
-@lru_cache(maxsize=1)
-def _tagger() -> Any:
-    """jieba's part-of-speech tagger (person names, nouns), over the segmenter's loaded dictionary."""
-    segmenter()
-    return importlib.import_module("jieba.posseg")
-
-
-@lru_cache(maxsize=4096)
-def _tags(text: str) -> tuple[Any, ...]:
-    """(word, flag) pairs of `text`, tagged once."""
-    return tuple(_tagger().cut(text))
-
-
 @dataclass(frozen=True)
 class Fact:
     slots: dict[str, frozenset[str]]  # slot name -> its subject (one person, possibly under two names)
@@ -204,11 +189,11 @@ def _parties(text: str) -> list[tuple[int, int, frozenset[str]]]:
         found.append((match.start(), match.end(), _who(match.group())))
     if has_cjk(text):
         at = 0
-        for pair in _tags(text):
-            start = text.find(pair.word, at)
-            at = start + len(pair.word) if start >= 0 else at
-            if pair.flag in _NAME_FLAGS and has_cjk(pair.word) and len(pair.word) >= 2 and _subject_place(text, start):
-                found.append((start, start + len(pair.word), frozenset({pair.word})))
+        for word, flag in pos_tags(text):
+            start = text.find(word, at)
+            at = start + len(word) if start >= 0 else at
+            if flag in _NAME_FLAGS and has_cjk(word) and len(word) >= 2 and _subject_place(text, start):
+                found.append((start, start + len(word), frozenset({word})))
     english = guess_language(text) == "en"  # in Chinese text, Latin words are products and acronyms
     for match in _LATIN_WORD.finditer(text):
         word = match.group().removesuffix("'s")
@@ -278,12 +263,12 @@ def things_of(text: str) -> frozenset[str]:
     English words written with a capital (names, products) or rarer than RARE_SHARE; numbers."""
     out: set[str] = set()
     if has_cjk(text):
-        for pair in _tags(text):
-            word = pair.word.strip()
+        for tagged, flag in pos_tags(text):
+            word = tagged.strip()
             if len(word) < 2 or not has_cjk(word) or word in ZH_STOP_TERMS or word in USER_WORDS:
                 continue
-            rare = pair.flag in _NOUN_FLAGS and termstats.background_share(word) < THING_SHARE
-            if pair.flag in _PROPER_FLAGS or rare:
+            rare = flag in _NOUN_FLAGS and termstats.background_share(word) < THING_SHARE
+            if flag in _PROPER_FLAGS or rare:
                 out.add(word)
     for match in _LATIN_WORD.finditer(text):
         word = match.group().removesuffix("'s")
