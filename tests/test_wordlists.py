@@ -3,6 +3,8 @@ code reads the lists rather than holding its own copy."""
 
 from __future__ import annotations
 
+from datetime import date
+
 from pocketmem.core import slots, text, wordlists
 from pocketmem.service import calibration
 
@@ -35,3 +37,12 @@ def test_calibration_sentences_are_data():
     for lang in calibration.LANGUAGES:
         assert len(calibration.UNRELATED[lang]) >= 10
         assert all(len(pair) == 2 for pair in calibration.PARAPHRASES[lang])
+
+
+def test_time_cues_come_from_their_data_file():
+    from pocketmem.core import timeexpr
+
+    past = wordlists.phrases("time_words.tsv", "past")["-"]
+    assert "上次" in past and "上一次" not in past  # dropped as held out (bench/check_wordlists.py)
+    today = date(2026, 11, 26)
+    assert timeexpr.parse("上次聊到哪了", today).intent and not timeexpr.parse("上一次聊到哪了", today).intent

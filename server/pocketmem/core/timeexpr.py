@@ -27,14 +27,19 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-_CUES_ZH = re.compile(
-    r"上次|上回|上一次|那次|那回|那天|之前|以前|什么时候|啥时候|哪天|多久|聊过|聊了|说过|讲过|讨论过|当时|第一次|最近一次"
-)
-_CUES_EN = re.compile(
-    r"\b(last time|when did|when was|when were|when we|what did we|we talked|talked about|we discussed|"
-    r"discussed|ago|last (?:week|month|year)|yesterday|the other day|first time|that time)\b",
-    re.IGNORECASE,
-)
+from pocketmem.core import wordlists
+
+
+def _cues(group: str) -> re.Pattern[str]:
+    """One pattern for a group of data/time_words.tsv: Chinese phrases as written, English ones as words."""
+    found = wordlists.phrases("time_words.tsv", group)["-"]
+    zh = "|".join(re.escape(p) for p in found if not p.isascii())
+    en = "|".join(r"\s+".join(map(re.escape, p.split())) for p in found if p.isascii() and p[0].isalpha())
+    zh += "".join("|" + re.escape(p) for p in found if p.isascii() and not p[0].isalpha())  # ?
+    return re.compile(rf"{zh}|\b(?:{en})\b", re.IGNORECASE)
+
+
+_PAST = _cues("past")
 _ZH_NUM = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10, "半": 0}
 _AGO_ZH = re.compile(r"(\d+|[一两二三四五六七八九十]+)\s*(天|日|周|个?星期|个?礼拜|个月|年)前")
 _AGO_EN = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", re.IGNORECASE)
@@ -58,14 +63,9 @@ _EN_DAY = re.compile(
 )
 _EN_WEEKDAY = re.compile(r"\b(last|this|next|on)?\s*(" + "|".join(_WEEKDAYS) + r")\b(?!s)", re.IGNORECASE)
 _EN_WEEK = re.compile(r"\b(last|this|next)\s+week\b", re.IGNORECASE)
-# A message that looks ahead takes the coming date of a day named without a year.
-_AHEAD = re.compile(
-    r"下个?(?:周|星期|礼拜|月)|明天|后天|明年|将要|打算|计划|安排|\b(?:next|tomorrow|upcoming|plan|will)\b",
-    re.IGNORECASE,
-)
-# Asking what was true before, not when something happened: 以前, 曾经, 原来, used to, previously.
-_EARLIER = re.compile(r"以前|曾经|过去|原来|\b(?:used to|previously|in the past|formerly)\b", re.IGNORECASE)
-_QUESTION = re.compile(r"[?？吗呢]|什么|哪|几|多少|\b(?:what|which|when|anything|any)\b", re.IGNORECASE)
+_AHEAD = _cues("ahead")  # a message that looks ahead takes the coming date of a day named without a year
+_EARLIER = _cues("earlier")  # asking what was true before, not when something happened
+_QUESTION = _cues("question")
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def _week_window(text: str, today: date) -> tuple[tuple[date, date], bool] | Non
 
 def parse(text: str, today: date) -> TimeQuery:
     lowered = text.casefold()
-    intent = bool(_CUES_ZH.search(text) or _CUES_EN.search(lowered))
+    intent = bool(_PAST.search(text))
     question = intent or bool(_QUESTION.search(text))
     if question and _EARLIER.search(text):
         return TimeQuery(intent=intent, window=None, earlier=True)
