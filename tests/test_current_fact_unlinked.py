@@ -119,6 +119,6 @@ def test_the_slot_rule_on_its_own():
 
 
 async def test_a_relation_and_a_name_are_one_person_across_memories(client: Client, clock):
-    old, new = await write(client, clock, "用户的哥哥张伟在北京读博。", "张伟博士毕业了，去了一家券商工作。")
+    old, new = await write(client, clock, "用户的哥哥张伟在北京读研。", "张伟研究生毕业了，去了一家券商工作。")
     answer = await recall(client, "我哥现在还在读书吗？")
     assert_newer_first(answer, new, old)

@@ -38,6 +38,9 @@ def installed(tmp_path_factory) -> Path:
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
     assert "pocketmem/cli/__init__.py" in names and any(n.endswith("licenses/LICENSE") for n in names)
+    # the word lists, tables and sentences recall reads at run time (core/data, sources in its NOTICE.md)
+    shipped = {f"pocketmem/core/data/{f.name}" for f in (ROOT / "server/pocketmem/core/data").iterdir()}
+    assert shipped <= set(names), shipped - set(names)
     assert not any(n.startswith(("tests/", "server/")) for n in names)
     with tarfile.open(sdist) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}

@@ -16,8 +16,9 @@ For each candidate memory:
                 (x OUTDATED_FACTOR for superseded memories, shown only with include_history)
 
 Questions about the past (timeexpr.py: 上次…什么时候, "what did we talk about last week"):
-episodes and events get TEMPORAL_BONUS, and WINDOW_BONUS more when dated inside a named window (上周,
-3天前); service/candidates.py admits those by their date alone.
+episodes and events get TEMPORAL_BONUS, and those dated inside a named window (上周, 3天前) are
+relevant by their date alone, as are every memory of a named day and the todos due in a window asked about
+(candidates.py chooses them).
 
 Relevance decides *whether* a memory is recalled (so a fresh, important but unrelated memory
 is not); the score decides the order (so among relevant ones the newer fact wins).

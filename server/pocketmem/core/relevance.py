@@ -158,7 +158,7 @@ def counted_weights(
         if standing_in:
             weights[ch] = max(weights[ch], *standing_in)
     for term in weights:
-        if is_weak_word(term):
+        if is_weak_word(term, rarities):
             weights[term] *= WEAK_WORD_FACTOR
     return weights
 

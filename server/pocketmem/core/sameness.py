@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from pocketmem.core.text import numbers_and_negations, stem
+from pocketmem.core.text import numbers_and_negations, stem_word
 
 # 一 is left out: in Chinese it is mostly an article (养了一只猫) and a paraphrase may drop it.
 _ZH_NUMERALS = {"二": "2", "两": "2", "俩": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8",
@@ -44,7 +44,7 @@ def number_words(text: str) -> tuple[str, ...]:
 
 
 def _fold(word: str) -> str:
-    return stem(word.casefold().replace("’", "'").split("'")[0])
+    return stem_word(word.casefold().replace("’", "'").split("'")[0])
 
 
 def entities(text: str) -> frozenset[str]:

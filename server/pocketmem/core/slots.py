@@ -2,9 +2,10 @@
 
 A fact changes when the same attribute (slot) of the same person gets a new value: 用户住在北京 then
 我上个月搬到杭州了 (where the user lives), 用户用的手机是 iPhone 13 then 用户现在用小米 14 (the user's
-phone). No neural model tells these apart here, so the rule is a small lexicon of general cue words per
-slot, in Chinese and English (`SLOTS`), plus who the slot belongs to and, for slots that hold many values
-at once (what someone likes, a weekly schedule, a plan), a distinctive word both memories share.
+phone). No neural model tells these apart here, so the rule is a small lexicon of general cue words per slot,
+in Chinese and English (`SLOTS`; the words are data, core/data/slot_words.tsv), plus who the slot belongs to
+and, for slots that hold many values at once (what someone likes, a weekly schedule, a plan), a distinctive
+word both memories share.
 
     slot      a cue word of SLOTS found in the text (住/搬/live/moved: home; 手机/iPhone/phone: phone …)
     subject   the last party named before the cue: 用户/我/I/we -> the user; a relation word (妹妹, mom) or
@@ -22,22 +23,20 @@ thing if the slot is keyed, and the newer says it changed. Pure: text in, descri
 
 from __future__ import annotations
 
-import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from pocketmem.core import termstats
+from pocketmem.core import termstats, wordlists
 from pocketmem.core.text import (
     EN_QUERY_FILLER,
     EN_STOP_TERMS,
     ZH_STOP_TERMS,
     guess_language,
     has_cjk,
-    segmenter,
+    pos_tags,
     stem_word,
 )
 
@@ -51,8 +50,8 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 @dataclass(frozen=True)
 class Slot:
     name: str
-    zh: tuple[str, ...]
-    en: tuple[str, ...]
+    zh: tuple[str, ...]  # Han cue words (and product names), found as written
+    en: tuple[str, ...]  # Latin cue words, found by their Snowball stem
     keyed: bool = False  # holds several values at once: versions must also share a thing
     unless: tuple[str, ...] = ()  # words that say the cue is about something else (住 on a trip: 出差)
     broad: bool = False  # its cues also name the topic, not only the attribute: a version must say it changed
@@ -60,36 +59,29 @@ class Slot:
     pattern: re.Pattern[str] | None = None  # cue phrases a word list cannot say (在…工作, work at)
 
 
-def _slot(
-    name: str,
-    zh: str,
-    en: str,
-    *,
-    keyed: bool = False,
-    broad: bool = False,
-    unless: str = "",
-    needs: str = "",
-    pattern: str = "",
-) -> Slot:
-    compiled = re.compile(pattern, re.IGNORECASE) if pattern else None
+_WORDS = "slot_words.tsv"  # the lexicon, as data (core/data/NOTICE.md: where each word comes from)
+
+
+def _slot(name: str, *, keyed: bool = False, broad: bool = False, pattern: str = "") -> Slot:
+    """A slot of the lexicon: its cue, unless and needs words from data/slot_words.tsv, its kind from here."""
+    cues = wordlists.words(_WORDS, "cue")[name]
     return Slot(
-        name, tuple(zh.split()), tuple(en.split()), keyed, tuple(unless.split()), broad, tuple(needs.split()), compiled
+        name,
+        tuple(w for w in cues if has_cjk(w)),
+        tuple(w for w in cues if not has_cjk(w)),
+        keyed,
+        wordlists.words(_WORDS, "unless").get(name, ()),
+        broad,
+        wordlists.words(_WORDS, "needs").get(name, ()),
+        re.compile(pattern, re.IGNORECASE) if pattern else None,
     )
 
 
 SLOTS: tuple[Slot, ...] = (
-    _slot(
-        "home",
-        "住 搬 搬家 租房",
-        "live lives living lived move moved moving relocated",
-        broad=True,
-        unless="出差 旅行 旅游 酒店 民宿 度假 住院 trip hotel vacation travel traveling",
-    ),
-    _slot("commute", "通勤 地铁 公交 骑车 上班路上", "commute commuting subway", broad=True),
+    _slot("home", broad=True),
+    _slot("commute", broad=True),
     _slot(
         "work",
-        "入职 跳槽 辞职 离职 职位 岗位 调到 升职 实习",
-        "job employer joined quit hired role position promoted intern",
         broad=True,
         pattern=(
             r"在[^，。,.；;]{1,12}?(?:工作|上班)|工作是|的工作|\bwork(?:s|ed|ing)? (?:at|as|for|in)\b"
@@ -97,52 +89,25 @@ SLOTS: tuple[Slot, ...] = (
             r"|\b(?:am|is|as) an? (?:\w+ )?(?:engineer|developer|designer|teacher|doctor|nurse|lawyer|accountant)\b"
         ),
     ),
-    _slot("duty", "负责", "responsible charge", keyed=True, broad=True),
-    _slot("manager", "领导 上司 老板 经理 主管", "boss manager supervisor"),
-    _slot(
-        "partner",
-        "男朋友 女朋友 男友 女友 老公 老婆 丈夫 妻子 对象 伴侣",
-        "boyfriend girlfriend husband wife partner fiance fiancee",
-    ),
-    _slot(
-        "study",
-        "读书 读研 读博 上学 学校 毕业 研究生 大学 本科 专业 在读",
-        "school university college graduated graduate studying student degree phd",
-        broad=True,
-    ),
-    _slot("exam", "认证 考证 备考 考试 证书", "certification certificate certified exam"),
-    _slot("phone", "手机 iPhone 安卓", "phone smartphone iphone android"),
-    _slot("computer", "电脑 笔记本 台式机 MacBook ThinkPad", "laptop computer macbook thinkpad"),
-    _slot("car", "汽车 买车 卖车 车子 新车 电车 有车 的车 开一辆 特斯拉", "car vehicle tesla", broad=True),
-    _slot("weight", "体重 斤 公斤 减肥 增重", "weight weigh weighs kg kilos pounds lbs"),
-    _slot("salary", "工资 薪水 月薪 年薪 收入 补助 津贴", "salary pay income stipend wage"),
-    _slot("cat", "叫 名字 改名 取名", "name named called renamed", broad=True, needs="猫 cat kitten"),
-    _slot("dog", "叫 名字 改名 取名", "name named called renamed", broad=True, needs="狗 dog puppy"),
-    _slot("blog", "博客", "blog"),
-    _slot("editor", "编辑器 Neovim Vim Emacs VSCode", "editor ide neovim vim emacs vscode", pattern=r"\bvs ?code\b"),
-    _slot(
-        "likes",
-        "喜欢 讨厌 偏好 爱吃 爱喝 最爱 习惯 戒 改喝 改吃",
-        "like likes prefer prefers love hate enjoy favorite favourite",
-        keyed=True,
-        broad=True,
-    ),
-    _slot("drink", "喝 咖啡 茶", "drink drinks coffee tea", keyed=True, broad=True),
-    _slot(
-        "schedule",
-        "每天 每周 每月 周一 周二 周三 周四 周五 周六 周日 周末 早上 晚上 改到",
-        "every daily weekly monday tuesday wednesday thursday friday saturday sunday weekend morning evening",
-        keyed=True,
-        broad=True,
-    ),
-    _slot("plan", "计划 打算 行程 安排", "plan plans planning trip", keyed=True, broad=True),
-    _slot(
-        "stack",
-        "框架 部署 搭建 技术栈",
-        "framework stack deployed hosted built switched migrated",
-        keyed=True,
-        broad=True,
-    ),
+    _slot("duty", keyed=True, broad=True),
+    _slot("manager"),
+    _slot("partner"),
+    _slot("study", broad=True),
+    _slot("exam"),
+    _slot("phone"),
+    _slot("computer"),
+    _slot("car", broad=True),
+    _slot("weight"),
+    _slot("salary"),
+    _slot("cat", broad=True),
+    _slot("dog", broad=True),
+    _slot("blog"),
+    _slot("editor", pattern=r"\bvs ?code\b"),
+    _slot("likes", keyed=True, broad=True),
+    _slot("drink", keyed=True, broad=True),
+    _slot("schedule", keyed=True, broad=True),
+    _slot("plan", keyed=True, broad=True),
+    _slot("stack", keyed=True, broad=True),
 )
 
 # 住 that is not about a home: 记住, 忍不住, 住院, 住宿 …
@@ -151,29 +116,17 @@ _ZH_NOT_HOME_AFTER = frozenset("院宿嘴手口")
 
 # Words that say a value changed (strong) and words that only place a statement in the present (weak: 现在,
 # now): a weak one counts when the newer text also names something the older does not (a new value).
-CHANGE_ZH = (
-    "搬到 搬去 搬家 换成 换到 换了 改成 改到 改用 改喝 改吃 调到 跳槽 辞职 离职 入职 毕业 不再 戒 "
-    "降到 涨到 升到 变成 分手 结婚 离婚 改名 新买 买了 卖了 转到 新养"
-).split()
-CHANGE_EN = frozenset(
-    "moved move relocated switched switch changed change anymore quit left joined "
-    "became become graduated married divorced renamed sold bought".split()
-)
-PRESENT_ZH = ("现在", "如今", "已经", "目前")
-PRESENT_EN = frozenset("now currently new newly".split())
+# Han words are found as written, Latin words as whole words.
+_CHANGE = wordlists.words(_WORDS, "change")["-"]
+_PRESENT = wordlists.words(_WORDS, "present")["-"]
+CHANGE_ZH = tuple(w for w in _CHANGE if has_cjk(w))
+CHANGE_EN = frozenset(w for w in _CHANGE if not has_cjk(w))
+PRESENT_ZH = tuple(w for w in _PRESENT if has_cjk(w))
+PRESENT_EN = frozenset(w for w in _PRESENT if not has_cjk(w))
 
+# A relative named by relation (妹妹, mom -> sister, mother): data/slot_words.tsv's relation rows.
 RELATIONS: dict[str, str] = {
-    **{w: "mother" for w in "妈妈 母亲 老妈 妈 mom mother mum".split()},
-    **{w: "father" for w in "爸爸 父亲 老爸 爸 dad father".split()},
-    **{w: "parents" for w in "爸妈 父母 parents".split()},
-    **{w: "sister" for w in "妹妹 姐姐 妹 姐 sister".split()},
-    **{w: "brother" for w in "哥哥 弟弟 哥 弟 brother".split()},
-    **{w: "child" for w in "儿子 女儿 孩子 son daughter kid child".split()},
-    **{w: "partner" for w in "老公 老婆 丈夫 妻子 男朋友 女朋友 男友 女友 对象 "
-        "husband wife boyfriend girlfriend".split()},
-    **{w: "friend" for w in "朋友 同学 室友 friend roommate classmate".split()},
-    **{w: "colleague" for w in "同事 colleague coworker".split()},
-    **{w: "grandparent" for w in "爷爷 奶奶 外公 外婆 姥姥 姥爷 grandma grandpa grandmother grandfather".split()},
+    word: relation for relation, words in wordlists.words(_WORDS, "relation").items() for word in words
 }
 USER_WORDS = frozenset("用户 我 我们 咱们 咱 主人 i me my we our us user".split())
 OTHER_WORDS = frozenset("他 她 他们 她们 he she they his her their".split())
@@ -186,19 +139,6 @@ _ZH_PARTY = re.compile("|".join(sorted((re.escape(w) for w in [*RELATIONS, *USER
 _NAME_FLAGS = frozenset({"nr", "nrt", "nrfg"})
 _PROPER_FLAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})  # names of people, places, bodies, things
 _NOUN_FLAGS = frozenset({"n", "vn"})
-
-
-@lru_cache(maxsize=1)
-def _tagger() -> Any:
-    """jieba's part-of-speech tagger (person names, nouns), over the segmenter's loaded dictionary."""
-    segmenter()
-    return importlib.import_module("jieba.posseg")
-
-
-@lru_cache(maxsize=4096)
-def _tags(text: str) -> tuple[Any, ...]:
-    """(word, flag) pairs of `text`, tagged once."""
-    return tuple(_tagger().cut(text))
 
 
 @dataclass(frozen=True)
@@ -249,11 +189,11 @@ def _parties(text: str) -> list[tuple[int, int, frozenset[str]]]:
         found.append((match.start(), match.end(), _who(match.group())))
     if has_cjk(text):
         at = 0
-        for pair in _tags(text):
-            start = text.find(pair.word, at)
-            at = start + len(pair.word) if start >= 0 else at
-            if pair.flag in _NAME_FLAGS and has_cjk(pair.word) and len(pair.word) >= 2 and _subject_place(text, start):
-                found.append((start, start + len(pair.word), frozenset({pair.word})))
+        for word, flag in pos_tags(text):
+            start = text.find(word, at)
+            at = start + len(word) if start >= 0 else at
+            if flag in _NAME_FLAGS and has_cjk(word) and len(word) >= 2 and _subject_place(text, start):
+                found.append((start, start + len(word), frozenset({word})))
     english = guess_language(text) == "en"  # in Chinese text, Latin words are products and acronyms
     for match in _LATIN_WORD.finditer(text):
         word = match.group().removesuffix("'s")
@@ -323,12 +263,12 @@ def things_of(text: str) -> frozenset[str]:
     English words written with a capital (names, products) or rarer than RARE_SHARE; numbers."""
     out: set[str] = set()
     if has_cjk(text):
-        for pair in _tags(text):
-            word = pair.word.strip()
+        for tagged, flag in pos_tags(text):
+            word = tagged.strip()
             if len(word) < 2 or not has_cjk(word) or word in ZH_STOP_TERMS or word in USER_WORDS:
                 continue
-            rare = pair.flag in _NOUN_FLAGS and termstats.background_share(word) < THING_SHARE
-            if pair.flag in _PROPER_FLAGS or rare:
+            rare = flag in _NOUN_FLAGS and termstats.background_share(word) < THING_SHARE
+            if flag in _PROPER_FLAGS or rare:
                 out.add(word)
     for match in _LATIN_WORD.finditer(text):
         word = match.group().removesuffix("'s")

@@ -9,6 +9,12 @@
                 term held by COMMON_SHARE of the memories: 1 for a term held by one memory and rare elsewhere,
                 about 0.4-0.5 for words common in all text (今天, 公司, 北京), 0 for "the" (weak on their own)
 
+A weak word (a numeral, measure or time word ... by jieba's dictionary tags) counts at a fraction of its weight
+(core/relevance.py), unless it is one of the user's own words: their store holds it more often than ordinary
+text predicts for N' memories (df_user(t) > N' * p(t)). jieba tags 朵朵 as a measure word (朵朵白云); a store
+that says 用户的女儿叫朵朵 holds it far more often than that, so it is a name there. 今天 (p = 0.5%) would have
+to be in more than 53 memories of a small store, and in more than 0.5% of a large one, to count in full.
+
 So a word in every memory of a six-memory store (咖啡) is still a word the message names (its background
 share is small), a word common in all text (公司, 今天, user) is weak evidence even in a tiny store, and in
 a store of 100,000 memories the user's own counts dominate. Counts are per user: one user's writes never
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import math
+from collections.abc import Collection, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -47,11 +54,23 @@ def _weak_words() -> frozenset[str]:
         return frozenset(row.strip() for row in rows if row.strip())
 
 
-def is_weak_word(term: str) -> bool:
+class Rarities(dict[str, float]):
+    """The rarity of each query term the user has written, and which of them are the user's own words."""
+
+    own: frozenset[str] = frozenset()
+
+
+def is_weak_word(term: str, rarities: Mapping[str, float] | None = None) -> bool:
     """A Chinese word or character jieba's dictionary tags as a numeral, measure, time or place word, pronoun,
     adverb, preposition, conjunction, particle or interjection (一家, 一天, 今天, 最近): it says little about
-    what a memory is about (data/weak_words.txt.gz, bench/make_background.py)."""
-    return term in _weak_words()
+    what a memory is about (data/weak_words.txt.gz, bench/make_background.py). Not when it is one of the
+    user's own words (`own_word`: 朵朵 in a store that names a daughter 朵朵)."""
+    return term in _weak_words() and term not in getattr(rarities, "own", ())
+
+
+def own_word(term: str, user_count: int, user_total: int) -> bool:
+    """Does the user's store hold `term` more often than ordinary text predicts for N' memories (module doc)?"""
+    return user_count > (user_total + PRIOR_MEMORIES) * background_share(term)
 
 
 def background_share(term: str) -> float:
@@ -64,13 +83,25 @@ def idf(document_count: float, total: float) -> float:
     return math.log(1.0 + (total - document_count + 0.5) / (document_count + 0.5))
 
 
-def rarity(term: str, user_count: int, user_total: int) -> float:
-    """How strongly one occurrence of `term` marks a memory as about it, in [0, 1] (see module doc)."""
+def rarity(term: str, user_count: int, user_total: int, share: float | None = None) -> float:
+    """How strongly one occurrence of `term` marks a memory as about it, in [0, 1] (see module doc); `share`
+    stands in for the background share where the query says what `term` is (`rarities`)."""
     total = user_total + PRIOR_MEMORIES
-    count = min(total, user_count + PRIOR_MEMORIES * background_share(term))
+    share = background_share(term) if share is None else share
+    count = min(total, user_count + PRIOR_MEMORIES * share)
     common = idf(COMMON_SHARE * total, total)
     return max(0.0, min(1.0, (idf(count, total) - common) / (idf(1.0, total) - common)))
 
 
-def rarities(counts: dict[str, int], user_total: int, terms: list[str]) -> dict[str, float]:
-    return {term: rarity(term, counts.get(term, 0), user_total) for term in terms}
+def rarities(
+    counts: dict[str, int], user_total: int, terms: list[str], names: Collection[str] = frozenset()
+) -> Rarities:
+    """The rarity of each term. A Latin word the message writes as a name (`names`: Go in Go 的泛型怎么用) has
+    the background of a word the table lacks: how often English prose says `go` tells nothing about the
+    language Go."""
+    unseen = WORDS_PER_MEMORY * UNSEEN_FREQUENCY
+    out = Rarities(
+        {term: rarity(term, counts.get(term, 0), user_total, unseen if term in names else None) for term in terms}
+    )
+    out.own = frozenset(term for term in terms if own_word(term, counts.get(term, 0), user_total))
+    return out

@@ -15,6 +15,7 @@ meets `sell` (irregular forms first become their base word) and `cats` meets `ca
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -22,6 +23,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from pocketmem.base.errors import InvalidInput
+from pocketmem.core import wordlists
 
 # Han, kana and Hangul are written without spaces between words.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -30,32 +32,16 @@ _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
-# Words that say nothing about what a memory is about. Memories are often written as
+# Words that say nothing about what a memory is about (data/stop_words.tsv). Memories are often written as
 # "用户喜欢…" / "The user prefers…", so the subject itself is noise for matching.
-ZH_STOP_TERMS = frozenset(
-    "的 了 是 在 和 与 也 都 就 又 还 吗 呢 吧 啊 呀 哦 嗯 么 着 过 把 被 给 对 从 向 这 那 我 你 他 她 它 们 "
-    "用户 主人 我们 你们 他们 她们 它们 什么 怎么 怎样 一个 一下 一些 这个 那个 这些 那些 就是 还是 可以 "
-    "没有 已经 现在 然后 因为 所以 但是 如果 的话 觉得 知道 一直 有点 一点 比较 非常 真的 时候 之前 以后 "
-    "我的 你的 他的 她的 的时 时候 我想 想要 要是 不是 有没 没有 一样 这样 那样 怎么样".split()
-)
-EN_STOP_TERMS = frozenset(
-    "a an the and or but if of to in on at by for with from as is are was were be been being am do does did "
-    "i me my mine you your yours he him his she her it its we us our they them their this that these those "
-    "what which who whom how when where why there here so not no yes can could would should will shall may "
-    "might must have has had just very really also too about into over than then user users please thanks".split()
-)
-# Words a question is made of whatever it asks (for query terms only; the index keeps every word).
-ZH_QUERY_FILLER = frozenset(
-    "哪儿 哪里 哪个 哪些 为什么 多少 是不是 能不能 要不要 有没有 来着 帮我 一下 请问 "
-    # asking for the past says when to look, not what about (core.triggers widens the search instead)
-    "还记得 记得 记不记得 之前 以前 上次 提到 提过 说过 聊过".split()
-)
-EN_QUERY_FILLER = frozenset(
-    "any anything something some all now right still again want need get got getting say said tell know think "
-    "make go going let ok okay yeah hi hello hey thank thanks much many lot way thing things maybe "
-    "im ive id ill dont doesnt didnt cant wont isnt arent wasnt s t m d ll re ve "
-    "remember recall mentioned mention earlier before last time".split()
-)
+_STOP = wordlists.words("stop_words.tsv", "stop")
+ZH_STOP_TERMS = frozenset(_STOP["zh"])
+EN_STOP_TERMS = frozenset(_STOP["en"])
+# Words a question is made of whatever it asks (for query terms only; the index keeps every word). Asking for
+# the past (还记得, 上次, earlier) says when to look, not what about (core/timeexpr.py widens the search instead).
+_FILLER = wordlists.words("stop_words.tsv", "filler")
+ZH_QUERY_FILLER = frozenset(_FILLER["zh"])
+EN_QUERY_FILLER = frozenset(_FILLER["en"])
 
 
 def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = False) -> str:
@@ -95,15 +81,6 @@ def runs(text: str) -> Iterator[tuple[str, bool]]:
         yield run, bool(_CJK_CHAR.match(run[0]))
 
 
-def stem(word: str) -> str:
-    """Fold the commonest English plural forms so `preferences` meets `preference`."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 @cache
 def segmenter() -> Any:
     """jieba, loaded once with its bundled dictionary (its own cache file makes later loads fast)."""
@@ -123,26 +100,9 @@ def _english_stemmer() -> Any:
     return snowballstemmer.stemmer("english")
 
 
-# Irregular English verb forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`).
-IRREGULAR = {
-    form: base
-    for base, forms in {
-        "be": "was were been", "buy": "bought", "sell": "sold", "go": "went gone", "run": "ran", "eat": "ate eaten",
-        "drink": "drank drunk", "drive": "drove driven", "fly": "flew flown", "give": "gave given",
-        "take": "took taken", "get": "got gotten", "make": "made", "see": "saw seen", "meet": "met",
-        "leave": "left", "lose": "lost", "find": "found", "feel": "felt", "keep": "kept", "sleep": "slept",
-        "teach": "taught", "think": "thought", "bring": "brought", "catch": "caught", "tell": "told",
-        "say": "said", "pay": "paid", "send": "sent", "spend": "spent", "build": "built", "begin": "began begun",
-        "break": "broke broken", "choose": "chose chosen", "forget": "forgot forgotten", "grow": "grew grown",
-        "know": "knew known", "write": "wrote written", "speak": "spoke spoken", "swim": "swam swum",
-        "sing": "sang sung", "wear": "wore worn", "win": "won", "hold": "held", "read": "read",
-        "hear": "heard", "stand": "stood", "understand": "understood", "fall": "fell fallen", "ride": "rode ridden",
-        "rise": "rose risen", "steal": "stole stolen", "throw": "threw thrown", "wake": "woke woken",
-        "child": "children", "mouse": "mice", "foot": "feet", "tooth": "teeth", "person": "people",
-        "man": "men", "woman": "women",
-    }.items()
-    for form in forms.split()
-}
+# Irregular English forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`):
+# data/irregular_forms.tsv, one base word and its forms a row.
+IRREGULAR = {form: row[0] for row in wordlists.rows("irregular_forms.tsv") for form in row[1].split()}
 
 
 @lru_cache(maxsize=65536)
@@ -152,6 +112,22 @@ def stem_word(word: str) -> str:
     if not word.isascii() or not word.isalpha():
         return word
     return _english_stemmer().stemWord(IRREGULAR.get(word, word))
+
+
+@lru_cache(maxsize=4096)
+def pos_tags(text: str) -> tuple[tuple[str, str], ...]:
+    """(word, part-of-speech flag) pairs of `text` by jieba's tagger over the segmenter's dictionary (nr person
+    name, ns place, n noun ...): the one place the tagger is called, so another tagger replaces it here. A tag
+    is a hint, never a verdict (朵朵 is tagged a measure word)."""
+    segmenter()
+    tagger = importlib.import_module("jieba.posseg")
+    return tuple((pair.word, pair.flag) for pair in tagger.cut(text))
+
+
+def is_dictionary_word(word: str) -> bool:
+    """Is `word` in jieba's dictionary? A word it lacks was guessed by its HMM from characters it could not
+    place (车该 in 车该保养了, 点辣锅): its characters are the words the user wrote."""
+    return bool(segmenter().dt.FREQ.get(word))
 
 
 @lru_cache(maxsize=16384)
@@ -190,10 +166,11 @@ def weighted_query_terms(text: str) -> dict[str, float]:
     """Distinct meaningful terms of a query with their weight: segmenter words (1.0), the characters of
     two-character words (CHAR_WEIGHT), stemmed Latin words (1.0); filler words left out."""
     seen: dict[str, float] = {}
+    names = named_words(text)
     for run, cjk in runs(text):
         if not cjk:
             word = stem_word(run)
-            filler = run in EN_STOP_TERMS or run in EN_QUERY_FILLER or word in EN_STOP_TERMS
+            filler = run in EN_STOP_TERMS or word in EN_STOP_TERMS or (run in EN_QUERY_FILLER and run not in names)
             if not filler and (len(run) > 1 or run.isdigit()):
                 seen[word] = 1.0
             continue
@@ -201,11 +178,29 @@ def weighted_query_terms(text: str) -> dict[str, float]:
             if word in ZH_STOP_TERMS or word in ZH_QUERY_FILLER or not all(is_cjk_char(ch) for ch in word):
                 continue
             seen[word] = 1.0
-            if len(word) == 2:
+            if len(word) == 2 or (len(word) > 2 and not is_dictionary_word(word)):
+                weight = CHAR_WEIGHT if is_dictionary_word(word) else 1.0
                 for ch in word:
                     if ch not in ZH_STOP_TERMS:
-                        seen.setdefault(ch, CHAR_WEIGHT)
+                        seen[ch] = max(seen.get(ch, 0.0), weight)
     return seen
+
+
+_LATIN_WORD = re.compile(r"[^\W\d_]+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)$")
+
+
+def named_words(text: str) -> frozenset[str]:
+    """Latin words the text writes as names, folded: every Latin word of a text Chinese carries (Go 的泛型, 用
+    Nuxt: products and acronyms), and in other text a word with a capital inside a sentence (I write Go).
+    Such a word is never question filler (go, make, way), whatever its spelling means in plain English."""
+    folded = unicodedata.normalize("NFKC", text)
+    chinese = guess_language(folded) == "zh"
+    return frozenset(
+        match.group().casefold()
+        for match in _LATIN_WORD.finditer(folded)
+        if chinese or (match.group()[0].isupper() and not _SENTENCE_START.search(folded[: match.start()]))
+    )
 
 
 def query_terms(text: str) -> list[str]:

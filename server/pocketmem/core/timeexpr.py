@@ -4,35 +4,77 @@
     上周我们聊了什么              -> intent + window: last Monday..Sunday
     3天前 / 两个月前 / yesterday / last month / 去年 -> a window of dates
 
-A window alone ("今天天气不错") means nothing to recall; it matters together with intent.
+    5月2号 / 4月27日 / May 2nd / 2026-05-02 -> that day; the most recent past one when no year is written, the
+                                           coming one when the message looks ahead (下周, 安排, next, plan …)
+    这周 / 本周 / this week / 下周 / next week -> Monday..Sunday of that week
+    下周六 / 这周六 / 周六 / next Saturday / last Saturday -> that day (每周六, every Saturday: no window)
+
+A question about what was true before (我以前写前端用过什么, what did I use to drive) asks for the earlier
+versions of a fact too (`earlier`: recall then searches them as with include_history).
+
+A relative window alone ("今天天气不错") means nothing to recall; it matters together with intent. A calendar
+day is asked about by being named (在5月2号我们聊了什么, what did I say on May 2nd): it carries intent. A
+question that names a window (这周有什么要做的事, 下周六有什么安排, what's on my list this week) asks what lies
+in it (`agenda`): the todos due then.
 
 Pure functions on the user's local calendar date; no dates are guessed beyond these phrases.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-_CUES_ZH = re.compile(
-    r"上次|上回|上一次|那次|那回|那天|之前|以前|什么时候|啥时候|哪天|多久|聊过|聊了|说过|讲过|讨论过|当时|第一次|最近一次"
-)
-_CUES_EN = re.compile(
-    r"\b(last time|when did|when was|when were|when we|what did we|we talked|talked about|we discussed|"
-    r"discussed|ago|last (?:week|month|year)|yesterday|the other day|first time|that time)\b",
-    re.IGNORECASE,
-)
+from pocketmem.core import wordlists
+
+
+def _cues(group: str) -> re.Pattern[str]:
+    """One pattern for a group of data/time_words.tsv: Chinese phrases as written, English ones as words."""
+    found = wordlists.phrases("time_words.tsv", group)["-"]
+    zh = "|".join(re.escape(p) for p in found if not p.isascii())
+    en = "|".join(r"\s+".join(map(re.escape, p.split())) for p in found if p.isascii() and p[0].isalpha())
+    zh += "".join("|" + re.escape(p) for p in found if p.isascii() and not p[0].isalpha())  # ?
+    return re.compile(rf"{zh}|\b(?:{en})\b", re.IGNORECASE)
+
+
+_PAST = _cues("past")
 _ZH_NUM = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10, "半": 0}
 _AGO_ZH = re.compile(r"(\d+|[一两二三四五六七八九十]+)\s*(天|日|周|个?星期|个?礼拜|个月|年)前")
 _AGO_EN = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", re.IGNORECASE)
 _EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
+_WEEKDAY_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_DAY_ZH = re.compile(r"(?<!每)(上|这|本|下)?(?:个)?(?:周|星期|礼拜)([一二三四五六日天])")
+_WEEK_ZH = re.compile(r"(上|这|本|下)(?:一)?(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
+_MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if name} | {
+    name.casefold(): i for i, name in enumerate(calendar.month_abbr) if name
+}
+_WEEKDAYS = {name.casefold(): i for i, name in enumerate(calendar.day_name)}
+_ISO_DAY = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
+_ZH_DAY = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]")
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_EN_DAY = re.compile(
+    rf"\b(?:({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?"
+    rf"|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?)\b",
+    re.IGNORECASE,
+)
+_EN_WEEKDAY = re.compile(r"\b(last|this|next|on)?\s*(" + "|".join(_WEEKDAYS) + r")\b(?!s)", re.IGNORECASE)
+_EN_WEEK = re.compile(r"\b(last|this|next)\s+week\b", re.IGNORECASE)
+_AHEAD = _cues("ahead")  # a message that looks ahead takes the coming date of a day named without a year
+_EARLIER = _cues("earlier")  # asking what was true before, not when something happened
+_QUESTION = _cues("question")
+
+
 @dataclass(frozen=True)
 class TimeQuery:
     intent: bool
     window: tuple[date, date] | None  # inclusive local dates
+    agenda: bool = False  # a question about what lies in the window: the todos due in it
+    named_day: bool = False  # one day named by its date or weekday (5月2号, 上周六): all it holds is asked about
+    earlier: bool = False  # asks what was true before (我以前…用过什么, used to): earlier versions of a fact count
 
 
 def _zh_number(text: str) -> int:
@@ -64,11 +106,67 @@ def _ago_window(count: int, unit: str, today: date) -> tuple[date, date]:
     return center - timedelta(days=slack), min(today, center + timedelta(days=slack))
 
 
+def _calendar_day(text: str, today: date) -> date | None:
+    """The calendar day the text names (5月2号, May 2nd, 2026-05-02), if any: without a year, the most recent
+    one on or before today, or the coming one when the text looks ahead."""
+    found: tuple[str | None, int, int] | None = None
+    if (m := _ISO_DAY.search(text)) is not None:
+        found = m.group(1), int(m.group(2)), int(m.group(3))
+    elif (m := _ZH_DAY.search(text)) is not None:
+        found = m.group(1), int(m.group(2)), int(m.group(3))
+    elif (m := _EN_DAY.search(text)) is not None:
+        if m.group(1):
+            found = m.group(3), _MONTHS[m.group(1).casefold()], int(m.group(2))
+        else:
+            found = m.group(6), _MONTHS[m.group(5).casefold()], int(m.group(4))
+    if found is None:
+        return None
+    year, month, day = found
+    try:
+        if year is not None:
+            return date(int(year), month, day)
+        named = date(today.year, month, day)
+        ahead = bool(_AHEAD.search(text))
+        if ahead and named < today:
+            return date(today.year + 1, month, day)
+        if not ahead and named > today:
+            return date(today.year - 1, month, day)
+        return named
+    except ValueError:  # 2月30日: no such day
+        return None
+
+
+_SHIFT = {"上": -1, "last": -1, "下": 1, "next": 1}
+
+
+def _week_window(text: str, today: date) -> tuple[tuple[date, date], bool] | None:
+    """A weekday (下周六, next Saturday) or a whole week (这周, next week) the text names, and whether it names
+    one day of one week (上周六, last Saturday: asked about like a calendar day; a bare 周六 is not)."""
+    monday = today - timedelta(days=today.weekday())
+    if (m := _DAY_ZH.search(text)) is not None:
+        day = monday + timedelta(weeks=_SHIFT.get(m.group(1) or "", 0), days=_WEEKDAY_ZH[m.group(2)])
+        return (day, day), m.group(1) is not None
+    if (m := _EN_WEEKDAY.search(text)) is not None and not re.search(r"\bevery\s+\w+day\b", text, re.IGNORECASE):
+        which = (m.group(1) or "").casefold()
+        day = monday + timedelta(weeks=_SHIFT.get(which, 0), days=_WEEKDAYS[m.group(2).casefold()])
+        return (day, day), which in ("last", "this", "next")
+    if (m := _WEEK_ZH.search(text) or _EN_WEEK.search(text)) is not None:
+        start = monday + timedelta(weeks=_SHIFT.get(m.group(1).casefold(), 0))
+        return (start, start + timedelta(days=6)), False
+    return None
+
+
 def parse(text: str, today: date) -> TimeQuery:
     lowered = text.casefold()
-    intent = bool(_CUES_ZH.search(text) or _CUES_EN.search(lowered))
+    intent = bool(_PAST.search(text))
+    question = intent or bool(_QUESTION.search(text))
+    if question and _EARLIER.search(text):
+        return TimeQuery(intent=intent, window=None, earlier=True)
+    if (day := _calendar_day(text, today)) is not None:
+        return TimeQuery(intent=True, window=(day, day), agenda=question, named_day=True)
+    if (week := _week_window(text, today)) is not None:
+        return TimeQuery(intent=intent or week[1], window=week[0], agenda=question, named_day=week[1])
     window: tuple[date, date] | None = None
-    monday = today - timedelta(days=today.weekday())
     if (m := _AGO_ZH.search(text)) is not None:
         window = _ago_window(_zh_number(m.group(1)), m.group(2), today)
     elif (m := _AGO_EN.search(lowered)) is not None:
@@ -80,10 +178,6 @@ def parse(text: str, today: date) -> TimeQuery:
         window = (today - timedelta(days=1), today - timedelta(days=1))
     elif re.search(r"今天|今晚|today|tonight", lowered):
         window = (today, today)
-    elif re.search(r"上周|上个?星期|上个?礼拜|last week", lowered):
-        window = (monday - timedelta(days=7), monday - timedelta(days=1))
-    elif re.search(r"这周|本周|这个?星期|this week", lowered):
-        window = (monday, today)
     elif re.search(r"上个月|last month", lowered):
         last = _month_start(today) - timedelta(days=1)
         window = (_month_start(last), last)
@@ -91,4 +185,4 @@ def parse(text: str, today: date) -> TimeQuery:
         window = (_month_start(today), today)
     elif re.search(r"去年|last year", lowered):
         window = (date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
-    return TimeQuery(intent=intent, window=window)
+    return TimeQuery(intent=intent, window=window, agenda=question and window is not None and window[1] >= today)

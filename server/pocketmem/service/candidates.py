@@ -5,7 +5,9 @@ the most important memories); this module decides what becomes a candidate (docs
 
     semantic pool  (embedders that capture meaning only): every core memory (scoring.CORE_PERSISTENCE)
                    + the `importance_pool` most important memories + the VECTOR_NEIGHBOURS nearest vectors
-    dated          the WINDOW_CANDIDATES newest memories inside the time window the message names
+    dated          the WINDOW_CANDIDATES newest memories inside the time window the message names (of a day
+                   named by its date all, otherwise episodes and events), and the open
+                   todos due inside it when the message asks what lies there
     keyword pool   the best keyword hits for the query's terms the user has written (the 32 strongest by
                    weight x rarity), max(KEYWORD_HITS, KEYWORD_HITS_SHARE of the user's memories) of them, at
                    most MAX_KEYWORD_HITS; with agent keywords the message's own search runs too
@@ -54,6 +56,7 @@ class Query:
     base_terms: dict[str, float] = field(default_factory=dict)  # the message's and context's, no keywords
     keyword_words: list[list[str]] = field(default_factory=list)  # each keyword's own words (relevance.py)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
+    names: frozenset[str] = frozenset()  # Latin words the message writes as names (text.named_words), stemmed
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,9 @@ class CandidateRules:
         return fallback.threshold(self.threshold, health, self.lexical, self.model(health).core_lift)
 
     def passes(self, candidate: Candidate, health: fallback.Health) -> bool:
-        """Recalled: its relevance reaches the bar (a core memory its own, lower bar), or it is an episode or
-        event dated inside the window the question names."""
-        if candidate.in_window and candidate.memory.category in TIMED_CATEGORIES:
+        """Recalled: its relevance reaches the bar (a core memory its own, lower bar), or its date alone makes it
+        relevant to the window the question names (`_dated` chooses which)."""
+        if candidate.in_window:
             return True
         lift = self.model(health).core_lift if candidate.memory.core else 0.0
         return candidate.relevance >= fallback.threshold(self.threshold, health, self.lexical, lift)
@@ -159,13 +162,23 @@ async def _semantic_pool(
 
 
 async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], zone: tzinfo) -> set[str]:
-    """Ids of the newest memories inside the time window the message names (none without one)."""
-    if not q.time.intent or q.time.window is None:
+    """Ids of what the time window the message names makes relevant by date alone (none without one): the
+    newest memories inside it (of a day named by its date, all; otherwise episodes and events), and the open todos
+    due inside it when the message asks what lies there (这周有什么要做的事)."""
+    if q.time.window is None or not (q.time.intent or q.time.agenda):
         return set()
     start, end = q.time.window
     lo = datetime.combine(start, time.min, zone)
     hi = datetime.combine(end + timedelta(days=1), time.min, zone)
-    return {m.id for m in await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)}
+    found: set[str] = set()
+    if q.time.intent:
+        # A day named by its date (5月2号, 上周六): all it holds; other windows (上周, 昨天): episodes and events.
+        dated = await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)
+        found |= {m.id for m in dated if q.time.named_day or m.category in TIMED_CATEGORIES}
+    if q.time.agenda and Status.active in statuses:
+        due = await reader.open_todos(user_id, WINDOW_CANDIDATES, due_by=hi)
+        found |= {m.id for m in due if m.due_at is not None and lo <= m.due_at < hi}
+    return found
 
 
 async def _keyword_pool(
@@ -179,7 +192,7 @@ async def _keyword_pool(
     try:
         counts, total = await reader.user_term_counts(user_id, list(q.terms))
         # Only terms the user has written: one found nowhere in their store matches nothing there.
-        rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)])
+        rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)], q.names)
         # Every term the user has written counts, common ones too (weighted by their rarity, never dropped).
         k = keyword_shortlist_size(total)
         # With keywords, the message's own search runs too: keywords only add candidates. When the keywords

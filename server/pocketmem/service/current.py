@@ -41,19 +41,48 @@ def _merge(a: Candidate, b: Candidate) -> Candidate:
                    in_window=a.in_window or b.in_window)
 
 
+async def earlier_versions(reader: MemoryReads, user_id: str, memory: Memory) -> list[Memory]:
+    """The superseded memories `memory` replaced, newest first (its supersedes links followed back)."""
+    out: list[Memory] = []
+    while memory.supersedes is not None and len(out) < MAX_CHAIN:
+        found = await reader.get_memories(user_id, [memory.supersedes])
+        if not found or found[0].status != Status.superseded:
+            break
+        memory = found[0]
+        out.append(memory)
+    return out
+
+
 async def bring_current(
     reader: MemoryReads, user_id: str, candidates: Sequence[Candidate], statuses: Sequence[Status]
 ) -> list[Candidate]:
     """Candidates found among active and superseded memories -> those of `statuses`, each superseded one
-    joined (or replaced) by its current version carrying its evidence."""
+    joined (or replaced) by its current version carrying its evidence. With the history (superseded memories
+    among `statuses`), every version of a found memory's chain comes, each with the evidence that found any of
+    them, so the order among them is by recency: the current first, then each earlier one."""
     out: dict[str, Candidate] = {}
+    history = Status.superseded in statuses
+
+    def join(memory: Memory, found: Candidate) -> None:
+        inherited = replace(found, memory=memory)
+        out[memory.id] = _merge(out[memory.id], inherited) if memory.id in out else inherited
+
+    chains: list[list[Memory]] = []
     for candidate in candidates:
         memory = candidate.memory
-        if memory.status == Status.superseded:
-            current = await current_version(reader, user_id, memory)
-            if current is not None:
-                inherited = replace(candidate, memory=current)
-                out[current.id] = _merge(out[current.id], inherited) if current.id in out else inherited
+        current = await current_version(reader, user_id, memory) if memory.status == Status.superseded else None
+        if current is not None:
+            join(current, candidate)
         if memory.status in statuses:
             out[memory.id] = _merge(out[memory.id], candidate) if memory.id in out else candidate
+        head = current or (memory if memory.status == Status.active else None)
+        if history and head is not None and head.supersedes is not None:
+            chains.append([head, *await earlier_versions(reader, user_id, head)])
+    for chain in chains:  # every version carries what found any of them
+        found = [out[m.id] for m in chain if m.id in out]
+        merged = found[0]
+        for other in found[1:]:
+            merged = _merge(merged, other)
+        for version in chain:
+            join(version, merged)
     return list(out.values())

@@ -29,7 +29,7 @@ from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
-from pocketmem.core.text import clean_text, guess_language, segmenter, weighted_query_terms
+from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service import current, fallback, topics
 from pocketmem.service.calibration import Calibration
@@ -145,7 +145,7 @@ class Retrieval:
         today = self.clock.now().astimezone(self.settings.zone).date()
         return Query(
             message, context, keywords, terms, list(own), base, relevance.keyword_words(sources),
-            timeexpr.parse(message, today),
+            timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)),
         )
 
     async def query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
@@ -184,7 +184,9 @@ class Retrieval:
         if req.temporary or self.settings.temporary:
             return RecallResult(memories=[], injection="", temporary=True)
         locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
-        statuses = (Status.active, Status.superseded) if req.include_history else (Status.active,)
+        # 我以前…用过什么 asks for earlier versions as include_history does (core/timeexpr.py)
+        history = req.include_history or q.time.earlier
+        statuses = (Status.active, Status.superseded) if history else (Status.active,)
         now = self.clock.now()
         health = fallback.Health()
         reinforced: list[str] = []

@@ -14,7 +14,9 @@ most MAX_CUE_HITS), one indexed read and one load. Any store failure leaves the 
 
 The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
 values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones
-(only for a question; for broad slots only when it says it changed).
+(only for a question; for broad slots only when it says it changed or names a value the older does not:
+用户住在北京 then, unlinked and without a change word, 用户住在杭州 answers 我住在哪). The older are marked
+outdated only when the newest says it changed.
 """
 
 from __future__ import annotations
@@ -97,9 +99,10 @@ def _answer_asked(
         return ranked
     versions.sort(key=lambda m: m.valid_from, reverse=True)
     newest = versions[0]
-    change = slots.changed(slots.describe(versions[1].content), slots.describe(newest.content))
-    if name in slots.BROAD and not change:
-        return ranked
+    older_fact, newest_fact = slots.describe(versions[1].content), slots.describe(newest.content)
+    change = slots.changed(older_fact, newest_fact)
+    if name in slots.BROAD and not change and not newest_fact.things - older_fact.things:
+        return ranked  # a broad cue names the topic too: without a change or a new value, no answer
     older = {m.id for m in versions[1:]}
     ids = [r.memory.id for r in ranked]
     first_older = min((i for i, mid in enumerate(ids) if mid in older), default=len(ids))

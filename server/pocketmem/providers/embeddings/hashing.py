@@ -20,10 +20,10 @@ import functools
 import hashlib
 from collections.abc import Sequence
 
-from pocketmem.core.text import EN_STOP_TERMS, ZH_STOP_TERMS, runs, stem
+from pocketmem.core.text import EN_STOP_TERMS, ZH_STOP_TERMS, runs, stem_word
 from pocketmem.providers.embeddings.base import Embedder
 
-VERSION = "v1"
+VERSION = "v2"  # v2: English words folded by the Snowball stemmer the keyword index uses
 DEFAULT_DIMENSIONS = 512
 BUCKETS = 2
 CJK_CHAR_WEIGHT = 0.5
@@ -47,8 +47,8 @@ def features(text: str) -> dict[str, float]:
                 pair = run[i : i + 2]
                 add("p:" + pair, STOP_WEIGHT if pair in ZH_STOP_TERMS else CJK_PAIR_WEIGHT)
         else:
-            word = stem(run)
-            if word in EN_STOP_TERMS:
+            word = stem_word(run)
+            if run in EN_STOP_TERMS or word in EN_STOP_TERMS:
                 add("w:" + word, STOP_WEIGHT)
                 continue
             add("w:" + word, WORD_WEIGHT)

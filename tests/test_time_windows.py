@@ -1,0 +1,100 @@
+"""Time-window questions bring the todos and memories of that window, relative or absolute (docs/ranking.md,
+section 4 "Dated"), through the MCP client on both backends: a week (这周, this week), a weekday (下周六), a
+calendar day (5月2号, 4月27日, May 2nd) read in the user's time zone, the year inferred."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+from mcp import Client
+
+from pocketmem.core.timeexpr import parse
+
+from .conftest import SHANGHAI, START
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+
+TODAY = START.date()  # Thursday 2026-11-26, Asia/Shanghai
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def add(client: Client, content: str, **extra) -> str:
+    result = await call(client, "add_memory", {"content": content, **extra})
+    assert result["status"] == "stored", result
+    return result["memory_id"]
+
+
+async def recalled(client: Client, query: str) -> list[str]:
+    answer = await call(client, "recall_memories", {"query": query})
+    return [m["content"] for m in answer["memories"]]
+
+
+async def todos(client: Client) -> None:
+    await add(client, "周五前要把季度报告交给王经理", category="todo", due_at="2026-11-27T18:00:00+08:00")
+    await add(client, "下周六带女儿去打疫苗", category="todo", due_at="2026-12-05T10:00:00+08:00")
+    await add(client, "Renew the passport", category="todo", due_at="2026-11-28T09:00:00+08:00")
+    await add(client, "月底要交房租", category="todo", due_at="2026-12-30T09:00:00+08:00")
+    await add(client, "用户喜欢喝美式咖啡。")
+
+
+async def test_this_weeks_todos(client: Client):
+    await todos(client)
+    this_week = await recalled(client, "这周有什么要做的事")
+    assert set(this_week) == {"周五前要把季度报告交给王经理", "Renew the passport"}
+    assert set(await recalled(client, "what's on my list this week")) == set(this_week)
+
+
+async def test_a_weekday_of_next_week(client: Client):
+    await todos(client)
+    assert await recalled(client, "下周六有什么安排") == ["下周六带女儿去打疫苗"]
+    assert await recalled(client, "今天天气不错") == []
+
+
+async def test_the_last_time_something_happened(client: Client, clock):
+    clock.set(datetime(2026, 11, 18, 15, 0, tzinfo=SHANGHAI))
+    await add(client, "用户去医院复查了血常规，结果正常。", category="episode")
+    clock.set(START)
+    await add(client, "用户喜欢喝美式咖啡。")
+    assert (await recalled(client, "上次去医院是什么时候"))[:1] == ["用户去医院复查了血常规，结果正常。"]
+
+
+async def test_a_calendar_day_brings_what_was_said_that_day(client: Client, clock):
+    for when, content in (
+        (datetime(2026, 4, 27, 21, 0, tzinfo=SHANGHAI), "推荐用户去看电影《奥本海默》。"),
+        (datetime(2026, 5, 2, 20, 30, tzinfo=SHANGHAI), "用户因为工作上的项目延期很烦恼。"),
+        (datetime(2026, 5, 3, 9, 0, tzinfo=SHANGHAI), "用户周末去爬了山。"),
+    ):
+        clock.set(when)
+        await add(client, content)
+    clock.set(START)
+    assert await recalled(client, "在5月2号我们聊了什么") == ["用户因为工作上的项目延期很烦恼。"]
+    assert await recalled(client, "what did I say on May 2nd") == ["用户因为工作上的项目延期很烦恼。"]
+    assert await recalled(client, "4月27日那天你推荐了什么") == ["推荐用户去看电影《奥本海默》。"]
+
+
+@pytest.mark.parametrize(
+    ("text", "window"),
+    [
+        ("这周有什么要做的事", (date(2026, 11, 23), date(2026, 11, 29))),
+        ("下周六有什么安排", (date(2026, 12, 5), date(2026, 12, 5))),
+        ("上周六去哪了", (date(2026, 11, 21), date(2026, 11, 21))),
+        ("what's on my list next week", (date(2026, 11, 30), date(2026, 12, 6))),
+        ("next Saturday?", (date(2026, 12, 5), date(2026, 12, 5))),
+        ("在5月2号我们聊了什么", (date(2026, 5, 2), date(2026, 5, 2))),
+        ("on the 2nd of May", (date(2026, 5, 2), date(2026, 5, 2))),
+        ("2025-05-02 说了什么", (date(2025, 5, 2), date(2025, 5, 2))),
+        ("12月20日那天你推荐了什么", (date(2025, 12, 20), date(2025, 12, 20))),  # the most recent past one
+        ("12月20日有什么安排", (date(2026, 12, 20), date(2026, 12, 20))),  # looks ahead: the coming one
+        ("每周六去游泳", None),
+        ("I swim every Saturday", None),
+        ("2月30日", None),
+    ],
+)
+def test_windows_the_parser_reads(text: str, window: tuple[date, date] | None):
+    assert parse(text, TODAY).window == window
