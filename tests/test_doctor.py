@@ -16,7 +16,7 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.cli import _doctor
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio]
 

@@ -12,7 +12,7 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .servers import cli
 
 pytestmark = [pytest.mark.anyio]

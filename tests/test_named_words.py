@@ -14,7 +14,7 @@ from pocketmem.base.config import Settings
 from pocketmem.core import termstats
 from pocketmem.core.text import named_words, weighted_query_terms
 
-from .conftest import make_settings
+from .helpers import make_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 

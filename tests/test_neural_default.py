@@ -21,7 +21,7 @@ from pocketmem.providers.embeddings import UniversalSentenceEncoder
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.embed_queue import BATCH
 
-from .conftest import backend_env, make_settings
+from .helpers import backend_env, make_settings
 from .servers import checkout_env, run_cli
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]

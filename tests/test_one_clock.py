@@ -20,7 +20,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 from pocketmem.web.server import standalone
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .servers import run_cli
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

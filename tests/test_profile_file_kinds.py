@@ -13,7 +13,7 @@ from pocketmem.base.models import EventKind
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"

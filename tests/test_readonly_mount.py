@@ -19,7 +19,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.add_request import AddRequest
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .servers import server_env
 from .test_faults_storage import FACTS, crashed_store
 

@@ -11,7 +11,7 @@ from mcp import Client
 
 from pocketmem.core.timeexpr import parse
 
-from .conftest import SHANGHAI, START
+from .helpers import SHANGHAI, START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 

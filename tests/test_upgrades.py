@@ -18,7 +18,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.retrieval import RecallRequest
 from pocketmem.store.sqlite.driver import connect
 
-from .conftest import START, make_settings
+from .helpers import START, make_settings
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio]

@@ -17,7 +17,7 @@ from pocketmem.service.add_request import AddRequest
 from pocketmem.service.profile_files import folder_name
 from pocketmem.web.server import standalone
 
-from .conftest import make_settings
+from .helpers import make_settings
 from .servers import run_cli
 
 USER = "global"
