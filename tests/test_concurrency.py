@@ -52,7 +52,7 @@ async def workload(client: Client, label: str, errors: list[str], rounds: int = 
 
 
 async def check_store(home, expected: dict[str, int]) -> None:
-    async with PocketMem(Settings(home=home, tz="Asia/Shanghai")) as app:
+    async with PocketMem(Settings(home=home, tz="Asia/Shanghai", embedder="hash")) as app:
         health = await app.store.health()
         assert health["integrity"] == "ok"
         assert health["keyword_orphans"] == 0 and health["vector_mismatches"] == 0

@@ -124,7 +124,7 @@ def verify(db_path, acked: Acked) -> dict[str, int]:
 
 
 async def store_health(home) -> dict:
-    async with PocketMem(Settings(home=home, tz="Asia/Shanghai")) as app:
+    async with PocketMem(Settings(home=home, tz="Asia/Shanghai", embedder="hash")) as app:
         return await app.store.health()
 
 

@@ -41,7 +41,7 @@ if CHROMIUM is None and not os.environ.get("CI"):
 
 
 def settings_for(home: Path) -> Settings:
-    return Settings(home=home, tz="Asia/Shanghai", maintain_interval=0)  # type: ignore[call-arg]
+    return Settings(home=home, tz="Asia/Shanghai", maintain_interval=0, embedder="hash")  # type: ignore[call-arg]
 
 
 async def seed(home: Path) -> dict[str, str]:

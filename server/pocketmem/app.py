@@ -233,6 +233,7 @@ class PocketMem:
         left unfinished (a crash, or the re-embedding after an upgrade) is resumed where it stopped."""
         run = await self.embed_queue.load()
         if run is None or run.finished or run.target != self.embedder.tag:
+            await self.embedder.embed("pocketmem")  # the embedder answers before the old vectors are dropped
             run = await self.embed_queue.begin(await self.store.get_meta("embedder"), await self._memory_total())
         progress(run.done, run.total)
         await self.embed_queue.run_once(progress)
