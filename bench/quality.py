@@ -1,8 +1,10 @@
 """Recall quality on the evaluation sets in bench/data (hit@1/3/5, MRR, conflict accuracy, negative precision).
 
-    python bench/quality.py                       # both sets, with and without keywords, built-in embedder
+    python bench/quality.py                       # every set, with and without keywords, the default embedder (use)
     python bench/quality.py --write               # ... and update the table in docs/benchmarks.md
     python bench/quality.py --set eval_a --show-misses
+    python bench/quality.py --set eval_d          # the held-out set of issue 21 (never for fitting)
+    python bench/quality.py --embedder hash       # the built-in lexical embedder
     python bench/quality.py --embedder local --embed-model /path/or/name   # a neural embedder (pocketmem[local])
 
 Beside every figure: a plain BM25 reference (bench/bm25.py: FTS5 bm25 over the same memories, top 5, no
@@ -296,7 +298,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append",
                         help="eval_a, eval_b, eval_c, eval_d (repeatable; default: every eval_*.json in bench/data)")
-    parser.add_argument("--embedder", default="hash")
+    parser.add_argument("--embedder", default="use", help="use (the default), hash, local, openai")
     parser.add_argument("--embed-model")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--show-misses", action="store_true")

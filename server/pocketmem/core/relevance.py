@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pocketmem.core.termstats import is_weak_word
 from pocketmem.core.text import is_cjk_char
@@ -74,6 +74,7 @@ class Evidence:
     semantic: float = 0.0
     length: float = 0.0
     complete: bool = False  # the memory holds every word of the message, or every agent keyword (not fitted)
+    closeness: float = 0.0  # the calibrated similarity before clipping: below 0 under the unrelated baseline
 
     def features(self) -> tuple[float, ...]:
         return (self.strongest, self.matched, self.coverage, self.semantic, self.length)
@@ -86,8 +87,14 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Model:
-    """The fitted decision for one kind of embedder: its coefficients, and how much lower a core memory's
-    bar is (in logit: the core memory's bar is the threshold's logit minus `core_lift`)."""
+    """The fitted decision for one kind of embedder.
+
+    words    = sigmoid(b0 + strongest·Strongest + matched·Matched + coverage·Coverage + semantic·Semantic
+                       + length·Length)                      (at least FULL_MATCH_RELEVANCE on a full match)
+    meaning  = sigmoid(meaning_b0 + meaning_slope·Closeness)  (embedders that capture meaning; else absent)
+    relevance = 1 − (1 − words)·(1 − meaning)                 either kind of evidence can make a memory relevant
+
+    A core memory's bar is the threshold's logit lowered by `core_lift` (fallback.threshold)."""
 
     b0: float
     strongest: float
@@ -95,6 +102,8 @@ class Model:
     coverage: float
     semantic: float
     length: float
+    meaning_b0: float = 0.0
+    meaning_slope: float = 0.0  # 0: no meaning part (the built-in lexical embedder)
     core_lift: float = 0.0
 
     def probability(self, ev: Evidence) -> float:
@@ -106,25 +115,40 @@ class Model:
             + self.semantic * ev.semantic
             + self.length * ev.length
         )
-        p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        p = _sigmoid(z)
         if ev.complete and ev.matched >= FULL_MATCH_RARITY:
             p = max(p, FULL_MATCH_RELEVANCE)
+        if self.meaning_slope > 0.0:
+            p = 1.0 - (1.0 - p) * (1.0 - _sigmoid(self.meaning_b0 + self.meaning_slope * ev.closeness))
         return p
 
     def semantic_needed(self, bar: float) -> float:
         """The semantic score with which a memory sharing no word with the query reaches `bar` (a lower bound:
-        its length only lowers its relevance); above 1 when meaning alone never can."""
+        its length only lowers its relevance); infinite when meaning alone never can."""
         if bar <= 0.0:
             return 0.0
-        if bar >= 1.0 or self.semantic <= 0.0:
+        if bar >= 1.0:
             return math.inf
-        return max(0.0, (math.log(bar / (1.0 - bar)) - self.b0) / self.semantic)
+        if self.meaning_slope <= 0.0:
+            return (_logit(bar) - self.b0) / self.semantic if self.semantic > 0.0 else math.inf
+        words = _sigmoid(self.b0 + self.semantic)  # the most the words part gives a memory sharing no word
+        needed = 1.0 - (1.0 - bar) / (1.0 - words)
+        return 0.0 if needed <= 0.0 else max(0.0, (_logit(needed) - self.meaning_b0) / self.meaning_slope)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
 
 
 # The built-in embedder (`hash`): its similarity is shared wording, so the words decide.
 LEXICAL = Model(b0=-2.475, strongest=1.204, matched=2.355, coverage=0.672, semantic=0.134, length=-0.364)
-# Embedders that capture meaning (`use`, local, OpenAI-compatible): the calibrated similarity is evidence too.
-NEURAL = LEXICAL
+# Embedders that capture meaning (`use`, local, OpenAI-compatible): the words part keeps LEXICAL's weights with
+# its own intercept, and the calibrated similarity is evidence of its own (chosen on eval_a by cost with `use`).
+NEURAL = replace(LEXICAL, b0=-2.5, meaning_b0=-4.0, meaning_slope=12.0, core_lift=0.0)
 
 
 def model_for(meaning: bool) -> Model:
@@ -199,6 +223,7 @@ def evidence(
     semantic: float,
     keywords: Sequence[Sequence[str]] = (),
     base: Mapping[str, float] | None = None,
+    closeness: float = 0.0,
 ) -> Evidence:
     """`keywords`: the words of each agent keyword (keyword_words); `base`: the query's terms without them.
     Keywords only add evidence: each lexical feature is the larger of the message's own and the whole query's."""
@@ -213,7 +238,7 @@ def evidence(
     named = {t for words_of in keywords for t in words_of}
     if named and named <= terms and sum(rarities.get(t, 0.0) for t in named) >= FULL_MATCH_RARITY:
         complete = True  # the memory holds every keyword the agent named: what the message is about
-    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
+    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete, closeness)
 
 
 def keyword_words(weighted: Iterable[Mapping[str, float]]) -> list[list[str]]:
