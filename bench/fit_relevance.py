@@ -24,7 +24,7 @@ Never run on eval_b, eval_c or eval_d: they are held out (docs/benchmarks.md).
    everything still get nothing. The cheapest point wins; a tie goes to the stricter point. What is chosen:
    for `hash` (relevance.LEXICAL), B0 and the core memories' own bar (`core_lift`); for an embedder that
    captures meaning (relevance.NEURAL), the words part's B0, the meaning part's intercept and slope over the
-   calibrated closeness, and `core_lift`, on the grid NEURAL_GRID. The replay leaves out the two steps after
+   calibrated similarity, and `core_lift`, on the grid NEURAL_GRID. The replay leaves out the two steps after
    the order (shadowing, the current fact), so `--verify` runs the full benchmark at the chosen point.
 """
 
@@ -65,7 +65,7 @@ MISS, CORE_MISS, LINE = 1.0, 5.0, 0.1  # the cost of a miss, of a missed core me
 NEGATIVE_PRECISION = 0.85
 CUTS = np.round(np.arange(-1.0, 1.5, 0.025), 3)  # logit cuts around the fitted 0.40 point
 CORE_LIFTS = (0.0, 0.5, 1.0, 1.5, 2.0)
-NEURAL_GRID = {  # the words part's B0 around LEXICAL's; the meaning part's slope and intercept over closeness
+NEURAL_GRID = {  # the words part's B0 around LEXICAL's; the meaning part's slope and intercept
     "b0": np.round(np.arange(-3.0, -2.1, 0.25), 3),
     "meaning_slope": (6.0, 8.0, 10.0, 12.0, 14.0),
     "meaning_b0": np.round(np.arange(-6.0, -2.0, 0.25), 3),
@@ -82,7 +82,6 @@ class Line:
     complete: bool
     core: bool
     dated: bool  # an episode or event dated inside the window the question names: admitted by its date
-    closeness: float = 0.0
 
 
 @dataclass
@@ -118,7 +117,7 @@ async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Q
                 for hit in ranked:
                     c = by_id[hit.memory.id]
                     lines.append(Line(keys[c.memory.id], c.evidence.features(), c.evidence.complete, c.memory.core,
-                                      c.in_window and c.memory.category in TIMED_CATEGORIES, c.evidence.closeness))
+                                      c.in_window and c.memory.category in TIMED_CATEGORIES))
                 gold = set(q["gold"])
                 questions.append(Question(gold, set(q.get("stale", [])), bool(gold & core), lines))
     return questions
@@ -147,8 +146,7 @@ def replay(questions: list[Question], model: relevance.Model) -> dict[str, float
     out = {"answered": 0, "hit3": 0, "negatives": 0, "empty": 0, "misses": 0, "core_misses": 0, "lines": 0}
     for q in questions:
         answer = [line.key for line in q.lines if line.dated or model.probability(
-            relevance.Evidence(*line.features, complete=line.complete, closeness=line.closeness)
-        ) >= bars[line.core]][:K]
+            relevance.Evidence(*line.features, complete=line.complete)) >= bars[line.core]][:K]
         top = answer[:SHOWN]
         out["lines"] += sum(1 for key in top if key not in q.gold and key not in q.stale)
         if not q.gold:

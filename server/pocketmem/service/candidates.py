@@ -123,11 +123,8 @@ async def gather_candidates(
     judged = {}
     for mid in shortlist:
         semantic = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
-        cosines = [c for c in (sims.get(mid), own_sims.get(mid)) if c is not None]
-        closeness = (max(cosines) - scale.baseline) / (scale.top - scale.baseline) if cosines else 0.0
         ev = relevance.evidence(
-            q.terms, q.message_terms, terms.get(mid, ()), rarities, semantic, q.keyword_words, q.base_terms,
-            closeness,
+            q.terms, q.message_terms, terms.get(mid, ()), rarities, semantic, q.keyword_words, q.base_terms
         )
         judged[mid] = (ev, model.probability(ev))
     # Whole rows only for what can pass the bar (or is dated inside the window a question names).
