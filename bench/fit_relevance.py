@@ -12,9 +12,8 @@ Never run on eval_b, eval_c or eval_d: they are held out (docs/benchmarks.md).
 2. Gold memories are positives, every other candidate a negative (a changed fact's stale version is left
    out: it is on topic, the order decides against it). A class-balanced logistic regression with
    non-negative weights on the evidence (numpy, gradient descent, L2 0.01) gives the coefficients.
-3. The operating point (the intercept B0, and the core memories' own bar, `core_lift`) is chosen on the same
-   set by the cost of what recall injects, replayed over the recorded candidates (each question's answer is
-   its admitted candidates in their order, top 5):
+3. The operating point is chosen on the same set by the cost of what recall injects, replayed over the
+   recorded candidates (each question's answer is its admitted candidates in their order, top 5):
 
        cost = MISS x (questions with an answer whose gold is not in the top 3)
             + CORE_MISS x (the same, for questions whose answer is a core memory: name, birthday, allergy)
@@ -22,8 +21,11 @@ Never run on eval_b, eval_c or eval_d: they are held out (docs/benchmarks.md).
 
    summed over both modes (with and without keywords), among the points whose negative precision (no line
    for a question with no answer) is at least NEGATIVE_PRECISION in both modes: messages unrelated to
-   everything still get nothing. The cheapest point wins; a tie goes to the stricter B0. The replay leaves
-   out the two steps after the order (shadowing, the current fact), so `--verify` runs the full benchmark.
+   everything still get nothing. The cheapest point wins; a tie goes to the stricter point. What is chosen:
+   for `hash` (relevance.LEXICAL), B0 and the core memories' own bar (`core_lift`); for an embedder that
+   captures meaning (relevance.NEURAL), the words part's B0, the meaning part's intercept and slope over the
+   calibrated similarity, and `core_lift`, on the grid NEURAL_GRID. The replay leaves out the two steps after
+   the order (shadowing, the current fact), so `--verify` runs the full benchmark at the chosen point.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ import argparse
 import asyncio
 import json
 import math
+import pickle
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +61,15 @@ from pocketmem.service.retrieval import RecallRequest  # noqa: E402
 NAMES = ("strongest", "matched", "coverage", "semantic", "length")
 NON_NEGATIVE = (True, True, True, True, False)
 THRESHOLD = 0.40  # Settings.relevance_threshold
-MISS, CORE_MISS, LINE = 3.0, 10.0, 1.0  # the cost of a miss, of a missed core memory, of an unrelated line
+MISS, CORE_MISS, LINE = 1.0, 5.0, 0.1  # the cost of a miss, of a missed core memory, of an unrelated line
 NEGATIVE_PRECISION = 0.85
 CUTS = np.round(np.arange(-1.0, 1.5, 0.025), 3)  # logit cuts around the fitted 0.40 point
-CORE_LIFTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
+CORE_LIFTS = (0.0, 0.5, 1.0, 1.5, 2.0)
+NEURAL_GRID = {  # the words part's B0 around LEXICAL's; the meaning part's slope and intercept
+    "b0": np.round(np.arange(-3.0, -2.1, 0.25), 3),
+    "meaning_slope": (6.0, 8.0, 10.0, 12.0, 14.0),
+    "meaning_b0": np.round(np.arange(-6.0, -2.0, 0.25), 3),
+}
 K, SHOWN = 5, 3
 
 
@@ -157,52 +165,68 @@ def cost(counts: dict[str, float]) -> float:
     return MISS * counts["misses"] + CORE_MISS * counts["core_misses"] + LINE * counts["lines"]
 
 
-def choose(modes: dict[bool, list[Question]], base: relevance.Model, b0s: list[float]) -> tuple[relevance.Model, dict]:
-    """The cheapest (B0, core_lift) whose negative precision holds in both modes; a tie: the stricter B0."""
-    best: tuple[float, float] | None = None
-    chosen, detail = base, {}
-    for lift in CORE_LIFTS:
-        for b0 in sorted(b0s):
-            model = relevance.Model(**{**base.__dict__, "b0": b0, "core_lift": lift})
-            counts = {kw: replay(qs, model) for kw, qs in modes.items()}
-            if any(c["empty"] / c["negatives"] < NEGATIVE_PRECISION for c in counts.values()):
-                continue
-            total = sum(cost(c) for c in counts.values())
-            key = (total, -b0)
-            print(f"B0 {b0:+.3f} core_lift {lift}: cost {total:.0f} "
+def choose(modes: dict[bool, list[Question]], points: list[relevance.Model]) -> tuple[relevance.Model, dict]:
+    """The cheapest point whose negative precision holds in both modes; a tie: the stricter (earlier) point."""
+    best: float | None = None
+    chosen, detail = points[0], {}
+    for model in points:
+        counts = {kw: replay(qs, model) for kw, qs in modes.items()}
+        if any(c["empty"] / c["negatives"] < NEGATIVE_PRECISION for c in counts.values()):
+            continue
+        total = sum(cost(c) for c in counts.values())
+        if best is None or total < best - 1e-9:
+            best, chosen, detail = total, model, counts
+            print(f"{model}: cost {total:.1f} "
                   + " | ".join(f"{'kw' if kw else 'no kw'} hit@3 {c['hit3'] / c['answered']:.3f} "
                                f"neg {c['empty'] / c['negatives']:.3f} misses {c['misses']}+{c['core_misses']} "
                                f"lines {c['lines']}" for kw, c in counts.items()), file=sys.stderr)
-            if best is None or key < best:
-                best, chosen, detail = key, model, counts
     return chosen, detail
+
+
+def grid(base: relevance.Model, lexical: bool) -> list[relevance.Model]:
+    """The points to weigh, strictest first."""
+    if lexical:  # the fitted model says "relevant" at logit >= cut; B0 moves so that is relevance >= 0.40
+        b0s = sorted({round(base.b0 - float(c), 3) for c in CUTS})
+        return [replace(base, b0=b0, core_lift=lift) for lift in CORE_LIFTS for b0 in b0s]
+    return [
+        replace(base, b0=float(b0), meaning_slope=slope, meaning_b0=float(mb0), core_lift=lift)
+        for lift in CORE_LIFTS
+        for b0 in NEURAL_GRID["b0"]
+        for slope in NEURAL_GRID["meaning_slope"]
+        for mb0 in NEURAL_GRID["meaning_b0"]
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", default="eval_a")
     parser.add_argument("--embedder", default="use", help="use (fits relevance.NEURAL) or hash (relevance.LEXICAL)")
-    parser.add_argument("--keep", action="store_true", help="keep the weights in code; choose the point only")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the words part's weights in code (LEXICAL's); choose the point only")
     parser.add_argument("--verify", action="store_true", help="then run the full benchmark at the chosen point")
+    parser.add_argument("--cache", type=Path, help="keep the recorded candidates in this file (pickle) and reuse them")
     args = parser.parse_args()
     if args.set != "eval_a":
         sys.exit("fit on eval_a only: eval_b, eval_c and eval_d are held out")
     data = json.loads((DATA / f"{args.set}.json").read_text(encoding="utf-8"))
     lexical = args.embedder == "hash"
     name = "LEXICAL" if lexical else "NEURAL"
-    modes = {kw: asyncio.run(collect(data, kw, args.embedder)) for kw in (True, False)}
-    logit = math.log(THRESHOLD / (1 - THRESHOLD))
-    base: relevance.Model = getattr(relevance, name)
+    if args.cache and args.cache.exists():
+        modes = pickle.loads(args.cache.read_bytes())
+    else:
+        modes = {kw: asyncio.run(collect(data, kw, args.embedder)) for kw in (True, False)}
+        if args.cache:
+            args.cache.write_bytes(pickle.dumps(modes))
+    base: relevance.Model = relevance.LEXICAL  # the words part: LEXICAL's weights unless refitted
     if not args.keep:
         rows = [(line.features, int(line.key in q.gold)) for qs in modes.values() for q in qs
                 for line in q.lines if line.key not in q.stale]
         x, y = np.array([f for f, _ in rows]), np.array([label for _, label in rows], dtype=float)
         print(f"{len(y)} candidates, {int(y.sum())} relevant", file=sys.stderr)
         w = fit(x, y)
-        base = relevance.Model(float(w[0]) + logit, *(round(float(v), 3) for v in w[1:]))
-    # the fitted model says "relevant" at logit >= cut; the intercept moves so that is relevance >= 0.40
-    b0s = [round(base.b0 - float(c), 3) for c in CUTS]
-    chosen, detail = choose(modes, base, b0s)
+        logit = math.log(THRESHOLD / (1 - THRESHOLD))
+        base = relevance.Model(round(float(w[0]) + logit, 3), *(round(float(v), 3) for v in w[1:]))
+    chosen, detail = choose(modes, grid(base, lexical))
     result = {"model": name, **{k: round(v, 3) for k, v in chosen.__dict__.items()}, "counts": detail}
     print(json.dumps(result, indent=1))
     if args.verify:

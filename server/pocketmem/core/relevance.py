@@ -1,4 +1,4 @@
-"""Whether a memory is relevant to a message: a small logistic model over lexical and semantic evidence.
+"""Whether a memory is relevant to a message: a small fitted decision over lexical and semantic evidence.
 
 For a candidate memory, with rarity(t) from core.termstats (per user, smoothed by a background frequency)
 and w(t) the query term's weight (message words and agent keywords 1.0, the characters of a two-character
@@ -19,43 +19,42 @@ word and context-line terms 0.5), counted as evidence by `counted_weights` and `
     semantic  = the calibrated embedding similarity (ranking.semantic_score), 0 when no vector
     length    = ln(1 + number of distinct index terms of the memory)
 
-    relevance = sigmoid(B0 + B_STRONGEST*strongest + B_MATCHED*matched + B_COVERAGE*coverage
+    words     = sigmoid(B0 + B_STRONGEST*strongest + B_MATCHED*matched + B_COVERAGE*coverage
                         + B_SEMANTIC*semantic + B_LENGTH*length)
+    meaning   = sigmoid(M0 + M1*semantic)            (embedders that capture meaning only: `Model.meaning_slope`)
+    relevance = 1 - (1 - words) * (1 - meaning)      either kind of evidence can make a memory relevant
 
-One rule sits beside the fitted model: a memory that holds every word of the message (`complete`: each
+One rule sits beside the fitted words part: a memory that holds every word of the message (`complete`: each
 term of weight 1, characters standing in for words aside), together distinctive enough
-(matched >= FULL_MATCH_RARITY), is relevant, with
-relevance at least FULL_MATCH_RELEVANCE; so is a memory that holds every whole word of every keyword the
-agent sent, together at least FULL_MATCH_RARITY (the agent named what the message is about: `What is my
-cat called?` with ["猫"]). A one-word message (成都, 香菜) names what it wants, and in a large
-store the one memory holding a person, an action and a thing together is the answer even when each word
-alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot teach
-the model either.
+(matched >= FULL_MATCH_RARITY), has words at least FULL_MATCH_RELEVANCE; so does a memory that holds every
+whole word of every keyword the agent sent, together at least FULL_MATCH_RARITY (the agent named what the
+message is about: `What is my cat called?` with ["猫"]). A one-word message (成都, 香菜) names what it wants,
+and in a large store the one memory holding a person, an action and a thing together is the answer even when
+each word alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot
+teach the model either.
 
-With an embedder that captures meaning (local, OpenAI-compatible), its calibrated similarity is combined
-with the model's answer as a noisy-or, 1 - (1 - relevance) * (1 - semantic): a paraphrase with no shared
-word is found by meaning alone.
+A memory is recalled when relevance reaches the bar (service/fallback.threshold: Settings.relevance_threshold,
+0.40; a core memory's bar lower by `core_lift` in logit). Every coefficient on evidence is >= 0 and each
+lexical feature is the larger of the message's own (`base`) and the whole query's, so adding keywords never
+lowers relevance: what recall returns with keywords includes what it returns without them.
 
-A memory is recalled when relevance >= Settings.relevance_threshold (0.40). Every coefficient on
-evidence is >= 0 and each lexical feature is the larger of the message's own (`base`) and the whole
-query's, so adding keywords never lowers relevance: what recall returns with keywords includes what it
-returns without them.
-
-The coefficients were fitted by bench/fit_relevance.py on bench/data/eval_a.json alone (candidates of
-every query, with and without agent keywords; gold memories positive, other candidates negative, the
-stale versions of changed facts left out), by logistic regression with non-negative evidence weights.
-The operating point (B0, and WEAK_WORD_FACTOR) was then chosen on eval_a by an objective weighing both
-goals: first the smallest of hit@3 with keywords / 0.92 and negative precision / 0.85 with and without
-keywords, then hit@3 + negative precision summed over both modes, each averaged over neighbouring cuts
-(B0 within 0.05). eval_b, eval_c and the small-store scenarios were never used.
-Results: docs/benchmarks.md; the rule in words: docs/ranking.md.
+Two models: LEXICAL for the built-in `hash` embedder (its similarity is shared wording) and NEURAL for every
+embedder that captures meaning. The words' weights were fitted by bench/fit_relevance.py on
+bench/data/eval_a.json alone (candidates of every query with the hash embedder, with and without agent
+keywords; gold memories positive, other candidates negative, stale versions of changed facts left out), by
+logistic regression with non-negative evidence weights; LEXICAL's B0 and WEAK_WORD_FACTOR by its earlier
+objective on eval_a. NEURAL keeps those weights; its B0, the meaning part (M0, M1) and core_lift were chosen
+on eval_a with the `use` encoder by the cost of what recall injects (a miss 1, a missed core memory 5, an
+unrelated line 0.1, with negative precision >= 0.85). eval_b, eval_c, eval_d and the small-store scenarios
+were never used. Results: docs/benchmarks.md; the rule in words, its cost and each constant's source:
+docs/ranking.md, section 3.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pocketmem.core.termstats import is_weak_word
 from pocketmem.core.text import is_cjk_char
@@ -86,8 +85,14 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Model:
-    """The fitted decision for one kind of embedder: its coefficients, and how much lower a core memory's
-    bar is (in logit: the core memory's bar is the threshold's logit minus `core_lift`)."""
+    """The fitted decision for one kind of embedder.
+
+    words    = sigmoid(b0 + strongest·Strongest + matched·Matched + coverage·Coverage + semantic·Semantic
+                       + length·Length)                      (at least FULL_MATCH_RELEVANCE on a full match)
+    meaning  = sigmoid(meaning_b0 + meaning_slope·Semantic)   (embedders that capture meaning; else absent)
+    relevance = 1 − (1 − words)·(1 − meaning)                 either kind of evidence can make a memory relevant
+
+    A core memory's bar is the threshold's logit lowered by `core_lift` (fallback.threshold)."""
 
     b0: float
     strongest: float
@@ -95,6 +100,8 @@ class Model:
     coverage: float
     semantic: float
     length: float
+    meaning_b0: float = 0.0
+    meaning_slope: float = 0.0  # 0: no meaning part (the built-in lexical embedder)
     core_lift: float = 0.0
 
     def probability(self, ev: Evidence) -> float:
@@ -106,25 +113,40 @@ class Model:
             + self.semantic * ev.semantic
             + self.length * ev.length
         )
-        p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        p = _sigmoid(z)
         if ev.complete and ev.matched >= FULL_MATCH_RARITY:
             p = max(p, FULL_MATCH_RELEVANCE)
+        if self.meaning_slope > 0.0:
+            p = 1.0 - (1.0 - p) * (1.0 - _sigmoid(self.meaning_b0 + self.meaning_slope * ev.semantic))
         return p
 
     def semantic_needed(self, bar: float) -> float:
         """The semantic score with which a memory sharing no word with the query reaches `bar` (a lower bound:
-        its length only lowers its relevance); above 1 when meaning alone never can."""
+        its length only lowers its relevance); infinite when meaning alone never can."""
         if bar <= 0.0:
             return 0.0
-        if bar >= 1.0 or self.semantic <= 0.0:
+        if bar >= 1.0:
             return math.inf
-        return max(0.0, (math.log(bar / (1.0 - bar)) - self.b0) / self.semantic)
+        if self.meaning_slope <= 0.0:
+            return (_logit(bar) - self.b0) / self.semantic if self.semantic > 0.0 else math.inf
+        words = _sigmoid(self.b0 + self.semantic)  # the most the words part gives a memory sharing no word
+        needed = 1.0 - (1.0 - bar) / (1.0 - words)
+        return 0.0 if needed <= 0.0 else max(0.0, (_logit(needed) - self.meaning_b0) / self.meaning_slope)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
 
 
 # The built-in embedder (`hash`): its similarity is shared wording, so the words decide.
 LEXICAL = Model(b0=-2.475, strongest=1.204, matched=2.355, coverage=0.672, semantic=0.134, length=-0.364)
-# Embedders that capture meaning (`use`, local, OpenAI-compatible): the calibrated similarity is evidence too.
-NEURAL = LEXICAL
+# Embedders that capture meaning (`use`, local, OpenAI-compatible): the words part keeps LEXICAL's weights with
+# its own intercept, and the calibrated similarity is evidence of its own (chosen on eval_a by cost with `use`).
+NEURAL = replace(LEXICAL, b0=-2.5, meaning_b0=-3.5, meaning_slope=10.0, core_lift=0.0)
 
 
 def model_for(meaning: bool) -> Model:

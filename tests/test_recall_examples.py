@@ -1,0 +1,115 @@
+"""The relevance examples of the recall issue, through the SDK client with the default embedder (`use`), on both
+backends: each recalls the right memory from the message alone (the two that need world knowledge, with the
+keyword an agent would pass), and a message unrelated to everything still recalls nothing.
+
+Each store holds the memory the example is about among everyday facts of other topics, as a user's store
+would. The decision behind these answers is docs/ranking.md, section 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from mcp import Client
+
+from pocketmem.app import PocketMem
+from pocketmem.mcp.server import build_server
+
+from .helpers import make_settings
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+
+EVERYDAY = [
+    "用户每周三晚上去体育馆打羽毛球。",
+    "The user's daughter starts kindergarten in September.",
+    "用户正在备考注册会计师。",
+    "用户每天早上喝一杯美式咖啡。",
+    "用户下个月要去上海出差，住三天。",
+    "The user prefers dark mode in every editor.",
+]
+
+
+@pytest.fixture
+async def client(tmp_path, clock) -> AsyncIterator[Client]:
+    settings = make_settings(tmp_path, embedder="use")
+    async with Client(build_server(settings, app=PocketMem(settings, clock=clock))) as c:
+        yield c
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def store(client: Client, target: str, *, others: list[str] = EVERYDAY, **extra: object) -> str:
+    """The store: `target` among `others`; returns the target's id."""
+    for text in others:
+        assert (await call(client, "add_memory", {"content": text}))["status"] == "stored"
+    added = await call(client, "add_memory", {"content": target, **extra})
+    assert added["status"] == "stored", added
+    return added["memory_id"]
+
+
+async def top3(client: Client, query: str, keywords: list[str] | None = None) -> list[str]:
+    args: dict = {"query": query, **({"keywords": keywords} if keywords else {})}
+    answer = await call(client, "recall_memories", args)
+    assert answer["degraded"] is None, answer["degraded"]
+    return [m["id"] for m in answer["memories"]][:3]
+
+
+@pytest.mark.xfail(strict=True, reason="not met: 周末 is a time word (weak) and the encoder puts the two at cosine "
+                   "0.34, under what the fitted meaning part needs (docs/benchmarks.md, Where main stands)")
+async def test_where_to_go_at_the_weekend_finds_the_weekend_hike(client):
+    hike = await store(client, "用户周末喜欢去爬山，常去西山徒步。", keywords=["周末", "爬山", "徒步"])
+    assert hike in await top3(client, "周末去哪玩好？")
+
+
+async def test_an_english_question_finds_the_chinese_memory_of_the_cat(client):
+    cat = await store(client, "我养了一只白色的猫，叫小白。")
+    assert cat in await top3(client, "What is my cat called?")
+
+
+@pytest.mark.xfail(strict=True, reason="not met: the encoder puts the English question and the Chinese job at "
+                   "cosine 0.12-0.26, and they share no word (docs/benchmarks.md, Where main stands)")
+async def test_where_do_i_work_finds_the_job(client):
+    job = await store(client, "用户在网易做前端开发，负责云音乐的网页版。")
+    assert job in await top3(client, "Where do I work now?")
+
+
+async def test_visiting_a_friends_cat_finds_the_cat_hair_allergy(client):
+    allergy = await store(client, "用户对猫毛过敏，一靠近猫就打喷嚏。", scores={"persistence": 1.0})
+    assert allergy in await top3(client, "周末想去朋友家撸猫，有什么要注意的吗")
+
+
+@pytest.mark.xfail(strict=True, reason="not met: 项目 is the one shared word and the encoder does not read Nuxt "
+                   "4 + SQLite as a stack (cosine 0.18) (docs/benchmarks.md, Where main stands)")
+async def test_the_project_stack_in_a_store_holding_only_it(client):
+    stack = await store(client, "用户的项目用 Nuxt 4 + SQLite。", others=[])
+    assert stack in await top3(client, "我的项目用的什么技术栈")
+
+
+async def test_painters_once_recommended_are_found_in_the_assistants_reply(client):
+    reply = await store(
+        client, "助手：你可以看看画家莫兰迪和常玉，这两位画家的静物都很安静、耐看。", category="episode"
+    )
+    assert reply in await top3(client, "你曾经给我推荐过哪些画家？")
+
+
+async def test_a_peanut_dish_finds_the_peanut_allergy_with_the_agents_keyword(client):
+    allergy = await store(client, "用户对花生过敏，吃了会起疹子、喉咙发紧。", scores={"persistence": 1.0})
+    assert allergy in await top3(client, "宫保鸡丁外卖", ["花生"])
+
+
+async def test_hotpot_for_dinner_finds_no_coriander_with_the_agents_keyword(client):
+    coriander = await store(client, "用户不吃香菜，闻到味道都受不了。")
+    assert coriander in await top3(client, "晚饭想吃火锅", ["香菜"])
+
+
+async def test_messages_unrelated_to_everything_still_recall_nothing(client):
+    await store(client, "用户对花生过敏，吃了会起疹子、喉咙发紧。", others=[
+        *EVERYDAY, "我养了一只白色的猫，叫小白。", "用户的项目用 Nuxt 4 + SQLite。", "用户不吃香菜，闻到味道都受不了。",
+    ], scores={"persistence": 1.0})
+    for message in ("给我讲个笑话吧", "ok, sounds good", "一加一等于几", "What's the tallest mountain in Europe?"):
+        assert await top3(client, message) == [], message
