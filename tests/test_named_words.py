@@ -12,7 +12,7 @@ from mcp import Client
 
 from pocketmem.base.config import Settings
 from pocketmem.core import termstats
-from pocketmem.core.text import named_words, weighted_query_terms
+from pocketmem.core.text import named_words, single_nouns, weighted_query_terms
 
 from .helpers import make_settings
 
@@ -103,6 +103,16 @@ def test_own_words_are_the_ones_a_store_holds_more_often_than_ordinary_text():
 def test_a_word_jieba_guessed_gives_its_characters_whole():
     assert weighted_query_terms("车该保养了")["车"] == 1.0  # 车该 is no dictionary word
     assert weighted_query_terms("公司")["公"] == 0.5  # 公司 is
+
+
+def test_a_character_used_as_a_noun_has_the_background_of_that_noun():
+    query = weighted_query_terms("车该保养了")
+    assert single_nouns("车该保养了", query) == {"车"}
+    verb = "发票要怎么贴？"  # 贴 is a word of its own here, a verb
+    assert single_nouns(verb, weighted_query_terms(verb)) == set()
+    inside_words = termstats.rarities({"车": 1}, 12, ["车"])["车"]
+    as_a_noun = termstats.rarities({"车": 1}, 12, ["车"], nouns={"车"})["车"]
+    assert as_a_noun > inside_words
 
 
 def test_a_name_has_no_english_background():

@@ -29,6 +29,8 @@ from collections.abc import Collection, Mapping
 from functools import cache
 from pathlib import Path
 
+from pocketmem.core.text import word_share
+
 PRIOR_MEMORIES = 10000.0
 WORDS_PER_MEMORY = 20.0
 MAX_SHARE = 0.5
@@ -94,14 +96,24 @@ def rarity(term: str, user_count: int, user_total: int, share: float | None = No
 
 
 def rarities(
-    counts: dict[str, int], user_total: int, terms: list[str], names: Collection[str] = frozenset()
+    counts: dict[str, int],
+    user_total: int,
+    terms: list[str],
+    names: Collection[str] = frozenset(),
+    nouns: Collection[str] = frozenset(),
 ) -> Rarities:
     """The rarity of each term. A Latin word the message writes as a name (`names`: Go in Go 的泛型怎么用) has
     the background of a word the table lacks: how often English prose says `go` tells nothing about the
-    language Go."""
-    unseen = WORDS_PER_MEMORY * UNSEEN_FREQUENCY
-    out = Rarities(
-        {term: rarity(term, counts.get(term, 0), user_total, unseen if term in names else None) for term in terms}
-    )
+    language Go. A character the message uses as a noun of its own (`nouns`: 车 in 车该保养了) has the
+    background of that word, not of every word holding the character (车站, 火车)."""
+
+    def share(term: str) -> float | None:
+        if term in names:
+            return WORDS_PER_MEMORY * UNSEEN_FREQUENCY
+        if term in nouns:
+            return min(MAX_SHARE, WORDS_PER_MEMORY * word_share(term))
+        return None
+
+    out = Rarities({term: rarity(term, counts.get(term, 0), user_total, share(term)) for term in terms})
     out.own = frozenset(term for term in terms if own_word(term, counts.get(term, 0), user_total))
     return out

@@ -130,6 +130,22 @@ def is_dictionary_word(word: str) -> bool:
     return bool(segmenter().dt.FREQ.get(word))
 
 
+def word_share(word: str) -> float:
+    """How often `word` stands as a word of its own in ordinary Chinese text (jieba's dictionary counts):
+    for a character, less than how often it occurs inside other words (车 in 车站, 火车)."""
+    dictionary = segmenter().dt
+    return dictionary.FREQ.get(word, 0) / dictionary.total
+
+
+def single_nouns(text: str, weighted: dict[str, float]) -> frozenset[str]:
+    """The Chinese characters `text` uses as nouns of their own (车 in 车该保养了, 酒 in 一瓶酒): weight 1 in
+    `weighted` (weighted_query_terms) and tagged a noun. The tagger runs only when there is such a character."""
+    single = {t for t, w in weighted.items() if len(t) == 1 and w >= 1.0 and is_cjk_char(t)}
+    if not single:
+        return frozenset()
+    return frozenset(word for word, flag in pos_tags(text) if word in single and flag == "n")
+
+
 @lru_cache(maxsize=16384)
 def cjk_words(run: str) -> tuple[str, ...]:
     """The words of a run of Han characters, with the dictionary words inside longer ones (search mode)."""

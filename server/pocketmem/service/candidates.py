@@ -30,6 +30,7 @@ from pocketmem.base.models import Status
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.ranking import TIMED_CATEGORIES, Candidate, semantic_score
 from pocketmem.core.similarity import Scale
+from pocketmem.core.text import single_nouns
 from pocketmem.service import fallback
 from pocketmem.store.roles import StoreReader
 from pocketmem.store.types import IndexedText
@@ -192,7 +193,8 @@ async def _keyword_pool(
     try:
         counts, total = await reader.user_term_counts(user_id, list(q.terms))
         # Only terms the user has written: one found nowhere in their store matches nothing there.
-        rarities = termstats.rarities(counts, total, [t for t in q.terms if counts.get(t)], q.names)
+        written = [t for t in q.terms if counts.get(t)]
+        rarities = termstats.rarities(counts, total, written, q.names, single_nouns(q.message, q.base_terms))
         # Every term the user has written counts, common ones too (weighted by their rarity, never dropped).
         k = keyword_shortlist_size(total)
         # With keywords, the message's own search runs too: keywords only add candidates. When the keywords
