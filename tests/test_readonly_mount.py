@@ -70,6 +70,7 @@ async def test_a_store_on_a_read_only_mount_reads(tmp_path, state):
         if state == "killed-without-shm":
             (home / "memory.db-shm").unlink()
     before = sorted(p.name for p in home.iterdir())
+    assert "memory.db.lock" in before  # left by the writes: on the read-only mount it cannot be opened for writing
     found = on_read_only_mount(home, tmp_path / "out")
     code, out, err = found["list"]
     assert code == 0, err
