@@ -18,6 +18,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.add_request import AddRequest
+from pocketmem.store.sqlite.driver import connect
 
 from .helpers import START, make_settings
 from .servers import server_env
@@ -53,17 +54,23 @@ async def closed_store(home: Path) -> Path:
     return settings.db_path
 
 
-@pytest.mark.parametrize("state", ["closed", "killed-with-shm", "killed-without-shm"])
+@pytest.mark.parametrize("state", ["closed", "closed-without-vector-index", "killed-with-shm", "killed-without-shm"])
 async def test_a_store_on_a_read_only_mount_reads(tmp_path, state):
     home = tmp_path / "home"
-    if state == "closed":
+    if state.startswith("closed"):
         db = await closed_store(home)
         assert not Path(f"{db}-wal").exists()  # noqa: ASYNC240 - a test check
+        if state == "closed-without-vector-index":  # as an early release left it: no index, no embedder recorded
+            conn = connect(str(db), load_vectors=True)
+            conn.execute("drop table memory_vectors")
+            conn.execute("delete from store_meta where key in ('embedder', 'dimensions')")
+            conn.close()
     else:
         crashed_store(home)
         if state == "killed-without-shm":
             (home / "memory.db-shm").unlink()
     before = sorted(p.name for p in home.iterdir())
+    assert "memory.db.lock" in before  # left by the writes: on the read-only mount it cannot be opened for writing
     found = on_read_only_mount(home, tmp_path / "out")
     code, out, err = found["list"]
     assert code == 0, err
@@ -73,7 +80,12 @@ async def test_a_store_on_a_read_only_mount_reads(tmp_path, state):
     assert "用户的猫叫小白" in [m["content"] for m in json.loads(out)["memories"]]
     code, out, err = found["doctor"]
     report = json.loads(out)
-    assert code == 0 and report["ok"], report["problems"]
+    if state == "closed-without-vector-index":
+        assert code == 1 and report["problems"] == [
+            "the vector index is missing although sqlite-vec loads: run `pocketmem doctor --repair` "
+            "(or `pocketmem reindex`) to rebuild it"]
+    else:
+        assert code == 0 and report["ok"], report["problems"]
     code, out, err = found["add"]
     assert code == 2 and "read-only" in err and "nothing was written" in err and "unexpected" not in err
     assert sorted(p.name for p in home.iterdir()) == before

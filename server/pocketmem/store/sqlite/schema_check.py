@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from pocketmem.store.sqlite.driver import connect
+
 DERIVED = ("memory_counts", "memories_fts", "memories_fts_vocab", "user_terms")
 
 
@@ -65,7 +67,8 @@ async def reference(upto: str | None = None) -> dict[str, SchemaObject]:
     names = [name for name, _ in MIGRATIONS]
     wanted = tuple(names[: names.index(upto)] if upto is not None else names)
     if wanted not in _references:
-        async with aiosqlite.connect(":memory:", isolation_level=None) as db:
+        # The store's own sqlite3 module (driver.py): the standard library's may lack FTS5 where sqlean has it.
+        async with aiosqlite.Connection(lambda: connect(":memory:", load_vectors=False), iter_chunk_size=64) as db:
             for name, fn in MIGRATIONS:
                 if name in wanted:
                     await fn(db)

@@ -363,6 +363,15 @@ class SQLiteStore(Store):
             )
 
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
+        try:
+            await self._prepare_vectors(embed_tag, dimensions)
+        except faults.StorageFault as exc:
+            if exc.kind != "read-only":
+                raise
+            # A read-only store without its vector index is still read: recall uses the keyword index.
+            log.warning("the memory store at %s is read-only: its vector index cannot be created", self.path)
+
+    async def _prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
         if not self._vectors_loaded:
             return
         async with self.open_write() as tx:
