@@ -184,7 +184,7 @@ def test_cli_export_and_import(tmp_path):
     export_file = tmp_path / "backup.jsonl"
     out = run(tmp_path / "home", "export", "-o", str(export_file), "--events")
     assert out.returncode == 0, out.stderr
-    assert "'memory': 2" in out.stderr
+    assert "exported 2 memories of 1 user" in out.stderr
     stdout = run(tmp_path / "home", "export")
     assert [json.loads(x)["type"] for x in stdout.stdout.splitlines()].count("memory") == 2
 
