@@ -16,10 +16,12 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
+from pocketmem.base.errors import EmbedderMismatch
 from pocketmem.mcp.server import build_server
 from pocketmem.providers.embeddings import UniversalSentenceEncoder
 from pocketmem.service.add_request import AddRequest
 from pocketmem.service.embed_queue import BATCH
+from pocketmem.service.retrieval import RecallRequest
 
 from .helpers import backend_env, make_settings
 from .servers import checkout_env, run_cli
@@ -188,3 +190,24 @@ async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path,
         await call(client, "add_memory", {"content": "Tim plays basketball for his university team."})
         other = await call(client, "add_memory", {"content": "Tim got a scholarship for his basketball performance."})
         assert other["status"] == "stored"
+
+
+async def test_a_store_of_an_earlier_built_in_version_is_re_embedded_by_itself(tmp_path, clock):
+    """Built-in embedders cost nothing to run again: a store whose vectors an earlier version of `hash` made opens
+    with the current one and is re-embedded in the background, where another embedder asks for `reindex`."""
+    async with PocketMem(make_settings(tmp_path), clock=clock) as old:
+        stored = await old.writing.add(old.settings.user, AddRequest(content=CAT))
+        await old.store.set_meta("embedder", "hash:an-earlier-version")
+    async with PocketMem(make_settings(tmp_path), clock=clock) as app:
+        assert app.embed_queue.reembedding is not None
+        await app.embed_queue.run_once()
+        assert app.embed_queue.reembedding is None
+        assert await app.store.get_meta("embedder") == app.embedder.tag
+        async with app.store.read() as reader:
+            assert await reader.missing_vectors(10) == []
+        found = await app.retrieval.recall(app.settings.user, RecallRequest(query="小白", keywords=("小白",)))
+        assert [m.id for m in found.memories] == [stored.memory_id]
+    with pytest.raises(EmbedderMismatch):
+        async with PocketMem(make_settings(tmp_path, embedder="openai", embed_model="m", embed_api_key="k"),
+                             clock=clock):
+            pass

@@ -43,15 +43,16 @@ MAX_DELAY = 300.0
 MAX_ATTEMPTS = 8
 REEMBED_KEY = "reembed"
 LOG_EVERY = 1000  # a re-embedding run logs its progress every this many memories
-# Stores whose vectors are re-embedded by themselves when they open with another embedder: the built-in
-# lexical vectors (the default before `use`), replaced by the default shipped model. Any other change of
-# embedder waits for `pocketmem reindex` (it may call a paid endpoint or download a model).
-UPGRADES = {"hash": "use"}
+# Embedders that run inside pocketmem (no endpoint, no download): a store whose vectors one of them made is
+# re-embedded by itself when it opens with another of them or a newer version of the same one (the built-in
+# lexical vectors, the default before `use`, replaced by the shipped model; `hash:v1` by `hash:v2`). Any other
+# change of embedder waits for `pocketmem reindex` (it may call a paid endpoint or download a model).
+BUILT_IN = ("hash", "use")
 
 
 def upgrades(stored_tag: str, embedder: Embedder) -> bool:
     """Whether a store embedded by `stored_tag` is re-embedded with `embedder` on open, without asking."""
-    return UPGRADES.get(stored_tag.split(":", 1)[0]) == embedder.kind
+    return stored_tag.split(":", 1)[0] in BUILT_IN and embedder.kind in BUILT_IN
 
 
 @dataclass
