@@ -118,10 +118,10 @@ def test_serve_on_a_terminal_says_it_waits_for_a_client(tmp_path):
 @pytest.mark.backends
 @pytest.mark.anyio
 async def test_the_store_finds_ids_by_their_first_characters(app):
-    from pocketmem.service.lifecycle import AddRequest
+    from pocketmem.service.add_request import AddRequest
 
-    stored = await app.lifecycle.add("global", AddRequest(content="用户在学吉他"))
-    pending = await app.lifecycle.add("global", AddRequest(content="用户可能养了狗", confidence=0.7))
+    stored = await app.writing.add("global", AddRequest(content="用户在学吉他"))
+    pending = await app.writing.add("global", AddRequest(content="用户可能养了狗", confidence=0.7))
     async with app.store.read() as reader:
         assert await reader.ids_starting("global", stored.memory_id[:8]) == [stored.memory_id]
         assert await reader.ids_starting("global", pending.pending_id[:9], "memory_pending") == [pending.pending_id]
