@@ -46,8 +46,11 @@ def test_talk_about_tokens_and_urls_is_left_alone(text):
 
 async def test_a_real_pocketmem_token_in_a_memory_is_stored_redacted(app):
     token = (await TokenService(app.store, app.clock).create("alice", None)).token
-    result = await app.writing.add("alice", AddRequest(content=f"用户的 pocketmem token 是 {token}"))
+    only = await app.writing.add("alice", AddRequest(content=f"用户的 pocketmem token 是 {token}"))
+    assert only.status == "discarded" and only.reason == "secret"  # nothing but the secret: refused (privacy.md)
+    result = await app.writing.add("alice", AddRequest(content=f"用户的 pocketmem token 是 {token}，给家里的 NAS 用"))
     stored = await app.get_memory("alice", result.memory_id)
+    assert "NAS" in stored["content"]
     assert token not in stored["content"] and token.split("_")[2] not in json.dumps(stored, ensure_ascii=False)
 
 
