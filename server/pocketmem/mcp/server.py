@@ -106,9 +106,8 @@ def build_server(
                     tasks.start_soon(app.retrieval.uses.run_periodically, settings.use_flush_interval)
                 if app.sync is not None and settings.sync_interval > 0:
                     tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
-                if not app.embedder.lexical:
-                    # Vectors for memories stored while the embedding endpoint was down (embed_queue.py).
-                    tasks.start_soon(app.embed_queue.run_forever)
+                # Vectors for memories imported, or stored while the embedding endpoint was down (embed_queue.py).
+                tasks.start_soon(app.embed_queue.run_forever)
                 # A local model loads in a worker thread while the client is already talking to us.
                 tasks.start_soon(_warm_up, app)
                 try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.rows import embedding_text
 from pocketmem.store.roles import VectorStore
@@ -70,7 +71,7 @@ class EmbedQueue:
             rows = await reader.missing_vectors(BATCH * 2, after)
         return rows
 
-    async def run_once(self) -> int:
+    async def run_once(self, progress: Progress = no_progress) -> int:
         """Embed every memory still without a vector (except those set aside). Returns how many got one.
         Raises the embedder's error when the endpoint fails; what was done before it is kept."""
         done = 0
@@ -101,6 +102,7 @@ class EmbedQueue:
                 self.state.attempts.pop(mid, None)
             done += len(work)
             self.state.embedded += len(work)
+            progress(done, None)
 
     def _count_failure(self, ids: list[str]) -> None:
         for mid in ids:
