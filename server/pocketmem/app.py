@@ -120,7 +120,6 @@ class PocketMem:
         """Open the store (refcounted: each MCP connection may open and close it)."""
         async with self._open_lock:
             if self._opened == 0:
-                self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
                 await self.store.open()
                 try:
                     if check_embedder:
@@ -131,6 +130,13 @@ class PocketMem:
                     await self.store.close()
                     raise
             self._opened += 1
+
+    async def warm_up(self) -> None:
+        """Load the segmenter, the tagger and the background frequencies in a worker thread (about 3 s), then the
+        embedder's model, so the first recall or write does not pay for them. A server calls it after its
+        handshake; a call that comes first loads what it needs itself."""
+        await asyncio.get_running_loop().run_in_executor(None, warm_up)
+        await self.embedder.warm_up()
 
     async def close(self) -> None:
         async with self._open_lock:
