@@ -107,7 +107,11 @@ def clock() -> FixedClock:
 
 def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     # No maintenance timer unless a test asks for one: it would act on the fixed clock behind the test's back.
-    values: dict[str, object] = {"home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0}
+    # The built-in lexical embedder unless a test asks for another: the behaviour suite was written against it;
+    # tests/test_neural_default.py runs the default (`use`).
+    values: dict[str, object] = {
+        "home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0, "embedder": "hash",
+    }
     values.update(overrides)
     if _current["backend"] == "postgres" and "database_url" not in values and "cloud_url" not in values:
         values["database_url"] = postgres_url_for(str(values.get("db") or tmp_path / "home" / "memory.db"))

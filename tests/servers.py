@@ -47,6 +47,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
         **checkout_env(),
         "POCKETMEM_HOME": str(home),
         "POCKETMEM_TZ": "Asia/Shanghai",
+        "POCKETMEM_EMBEDDER": "hash",  # as make_settings: tests of the default embedder pass their own
         # The package under test, when it is not the installed one (a checkout run with PYTHONPATH=server).
         **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
         **backend_env(home),
@@ -160,7 +161,7 @@ def run_cli(capsys: Any, home: Path, *args: str, **env: str) -> subprocess.Compl
 
     from pocketmem.cli import main
 
-    variables = {"POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai", **env}
+    variables = {"POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai", "POCKETMEM_EMBEDDER": "hash", **env}
     saved_env = {name: os.environ.get(name) for name in variables}
     loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
     levels = [(logger, logger.level) for logger in loggers]

@@ -8,7 +8,7 @@ def test_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
     s = load_settings()
     assert (s.user, s.max_active, s.candidate_limit, s.top_k, s.trash_days, s.locale, s.embedder) == (
-        "global", 800, 300, 3, 7, "auto", "hash",
+        "global", 800, 300, 3, 7, "auto", "use",
     )
     assert s.db_path == tmp_path / "memory.db"
     assert (s.store_threshold, s.pending_threshold, s.injection_budget) == (0.85, 0.60, 500)

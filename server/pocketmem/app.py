@@ -24,7 +24,7 @@ from pocketmem.service.browse import Browse
 from pocketmem.service.calibration import Calibration
 from pocketmem.service.context import ContextBuilder
 from pocketmem.service.curation import Curation
-from pocketmem.service.embed_queue import EmbedQueue
+from pocketmem.service.embed_queue import EmbedQueue, upgrades
 from pocketmem.service.exporting import Exporter
 from pocketmem.service.extraction import Extraction
 from pocketmem.service.library import LibraryRecall
@@ -35,7 +35,6 @@ from pocketmem.service.profile_files import ProfileFiles
 from pocketmem.service.project_summary import ProjectSummary
 from pocketmem.service.retrieval import Retrieval, warm_up
 from pocketmem.service.review import Review
-from pocketmem.service.rows import embedding_text
 from pocketmem.service.sync import Sync
 from pocketmem.service.todos import Todos
 from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
@@ -43,8 +42,6 @@ from pocketmem.store import SQLiteStore, Store
 from pocketmem.store.postgres.store import PostgresStore
 
 log = logging.getLogger(__name__)
-
-REINDEX_BATCH = 256
 
 
 def make_library(settings: Settings) -> Store | None:
@@ -91,6 +88,7 @@ class PocketMem:
         self.retrieval = Retrieval(
             settings, self.store, self.embedder, self.clock, self.calibration, library=library_recall
         )
+        self.retrieval.vectors_pending = lambda: self.embed_queue.reembedding
         self.maintenance = Maintenance(settings, self.store, self.clock, self.lifecycle)
         self.review = Review(settings, self.store, self.clock, self.lifecycle)
         self.todos = Todos(settings, self.store, self.clock)
@@ -124,6 +122,7 @@ class PocketMem:
                 try:
                     if check_embedder:
                         await self._check_embedder()
+                    await self.embed_queue.load()  # a re-embedding run left unfinished goes on
                     if self.library is not None:
                         await self.library.open()  # without waiting: the library may be down at start-up
                 except BaseException:
@@ -162,7 +161,10 @@ class PocketMem:
 
     async def _check_embedder(self) -> None:
         stored = await self.store.get_meta("embedder")
-        if stored is not None and stored != self.embedder.tag:
+        if stored is not None and stored != self.embedder.tag and upgrades(stored, self.embedder):
+            # The first start after an upgrade to the default encoder: the embed queue re-embeds in the background.
+            await self.embed_queue.begin(stored, await self._memory_total())
+        elif stored is not None and stored != self.embedder.tag:
             raise EmbedderMismatch(
                 f"this store's vectors were made by {stored}, but the configured embedder is {self.embedder.tag}; "
                 "vectors of two models never mix. Run `pocketmem reindex` to re-embed every memory with the "
@@ -218,28 +220,18 @@ class PocketMem:
 
     # -- maintenance ------------------------------------------------------------------------------
     async def reindex(self, progress: Progress = no_progress) -> int:
-        """Re-embed every memory with the configured embedder and rebuild the vector index."""
-        count = 0
-        total = await self._memory_total() if progress is not no_progress else None
-        rebuilt = False
-        async for batch in self.store.iter_memories_for_reindex(REINDEX_BATCH):
-            vectors = await self.embedder.embed_many([embedding_text(content, kws) for _, _, content, kws in batch])
-            if not rebuilt:
-                await self.store.rebuild_vectors(self.embedder.tag, len(vectors[0]))
-                rebuilt = True
-            await self.store.write_vectors(
-                [(user, mid, vec) for (user, mid, _, _), vec in zip(batch, vectors, strict=True)], self.embedder.tag
-            )
-            count += len(batch)
-            progress(count, total)
-        if not rebuilt:
-            dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
-            await self.store.rebuild_vectors(self.embedder.tag, dims)
+        """Re-embed every memory with the configured embedder and rebuild the vector index (embed_queue.py); a run
+        left unfinished (a crash, or the re-embedding after an upgrade) is resumed where it stopped."""
+        run = await self.embed_queue.load()
+        if run is None or run.finished or run.target != self.embedder.tag:
+            run = await self.embed_queue.begin(await self.store.get_meta("embedder"), await self._memory_total())
+        progress(run.done, run.total)
+        await self.embed_queue.run_once(progress)
         async with self.store.write(user_id=self.settings.user) as tx:
             await tx.add_event(self.settings.user, EventKind.reindexed, self.clock.now(),
-                               payload={"embedder": self.embedder.tag, "memories": count})
+                               payload={"embedder": self.embedder.tag, "memories": run.total})
         self.calibration.reset()
-        return count
+        return run.total
 
     async def _memory_total(self) -> int:
         async with self.store.read() as reader:
@@ -267,6 +259,9 @@ class PocketMem:
             waiting = len(await reader.missing_vectors(1000))
         # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
         report["embedder"]["waiting_for_vectors"] = waiting if waiting < 1000 else "1000+"
+        run = await self.embed_queue.load()
+        if run is not None and not run.finished:
+            report["embedder"]["reembedding"] = {"to": run.target, "done": run.done, "total": run.total}
         return report
 
 

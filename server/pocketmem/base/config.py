@@ -99,8 +99,9 @@ class Settings(BaseSettings):
     weight_importance: float = Field(0.0, ge=0, le=1)
 
     # -- embeddings ------------------------------------------------------------------------------
-    embedder: Literal["hash", "openai", "local"] = Field(
-        "hash", description="hash (built in, offline), openai, or local."
+    embedder: Literal["use", "hash", "openai", "local"] = Field(
+        "use",
+        description="use (multilingual sentence encoder shipped with pocketmem), hash (lexical), openai, or local.",
     )
     embed_model: str | None = Field(None, description="Model name (openai/local) or a local folder (local).")
     embed_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1.")

@@ -12,14 +12,21 @@ index has it at once, so recall finds it by its words. This queue then embeds it
                `pocketmem reindex`), so one text the endpoint rejects cannot hold up the others forever
 
 Vectors are written only where the memory still has none (a patch meanwhile brings its own).
+
+Re-embedding a whole store (`pocketmem reindex`, or the first start after an upgrade from the built-in `hash`
+embedder to the default `use`) is the same work list: `begin` empties the vector index for the new embedder
+and records the run in store_meta (`reembed`: from, to, total, done), and the queue fills every vector. A
+crash half-way loses nothing: the memories still without a vector are the rest of the work, found again on the
+next start. Until the run is done recall answers through the word path and says so (`reembedding`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import anyio
 
@@ -34,6 +41,34 @@ BATCH = 32
 FIRST_DELAY = 1.0
 MAX_DELAY = 300.0
 MAX_ATTEMPTS = 8
+REEMBED_KEY = "reembed"
+LOG_EVERY = 1000  # a re-embedding run logs its progress every this many memories
+# Stores whose vectors are re-embedded by themselves when they open with another embedder: the built-in
+# lexical vectors (the default before `use`), replaced by the default shipped model. Any other change of
+# embedder waits for `pocketmem reindex` (it may call a paid endpoint or download a model).
+UPGRADES = {"hash": "use"}
+
+
+def upgrades(stored_tag: str, embedder: Embedder) -> bool:
+    """Whether a store embedded by `stored_tag` is re-embedded with `embedder` on open, without asking."""
+    return UPGRADES.get(stored_tag.split(":", 1)[0]) == embedder.kind
+
+
+@dataclass
+class Reembed:
+    """A run re-embedding every memory (kept in store_meta under REEMBED_KEY)."""
+
+    source: str | None  # the tag of the vectors replaced (None: a store without one)
+    target: str
+    total: int
+    done: int = 0
+    finished: bool = False
+
+    def note(self) -> str:
+        return (
+            f"re-embedding memories with {self.target}: {self.done} of {self.total} done; "
+            "until it finishes recall uses the keyword index alone"
+        )
 
 
 @dataclass
@@ -61,6 +96,52 @@ class EmbedQueue:
         self.state = QueueState()
         self._sleep = sleep
         self._wake = anyio.Event()
+        self.reembed: Reembed | None = None
+
+    @property
+    def reembedding(self) -> str | None:
+        """What recall's `degraded` says while a re-embedding run is under way; None otherwise."""
+        run = self.reembed
+        return run.note() if run is not None and not run.finished and run.target == self.embedder.tag else None
+
+    async def load(self) -> Reembed | None:
+        """The store's last re-embedding run (on open: an unfinished one is resumed by the next pass)."""
+        stored = await self.store.get_meta(REEMBED_KEY)
+        self.reembed = Reembed(**json.loads(stored)) if stored else None
+        return self.reembed
+
+    async def begin(self, source: str | None, total: int) -> Reembed:
+        """Empty the vector index for this embedder and record a run over `total` memories; the passes fill it."""
+        dimensions = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
+        await self.store.rebuild_vectors(self.embedder.tag, dimensions)
+        self.reembed = Reembed(source=source, target=self.embedder.tag, total=total)
+        await self._save()
+        log.info("re-embedding %d memories with %s (replacing %s)", total, self.embedder.tag, source or "nothing")
+        return self.reembed
+
+    async def _save(self) -> None:
+        assert self.reembed is not None
+        await self.store.set_meta(REEMBED_KEY, json.dumps(asdict(self.reembed)))
+
+    async def _advance(self, count: int, progress: Progress) -> None:
+        run = self.reembed
+        if run is None or run.finished or run.target != self.embedder.tag:
+            progress(self.state.embedded, None)  # vectors an import or an outage left: no known total
+            return
+        before = run.done
+        run.done = min(run.total, run.done + count)
+        await self._save()
+        progress(run.done, run.total)
+        if run.done // LOG_EVERY != before // LOG_EVERY:
+            log.info("re-embedding with %s: %d of %d memories done", run.target, run.done, run.total)
+
+    async def _finish(self) -> None:
+        run = self.reembed
+        if run is None or run.finished or run.target != self.embedder.tag or self.state.set_aside:
+            return
+        run.done, run.finished = run.total, True
+        await self._save()
+        log.info("re-embedding with %s finished: %d memories", run.target, run.total)
 
     def wake(self) -> None:
         """A memory was just stored without a vector: try now, unless backing off after a failure."""
@@ -79,6 +160,7 @@ class EmbedQueue:
         while True:
             rows = await self._batch(after)
             if not rows:
+                await self._finish()
                 return done
             after = rows[-1][0]
             work = [r for r in rows if r[2] not in self.state.set_aside][:BATCH]
@@ -102,7 +184,7 @@ class EmbedQueue:
                 self.state.attempts.pop(mid, None)
             done += len(work)
             self.state.embedded += len(work)
-            progress(done, None)
+            await self._advance(len(work), progress)
 
     def _count_failure(self, ids: list[str]) -> None:
         for mid in ids:

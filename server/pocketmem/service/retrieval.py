@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -96,6 +96,8 @@ class Retrieval:
         self.clock = clock
         self.calibration = calibration
         self.uses = UseLedger(store)  # recall's bookkeeping; a server defers it off the answer's path
+        # While the store is being re-embedded (embed_queue.py): why the vectors cannot be used yet, else None.
+        self.vectors_pending: Callable[[], str | None] = lambda: None
         self.weights = Weights(
             semantic=settings.weight_semantic,
             keyword=settings.weight_keyword,
@@ -188,12 +190,15 @@ class Retrieval:
             failures.append(f"store damaged ({self.store.damage}): run `pocketmem doctor`")
         vector: list[float] | None = None
         own: list[float] | None = None
-        try:
-            vector, own = await self.query_vectors(q)
-            scale = await self.scale(guess_language(q.message))
-        except PocketmemError as exc:
-            failures.append(f"embedder: {exc}")
-            scale = NEUTRAL
+        scale = NEUTRAL
+        if (pending_vectors := self.vectors_pending()) is not None:
+            failures.append(f"vectors: {pending_vectors}")  # the word path answers, and `degraded` says so
+        else:
+            try:
+                vector, own = await self.query_vectors(q)
+                scale = await self.scale(guess_language(q.message))
+            except PocketmemError as exc:
+                failures.append(f"embedder: {exc}")
         asked = None
         if self.library is not None:
             asked = self.library.ask(

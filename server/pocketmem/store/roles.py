@@ -27,7 +27,7 @@ here once (`WriteTx`, `ReadTx`...) since Python has no intersection types.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -629,10 +629,6 @@ class VectorAdmin(MetaAdmin, Protocol):
     @abstractmethod
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
-
-    @abstractmethod
-    def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
-        """Batches of (user_id, memory_id, content, keywords) over every stored memory."""
 
     @abstractmethod
     async def write_vectors(

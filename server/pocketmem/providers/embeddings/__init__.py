@@ -1,5 +1,5 @@
-"""Embedders: `hash` (built in, offline, the default), `openai` (any OpenAI-compatible endpoint),
-`local` (optional extra)."""
+"""Embedders: `use` (the default: a multilingual sentence encoder shipped inside its wheel), `hash` (built in,
+lexical), `openai` (any OpenAI-compatible endpoint), `local` (optional extra)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from pocketmem.base.config import Settings
 from pocketmem.providers.embeddings.base import Embedder
 from pocketmem.providers.embeddings.hashing import HashEmbedder
 from pocketmem.providers.embeddings.openai_compat import OpenAICompatibleEmbedder
+from pocketmem.providers.embeddings.universal import UniversalSentenceEncoder
 
-__all__ = ["Embedder", "HashEmbedder", "OpenAICompatibleEmbedder", "make_embedder"]
+__all__ = ["Embedder", "HashEmbedder", "OpenAICompatibleEmbedder", "UniversalSentenceEncoder", "make_embedder"]
 
 
 def make_embedder(settings: Settings) -> Embedder:
+    if settings.embedder == "use":
+        return UniversalSentenceEncoder()
     if settings.embedder == "hash":
         return HashEmbedder()
     if settings.embedder == "openai":

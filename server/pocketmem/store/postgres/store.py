@@ -227,20 +227,6 @@ class PostgresStore(Store):
         self._vectors = False
         await self.prepare_vectors(embed_tag, dimensions)
 
-    async def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
-        last = 0
-        while True:
-            async with self.read() as reader:
-                assert isinstance(reader, PostgresTx)
-                rows = await reader.fetch_all(
-                    "select seq, user_id, id, content, keywords from memories where seq > %s order by seq limit %s",
-                    (last, batch),
-                )
-            if not rows:
-                return
-            last = rows[-1][0]
-            yield [(r[1], r[2], r[3], list(r[4])) for r in rows]
-
     async def write_vectors(
         self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
     ) -> None:

