@@ -221,9 +221,13 @@ def test_cli_export_and_import(tmp_path):
     stats = json.loads(run(fresh, "stats").stdout)
     assert (stats["active"], stats["core"]) == (2, 1)
 
-    async def vector_rows() -> int:  # the command embedded what it imported before it ended
-        async with PocketMem(make_settings(tmp_path, home=fresh, db=fresh / "memory.db")) as app:
-            return (await app.store.health())["vector_rows"]
+    async def vector_rows() -> int:  # the command embedded what it imported (with its embedder) before it ended
+        app = PocketMem(make_settings(tmp_path, home=fresh, db=fresh / "memory.db"))
+        await app.open(check_embedder=False)
+        try:
+            return int((await app.store.health())["vector_rows"])
+        finally:
+            await app.close()
 
     assert anyio.run(vector_rows) == 2
 
