@@ -114,10 +114,13 @@ class PocketMem:
         self._open_lock = asyncio.Lock()
 
     # -- lifetime -------------------------------------------------------------------------------
-    async def open(self, *, check_embedder: bool = True) -> None:
-        """Open the store (refcounted: each MCP connection may open and close it)."""
+    async def open(self, *, check_embedder: bool = True, warm: bool = True) -> None:
+        """Open the store (refcounted: each MCP connection may open and close it). With `warm`, the text tools
+        start loading in a worker thread at once; a server passes False and calls warm_up after its handshake."""
         async with self._open_lock:
             if self._opened == 0:
+                if warm:
+                    self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
                 await self.store.open()
                 try:
                     if check_embedder:

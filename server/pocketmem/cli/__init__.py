@@ -261,8 +261,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 async def _preflight(settings: Settings) -> None:
     from pocketmem.app import PocketMem
 
-    async with PocketMem(settings):
-        pass
+    app = PocketMem(settings)
+    await app.open(warm=False)  # the server loads the text tools after its handshake, not here
+    await app.close()
 
 
 def _page_hook() -> Any:

@@ -98,7 +98,7 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
-        await app.open()
+        await app.open(warm=False)  # the text tools and the model load after the handshake (_warm_up)
         log.info(
             "ready: database %s, embedder %s, user %s, transport %s",
             settings.database_label, app.embedder.tag, settings.user,

@@ -81,7 +81,9 @@ class UpkeepQueries(SharedUpkeepQueries):
         await self._count_batch_terms(fresh.values())
         if self._vectors and vectors:
             await self._db.executemany(
-                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)", vectors
+                "insert into memory_vectors (rowid, user_id, status, embedding) "
+                "values (?, ?, ?, vec_quantize_binary(?))",
+                vectors,
             )
         inserted = {id(row) for row in fresh.values()}
         return [id(row) in inserted for row in rows]
