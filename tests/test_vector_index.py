@@ -35,7 +35,8 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def memory(i: int) -> Memory:
     return Memory(
-        id=f"m{i:04d}", user_id=USER, content=f"memory {i}", category=Category.fact, keywords=[], scores=fill_scores(Category.fact, None),
+        id=f"m{i:04d}", user_id=USER, content=f"memory {i}", category=Category.fact, keywords=[],
+        scores=fill_scores(Category.fact, None),
         info_importance=0.5, time_coef=1.0, importance=0.5, confidence=1.0, source="test", created_at=NOW,
         updated_at=NOW, valid_from=NOW, status=Status.active, content_hash=f"h{i}", embed_model="test",
     )
