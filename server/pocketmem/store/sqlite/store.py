@@ -227,7 +227,7 @@ class SQLiteTx(
         if not self._vectors:
             raise StoreError("the vector index is not available (sqlite-vec could not be loaded)")
         # The binary index shortlists VECTOR_RESCORE x k by Hamming distance; the full-precision vectors of the
-        # memories rows rank them by cosine (bench/vector_index.py: 98.7% of the exact top 10 kept).
+        # memories rows rank them by cosine (bench/vector_index.py: 97-99% of the exact top 10 kept).
         wanted = ", ".join(f"?{4 + i}" for i in range(len(statuses)))
         rows = await self._all(
             "select m.id, vec_distance_cosine(m.embedding, ?1) as distance from (select rowid from memory_vectors "
