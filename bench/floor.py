@@ -70,12 +70,16 @@ async def sequential(client: Client, calls: int, warm: int = 20) -> list[float]:
 
 
 async def stdio_floor(calls: int = 300) -> dict[str, float]:
+    """Call latency of the bare server over stdio, and its start-up: spawn to an answered tools/list."""
     params = StdioServerParameters(
         command=sys.executable, args=[SERVER, "stdio"], env={"PATH": os.environ.get("PATH", "")}
     )
+    started = time.perf_counter()
     async with Client(params, mode="legacy") as client:
+        await client.list_tools()
+        startup = time.perf_counter() - started
         times = await sequential(client, calls)
-    return {"p50": statistics.median(times), "p95": percentile(times, 0.95)}
+    return {"p50": statistics.median(times), "p95": percentile(times, 0.95), "startup_s": startup}
 
 
 async def http_floor(calls: int = 300, stateless: bool = False) -> dict[str, float]:

@@ -77,6 +77,12 @@ async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, cl
         report = await target.exporter.import_lines(text.splitlines())
         assert report.skipped.total == 0 and report.evicted == []
         assert await dump(target) == original
+        # Acknowledged without vectors: keyword search finds the rows at once, the embed queue embeds them.
+        health = await target.store.health()
+        assert health["keyword_rows"] == health["memories"] and health["vector_rows"] == 0
+        hits = await target.retrieval.recall(USER, RecallRequest(query="博客用什么搭的", keywords=["博客"]))
+        assert [m.id for m in hits.memories] == [ids["new"]]
+        assert await target.embed_queue.run_once() == health["memories"]
         health = await target.store.health()
         assert health["keyword_rows"] == health["memories"] == health["vector_rows"]
         assert health["keyword_orphans"] == 0 and health["vector_mismatches"] == 0
@@ -196,6 +202,16 @@ def test_cli_export_and_import(tmp_path):
     assert json.loads(second.stdout)["imported"] == {k: 0 for k in json.loads(second.stdout)["imported"]}
     stats = json.loads(run(fresh, "stats").stdout)
     assert (stats["active"], stats["core"]) == (2, 1)
+
+    async def vector_rows() -> int:  # the command embedded what it imported (with its embedder) before it ended
+        app = PocketMem(make_settings(tmp_path, home=fresh, db=fresh / "memory.db"))
+        await app.open(check_embedder=False)
+        try:
+            return int((await app.store.health())["vector_rows"])
+        finally:
+            await app.close()
+
+    assert anyio.run(vector_rows) == 2
 
     cards = run(tmp_path / "home", "export", "--markdown", str(tmp_path / "md"))
     assert cards.returncode == 0 and cards.stdout == ""

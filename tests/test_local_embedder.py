@@ -6,6 +6,8 @@ import os
 import threading
 import time
 
+import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client
 
@@ -92,8 +94,8 @@ async def test_the_handshake_does_not_wait_for_the_model(tmp_path, clock):
         started = time.perf_counter()
         tools = await client.list_tools()
         assert len(tools.tools) >= 8 and time.perf_counter() - started < 5
-        # The background warm-up has started and is still blocked: the model is not loaded yet.
-        assert embedder.loading.wait(timeout=10) and embedder._model is None  # noqa: SLF001
+        # The background warm-up starts after the handshake and is still blocked: the model is not loaded yet.
+        assert await anyio.to_thread.run_sync(embedder.loading.wait, 10) and embedder._model is None  # noqa: SLF001
         embedder.release.set()
         added = await client.call_tool("add_memory", {"content": "The user is allergic to peanuts"})
         assert added.structured_content["status"] == "stored"

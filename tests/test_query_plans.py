@@ -101,21 +101,32 @@ async def test_maintenance_walks_a_users_memories_by_index_without_sorting_them(
     assert "memories_by_user_and_id" in plan and "TEMP B-TREE" not in plan, plan
 
 
-async def test_the_most_recalled_lessons_are_read_from_the_use_index(app):
+async def test_the_profile_files_read_only_their_own_rows(app):
+    # Every add re-renders the profile files: the core memories, the project page and the most recalled lessons
+    # come from those rows alone, whatever else the store holds (walking every memory in date or use order until
+    # enough are found cost 15 ms each at 10,000 memories).
     from pocketmem.base.models import Category
+    from pocketmem.store.base import MemoryFilter
 
+    walks = [AddRequest(content=f"用户第{i}次去{'东南西北'[i % 4]}边的公园") for i in range(40)]
+    await app.writing.add_many(USER, walks)
     for i in range(3):
         lesson = f"教训{i}：部署前先跑{'测试检查备份'[i]}"
         await app.writing.add(USER, AddRequest(content=lesson, category=Category.lesson))
     recorder = PlanRecorder(app)
+    found: dict[str, list] = {}
 
     async def read() -> None:
         async with app.store.read() as reader:
-            await reader.most_used(USER, (Category.lesson,), 10)
+            found["lessons"] = await reader.most_used(USER, (Category.lesson,), 10)
+            found["core"] = await reader.core_memories(USER, 10)
+            found["project"], _ = await reader.list_memories(USER, MemoryFilter(category=Category.project, limit=5))
 
     await recorder.explain_during(read)
-    plan = recorder.plan_of("order by use_count desc")
-    assert "INDEX memories_by_uses" in plan and "TEMP B-TREE" not in plan, plan
+    assert [m.category for m in found["lessons"]] == [Category.lesson] * 3
+    assert "INDEX memories_by_category" in recorder.plan_of("order by use_count desc")
+    assert "INDEX memories_core" in recorder.plan_of("persistence >= ?")
+    assert "INDEX memories_by_category" in recorder.plan_of("and category = ? order by created_at desc")
 
 
 def _recall(query: str):

@@ -115,7 +115,9 @@ class PocketMem:
             if self.library is not None
             else None
         )
-        self.exporter = Exporter(settings, self.store, self.embedder, self.clock, self.trash, self.profile)
+        self.exporter = Exporter(
+            settings, self.store, self.embedder, self.clock, self.trash, self.profile, self.vectors
+        )
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
@@ -129,11 +131,13 @@ class PocketMem:
         self._open_lock = asyncio.Lock()
 
     # -- lifetime -------------------------------------------------------------------------------
-    async def open(self, *, check_embedder: bool = True) -> None:
-        """Open the store (refcounted: each MCP connection may open and close it)."""
+    async def open(self, *, check_embedder: bool = True, warm: bool = True) -> None:
+        """Open the store (refcounted: each MCP connection may open and close it). With `warm`, the text tools
+        start loading in a worker thread at once; a server passes False and calls warm_up after its handshake."""
         async with self._open_lock:
             if self._opened == 0:
-                self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
+                if warm:
+                    self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
                 await self.store.open()
                 try:
                     if check_embedder:
@@ -145,6 +149,13 @@ class PocketMem:
                     await self.store.close()
                     raise
             self._opened += 1
+
+    async def warm_up(self) -> None:
+        """Load the segmenter, the tagger and the background frequencies in a worker thread (about 3 s), then the
+        embedder's model, so the first recall or write does not pay for them. A server calls it after its
+        handshake; a call that comes first loads what it needs itself."""
+        await asyncio.get_running_loop().run_in_executor(None, warm_up)
+        await self.embedder.warm_up()
 
     async def close(self) -> None:
         async with self._open_lock:

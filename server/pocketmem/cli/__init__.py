@@ -188,15 +188,18 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:
         await allow_import(app, lines, args)
-        with progress_bar("importing (embedding)", "memories") as progress:
+        with progress_bar("importing", "memories") as progress:
             report = await app.exporter.import_lines(lines, progress)
-    print(dumps(report.model_dump(mode="json")))
-    for item in report.refused:
-        print(
-            f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}",
-            file=sys.stderr,
-        )
-    print(import_summary(report), file=sys.stderr)
+        print(dumps(report.model_dump(mode="json")), flush=True)
+        for item in report.refused:
+            print(
+                f"pocketmem: refused line {item.line} ({item.type} {item.id or ''}): {item.field}: {item.why}",
+                file=sys.stderr,
+            )
+        print(import_summary(report), file=sys.stderr, flush=True)
+        # The rows are stored; their vectors now (stopping here loses nothing: the server computes the rest).
+        with progress_bar("embedding", "memories") as progress:
+            await app.embed_queue.run_once(progress)
     return 0
 
 
@@ -254,8 +257,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 async def _preflight(settings: Settings) -> None:
     from pocketmem.app import PocketMem
 
-    async with PocketMem(settings):
-        pass
+    app = PocketMem(settings)
+    await app.open(warm=False)  # the server loads the text tools after its handshake, not here
+    await app.close()
 
 
 def _page_hook() -> Any:

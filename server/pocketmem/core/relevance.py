@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from pocketmem.core.termstats import is_weak_word
 from pocketmem.core.text import is_cjk_char
@@ -156,12 +157,19 @@ def model_for(meaning: bool) -> Model:
 
 
 def _parents(query: Mapping[str, float]) -> dict[str, list[str]]:
-    """The query's two-character Chinese words that each single character of the query belongs to."""
+    """The query's two-character Chinese words that each single character of the query belongs to (read-only:
+    shared by every memory weighed against the same query, so computed once per query)."""
+    return _parents_of(tuple(query))
+
+
+@lru_cache(maxsize=64)
+def _parents_of(words: tuple[str, ...]) -> dict[str, list[str]]:
     parents: dict[str, list[str]] = {}
-    for word in query:
+    written = set(words)
+    for word in words:
         if len(word) == 2 and all(is_cjk_char(ch) for ch in word):
             for ch in word:
-                if ch in query:
+                if ch in written:
                     parents.setdefault(ch, []).append(word)
     return parents
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -63,9 +64,17 @@ def _bearer_auth() -> AuthSettings:
     return AuthSettings(issuer_url="https://pocketmem.invalid/", resource_server_url=None, required_scopes=[SCOPE])
 
 
+AFTER_HANDSHAKE = 1.0  # seconds after start: the handshake (initialize, the lists) is answered without contention
+
+
+async def _after_handshake(task: Callable[..., Awaitable[None]], *args: Any) -> None:
+    await anyio.sleep(AFTER_HANDSHAKE)
+    await task(*args)
+
+
 async def _warm_up(app: PocketMem) -> None:
     try:
-        await app.embedder.warm_up()
+        await app.warm_up()
     except Exception as exc:  # noqa: BLE001 - the first call that needs the model reports it properly
         log.warning("the embedder could not be loaded in the background: %s", exc)
 
@@ -89,7 +98,7 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
-        await app.open()
+        await app.open(warm=False)  # the text tools and the model load after the handshake (_warm_up)
         log.info(
             "ready: database %s, embedder %s, user %s, transport %s",
             settings.database_label, app.embedder.tag, settings.user,
@@ -106,12 +115,10 @@ def build_server(
                     tasks.start_soon(app.retrieval.uses.run_periodically, settings.use_flush_interval)
                 if app.sync is not None and settings.sync_interval > 0:
                     tasks.start_soon(app.sync.run_periodically, settings.sync_interval)
-                if not app.embedder.lexical or app.embed_queue.reembedding:
-                    # Vectors for memories stored while the embedding endpoint was down, or of a re-embedding run
-                    # (embed_queue.py).
-                    tasks.start_soon(app.embed_queue.run_forever)
-                # A local model loads in a worker thread while the client is already talking to us.
-                tasks.start_soon(_warm_up, app)
+                # Once the client has its lists: vectors for memories imported, or stored while the embedding
+                # endpoint was down (embed_queue.py); text tools and a local model, loaded in a worker thread.
+                tasks.start_soon(_after_handshake, app.embed_queue.run_forever)
+                tasks.start_soon(_after_handshake, _warm_up, app)
                 try:
                     yield app
                 finally:

@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from pocketmem.base.errors import StoreError
 from pocketmem.base.models import EventKind, Memory, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core.sameness import facts_agree
-from pocketmem.core.text import guess_language, normalise, query_terms, signature, strip_subject
+from pocketmem.core.text import guess_language, normalise, signature, strip_subject
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.add_request import MAX_KEYWORDS, AddRequest
 from pocketmem.service.rows import embedding_text, indexed_text
@@ -28,7 +29,6 @@ from pocketmem.service.sameness import Sameness
 from pocketmem.store.roles import MemoryTx, SearchTx
 
 NEAR_DUPLICATE_MIN_CHARS = 4
-NEAR_DUPLICATE_TERMS = 16
 NEAR_DUPLICATE_CANDIDATES = 10
 
 
@@ -44,18 +44,22 @@ class Duplicates:
         sig = signature(content)
         if not sig:
             return None
-        # Rules 1 and 2 need a memory holding every content word of the new one: the keyword index finds
-        # exactly those (Han characters and words are indexed one by one). Rule 3 needs the wider net.
-        all_terms = self.embedder.lexical
-        terms = sorted(sig) if all_terms else query_terms(content)[:NEAR_DUPLICATE_TERMS]
-        if not terms:
-            return None
+        # Rules 1 and 2a need a memory holding every content word of the new one: the keyword index finds
+        # exactly those (Han characters and words are indexed one by one). Rule 2b needs the memories nearest in
+        # meaning: the vector index's neighbours. Both searches read a bounded number of rows whatever the store's
+        # size (any of the content's terms, ranked by bm25, grew with it: 0.5 ms at 1,000 memories, 3.9 at 10,000).
         hits = [
             mid
             for mid, _ in await tx.keyword_hits(
-                user_id, terms, NEAR_DUPLICATE_CANDIDATES, (Status.active,), all_terms=all_terms
+                user_id, sorted(sig), NEAR_DUPLICATE_CANDIDATES, (Status.active,), all_terms=True
             )
         ]
+        if not self.embedder.lexical and vector is not None:
+            try:
+                neighbours = await tx.vector_neighbours(user_id, vector, NEAR_DUPLICATE_CANDIDATES, (Status.active,))
+            except StoreError:  # no vector index (sqlite-vec unavailable): rules 1 and 2a still apply
+                neighbours = []
+            hits = list(dict.fromkeys([*hits, *(mid for mid, _ in neighbours)]))
         if not hits:
             return None
         core = normalise(strip_subject(content))

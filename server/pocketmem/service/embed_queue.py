@@ -127,6 +127,7 @@ class EmbedQueue:
     async def _advance(self, count: int, progress: Progress) -> None:
         run = self.reembed
         if run is None or run.finished or run.target != self.embedder.tag:
+            progress(self.state.embedded, None)  # vectors an import or an outage left: no known total
             return
         before = run.done
         run.done = min(run.total, run.done + count)

@@ -13,7 +13,7 @@ File format (one JSON object per line, each with a `type`):
     {"type": "profile_revision", ...}
 
 Memories of every status are exported (active, superseded, trashed); purged ones are gone and only
-their tombstones remain. Vectors are not exported: import re-embeds each memory with the configured
+their tombstones remain. Vectors are not exported: each imported memory is embedded again with the configured
 embedder, so a file moves between embedders. Idempotency records of add_memory (operation_id) are
 not exported.
 
@@ -21,9 +21,10 @@ Import is idempotent by ids: a row whose id is already in the store is skipped, 
 file twice adds nothing, and a memory with a purged tombstone is never brought back. Events have no
 global id: an event is skipped when the store already holds as many identical ones (same user, kind,
 memory, operation, payload and time) as the file has up to it. Everything is checked before anything
-is written. Users are written first, then memories in transactions of IMPORT_BATCH rows (embedded in
-batches, the next batch while the current one is written), then the other rows in one transaction; an
-import stopped half way is completed by running it again (rows already there are skipped).
+is written. Users are written first, then memories in transactions of IMPORT_BATCH rows, then the other
+rows in one transaction; an import stopped half way is completed by running it again (rows already there
+are skipped). Memories are written without their vectors: the embed queue (embed_queue.py) computes them
+once the rows are acknowledged, and until then keyword search finds them.
 """
 
 from __future__ import annotations
@@ -62,9 +63,10 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
 from pocketmem.service.profile import Profile
-from pocketmem.service.rows import embedding_text, indexed_text
+from pocketmem.service.rows import indexed_text
 from pocketmem.service.trash import Trash
 from pocketmem.service.usercard import render_user_card
+from pocketmem.service.vectors import Vectors
 from pocketmem.store.base import VectorStore
 from pocketmem.store.types import IndexedText
 
@@ -161,9 +163,10 @@ def check_directory(path: Path, field: str) -> None:
 class Exporter:
     def __init__(
         self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, trash: Trash,
-        profile: Profile,
+        profile: Profile, vectors: Vectors,
     ) -> None:
         self.profile = profile
+        self.vectors = vectors  # imported rows wait for their vectors in the embed queue
         self.settings = settings
         self.store = store
         self.embedder = embedder
@@ -298,7 +301,7 @@ class Exporter:
         async with self.store.write() as tx:
             await tx.lock_users([*map(_user_of, users), *(m.memory.user_id for m in fresh)])
             for record in users:
-                self._count(report, touched, *await self._insert(tx, record, {}, now, 0))
+                self._count(report, touched, *await self._insert(tx, record, now, 0))
             for user_id in dict.fromkeys(m.memory.user_id for m in fresh):
                 await tx.ensure_user(user_id, now)
         await self._import_memories(fresh, report, touched, progress)
@@ -310,7 +313,7 @@ class Exporter:
                 if isinstance(record, Event):
                     key = record.model_dump_json(exclude={"id"})
                     nth = copies[key] = copies.get(key, -1) + 1
-                self._count(report, touched, *await self._insert(tx, record, {}, now, nth))
+                self._count(report, touched, *await self._insert(tx, record, now, nth))
             for user_id, counts in touched.items():
                 await tx.add_event(user_id, EventKind.imported, now, payload=counts.model_dump())
                 report.evicted += [e.id for e in await self.trash.enforce_cap(tx, user_id, now, keep=[])]
@@ -323,17 +326,18 @@ class Exporter:
         touched: dict[str, TypeCounts],
         progress: Progress = no_progress,
     ) -> None:
-        """One transaction per IMPORT_BATCH memories; the next batch is embedded while this one is written."""
+        """One transaction per IMPORT_BATCH memories, without vectors: the embed queue computes them after the
+        rows are acknowledged (embed_queue.py), and keyword search finds the memories meanwhile. Each batch's
+        keyword terms are computed in a worker thread while the one before is written."""
         batches = [rows[start : start + IMPORT_BATCH] for start in range(0, len(rows), IMPORT_BATCH)]
         if not batches:
             return
-        prepared = asyncio.ensure_future(self._prepare(batches[0]))
+        prepared = asyncio.ensure_future(asyncio.to_thread(self._prepare, batches[0]))
         try:
             for number, batch in enumerate(batches):
                 ready = await prepared
                 if number + 1 < len(batches):
-                    prepared = asyncio.ensure_future(self._prepare(batches[number + 1]))
-                await self.store.ensure_vectors(self.embedder.tag, len(ready[0][1]))
+                    prepared = asyncio.ensure_future(asyncio.to_thread(self._prepare, batches[number + 1]))
                 async with self.store.write() as tx:
                     await tx.lock_users(row.memory.user_id for row in batch)
                     inserted = await tx.import_memories(ready)
@@ -346,17 +350,16 @@ class Exporter:
         finally:
             if not prepared.done():
                 prepared.cancel()
+        self.vectors.deferred()
 
-    async def _prepare(self, batch: Sequence[_MemoryRow]) -> list[tuple[Memory, list[float], IndexedText]]:
-        texts = [embedding_text(m.memory.content, m.memory.keywords) for m in batch]
-        vectors = await self.embedder.embed_many(texts)
+    def _prepare(self, batch: Sequence[_MemoryRow]) -> list[tuple[Memory, None, IndexedText]]:
         return [
             (
                 m.memory.model_copy(update={"embed_model": self.embedder.tag}),
-                vector,
+                None,
                 indexed_text(m.memory.content, m.memory.keywords),
             )
-            for m, vector in zip(batch, vectors, strict=True)
+            for m in batch
         ]
 
     @staticmethod
@@ -365,20 +368,7 @@ class Exporter:
         if inserted:
             touched.setdefault(user_id, TypeCounts()).add(kind)
 
-    async def _insert(
-        self, tx: Any, record: Any, vectors: dict[str, list[float]], now: datetime, nth: int
-    ) -> tuple[str, str, bool]:
-        if isinstance(record, _MemoryRow):
-            memory = record.memory
-            vector = vectors.get(memory.id)
-            if vector is None:  # already here, or purged for good
-                return "memory", memory.user_id, False
-            await tx.ensure_user(memory.user_id, now)
-            stored = memory.model_copy(update={"embed_model": self.embedder.tag})
-            inserted = await tx.import_memory(stored, vector, indexed_text(memory.content, memory.keywords))
-            if inserted and record.usage is not None:
-                await tx.put_usage(record.usage)
-            return "memory", memory.user_id, inserted
+    async def _insert(self, tx: Any, record: Any, now: datetime, nth: int) -> tuple[str, str, bool]:
         if isinstance(record, Tombstone):
             return "tombstone", record.user_id, await tx.import_tombstone(record)
         if isinstance(record, Revision):

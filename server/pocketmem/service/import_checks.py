@@ -58,7 +58,7 @@ class Refused(BaseModel):
 def numeric_times(row: dict[str, Any]) -> str | None:
     """The first time field given as a number (before pydantic turns -1 into 1969), or None."""
     for key, value in row.items():
-        if TIME_FIELD.search(key) and isinstance(value, bool | int | float):
+        if isinstance(value, bool | int | float) and TIME_FIELD.search(key):
             return key
     return None
 
@@ -204,7 +204,7 @@ def _payload(value: Any) -> Any:
 
 
 def _times(record: BaseModel) -> None:
-    for name, value in record:
+    for name, value in vars(record).items():  # the fields' values, without pydantic's iteration
         if isinstance(value, datetime):
             # A value exported without an offset is UTC (the export writes UTC).
             instants.accept(name, value, UTC)

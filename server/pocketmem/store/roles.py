@@ -467,9 +467,11 @@ class ImportWrites(Protocol):
 
     # Import: insert a row unless one with the same id exists; True when inserted.
     @abstractmethod
-    async def import_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> bool: ...
+    async def import_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> bool: ...
 
-    async def import_memories(self, rows: Sequence[tuple[Memory, Sequence[float], IndexedText]]) -> list[bool]:
+    async def import_memories(
+        self, rows: Sequence[tuple[Memory, Sequence[float] | None, IndexedText]]
+    ) -> list[bool]:
         """import_memory for a batch (one round trip per statement where the backend allows); True per inserted row."""
         return [await self.import_memory(memory, vector, text) for memory, vector, text in rows]
 

@@ -95,21 +95,30 @@ class MemoryQueries:
         clause, params = memory_filter_clause(self.dialect, user_id, flt)
         total = (await self._one(f"select count(*) from memories where {clause}", params))[0]
         order = "deleted_at desc" if tuple(flt.statuses) == (Status.trashed,) else "created_at desc"
-        found = await self._memories(
-            d.sql(f"{clause} order by {order}, {d.tie_break} desc limit {{p}} offset {{p}}"),
+        # One category's page: from that category's rows, not by walking every memory in date order.
+        hint = d.index_hint("memories_by_category") if flt.category is not None else ""
+        rows = await self._all(
+            d.sql(
+                f"select {MEMORY_COLUMNS} from memories {hint}where {clause} "
+                f"order by {order}, {d.tie_break} desc limit {{p}} offset {{p}}"
+            ),
             (*params, flt.limit, flt.offset),
         )
-        return found, int(total)
+        return [memory_from_row(r, d) for r in rows], int(total)
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         d = self.dialect
-        return await self._memories(
+        # By the core index: the few core memories sorted, instead of every active memory walked in creation
+        # order until `limit` core ones are found (all of them when there are fewer).
+        rows = await self._all(
             d.sql(
-                "user_id = {p} and status = 'active' and persistence >= {p} "
+                f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_core')}"
+                "where user_id = {p} and status = 'active' and persistence >= {p} "
                 f"order by created_at, {d.tie_break} limit {{p}}"
             ),
             (user_id, CORE_PERSISTENCE, limit),
         )
+        return [memory_from_row(r, d) for r in rows]
 
     async def memories_between(
         self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pocketmem.base.models import Category, Memory, ProfileRevision, Status
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
+from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row
 
 if TYPE_CHECKING:
     from pocketmem.store.types import MemoryFilter
@@ -97,13 +98,16 @@ class ProfileQueries(Queries):
     async def most_used(self, user_id: str, categories: Sequence[Category], limit: int) -> list[Memory]:
         d = self.dialect
         in_categories, category_params = d.in_list("category", categories)
-        return await self._memories(
+        # From the asked categories' rows (the use index would walk every active memory when they are few).
+        rows = await self._all(
             d.sql(
-                f"user_id = {{p}} and status = 'active' and {in_categories} "
+                f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_by_category')}"
+                f"where user_id = {{p}} and status = 'active' and {in_categories} "
                 f"order by use_count desc, created_at desc, {d.tie_break} desc limit {{p}}"
             ),
             (user_id, *category_params, limit),
         )
+        return [memory_from_row(r, d) for r in rows]
 
     async def put_profile(self, user_id: str, section: str, fields: Mapping[str, Any], now: datetime) -> None:
         d = self.dialect

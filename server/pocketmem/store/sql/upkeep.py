@@ -180,7 +180,7 @@ class UpkeepQueries(Queries):
             ),
         )
 
-    async def import_memory(self, memory: Memory, vector: Sequence[float], text: IndexedText) -> bool:
+    async def import_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> bool:
         # Memory ids are unique across users: an id taken by anyone is not inserted again.
         if await self._one(self.dialect.sql("select 1 from memories where id = {p}"), (memory.id,)):
             return False

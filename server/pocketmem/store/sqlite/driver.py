@@ -9,7 +9,9 @@ loading and a current SQLite, available as wheels for Linux, macOS and Windows.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
+import os
 import sqlite3
 from types import ModuleType
 from typing import Any
@@ -20,14 +22,21 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 10_000
 
 
+@functools.cache
+def vec_extension() -> str:
+    """The sqlite-vec loadable extension's path, found without importing the package (which imports numpy)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise ImportError("sqlite-vec is not installed")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _can_load_vec(module: Any) -> bool:
     try:
-        import sqlite_vec
-
         conn = module.connect(":memory:")
         try:
             conn.enable_load_extension(True)
-            sqlite_vec.load(conn)
+            conn.load_extension(vec_extension())
             conn.enable_load_extension(False)
             conn.execute("select vec_version()").fetchone()
             conn.execute("create virtual table t using fts5(x)")
@@ -73,10 +82,8 @@ def connect(path: str, *, load_vectors: bool, immutable: bool = False) -> Any:
     # FULL: every acknowledged commit is on disk before we answer, power loss included.
     conn.execute("pragma synchronous = full")
     if load_vectors and vectors_available:
-        import sqlite_vec
-
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(vec_extension())
         conn.enable_load_extension(False)
     return conn
 

@@ -29,7 +29,7 @@ from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.group import GroupCommitter
-from pocketmem.store.sqlite.tx import SQLiteTx, pack_vector
+from pocketmem.store.sqlite.tx import QUANTISED, SQLiteTx, create_vector_index, pack_vector
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +144,12 @@ class SQLiteStore(Store):
                 raise
             raise StoreError(f"cannot open the memory store at {self.path}: {exc}") from exc
         self._vectors_loaded = sqlite_module()[1]
-        self._vector_table = bool(
-            await self._writer.execute_fetchall(
-                "select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'"
-            )
+        found = list(
+            await self._writer.execute_fetchall("select sql from sqlite_master where name = 'memory_vectors'")
         )
+        self._vector_table = bool(found)
+        if found and self._vectors_loaded and " float[" in found[0][0]:
+            await self._quantise_vector_index()
 
     async def _probe_or_copy(self) -> None:
         """Opens the file in a plain thread; a read-only WAL store without its -shm is read from a copy."""
@@ -377,22 +378,24 @@ class SQLiteStore(Store):
         async with self.open_write() as tx:
             exists = await tx.fetch_one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
             if not exists:
-                await tx.execute(
-                    "create virtual table memory_vectors using vec0 (user_id text partition key, status text, "
-                    f"embedding float[{int(dimensions)}] distance_metric=cosine)"
-                )
                 # Memories written while the index was missing (e.g. sqlite-vec unavailable) join it now.
-                await tx.execute(
-                    "insert into memory_vectors (rowid, user_id, status, embedding) "
-                    "select rowid, user_id, status, embedding from memories where embedding is not null "
-                    f"and length(embedding) = {4 * int(dimensions)}"
-                )
+                await create_vector_index(tx, dimensions)
             await tx.execute(
                 "insert into store_meta (key, value) values ('embedder', ?), ('dimensions', ?) "
                 "on conflict (key) do update set value = excluded.value",
                 (embed_tag, str(dimensions)),
             )
         self._vector_table = True
+
+    async def _quantise_vector_index(self) -> None:
+        """A store made before the binary index: its float index is replaced by one built from the same vectors."""
+        dimensions = await self.get_meta("dimensions")
+        if dimensions is None:
+            return
+        async with self.open_write() as tx:
+            await tx.execute("drop table memory_vectors")
+            await create_vector_index(tx, int(dimensions))
+        log.info("vector index of %s rebuilt as a binary index", self.path)
 
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         async with self.open_write() as tx:
@@ -424,7 +427,7 @@ class SQLiteStore(Store):
                 if self.vectors_available:
                     await tx.execute("delete from memory_vectors where rowid = ?", (rowid,))
                     await tx.execute(
-                        "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
+                        f"insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, {QUANTISED})",
                         (rowid, user_id, status, blob),
                     )
 

@@ -38,6 +38,25 @@ def unpack_vector(blob: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
 
 
+# The vector index holds each vector's signs (sqlite-vec's bit[] vectors, 1/32 of the floats): a search reads
+# 64 bytes per memory instead of 2 KB, and the full vectors kept in the memories rows rescore its shortlist.
+QUANTISED = "vec_quantize_binary(?)"
+VECTOR_RESCORE = 8
+
+
+async def create_vector_index(tx: SQLiteTx, dimensions: int) -> None:
+    """The binary vector index, filled from the memories' full vectors of this size."""
+    await tx.execute(
+        "create virtual table memory_vectors using vec0 (user_id text partition key, status text, "
+        f"embedding bit[{int(dimensions)}])"
+    )
+    await tx.execute(
+        "insert into memory_vectors (rowid, user_id, status, embedding) "
+        "select rowid, user_id, status, vec_quantize_binary(embedding) from memories where embedding is not null "
+        f"and length(embedding) = {4 * int(dimensions)}"
+    )
+
+
 class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
     """Queries over one connection inside one transaction."""
 
@@ -95,7 +114,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         await self._count_terms(memory.user_id, None, text)
         if self._vectors and vector is not None:
             await self._exec(
-                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)",
+                f"insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, {QUANTISED})",
                 (ref, memory.user_id, memory.status.value, pack_vector(vector)),
             )
 
@@ -110,7 +129,16 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
             "update memories_fts set terms = ?, keywords = ? where rowid = ?", (text.terms, text.keyword_terms, rowid)
         )
         if self._vectors:
-            await self._exec("update memory_vectors set embedding = ? where rowid = ?", (pack_vector(vector), rowid))
+            await self._requantise(rowid, vector)
+
+    async def _requantise(self, rowid: int, vector: Sequence[float]) -> None:
+        """A memory's new vector into the binary index (vec0 keeps a bit vector's type only on insert)."""
+        await self._exec("delete from memory_vectors where rowid = ?", (rowid,))
+        await self._exec(
+            "insert into memory_vectors (rowid, user_id, status, embedding) "
+            f"select rowid, user_id, status, {QUANTISED} from memories where rowid = ?",
+            (pack_vector(vector), rowid),
+        )
 
     async def _indexed_status(self, user_id: str, memory_id: str, status: Status) -> None:
         if self._vectors:
@@ -128,11 +156,14 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
     ) -> list[tuple[str, float]]:
         if not self._vectors:
             raise StoreError("the vector index is not available (sqlite-vec could not be loaded)")
+        # The binary index shortlists VECTOR_RESCORE x k by Hamming distance; the full-precision vectors of the
+        # memories rows rank them by cosine (bench/vector_index.py: 97-99% of the exact top 10 kept).
+        wanted = ", ".join(f"?{4 + i}" for i in range(len(statuses)))
         rows = await self._all(
-            "select m.id, v.distance from (select rowid, distance from memory_vectors "
-            f"where embedding match ? and k = ? and user_id = ? and status in ({_placeholders(len(statuses))})) v "
-            "join memories m on m.rowid = v.rowid order by v.distance",
-            (pack_vector(vector), k, user_id, *statuses),
+            "select m.id, vec_distance_cosine(m.embedding, ?1) as distance from (select rowid from memory_vectors "
+            f"where embedding match vec_quantize_binary(?1) and k = ?2 and user_id = ?3 and status in ({wanted})) v "
+            f"join memories m on m.rowid = v.rowid order by distance limit ?{4 + len(statuses)}",
+            (pack_vector(vector), k * VECTOR_RESCORE, user_id, *statuses, k),
         )
         return [(row[0], 1.0 - float(row[1])) for row in rows]
 

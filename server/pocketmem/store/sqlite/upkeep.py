@@ -35,7 +35,9 @@ class UpkeepQueries(SharedUpkeepQueries):
             [self.dialect.ts(now)],
         )
 
-    async def import_memories(self, rows: Sequence[tuple[Memory, Sequence[float], IndexedText]]) -> list[bool]:
+    async def import_memories(
+        self, rows: Sequence[tuple[Memory, Sequence[float] | None, IndexedText]]
+    ) -> list[bool]:
         # A batch in four statements: which ids are taken, then memories, keyword rows and vectors each with
         # one executemany. Rowids are given explicitly (after the largest, as SQLite would pick them) so the
         # three tables line up without reading each new rowid back; the write transaction holds the lock.
@@ -45,7 +47,7 @@ class UpkeepQueries(SharedUpkeepQueries):
             in_ids, id_params = self.dialect.in_list("id", ids[start : start + IMPORT_ID_CHUNK])
             found = await self._all(f"select id from memories where {in_ids}", id_params)
             taken.update(row[0] for row in found)
-        fresh: dict[str, tuple[Memory, Sequence[float], IndexedText]] = {}
+        fresh: dict[str, tuple[Memory, Sequence[float] | None, IndexedText]] = {}
         for row in rows:
             if row[0].id not in taken:
                 fresh.setdefault(row[0].id, row)
@@ -57,10 +59,11 @@ class UpkeepQueries(SharedUpkeepQueries):
         seq, quiet = await self._one("select seq, quiet from sync_clock where id = 1")
         memories, texts, vectors = [], [], []
         for n, (memory, vector, text) in enumerate(fresh.values()):
-            blob = self._pack(vector)
+            blob = self._pack(vector) if vector is not None else None  # None: the embed queue computes it
             memories.append((first + n, *self._memory_params(memory), blob, seq + n + 1 if not quiet else 0))
             texts.append((first + n, text.terms, text.keyword_terms))
-            vectors.append((first + n, memory.user_id, memory.status.value, blob))
+            if blob is not None:
+                vectors.append((first + n, memory.user_id, memory.status.value, blob))
         if not quiet:
             await self._exec("update sync_clock set seq = ?, quiet = 1 where id = 1", (seq + len(fresh),))
         await self._db.executemany(
@@ -72,14 +75,16 @@ class UpkeepQueries(SharedUpkeepQueries):
             await self._exec("update sync_clock set quiet = 0 where id = 1")
         await self._db.executemany("insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)", texts)
         await self._count_batch_terms(fresh.values())
-        if self._vectors:
+        if self._vectors and vectors:
             await self._db.executemany(
-                "insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, ?)", vectors
+                "insert into memory_vectors (rowid, user_id, status, embedding) "
+                "values (?, ?, ?, vec_quantize_binary(?))",
+                vectors,
             )
         inserted = {id(row) for row in fresh.values()}
         return [id(row) in inserted for row in rows]
 
-    async def _count_batch_terms(self, rows: Iterable[tuple[Memory, Sequence[float], IndexedText]]) -> None:
+    async def _count_batch_terms(self, rows: Iterable[tuple[Memory, Sequence[float] | None, IndexedText]]) -> None:
         """user_terms for a batch in one statement, as insert_memory keeps it for one memory."""
         counts: dict[tuple[str, str], int] = {}
         for memory, _, text in rows:
