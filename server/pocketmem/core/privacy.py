@@ -61,9 +61,12 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # pocketmem's own bearer tokens (service/tokens.py: pm_<12 hex>_<secret>), bare or in a header
     ("api_key", re.compile(r"(?<![A-Za-z0-9])pm_[0-9a-f]{12}_[A-Za-z0-9_\-]{20,}")),
     # any bearer credential: `Authorization: Bearer <token>` (a token has a digit: "Bearer tokens are" is talk)
-    ("api_key", re.compile(r"(?i)(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})", re.ASCII)),
+    (
+        "api_key",
+        re.compile(r"(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})", re.IGNORECASE | re.ASCII),
+    ),
     # a password inside a URL: scheme://user:PASSWORD@host (only the password is redacted)
-    ("password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@")),
+    ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
 ]
 
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
@@ -103,8 +106,11 @@ _SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d
 
 
 def _scoped(pattern: re.Pattern[str]) -> str:
-    flags = ("i" if pattern.flags & re.IGNORECASE else "") + ("s" if pattern.flags & re.DOTALL else "")
-    return f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})"
+    """One pattern as a part of _ANY: its flags scoped to it, its named groups plain (names repeat)."""
+    flags = "".join(letter for flag, letter in ((re.ASCII, "a"), (re.IGNORECASE, "i"), (re.DOTALL, "s"))
+                    if pattern.flags & flag)
+    body = re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern)
+    return f"(?{flags}:{body})" if flags else f"(?:{body})"
 
 
 # Matches where any pattern above matches: one scan that rules out most texts before each pattern runs.
