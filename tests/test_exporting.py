@@ -151,7 +151,7 @@ async def test_markdown_export_writes_the_four_profile_files(app, tmp_path):
     await app.writing.add(USER, AddRequest(content="改配置前先备份", category=Category.lesson))
     await app.profile.update(USER, {"role": "编程搭档", "tone": "简洁"}, {"name": "小林"}, confirmed=True)
     out = tmp_path / "cards"
-    written = await app.exporter.export_markdown(USER, out)
+    written = await app.profile_files.export_markdown(USER, out)
     assert [p.name for p in written] == ["User.md", "Persona.md", "Project.md", "Insights.md"]
     text = {p.name: p.read_text(encoding="utf-8") for p in written}
     assert "用户叫小林" in text["User.md"] and "编程搭档" in text["Persona.md"]

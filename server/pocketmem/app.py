@@ -116,7 +116,7 @@ class PocketMem:
             else None
         )
         self.exporter = Exporter(
-            settings, self.store, self.embedder, self.clock, self.trash, self.profile, self.vectors
+            settings, self.store, self.embedder, self.clock, self.trash, self.vectors
         )
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)

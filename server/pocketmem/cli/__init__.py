@@ -146,7 +146,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
     skipped: list[dict[str, str]] = []
     async with PocketMem(settings) as app:
         if args.markdown is not None:
-            for path in await app.exporter.export_markdown(args.user or settings.user, args.markdown):
+            for path in await app.profile_files.export_markdown(args.user or settings.user, args.markdown):
                 print(f"wrote {path}", file=sys.stderr)
             if args.output is None:
                 return 0

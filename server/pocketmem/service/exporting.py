@@ -62,10 +62,8 @@ from pocketmem.base.models import (
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
-from pocketmem.service.profile import Profile
 from pocketmem.service.rows import indexed_text
 from pocketmem.service.trash import Trash
-from pocketmem.service.usercard import render_user_card
 from pocketmem.service.vectors import Vectors
 from pocketmem.store.base import VectorStore
 from pocketmem.store.types import IndexedText
@@ -162,10 +160,8 @@ def check_directory(path: Path, field: str) -> None:
 
 class Exporter:
     def __init__(
-        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, trash: Trash,
-        profile: Profile, vectors: Vectors,
+        self, settings: Settings, store: VectorStore, embedder: Embedder, clock: Clock, trash: Trash, vectors: Vectors
     ) -> None:
-        self.profile = profile
         self.vectors = vectors  # imported rows wait for their vectors in the embed queue
         self.settings = settings
         self.store = store
@@ -251,22 +247,6 @@ class Exporter:
                 rows += [("event", e.model_dump(mode="json")) for e in batch_events]
                 last = batch_events[-1].id
         return rows
-
-    async def export_markdown(self, user_id: str, directory: Path) -> list[Path]:
-        """The four profile files as the resources show them — User.md (the user card), Persona.md, Project.md,
-        Insights.md — each replaced atomically."""
-        check_directory(directory, "--markdown")
-        texts = {
-            "User.md": await render_user_card(self.store, user_id, self.settings, self.clock.now()),
-            "Persona.md": await self.profile.render_persona(user_id),
-            "Project.md": await self.profile.render_project(user_id),
-            "Insights.md": await self.profile.render_insights(user_id),
-        }
-        written = []
-        for name, text in texts.items():
-            atomic_write(directory / name, text if text.endswith("\n") else text + "\n")
-            written.append(directory / name)
-        return written
 
     # -- import ---------------------------------------------------------------------------------
     async def import_lines(

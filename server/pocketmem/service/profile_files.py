@@ -54,11 +54,11 @@ from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.add_request import AddRequest, screen_secrets
-from pocketmem.service.exporting import atomic_write
+from pocketmem.service.exporting import atomic_write, check_directory
 from pocketmem.service.patching import Patching
 from pocketmem.service.profile import Profile
 from pocketmem.service.project_summary import ProjectSummary
-from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT
+from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
 from pocketmem.service.writing import Writing
 from pocketmem.store.base import Store
 
@@ -148,6 +148,22 @@ class ProfileFiles:
         self._store_id: str | None = None
         if self.enabled:
             store.on_commit(self._on_commit)
+
+    async def export_markdown(self, user_id: str, directory: Path) -> list[Path]:
+        """The four profile files as the resources show them — User.md (the user card), Persona.md, Project.md,
+        Insights.md — each replaced atomically."""
+        check_directory(directory, "--markdown")
+        texts = {
+            "User.md": await render_user_card(self.store, user_id, self.settings, self.clock.now()),
+            "Persona.md": await self.profile.render_persona(user_id),
+            "Project.md": await self.profile.render_project(user_id),
+            "Insights.md": await self.profile.render_insights(user_id),
+        }
+        written = []
+        for name, text in texts.items():
+            atomic_write(directory / name, text if text.endswith("\n") else text + "\n")
+            written.append(directory / name)
+        return written
 
     def folder(self, user_id: str) -> Path:
         return self.settings.home / folder_name(user_id)

@@ -338,7 +338,7 @@ async def export_jsonl(request: Request, page: Page) -> Response:
 
 async def export_markdown(request: Request, page: Page) -> Response:
     with tempfile.TemporaryDirectory(prefix="pocketmem-md-") as folder:
-        written = await page.pm.exporter.export_markdown(page.user, Path(folder))
+        written = await page.pm.profile_files.export_markdown(page.user, Path(folder))
         text = "\n\n".join(path.read_text(encoding="utf-8") for path in written)
     return Response(
         text, media_type="text/markdown; charset=utf-8",
