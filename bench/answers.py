@@ -32,7 +32,7 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.base.results import RecallResult  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 
 
 def answer(result: RecallResult, keys: dict[str, str] | None = None) -> list[Any]:

@@ -39,11 +39,11 @@ from speed import fill, synthetic_memories, synthetic_queries  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 from pocketmem.store.sqlite import store as sqlite_store  # noqa: E402
 
-# The store calls a recall makes (service/candidates.py, retrieval.py), in the order it makes them.
+# The store calls a recall makes (service/recall/candidates.py, retrieval.py), in the order it makes them.
 RECALL_CALLS = (
     "user_term_counts",
     "keyword_hits",

@@ -33,7 +33,7 @@ from common import DATA, machine, write_section
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 USER = "bench"
 

@@ -35,8 +35,8 @@ from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.providers.llm import configured_model  # noqa: E402
-from pocketmem.service.extraction import ConversationMessage, Extracted  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.extraction.extraction import ConversationMessage, Extracted  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 
 USER = "eval"
 CONVERSATION = [

@@ -6,7 +6,7 @@ Per language, on `bench/data/distinct_facts.jsonl` (320 distinct facts, which mu
 cosine similarity of two distinct facts of that language that agree on numbers, negations and entities (the only
 pairs the similarity rule is ever asked about, core/sameness.facts_agree), plus MARGIN. The threshold is the
 lowest that keeps every distinct fact apart with that margin; `bench/data/rewordings.jsonl` (committed before
-this fit) then says how many rewordings it catches. The printed thresholds are service/sameness.py's FITTED.
+this fit) then says how many rewordings it catches. The printed thresholds are service/shared/sameness.py's FITTED.
 """
 
 from __future__ import annotations

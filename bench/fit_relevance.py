@@ -55,8 +55,8 @@ from pocketmem.base.models import Status  # noqa: E402
 from pocketmem.core import relevance  # noqa: E402
 from pocketmem.core.ranking import TIMED_CATEGORIES, rank  # noqa: E402
 from pocketmem.core.text import guess_language  # noqa: E402
-from pocketmem.service import current, fallback  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall import current, fallback  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 
 NAMES = ("strongest", "matched", "coverage", "semantic", "length")
 NON_NEGATIVE = (True, True, True, True, False)

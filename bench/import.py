@@ -36,7 +36,7 @@ from speed import fill, synthetic_queries  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 
 QUESTIONS = 200
 

@@ -45,8 +45,8 @@ from mcp.client.streamable_http import streamable_http_client
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Category
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.manage.tokens import TokenService
+from pocketmem.service.writing.add_request import AddRequest
 
 MARKER = "load"
 WARM_UP_CALLS = 3

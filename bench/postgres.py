@@ -42,8 +42,8 @@ from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.core.scoring import fill_scores, importance  # noqa: E402
 from pocketmem.core.text import content_hash  # noqa: E402
 from pocketmem.providers.embeddings.hashing import HashEmbedder  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
-from pocketmem.service.rows import embedding_text, indexed_text  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.shared.rows import embedding_text, indexed_text  # noqa: E402
 from pocketmem.store.postgres.records import lexemes  # noqa: E402
 
 CHUNK = 5_000

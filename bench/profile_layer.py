@@ -28,7 +28,7 @@ from speed import synthetic_memories  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.core.tokens_estimate import estimate_tokens  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 USER = "global"
 

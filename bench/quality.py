@@ -43,8 +43,8 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.base.models import Category, Status  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -35,8 +35,8 @@ from common import machine, write_section  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.base.models import Category  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 USER = "scale"

@@ -22,8 +22,8 @@ from bm25 import BM25  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "small_stores.json"
 

@@ -43,8 +43,8 @@ from pocketmem.base.models import (  # noqa: E402
 )
 from pocketmem.core.scoring import fill_scores, importance  # noqa: E402
 from pocketmem.core.text import content_hash  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
-from pocketmem.service.rows import embedding_text, indexed_text, new_id  # noqa: E402
+from pocketmem.service.shared.rows import embedding_text, indexed_text, new_id  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 PEOPLE = ["小白", "许晴", "老陈", "王经理", "林悦", "阿杰", "豆豆", "妈妈", "爸爸", "Tom", "Alice", "张老师"]
 FOODS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶", "辣椒", "牛排", "饺子", "奶茶", "披萨"]

@@ -35,8 +35,8 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.core.scoring import fill_scores, importance  # noqa: E402
 from pocketmem.core.text import content_hash  # noqa: E402
-from pocketmem.service.exporting import FORMAT, VERSION  # noqa: E402
-from pocketmem.service.tokens import Anonymous  # noqa: E402
+from pocketmem.service.manage.tokens import Anonymous  # noqa: E402
+from pocketmem.service.transfer.exporting import FORMAT, VERSION  # noqa: E402
 from pocketmem.web.server import make_access, ui_app  # noqa: E402
 
 CHUNK = 10_000

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp
 from pocketmem.app import PocketMem
 from pocketmem.mcp.http import MCP_PATH, SSE_PATH, AuthMode, NetworkOptions, access_policy, build_app
 from pocketmem.mcp.http import _describe as describe
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.manage.tokens import TokenService
 
 from .helpers import make_settings
 

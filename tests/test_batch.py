@@ -7,9 +7,9 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict, InvalidInput
 from pocketmem.base.models import EventKind, Status
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
-from pocketmem.service.reinforcement import record_used
+from pocketmem.service.shared.reinforcement import record_used
+from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.service.writing.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
 
 from .helpers import make_settings
 from .scripted_llm import snapshot

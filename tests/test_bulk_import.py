@@ -9,9 +9,9 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
-from pocketmem.service import exporting
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.transfer import exporting
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 

@@ -118,7 +118,7 @@ def test_serve_on_a_terminal_says_it_waits_for_a_client(tmp_path):
 @pytest.mark.backends
 @pytest.mark.anyio
 async def test_the_store_finds_ids_by_their_first_characters(app):
-    from pocketmem.service.add_request import AddRequest
+    from pocketmem.service.writing.add_request import AddRequest
 
     stored = await app.writing.add("global", AddRequest(content="用户在学吉他"))
     pending = await app.writing.add("global", AddRequest(content="用户可能养了狗", confidence=0.7))

@@ -75,7 +75,7 @@ def test_pending_confirm_and_reject(tmp_path):
     code = (
         "import asyncio, sys\n"
         "from pocketmem.app import PocketMem\nfrom pocketmem.base.config import load_settings\n"
-        "from pocketmem.service.add_request import AddRequest\n"
+        "from pocketmem.service.writing.add_request import AddRequest\n"
         "async def main():\n"
         "    async with PocketMem(load_settings()) as app:\n"
         "        for text in ('用户可能喜欢爵士乐', '用户好像养了一只猫'):\n"

@@ -15,7 +15,7 @@ from pocketmem.core.context_budget import Block, assemble, shares
 from pocketmem.core.tokens_estimate import cut_to_tokens, estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 

@@ -21,8 +21,8 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import EventKind
 from pocketmem.mcp.server import build_server
-from pocketmem.service import embed_queue
-from pocketmem.service.embed_queue import EmbedQueue
+from pocketmem.service.writing import embed_queue
+from pocketmem.service.writing.embed_queue import EmbedQueue
 from tests.fake_openai import FakeOpenAI
 
 from .helpers import make_settings
@@ -184,7 +184,7 @@ async def test_a_patch_meanwhile_keeps_its_own_vector(openai_app: PocketMem, fak
 
 
 def request(content: str):
-    from pocketmem.service.add_request import AddRequest
+    from pocketmem.service.writing.add_request import AddRequest
 
     return AddRequest(content=content)
 
@@ -311,7 +311,7 @@ async def test_postgres_keyword_statistics_gone_builtin_embedder_answers_from_ve
 )
 def test_which_path_answers_and_its_bar(failures, path, bar):
     """The path follows from the failures' classes; the message a failure carries never matters."""
-    from pocketmem.service import fallback
+    from pocketmem.service.recall import fallback
 
     health = fallback.Health()
     for name in failures:

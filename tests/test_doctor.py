@@ -14,7 +14,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.cli import _doctor
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 

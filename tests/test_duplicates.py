@@ -13,7 +13,7 @@ from pocketmem.app import PocketMem
 from pocketmem.core.sameness import entities, facts_agree, number_words
 from pocketmem.core.text import stem_word
 from pocketmem.mcp.server import build_server
-from pocketmem.service import sameness
+from pocketmem.service.shared import sameness
 
 from .helpers import make_settings
 

@@ -283,8 +283,8 @@ async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
     """The whole write/read path on a remote embedder: the index is sized by the first answer."""
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
-    from pocketmem.service.add_request import AddRequest
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
+    from pocketmem.service.writing.add_request import AddRequest
     from tests.helpers import START, make_settings
 
     with FakeOpenAI(default_dimensions=24) as fake:

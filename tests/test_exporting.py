@@ -15,9 +15,9 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Status
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.exporting import atomic_write
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.transfer.exporting import atomic_write
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, backend_env, dump, make_settings
 from .servers import checkout_env

@@ -8,8 +8,8 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.tokens import ANONYMOUS_KEY, TokenService
+from pocketmem.service.manage.tokens import ANONYMOUS_KEY, TokenService
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import mount_page, standalone
 
 from .asgi import serve_in_process

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

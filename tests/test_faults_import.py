@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .servers import cli
 from .test_web import USER, Browser, make_browser

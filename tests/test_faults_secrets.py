@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from pocketmem.core.privacy import screen
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.manage.tokens import TokenService
+from pocketmem.service.writing.add_request import AddRequest
 
 from .servers import server_env
 

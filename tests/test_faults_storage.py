@@ -19,8 +19,8 @@ from mcp import Client, StdioServerParameters
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 from .servers import cli, server_env
@@ -73,7 +73,7 @@ def crashed_store(home: Path) -> None:
         "import asyncio, os\n"
         "from pocketmem.app import PocketMem\n"
         "from pocketmem.base.config import load_settings\n"
-        "from pocketmem.service.add_request import AddRequest\n"
+        "from pocketmem.service.writing.add_request import AddRequest\n"
         "async def main():\n"
         "    async with PocketMem(load_settings()) as app:\n"
         f"        for c in {FACTS!r}:\n"

@@ -19,7 +19,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Status
-from pocketmem.service.add_request import DATE_FIELDS, AddRequest
+from pocketmem.service.writing.add_request import DATE_FIELDS, AddRequest
 from pocketmem.store.types import MemoryFilter
 
 from .helpers import START, make_settings
@@ -175,7 +175,7 @@ async def test_doctor_names_a_row_it_cannot_read_and_repair_mends_it(app, clock)
     # The user's own tools still work: list, recall, forget.
     listed = await app.listing.list_memories(USER, category=None, status="active", text=None, limit=50, offset=0)
     assert {m.id for m in listed.items} == {bad, fine}
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
 
     assert (await app.retrieval.recall(USER, RecallRequest(query="香菜"))).memories
     # Maintenance goes on for everyone: bob's episode expires after 14 days.

@@ -9,8 +9,8 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.profile_files import folder_name
+from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 from .servers import cli

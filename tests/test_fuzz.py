@@ -24,7 +24,7 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -10,7 +10,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import NotFound
 from pocketmem.base.models import Status
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.types import MemoryFilter
 
 from .helpers import make_settings

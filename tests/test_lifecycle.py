@@ -9,7 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
 from pocketmem.base.models import Category, DeleteReason, EventKind, Status
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 
@@ -276,7 +276,7 @@ async def test_store_made_by_another_embedder_is_refused(tmp_path, clock):
 
 
 def _recall(query: str, **kw):
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
 
     return RecallRequest(query=query, **kw)
 

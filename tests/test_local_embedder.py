@@ -20,8 +20,8 @@ from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.errors import EmbedderMismatch, ProviderUnavailable  # noqa: E402
 from pocketmem.mcp.server import build_server  # noqa: E402
 from pocketmem.providers.embeddings.local import LocalEmbedder  # noqa: E402
-from pocketmem.service.add_request import AddRequest  # noqa: E402
-from pocketmem.service.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 from .helpers import make_settings  # noqa: E402
 

@@ -15,8 +15,8 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Category, DeleteReason, EventKind, Status
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, backend_env, make_settings
 from .servers import checkout_env
@@ -133,7 +133,7 @@ async def test_rescoring_follows_the_formula_and_leaves_core_alone(app, clock):
 
 
 async def test_rescoring_pages_through_every_memory_in_batches(app, clock, monkeypatch):
-    from pocketmem.service import maintenance
+    from pocketmem.service.upkeep import maintenance
 
     monkeypatch.setattr(maintenance, "RESCORE_BATCH", 3)
     places = "冰岛挪威芬兰瑞典丹麦荷兰比利时"

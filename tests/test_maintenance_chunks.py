@@ -17,10 +17,10 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Category
 from pocketmem.core.scoring import fill_scores, importance
 from pocketmem.core.text import content_hash
-from pocketmem.service import maintenance
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.exporting import FORMAT, VERSION
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.transfer.exporting import FORMAT, VERSION
+from pocketmem.service.upkeep import maintenance
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 

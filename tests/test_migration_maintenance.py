@@ -9,8 +9,8 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import to_iso
 from pocketmem.base.models import Category
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 
 from .helpers import make_settings

@@ -7,8 +7,8 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.core.text import indexed_text
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.manage.tokens import TokenService
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect as sqlite_connect
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from pocketmem.mcp.http import (
     is_loopback,
     transport_security,
 )
-from pocketmem.service.tokens import Anonymous, TokenService, hash_token, token_id_of
+from pocketmem.service.manage.tokens import Anonymous, TokenService, hash_token, token_id_of
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ async def test_a_token_check_does_the_same_work_whether_its_id_exists_or_not(app
     secret each cost one record lookup and one hash comparison (counted, not timed)."""
     from contextlib import asynccontextmanager
 
-    from pocketmem.service import tokens as token_module
+    from pocketmem.service.manage import tokens as token_module
 
     service = TokenService(app.store, app.clock)
     real = await service.create("alice")

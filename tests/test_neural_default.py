@@ -19,9 +19,9 @@ from pocketmem.app import PocketMem
 from pocketmem.base.errors import EmbedderMismatch
 from pocketmem.mcp.server import build_server
 from pocketmem.providers.embeddings import UniversalSentenceEncoder
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.embed_queue import BATCH
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.service.writing.embed_queue import BATCH
 
 from .helpers import backend_env, make_settings
 from .servers import checkout_env, run_cli

@@ -17,7 +17,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.mcp.notifications import UserScopedBus
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 

@@ -16,8 +16,8 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock, from_iso
 from pocketmem.base.models import Category
 from pocketmem.core.shown_time import absolute, relative
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.profile_files import folder_name
+from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import standalone
 
 from .helpers import make_settings

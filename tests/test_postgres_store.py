@@ -11,7 +11,7 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Status
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres import tx as postgres_tx
 from pocketmem.store.postgres.store import PostgresStore
@@ -113,7 +113,7 @@ async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock
 
 async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(app, monkeypatch):
     from pocketmem.base.models import Category
-    from pocketmem.service.browse import BrowseQuery
+    from pocketmem.service.manage.browse import BrowseQuery
 
     await app.writing.add_many(
         USER, [AddRequest(content=f"教训{i}：部署前先{s}", category=Category.lesson) for i, s in enumerate("测查备")]

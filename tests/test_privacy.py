@@ -12,8 +12,8 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import EventKind
 from pocketmem.core.privacy import cn_id_ok, find_secrets, luhn_ok, screen
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 

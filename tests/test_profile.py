@@ -16,8 +16,8 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.profile_files import folder_name
+from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 

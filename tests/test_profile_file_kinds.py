@@ -10,8 +10,8 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import EventKind
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.profile_files import folder_name
+from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
 

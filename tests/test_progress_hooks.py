@@ -7,7 +7,7 @@ import io
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 from .pg import PgTestServer

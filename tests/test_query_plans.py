@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pocketmem.app import PocketMem
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -130,7 +130,7 @@ async def test_the_profile_files_read_only_their_own_rows(app):
 
 
 def _recall(query: str):
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
 
     return RecallRequest(query=query, record=False)
 
@@ -145,7 +145,7 @@ def _recall(query: str):
     ],
 )
 async def test_the_management_lists_pages_come_from_an_index_without_sorting(app, query, index):
-    from pocketmem.service.browse import BrowseQuery
+    from pocketmem.service.manage.browse import BrowseQuery
 
     for i in range(3):
         await app.writing.add(USER, AddRequest(content=f"用户的第{i}个爱好是{'琴棋书'[i]}"))

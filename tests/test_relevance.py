@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -148,7 +148,7 @@ def test_keywords_only_add_what_recall_returns(tmp_path, backend):
 
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
     from tests.helpers import START, make_settings
 
     loop = asyncio.new_event_loop()

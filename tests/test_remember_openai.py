@@ -18,8 +18,8 @@ from pocketmem.base.models import Status
 from pocketmem.core.operations import OPERATIONS_SCHEMA
 from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.extraction import ConversationMessage
+from pocketmem.service.extraction.extraction import ConversationMessage
+from pocketmem.service.writing.add_request import AddRequest
 from tests.fake_openai import FakeOpenAI, Reply
 
 from .helpers import make_settings

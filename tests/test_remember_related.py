@@ -9,7 +9,7 @@ from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .scripted_llm import ScriptedSampler, labels, ops
 

@@ -20,7 +20,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.models import Status
 from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 from .scripted_llm import ScriptedSampler, labels, ops, snapshot

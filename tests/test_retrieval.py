@@ -6,9 +6,9 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.fallback import Health
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.fallback import Health
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
 from .helpers import NeighbourSearchingEmbedder, make_settings

@@ -10,10 +10,10 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.reinforcement import USED_JUDGE_BOOST
-from pocketmem.service.retrieval import RecallRequest
-from pocketmem.service.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.shared.reinforcement import USED_JUDGE_BOOST
+from pocketmem.service.upkeep.review import DECAY_BELOW, PROMOTE_AFTER_RECALLS, PROMOTE_AFTER_USES
+from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

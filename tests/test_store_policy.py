@@ -9,7 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.core import scoring
-from pocketmem.service.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"

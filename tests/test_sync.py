@@ -16,9 +16,9 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Status
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
-from pocketmem.service.sync import backoff
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.transfer.sync import backoff
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.types import MemoryFilter
 

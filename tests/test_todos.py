@@ -10,8 +10,8 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict
 from pocketmem.base.models import Category
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import SHANGHAI, START
 

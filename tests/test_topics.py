@@ -1,4 +1,4 @@
-"""service/topics.py on its own, over a stand-in reader: the newer version of a recalled fact comes above it,
+"""service/recall/topics.py on its own, over a stand-in reader: the newer version of a recalled fact comes above it,
 an asked slot brings its newest value, and a failing store leaves the ranking as it was."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from pocketmem.base.models import Category, Memory, Scores, Status
 from pocketmem.core.ranking import Ranked
-from pocketmem.service import topics
+from pocketmem.service.recall import topics
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
 from .helpers import START, make_settings

@@ -11,9 +11,9 @@ from mcp import Client, StdioServerParameters
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import EventKind
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.reinforcement import UseLedger
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.shared.reinforcement import UseLedger
+from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import make_settings
 from .servers import server_env

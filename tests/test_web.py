@@ -17,10 +17,10 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
-from pocketmem.service.review import PROMOTE_AFTER_USES
-from pocketmem.service.tokens import Anonymous, TokenService
+from pocketmem.service.manage.tokens import Anonymous, TokenService
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.upkeep.review import PROMOTE_AFTER_USES
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import make_access, mount_page, ui_app
 
 from .helpers import START
@@ -527,7 +527,7 @@ async def test_http_transport_serves_the_page_under_ui(app, settings):
 
 @pytest.mark.backends
 async def test_plain_text_search_uses_the_keyword_index_and_falls_back_to_a_scan(app, browser, clock, monkeypatch):
-    from pocketmem.service import browse
+    from pocketmem.service.manage import browse
 
     tea = []
     for n in range(3):

@@ -24,8 +24,8 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Category
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.tokens import TokenService
+from pocketmem.service.manage.tokens import TokenService
+from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = [pytest.mark.slow]
 
@@ -198,7 +198,7 @@ async def seed_every_view(home: Path) -> dict[str, str]:
     pending one, a todo with a due time, recalls, a profile."""
     from datetime import timedelta
 
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
 
     async with PocketMem(settings_for(home)) as pm:
         user = pm.settings.user

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date
 
 from pocketmem.core import slots, text, wordlists
-from pocketmem.service import calibration
+from pocketmem.service.shared import calibration
 
 
 def test_stop_words_and_filler_list_each_word_once():

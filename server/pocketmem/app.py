@@ -20,30 +20,30 @@ from pocketmem.base.progress import Progress, no_progress
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance_now
 from pocketmem.providers.embeddings import Embedder, make_embedder
-from pocketmem.service.browse import Browse
-from pocketmem.service.calibration import Calibration
-from pocketmem.service.context import ContextBuilder
-from pocketmem.service.curation import Curation
-from pocketmem.service.doctor import Doctor
-from pocketmem.service.embed_queue import EmbedQueue, upgrades
-from pocketmem.service.exporting import Exporter
-from pocketmem.service.extraction import Extraction
-from pocketmem.service.library import LibraryRecall
-from pocketmem.service.listing import Listing
-from pocketmem.service.maintenance import Maintenance
-from pocketmem.service.patching import Patching
-from pocketmem.service.pending import Pending
-from pocketmem.service.profile import Profile
-from pocketmem.service.profile_files import ProfileFiles
-from pocketmem.service.project_summary import ProjectSummary
-from pocketmem.service.retrieval import Retrieval, warm_up
-from pocketmem.service.review import Review
-from pocketmem.service.sync import Sync
-from pocketmem.service.todos import Todos
-from pocketmem.service.trash import Trash
-from pocketmem.service.usercard import TEMPORARY_CARD, render_user_card
-from pocketmem.service.vectors import Vectors
-from pocketmem.service.writing import Writing
+from pocketmem.service.extraction.extraction import Extraction
+from pocketmem.service.manage.browse import Browse
+from pocketmem.service.manage.curation import Curation
+from pocketmem.service.manage.listing import Listing
+from pocketmem.service.profile.context import ContextBuilder
+from pocketmem.service.profile.profile import Profile
+from pocketmem.service.profile.profile_files import ProfileFiles
+from pocketmem.service.profile.project_summary import ProjectSummary
+from pocketmem.service.recall.library import LibraryRecall
+from pocketmem.service.recall.retrieval import Retrieval, warm_up
+from pocketmem.service.shared.calibration import Calibration
+from pocketmem.service.shared.usercard import TEMPORARY_CARD, render_user_card
+from pocketmem.service.transfer.exporting import Exporter
+from pocketmem.service.transfer.sync import Sync
+from pocketmem.service.upkeep.doctor import Doctor
+from pocketmem.service.upkeep.maintenance import Maintenance
+from pocketmem.service.upkeep.review import Review
+from pocketmem.service.upkeep.todos import Todos
+from pocketmem.service.writing.embed_queue import EmbedQueue, upgrades
+from pocketmem.service.writing.patching import Patching
+from pocketmem.service.writing.pending import Pending
+from pocketmem.service.writing.trash import Trash
+from pocketmem.service.writing.vectors import Vectors
+from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.sqlite.store import SQLiteStore
@@ -262,7 +262,7 @@ class PocketMem:
             return total
 
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
-        """Every check of service/doctor.py; a problem is a line of the report (`problems`), never an error."""
+        """Every check of service/upkeep/doctor.py; a problem is a line of the report (`problems`), never an error."""
         report = await Doctor(self.settings, self.store, self.embedder, self.clock).run(repair=repair)
         run = await self.embed_queue.load()
         if run is not None and not run.finished:  # re-embedding after an upgrade, resumed by `serve`

@@ -138,7 +138,7 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem
-    from pocketmem.service.exporting import check_target
+    from pocketmem.service.transfer.exporting import check_target
 
     users = [args.user] if args.user else None
     if args.output is not None and str(args.output) != "-":
@@ -157,7 +157,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
                 )
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
-            from pocketmem.service.exporting import atomic_write
+            from pocketmem.service.transfer.exporting import atomic_write
 
             buffer = io.StringIO()
             with progress_bar("exporting", "users") as progress:
@@ -177,7 +177,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.exporting import read_lines
+    from pocketmem.service.transfer.exporting import read_lines
 
     if str(args.file) == "-":
         lines = read_lines(sys.stdin.buffer.read())
@@ -277,7 +277,7 @@ def _ui(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.tokens import TokenService
+    from pocketmem.service.manage.tokens import TokenService
 
     app = PocketMem(settings)
     await app.open(check_embedder=False)

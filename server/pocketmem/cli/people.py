@@ -152,7 +152,7 @@ async def _list(app: Any, user: str, args: argparse.Namespace) -> int:
 
 
 async def _search(app: Any, user: str, args: argparse.Namespace) -> int:
-    from pocketmem.service.retrieval import RecallRequest
+    from pocketmem.service.recall.retrieval import RecallRequest
 
     categories = [Category(c) for c in args.category] if args.category else None
     result = await app.retrieval.recall(
@@ -207,7 +207,7 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
 
 
 async def _add(app: Any, user: str, args: argparse.Namespace) -> int:
-    from pocketmem.service.add_request import AddRequest
+    from pocketmem.service.writing.add_request import AddRequest
 
     request = AddRequest(
         content=args.content,

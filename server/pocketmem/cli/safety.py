@@ -34,7 +34,7 @@ def ask(question: str) -> bool:
 
 async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -> bool:
     """Show what a run at `now` would purge for good; with --now in the future, ask (or need --yes)."""
-    from pocketmem.service.safety import purge_preview
+    from pocketmem.service.manage.safety import purge_preview
 
     doomed = await purge_preview(app.store, now)
     shown = absolute(now, app.settings.zone)  # a time a person sees: POCKETMEM_TZ, with its offset
@@ -68,8 +68,8 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
 
 async def allow_import(app: Any, lines: list[str], args: argparse.Namespace) -> None:
     """Refuse an import that would evict memories to respect the cap, unless --allow-evict."""
-    from pocketmem.service.exporting import parse
-    from pocketmem.service.safety import import_overflow
+    from pocketmem.service.manage.safety import import_overflow
+    from pocketmem.service.transfer.exporting import parse
 
     over = await import_overflow(app.store, app.settings, parse(lines))
     if not over or args.allow_evict:

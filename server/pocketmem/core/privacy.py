@@ -58,7 +58,7 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "api_key",
         re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
     ),
-    # pocketmem's own bearer tokens (service/tokens.py: pm_<12 hex>_<secret>), bare or in a header
+    # pocketmem's own bearer tokens (service/manage/tokens.py: pm_<12 hex>_<secret>), bare or in a header
     ("api_key", re.compile(r"(?<![A-Za-z0-9])pm_[0-9a-f]{12}_[A-Za-z0-9_\-]{20,}")),
     # any bearer credential: `Authorization: Bearer <token>` (a token has a digit: "Bearer tokens are" is talk)
     (

@@ -6,7 +6,7 @@ For each candidate memory:
                 0 for what unrelated texts score, PARAPHRASE_SCORE for a typical paraphrase, capped at 1
     evidence  = relevance.Evidence: strongest matched term's rarity, matched rarity sum, coverage of the
                 message's own terms, semantic, memory length (rarity per user: core.termstats)
-    relevance = the fitted decision (core/relevance.py), computed once per candidate by service/candidates.py,
+    relevance = the fitted decision (core/relevance.py), computed once per candidate by service/recall/candidates.py,
                 which also admits only the candidates that reach the bar
     keyword   = matched / (matched + relevance.MATCHED_SATURATION)
     freshness = exp(-age_days / FRESHNESS_DAYS), age from valid_from
@@ -65,7 +65,7 @@ class Candidate:
     cosine: float | None
     terms: frozenset[str]
     in_window: bool  # dated inside the window the query names (上周, 3天前)
-    evidence: Evidence  # message terms, best of two query vectors (service/candidates.py)
+    evidence: Evidence  # message terms, best of two query vectors (service/recall/candidates.py)
     relevance: float  # the decision's answer on that evidence (core/relevance.py)
 
 
@@ -79,7 +79,7 @@ class Ranked:
     freshness: float
     importance: float
     matched: frozenset[str] = frozenset()  # query terms found in the memory
-    earlier: bool = False  # a newer memory states a changed value of the same fact (service/topics.py)
+    earlier: bool = False  # a newer memory states a changed value of the same fact (service/recall/topics.py)
 
     @property
     def outdated(self) -> bool:

@@ -10,7 +10,7 @@ what can be checked without a model:
     entities    every name-like word of either text appears in the other: capitalised words that do not
                 start a sentence (Caroline, LGBTQ, Sweden), titles in 《》 or quotes, Latin words in Chinese
 
-The similarity half (service/sameness.py) is calibrated per embedder and language on reference sets.
+The similarity half (service/shared/sameness.py) is calibrated per embedder and language on reference sets.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a cosine similarity means on the embedder's calibrated scale. Pure: numbers in, numbers out.
 
 `fit` turns two lists of measured similarities (unrelated texts, paraphrase pairs) into a `Scale`;
-service/calibration.py measures them with the embedder in use and caches the result in the store.
+service/shared/calibration.py measures them with the embedder in use and caches the result in the store.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ MIN_SPAN = 0.25
 
 @dataclass(frozen=True)
 class Scale:
-    """Maps a cosine similarity onto 0..1: `baseline` -> 0, `top` -> 1 (see service/calibration.py)."""
+    """Maps a cosine similarity onto 0..1: `baseline` -> 0, `top` -> 1 (see service/shared/calibration.py)."""
 
     baseline: float
     top: float = 1.0

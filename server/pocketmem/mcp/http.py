@@ -52,7 +52,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import ConfigError
 from pocketmem.mcp.server import build_server
 from pocketmem.mcp.workers import MAX_WORKERS, Supervisor, adopt_socket
-from pocketmem.service.tokens import SCOPE, Anonymous, TokenService
+from pocketmem.service.manage.tokens import SCOPE, Anonymous, TokenService
 
 log = logging.getLogger(__name__)
 

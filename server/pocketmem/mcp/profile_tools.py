@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pocketmem.app import PocketMem
 from pocketmem.mcp.tools import declare, tool_errors
-from pocketmem.service.profile import ProfileResult
+from pocketmem.service.profile.profile import ProfileResult
 
 Value = Annotated[str | None, Field(max_length=300)]
 

@@ -40,7 +40,7 @@ from pocketmem.base.errors import ProviderUnavailable
 from pocketmem.core.operations import InvalidAnswer
 from pocketmem.mcp.tools import declare, tool_errors
 from pocketmem.providers.llm import ChatAnswer, ChatRequest
-from pocketmem.service.extraction import (
+from pocketmem.service.extraction.extraction import (
     NO_MODEL_MESSAGE,
     ConversationMessage,
     Extracted,

@@ -25,7 +25,7 @@ from pocketmem.mcp.prompts import register_prompts
 from pocketmem.mcp.remember import register_remember_tool
 from pocketmem.mcp.resources import register_resources
 from pocketmem.mcp.tools import register_tools
-from pocketmem.service.tokens import SCOPE
+from pocketmem.service.manage.tokens import SCOPE
 
 log = logging.getLogger(__name__)
 

@@ -40,8 +40,8 @@ from pocketmem.base.results import (
     TrashList,
 )
 from pocketmem.core.instants import not_a_number
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.retrieval import RecallRequest
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 
 log = logging.getLogger(__name__)
 

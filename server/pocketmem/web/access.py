@@ -31,7 +31,7 @@ from datetime import timedelta
 from pocketmem.base.clock import Clock
 from pocketmem.base.models import ApiToken
 from pocketmem.mcp.http import ServedNames
-from pocketmem.service.tokens import Anonymous, TokenService
+from pocketmem.service.manage.tokens import Anonymous, TokenService
 
 log = logging.getLogger(__name__)
 

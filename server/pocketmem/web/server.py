@@ -22,7 +22,7 @@ from starlette.routing import Mount, Route
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.mcp.http import AuthMode, NetworkOptions, access_policy, listen, transport_security
-from pocketmem.service.tokens import Anonymous, TokenService
+from pocketmem.service.manage.tokens import Anonymous, TokenService
 from pocketmem.web.access import WebAccess
 from pocketmem.web.app import build_web_app
 

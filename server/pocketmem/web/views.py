@@ -15,8 +15,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
-from pocketmem.service.browse import BrowseQuery
-from pocketmem.service.curation import SCORE_NAMES
+from pocketmem.service.manage.browse import BrowseQuery
+from pocketmem.service.manage.curation import SCORE_NAMES
 from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
 from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of

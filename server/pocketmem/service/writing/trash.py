@@ -17,8 +17,8 @@ from pocketmem.base.results import EvictedItem, ForgetResult, MemoryView, Restor
 from pocketmem.core import privacy
 from pocketmem.core.scoring import importance_now
 from pocketmem.core.shown_time import absolute
-from pocketmem.service.add_request import MAX_SOURCE_CHARS
-from pocketmem.service.rows import new_id, payload_hash
+from pocketmem.service.shared.rows import new_id, payload_hash
+from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import TrashTx
 from pocketmem.store.types import MemoryFilter

@@ -34,7 +34,7 @@ from pocketmem.core.profile_text import (
     render,
 )
 from pocketmem.core.text import clean_text, has_cjk
-from pocketmem.service.rows import new_id
+from pocketmem.service.shared.rows import new_id
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.types import MemoryFilter

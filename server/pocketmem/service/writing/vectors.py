@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 
 from pocketmem.base.errors import ProviderUnavailable
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.calibration import Calibration
-from pocketmem.service.rows import embedding_text
-from pocketmem.service.sameness import Sameness
+from pocketmem.service.shared.calibration import Calibration
+from pocketmem.service.shared.rows import embedding_text
+from pocketmem.service.shared.sameness import Sameness
 from pocketmem.store.base import VectorStore
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from pocketmem.base.models import Category, PendingStatus, Status
 from pocketmem.base.results import MemoryList, MemoryView, PendingView
 from pocketmem.core.scoring import importance_now
 from pocketmem.core.text import clean_text
-from pocketmem.service.add_request import instant
+from pocketmem.service.writing.add_request import instant
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import PendingReads
 from pocketmem.store.types import MemoryFilter

@@ -19,8 +19,8 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import Category, EventKind, Scores, Status
 from pocketmem.base.results import AddResult, EvictedItem, MemoryView
 from pocketmem.core.scoring import importance
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.writing import Writing
+from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Transactions
 
 SCORE_NAMES = ("emotion", "info", "persistence", "judge")

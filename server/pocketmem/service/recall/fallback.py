@@ -55,7 +55,7 @@ class EmbedderFailed(Failure):
 
 
 class VectorsPending(Failure):
-    """The store is being re-embedded for a new embedder (service/embed_queue.py): no vectors yet."""
+    """The store is being re-embedded for a new embedder (service/writing/embed_queue.py): no vectors yet."""
 
     label = "vectors"
     loses = frozenset({"vectors", "semantic"})

@@ -25,17 +25,17 @@ from pocketmem.core import privacy
 from pocketmem.core.routing import route
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import content_hash
-from pocketmem.service.add_request import (
+from pocketmem.service.shared.rows import indexed_text, new_id
+from pocketmem.service.writing.add_request import (
     AddRequest,
     clean_request,
     note_redactions,
     request_hash,
     screen_secrets,
 )
-from pocketmem.service.duplicates import Duplicates
-from pocketmem.service.rows import indexed_text, new_id
-from pocketmem.service.trash import Trash
-from pocketmem.service.vectors import Vectors
+from pocketmem.service.writing.duplicates import Duplicates
+from pocketmem.service.writing.trash import Trash
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import EventReads, EventWrites, MemoryWrites, WriteTx
 

@@ -34,8 +34,8 @@ from pocketmem.base.models import Category, EventKind, Memory, Scores, Status, U
 from pocketmem.base.results import MarkResult, MemoryView
 from pocketmem.core import privacy
 from pocketmem.core.scoring import importance, info_importance
-from pocketmem.service.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
-from pocketmem.service.trash import Trash
+from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
+from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import Transactions
 
 PROMOTE_AFTER_USES = 3

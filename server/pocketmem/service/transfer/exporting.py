@@ -9,7 +9,7 @@ File format (one JSON object per line, each with a `type`):
                        "usage": {used_count, last_used_at, used_mark, recalled_mark} | null}
     {"type": "tombstone", ...}   {"type": "revision", ...}   {"type": "pending", ...}
     {"type": "event", ...}       (only with --events)
-    {"type": "profile", "user_id", "section", "fields", "updated_at"}     persona, identity (service/profile.py)
+    {"type": "profile", "user_id", "section", "fields", "updated_at"}     persona, identity (service/profile/profile.py)
     {"type": "profile_revision", ...}
 
 Memories of every status are exported (active, superseded, trashed); purged ones are gone and only
@@ -61,10 +61,10 @@ from pocketmem.base.models import (
 )
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
-from pocketmem.service.rows import indexed_text
-from pocketmem.service.trash import Trash
-from pocketmem.service.vectors import Vectors
+from pocketmem.service.shared.rows import indexed_text
+from pocketmem.service.transfer.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
+from pocketmem.service.writing.trash import Trash
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import VectorStore
 from pocketmem.store.types import IndexedText
 

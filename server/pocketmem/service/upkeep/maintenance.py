@@ -35,7 +35,7 @@ from pocketmem.base.models import DeleteReason, EventKind, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
-from pocketmem.service.trash import Trash
+from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import UpkeepStore
 from pocketmem.store.types import ScoreRow
 

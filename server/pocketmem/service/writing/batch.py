@@ -19,10 +19,10 @@ from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchRe
 from pocketmem.core import privacy
 from pocketmem.core.routing import route
 from pocketmem.core.text import clean_text
-from pocketmem.service.add_request import MAX_SOURCE_CHARS, AddRequest, note_redactions, screen_secrets
-from pocketmem.service.patching import Patching, require_core
-from pocketmem.service.reinforcement import record_used
-from pocketmem.service.writing import Writing
+from pocketmem.service.shared.reinforcement import record_used
+from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS, AddRequest, note_redactions, screen_secrets
+from pocketmem.service.writing.patching import Patching, require_core
+from pocketmem.service.writing.writing import Writing
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import days_between, importance, importance_now
 from pocketmem.core.shown_time import day
 from pocketmem.core.text import clean_text, query_terms
-from pocketmem.service.retrieval import RecallRequest, Retrieval
+from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import StoreReader
 from pocketmem.store.types import BrowseFilter, BrowseOrder

@@ -1,7 +1,7 @@
 """Recall: the few memories that matter for the current message, ready to inject.
 
     query  = the message (weight 1.0) + up to 3 context lines (0.5) + agent keywords (1.0)
-    candidates = service/candidates.py gather_candidates: keyword (FTS5) hits, dated memories and, for an
+    candidates = service/recall/candidates.py gather_candidates: keyword (FTS5) hits, dated memories and, for an
                  embedder that captures meaning, every core memory + top `candidate_limit` by importance
                  + nearest vectors; each one's relevance decided once, only those that can pass are loaded
     admitted (CandidateRules.passes: the one bar) -> rank (ranking.py) -> top_k -> use_count += 1
@@ -31,13 +31,13 @@ from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_olde
 from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service import current, fallback, topics
-from pocketmem.service.calibration import Calibration
-from pocketmem.service.candidates import CandidateRules, Query, gather_candidates
-from pocketmem.service.library import LibraryRecall
-from pocketmem.service.reinforcement import UseLedger, record_used
-from pocketmem.service.todos import due_reminders, reminder_view
-from pocketmem.service.usercard import render_user_card
+from pocketmem.service.recall import current, fallback, topics
+from pocketmem.service.recall.candidates import CandidateRules, Query, gather_candidates
+from pocketmem.service.recall.library import LibraryRecall
+from pocketmem.service.shared.calibration import Calibration
+from pocketmem.service.shared.reinforcement import UseLedger, record_used
+from pocketmem.service.shared.usercard import render_user_card
+from pocketmem.service.upkeep.todos import due_reminders, reminder_view
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreReader
 
@@ -262,7 +262,7 @@ class Retrieval:
         now: datetime,
     ) -> list[Ranked]:
         """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
-        newest version of a fact the question asks about first (service/topics.py)."""
+        newest version of a fact the question asks about first (service/recall/topics.py)."""
         # Superseded memories are searched too: a hit on one brings its current version (current.py).
         candidates, _ = await self.candidates(reader, user_id, q, vector, current.SEARCHED, health, scale, own)
         if health.path == fallback.CARD_ONLY:
@@ -307,7 +307,7 @@ class Retrieval:
         scale: Scale = NEUTRAL,
         own: list[float] | None = None,
     ) -> tuple[list[Candidate], dict[str, float]]:
-        """The candidates and the query terms' rarities (service/candidates.py decides which)."""
+        """The candidates and the query terms' rarities (service/recall/candidates.py decides which)."""
         return await gather_candidates(reader, user_id, q, vector, statuses, health, scale, self.rules, own)
 
     async def _library_search(

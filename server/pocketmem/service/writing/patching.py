@@ -17,9 +17,9 @@ from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView, PatchResult
 from pocketmem.core import privacy
 from pocketmem.core.text import clean_text, content_hash, has_cjk
-from pocketmem.service.add_request import MAX_SOURCE_CHARS
-from pocketmem.service.rows import indexed_text, new_id
-from pocketmem.service.vectors import Vectors
+from pocketmem.service.shared.rows import indexed_text, new_id
+from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import MemoryTx
 

@@ -28,10 +28,10 @@ from pocketmem.core.profile_text import profile_summary
 from pocketmem.core.text import guess_language
 from pocketmem.core.tokens_estimate import estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
-from pocketmem.service.profile import Profile
-from pocketmem.service.profile_files import ProfileFiles
-from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.service.usercard import CARD_CORE_LIMIT
+from pocketmem.service.profile.profile import Profile
+from pocketmem.service.profile.profile_files import ProfileFiles
+from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
+from pocketmem.service.shared.usercard import CARD_CORE_LIMIT
 from pocketmem.store.base import Transactions
 from pocketmem.store.types import MemoryFilter
 

@@ -15,8 +15,8 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
-from pocketmem.service.add_request import AddRequest
-from pocketmem.service.writing import Writing
+from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Transactions
 
 MAX_SNOOZE_HOURS = 24 * 90

@@ -6,7 +6,7 @@ Near-duplicates: a duplicate is the same fact, not the same topic. A new memory 
   2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
      a. the new text, subject words aside, is a verbatim part of the existing one (it says less), or
      b. with an embedder that captures meaning (not the built-in lexical one): their cosine similarity
-        reaches the same-fact threshold calibrated for this embedder and language (service/sameness.py;
+        reaches the same-fact threshold calibrated for this embedder and language (service/shared/sameness.py;
         none for a language the model cannot tell facts apart in).
 Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
 recall's shadowing already orders same-topic pairs, the newer first.
@@ -23,9 +23,9 @@ from pocketmem.base.results import AddResult
 from pocketmem.core.sameness import facts_agree
 from pocketmem.core.text import guess_language, normalise, signature, strip_subject
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.add_request import MAX_KEYWORDS, AddRequest
-from pocketmem.service.rows import embedding_text, indexed_text
-from pocketmem.service.sameness import Sameness
+from pocketmem.service.shared.rows import embedding_text, indexed_text
+from pocketmem.service.shared.sameness import Sameness
+from pocketmem.service.writing.add_request import MAX_KEYWORDS, AddRequest
 from pocketmem.store.roles import MemoryTx, SearchTx
 
 NEAR_DUPLICATE_MIN_CHARS = 4

@@ -45,8 +45,9 @@ from pocketmem.core.routing import route
 from pocketmem.core.rubric import Language, server_rubric
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatAnswer, ChatModel, ChatRequest, ChatTurn, configured_model
-from pocketmem.service.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, AddRequest
-from pocketmem.service.batch import (
+from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
+from pocketmem.service.writing.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, AddRequest
+from pocketmem.service.writing.batch import (
     AddStep,
     ForgetStep,
     PatchStep,
@@ -55,9 +56,8 @@ from pocketmem.service.batch import (
     StepResult,
     apply_batch,
 )
-from pocketmem.service.patching import Patching
-from pocketmem.service.retrieval import RecallRequest, Retrieval
-from pocketmem.service.writing import Writing
+from pocketmem.service.writing.patching import Patching
+from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
 
 SOURCE = "remember_conversation"

@@ -53,13 +53,13 @@ from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
 from pocketmem.core.shown_time import absolute
-from pocketmem.service.add_request import AddRequest, screen_secrets
-from pocketmem.service.exporting import atomic_write, check_directory
-from pocketmem.service.patching import Patching
-from pocketmem.service.profile import Profile
-from pocketmem.service.project_summary import ProjectSummary
-from pocketmem.service.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
-from pocketmem.service.writing import Writing
+from pocketmem.service.profile.profile import Profile
+from pocketmem.service.profile.project_summary import ProjectSummary
+from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
+from pocketmem.service.transfer.exporting import atomic_write, check_directory
+from pocketmem.service.writing.add_request import AddRequest, screen_secrets
+from pocketmem.service.writing.patching import Patching
+from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
 
 T = TypeVar("T")

@@ -15,8 +15,8 @@ the most important memories); this module decides what becomes a candidate (docs
     candidates     the shortlisted memories whose relevance (core/relevance.py, computed here once per
                    memory) can pass the bar, loaded whole; `CandidateRules.passes` then admits those that do
 
-`gather_candidates` is the one entry point; service/retrieval.py calls it for the notebook and the library.
-Index failures are recorded in the call's `fallback.Health` as they happen (typed, service/fallback.py).
+`gather_candidates` is the one entry point; service/recall/retrieval.py calls it for the notebook and the library.
+Index failures are recorded in the call's `fallback.Health` as they happen (typed, service/recall/fallback.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.ranking import TIMED_CATEGORIES, Candidate, semantic_score
 from pocketmem.core.similarity import Scale
 from pocketmem.core.text import single_nouns
-from pocketmem.service import fallback
+from pocketmem.service.recall import fallback
 from pocketmem.store.roles import StoreReader
 from pocketmem.store.types import IndexedText
 

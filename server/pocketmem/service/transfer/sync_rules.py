@@ -20,7 +20,7 @@ from datetime import datetime
 
 from pocketmem.base.models import DeleteReason, Memory, Status, Tombstone
 from pocketmem.core.instants import encode as to_iso
-from pocketmem.service.rows import embedding_text, indexed_text
+from pocketmem.service.shared.rows import embedding_text, indexed_text
 from pocketmem.store.roles import StoreWriter
 
 SYNCED_FIELDS = (

@@ -33,8 +33,8 @@ from pocketmem.base.errors import EmbedderMismatch, PocketmemError
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
-from pocketmem.service.trash import Trash
+from pocketmem.service.transfer.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
+from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import Store
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ import anyio
 
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.rows import embedding_text
+from pocketmem.service.shared.rows import embedding_text
 from pocketmem.store.base import VectorStore
 
 log = logging.getLogger(__name__)

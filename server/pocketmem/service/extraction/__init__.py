@@ -1,0 +1,1 @@
+"""remember_conversation: a chat model's operations, checked and applied through the write path."""
