@@ -15,8 +15,9 @@ import pytest
 
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core.scoring import fill_scores
-from pocketmem.store import IndexedText, SQLiteStore
-from pocketmem.store.sqlite.store import pack_vector
+from pocketmem.store.sqlite.store import SQLiteStore
+from pocketmem.store.sqlite.tx import pack_vector
+from pocketmem.store.types import IndexedText
 
 pytestmark = pytest.mark.anyio
 DIMS = 64
