@@ -29,7 +29,8 @@ from speed import memory_of  # noqa: E402
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
 from pocketmem.base.models import Category  # noqa: E402
-from pocketmem.service.writing.add_request import AddRequest, embedding_text, indexed_text  # noqa: E402
+from pocketmem.service.shared.rows import embedding_text, indexed_text  # noqa: E402
+from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
 USER = "scale"
 ADDS = 200

@@ -106,7 +106,7 @@ async def test_the_profile_files_read_only_their_own_rows(app):
     # come from those rows alone, whatever else the store holds (walking every memory in date or use order until
     # enough are found cost 15 ms each at 10,000 memories).
     from pocketmem.base.models import Category
-    from pocketmem.store.base import MemoryFilter
+    from pocketmem.store.types import MemoryFilter
 
     walks = [AddRequest(content=f"用户第{i}次去{'东南西北'[i % 4]}边的公园") for i in range(40)]
     await app.writing.add_many(USER, walks)
