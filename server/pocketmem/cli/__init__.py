@@ -337,6 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_serve_commands(sub)
+    _add_token_commands(sub)
+    _add_store_commands(sub)
+    add_people_commands(sub)
+    add_install_commands(sub)
+    add_common_options(parser, top=True)
+    finish_parser(sub)
+    return parser
+
+
+def _add_serve_commands(sub: Any) -> None:
+    """`serve` (the MCP server) and `ui` (the management page alone)."""
     serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
     serve.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio",
                        help="stdio (default: the client starts this process), http (streamable HTTP at /mcp) "
@@ -380,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     ui.add_argument("--no-browser", action="store_true", help="print the address without opening a browser")
 
+
+def _add_token_commands(sub: Any) -> None:
+    """`token create | list | revoke | allow-anonymous`."""
     token = sub.add_parser("token", help="manage bearer tokens of the http/sse transports (one user per token)")
     token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_sub.add_parser("create", help="create a token for a user and print it (only this once)")
@@ -397,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(revoking the last token alone keeps the server closed)",
     )
 
+
+def _add_store_commands(sub: Any) -> None:
+    """The commands that look after the store: stats, sync, doctor, reindex, maintain, export, import."""
     sub.add_parser("stats", help="print counts for POCKETMEM_USER as JSON (and the sync state, with a cloud library)")
     sub.add_parser(
         "sync",
@@ -429,12 +447,6 @@ def build_parser() -> argparse.ArgumentParser:
     import_.add_argument("--allow-evict", action="store_true",
                          help="import even when it pushes a user over POCKETMEM_MAX_ACTIVE "
                               "(the least important go to the trash)")
-
-    add_people_commands(sub)
-    add_install_commands(sub)
-    add_common_options(parser, top=True)
-    finish_parser(sub)
-    return parser
 
 
 def _cause(group: BaseExceptionGroup) -> BaseException:

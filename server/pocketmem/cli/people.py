@@ -326,6 +326,13 @@ def _parser(sub: Any, name: str, help_: str, description: str, epilog: str, hand
 
 def add_people_commands(sub: Any) -> None:
     """Add list, search, show, add, forget, restore, trash and pending to the `pocketmem` subparsers."""
+    _add_looking_commands(sub)
+    _add_changing_commands(sub)
+    _add_trash_and_pending_commands(sub)
+
+
+def _add_looking_commands(sub: Any) -> None:
+    """list, search, show."""
     listing = _parser(
         sub, "list", "list memories in a table (newest first)",
         "List the memories of one user, newest first: id, category (★ = core), importance, created, content.",
@@ -363,6 +370,9 @@ def add_people_commands(sub: Any) -> None:
     show.add_argument("memory_id", metavar="ID", help="a memory id, as `pocketmem list` shows it")
     _user_and_json(show)
 
+
+def _add_changing_commands(sub: Any) -> None:
+    """add, forget, restore."""
     add = _parser(
         sub, "add", "remember something (stored at once, confidence 1)",
         "Store one memory as if the user had said it plainly: duplicates are reinforced, secrets redacted, "
@@ -399,6 +409,9 @@ def add_people_commands(sub: Any) -> None:
     restore.add_argument("memory_id", metavar="ID", help="a memory id from `pocketmem trash`")
     _user_and_json(restore)
 
+
+def _add_trash_and_pending_commands(sub: Any) -> None:
+    """trash, and pending with its confirm / reject actions."""
     trash = _parser(
         sub, "trash", "list the trash (what can still be restored)",
         "List forgotten, evicted, replaced and expired memories, newest first, with the time each is purged.",
@@ -425,3 +438,4 @@ def add_people_commands(sub: Any) -> None:
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("pending_id", metavar="ID", help="a pending id from `pocketmem pending`")
         _user_and_json(p, nested=True)
+
