@@ -229,6 +229,11 @@ def describe(kinds: list[str]) -> str:
     return ", ".join(KIND_LABELS[k][1] for k in kinds)
 
 
+def named(kinds: list[str]) -> str:
+    """The kinds as a sentence names them: `an API key, a password`."""
+    return ", ".join(("an " if KIND_LABELS[k][1][0] in "AEIOU" else "a ") + KIND_LABELS[k][1] for k in kinds)
+
+
 _PLACEHOLDER = re.compile(r"【已隐去[^】]*】|\[redacted [^\]]*\]")
 _CLAUSE_END = re.compile(r"[，。；！？、,;!?\n]|\.(?:\s|$)")
 # Asking to keep something says nothing once the secret is gone ("remember it for me", 帮我记一下).

@@ -188,7 +188,7 @@ def _memory_text(text: str, field: str, settings: Settings) -> str:
     if not screened.findings:
         return cleaned
     if settings.secrets == "refuse" or not privacy.meaningful(screened.text):
-        raise InvalidInput(field, f"contains a {privacy.describe(screened.kinds)}; secrets are never stored")
+        raise InvalidInput(field, f"contains {privacy.named(screened.kinds)}; secrets are never stored")
     return screened.text
 
 
