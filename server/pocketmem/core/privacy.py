@@ -62,8 +62,9 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("api_key", re.compile(r"(?<![A-Za-z0-9])pm_[0-9a-f]{12}_[A-Za-z0-9_\-]{20,}")),
     # any bearer credential: `Authorization: Bearer <token>` (a token has a digit: "Bearer tokens are" is talk)
     ("api_key", re.compile(r"(?i)(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})", re.ASCII)),
-    # a password inside a URL: scheme://user:PASSWORD@host (only the password is redacted)
-    ("password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@")),
+    # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
+    # only the password is redacted
+    ("password", re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@")),
 ]
 
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
