@@ -48,7 +48,7 @@ def test_talk_about_tokens_and_urls_is_left_alone(text):
 async def test_a_real_pocketmem_token_in_a_memory_is_stored_redacted(app):
     token = (await TokenService(app.store, app.clock).create("alice", None)).token
     # A sentence that still says something once the token is gone (a bare token is refused: docs/privacy.md).
-    result = await app.writing.add("alice", AddRequest(content=f"部署脚本用的 pocketmem token 是 {token}，每月轮换一次"))
+    result = await app.writing.add("alice", AddRequest(content=f"部署用的 pocketmem token 是 {token}，每月轮换一次"))
     assert result.status == "stored", result.message
     stored = await app.get_memory("alice", result.memory_id)
     assert token not in stored["content"] and token.split("_")[2] not in json.dumps(stored, ensure_ascii=False)
