@@ -126,3 +126,24 @@ async def test_the_store_finds_ids_by_their_first_characters(app):
         assert await reader.ids_starting("global", stored.memory_id[:8]) == [stored.memory_id]
         assert await reader.ids_starting("global", pending.pending_id[:9], "memory_pending") == [pending.pending_id]
         assert await reader.ids_starting("someone-else", stored.memory_id[:8]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("script") is None,
+                    reason="needs util-linux `script` to give the command a terminal (Linux)")
+def test_tables_fit_an_80_column_terminal_with_the_content_shown(capsys, tmp_path):
+    memory_id = add(capsys, tmp_path, "用户周末喜欢去西湖边骑自行车")
+    ok(run_cli(capsys, tmp_path, "forget", memory_id))
+    add(capsys, tmp_path, "用户的女儿叫朵朵")
+    env = (f"POCKETMEM_HOME={shlex.quote(str(tmp_path))} POCKETMEM_EMBEDDER=hash POCKETMEM_TZ=Asia/Shanghai "
+           f"PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}")
+    for command, content in (("list", "朵朵"), ("search 朵朵", "朵朵"), ("trash", "西湖")):
+        shell = f"stty cols 80 rows 40; {env} {shlex.quote(sys.executable)} -m pocketmem {command}"
+        out = subprocess.run(["script", "-qec", shell, "/dev/null"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        table = [line for line in out.stdout.splitlines() if "│" in line]
+        assert any(content in line for line in table), out.stdout  # the content column is not squeezed out
+        assert all(len(line.rstrip()) <= 80 for line in table), out.stdout
+        shown = next(line for line in table if line.strip("│ ") and "│" in line).split("│")[1].strip()
+        assert len(shown) == 8, out.stdout  # a terminal shows ids as the short prefix `show`/`restore` take
+    ok(run_cli(capsys, tmp_path, "restore", memory_id[:8]))

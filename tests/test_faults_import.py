@@ -93,3 +93,19 @@ def test_a_utf16_file_is_refused_whole_with_a_clear_reason(tmp_path, encoding):
     target.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding=encoding)
     done = cli(tmp_path / "home", "import", str(target))
     assert done.returncode == 2 and "UTF-16" in done.stderr and "unexpected" not in done.stderr, done.stderr
+
+
+def test_a_refused_id_is_shown_short_and_without_terminal_escapes(capsys, tmp_path):
+    from .servers import run_cli
+
+    assert run_cli(capsys, tmp_path / "made", "add", "用户住在杭州").returncode == 0
+    rows = [json.loads(line) for line in run_cli(capsys, tmp_path / "made", "export").stdout.splitlines()]
+    hostile = "\x1b]8;;https://evil.example\x1b\\" + "a" * 10_000
+    target = tmp_path / "in.jsonl"
+    target.write_text(json.dumps(rows[0]) + "\n" + memory_row(rows, id=hostile) + "\n", encoding="utf-8")
+    done = run_cli(capsys, tmp_path / "home", "import", str(target))
+    assert done.returncode == 0, done.stderr
+    refused = json.loads(done.stdout)["refused"]
+    assert [r["field"] for r in refused] == ["id"] and refused[0]["id"].endswith("…")
+    assert len(refused[0]["id"]) <= 65 and "\x1b" not in refused[0]["id"]
+    assert "\x1b" not in done.stderr and "a" * 100 not in done.stderr, done.stderr[:300]

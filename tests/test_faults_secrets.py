@@ -30,6 +30,7 @@ SECRET = "sk-proj-Zq8Xw3Vt6Ry1Pu4Ko7Lm0Nb2Hc5Jd9Fg"
     ("数据库 postgres://admin:DbPa55w0rd@db.internal:5432/app", "postgres://admin:【已隐去的密码】@db.internal",
      "DbPa55w0rd"),
     ("clone https://bot:ghs9aZ2@git.example.com/r.git", "https://bot:[redacted password]@git.example.com", "ghs9aZ2"),
+    ("缓存在 redis://:pw@cache:6379 上", "redis://:【已隐去的密码】@cache:6379", "//:pw@"),
 ])
 def test_pocketmem_tokens_bearer_headers_and_url_passwords_are_redacted(text, kept, gone):
     out = screen(text).text

@@ -126,6 +126,7 @@ async def test_a_memory_that_is_only_a_secret_is_refused(app):
     result = await app.writing.add(USER, AddRequest(content="sk-proj-abcdefghijklmnopqrstuvwxyz123456"))
     assert (result.status, result.reason, result.redacted) == ("discarded", "secret", ["api_key"])
     assert result.memory_id is None and "Never save secrets" in result.message
+    assert "contains an API key" in result.message, result.message
     events = await _events(app)
     assert [(e.kind, e.payload) for e in events] == [(EventKind.discarded, {"reason": "secret", "kinds": ["api_key"]})]
 

@@ -61,9 +61,11 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) ->
     table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
     for name in columns:
         if name == "content":
-            table.add_column(name, overflow="fold", min_width=20, ratio=1)
-        else:
+            table.add_column(name, overflow="fold", min_width=12, ratio=1)
+        elif name == "id":
             table.add_column(name, no_wrap=True)
+        else:  # a time wraps at its spaces rather than squeezing the content out of a narrow terminal
+            table.add_column(name, overflow="fold")
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))  # user text is text: never rich markup
     return table
@@ -73,7 +75,12 @@ def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
     if not rows:
         _say(empty)
         return
-    _console().print(_table(title, columns, rows))
+    console = _console()
+    if console.is_terminal and "id" in columns:
+        # A person types ids back as git takes short commit ids (_full_id); full ids are for pipes and --json.
+        at = list(columns).index("id")
+        rows = [[*row[:at], row[at][:SHORT_ID], *row[at + 1:]] for row in rows]
+    console.print(_table(title, columns, rows))
 
 
 # -- the app ------------------------------------------------------------------------------------------

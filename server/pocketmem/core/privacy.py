@@ -65,8 +65,9 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "api_key",
         re.compile(r"(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})", re.IGNORECASE | re.ASCII),
     ),
-    # a password inside a URL: scheme://user:PASSWORD@host (only the password is redacted)
-    ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
+    # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
+    # only the password is redacted
+    ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
 ]
 
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
@@ -248,6 +249,11 @@ def screen(text: str) -> Screened:
 
 def describe(kinds: list[str]) -> str:
     return ", ".join(KIND_LABELS[k][1] for k in kinds)
+
+
+def named(kinds: list[str]) -> str:
+    """The kinds as a sentence names them: `an API key, a password`."""
+    return ", ".join(("an " if KIND_LABELS[k][1][0] in "AEIOU" else "a ") + KIND_LABELS[k][1] for k in kinds)
 
 
 _PLACEHOLDER = re.compile(r"【已隐去[^】]*】|\[redacted [^\]]*\]")

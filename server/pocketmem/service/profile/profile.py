@@ -121,7 +121,7 @@ class Profile:
             screened = privacy.screen(text)
             if screened.findings:
                 if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
-                    raise InvalidInput(name, f"contains a {privacy.describe(screened.kinds)}; never save secrets")
+                    raise InvalidInput(name, f"contains {privacy.named(screened.kinds)}; never save secrets")
                 text = screened.text
                 kinds += screened.kinds
             out[key] = text

@@ -62,7 +62,14 @@ from pocketmem.base.models import (
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.shared.rows import indexed_text
-from pocketmem.service.transfer.import_checks import MAX_DEPTH, Refused, check_record, check_values, numeric_times
+from pocketmem.service.transfer.import_checks import (
+    MAX_DEPTH,
+    Refused,
+    check_record,
+    check_values,
+    numeric_times,
+    shown_id,
+)
 from pocketmem.service.writing.trash import Trash
 from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import VectorStore
@@ -474,7 +481,7 @@ def parse(
                 records.append(_nested_checked(_record(kind, row, where), settings, kind))
             except InvalidInput as exc:
                 if refused is not None:
-                    refused.append(Refused(line=number, type=kind, id=row_id, field=exc.field, why=exc.rule))
+                    refused.append(Refused(line=number, type=kind, id=shown_id(row_id), field=exc.field, why=exc.rule))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or kind

@@ -55,6 +55,15 @@ class Refused(BaseModel):
     why: str
 
 
+def shown_id(value: str | None) -> str | None:
+    """A refused record's id as the report shows it: the id a file holds may be 10,000 characters or carry terminal
+    escapes, and the report goes to a terminal."""
+    if value is None:
+        return None
+    shown = "".join(c if c.isprintable() else "?" for c in value[:MAX_ID_CHARS])
+    return shown + ("…" if len(value) > MAX_ID_CHARS else "")
+
+
 def numeric_times(row: dict[str, Any]) -> str | None:
     """The first time field given as a number (before pydantic turns -1 into 1969), or None."""
     for key, value in row.items():
@@ -179,7 +188,7 @@ def _memory_text(text: str, field: str, settings: Settings) -> str:
     if not screened.findings:
         return cleaned
     if settings.secrets == "refuse" or not privacy.meaningful(screened.text):
-        raise InvalidInput(field, f"contains a {privacy.describe(screened.kinds)}; secrets are never stored")
+        raise InvalidInput(field, f"contains {privacy.named(screened.kinds)}; secrets are never stored")
     return screened.text
 
 

@@ -79,7 +79,7 @@ class Patching:
             return patch, []
         if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
             raise InvalidInput(
-                field, f"contains a {privacy.describe(screened.kinds)}; never save secrets, leave the value out"
+                field, f"contains {privacy.named(screened.kinds)}; never save secrets, leave the value out"
             )
         return screened.text, screened.kinds
 

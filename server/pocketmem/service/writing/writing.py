@@ -85,7 +85,7 @@ class Writing:
             reason="secret",
             redacted=kinds,
             message=(
-                f"Not stored: it contains a {privacy.describe(kinds)}{emptied}Never save secrets; if it matters, "
+                f"Not stored: it contains {privacy.named(kinds)}{emptied}Never save secrets; if it matters, "
                 "save that the user has one (e.g. 'The user keeps the staging "
                 "password in 1Password') without the value."
             ),
