@@ -1,6 +1,7 @@
 """The relevance examples of the recall issue, through the SDK client with the default embedder (`use`), on both
-backends: each recalls the right memory from the message alone (the two that need world knowledge, with the
-keyword an agent would pass), and a message unrelated to everything still recalls nothing.
+backends: each recalls the right memory from the message alone (the two that need world knowledge, and two the
+statistical negative-precision floor no longer meets from the message alone, with the keywords an agent would
+pass), and a message unrelated to everything still recalls nothing.
 
 Each store holds the memory the example is about among everyday facts of other topics, as a user's store
 would. The decision behind these answers is docs/ranking.md, section 3.
