@@ -1,6 +1,7 @@
 """The relevance examples of the recall issue, through the SDK client with the default embedder (`use`), on both
-backends: each recalls the right memory from the message alone (the two that need world knowledge, with the
-keyword an agent would pass), and a message unrelated to everything still recalls nothing.
+backends: each recalls the right memory from the message alone (the two that need world knowledge, and two the
+statistical negative-precision floor no longer meets from the message alone, with the keywords an agent would
+pass), and a message unrelated to everything still recalls nothing.
 
 Each store holds the memory the example is about among everyday facts of other topics, as a user's store
 would. The decision behind these answers is docs/ranking.md, section 3.
@@ -78,9 +79,16 @@ async def test_where_do_i_work_finds_the_job(client):
     assert job in await top3(client, "Where do I work now?")
 
 
+@pytest.mark.xfail(strict=True, reason="not met since the statistical negative-precision floor: the stricter "
+                   "decision no longer admits the allergy from the message alone (docs/ranking.md, section 3)")
 async def test_visiting_a_friends_cat_finds_the_cat_hair_allergy(client):
     allergy = await store(client, "用户对猫毛过敏，一靠近猫就打喷嚏。", scores={"persistence": 1.0})
     assert allergy in await top3(client, "周末想去朋友家撸猫，有什么要注意的吗")
+
+
+async def test_visiting_a_friends_cat_finds_the_cat_hair_allergy_with_the_agents_keywords(client):
+    allergy = await store(client, "用户对猫毛过敏，一靠近猫就打喷嚏。", scores={"persistence": 1.0})
+    assert allergy in await top3(client, "周末想去朋友家撸猫，有什么要注意的吗", ["撸猫", "猫", "朋友家"])
 
 
 @pytest.mark.xfail(strict=True, reason="not met: 项目 is the one shared word and the encoder does not read Nuxt "
@@ -90,11 +98,20 @@ async def test_the_project_stack_in_a_store_holding_only_it(client):
     assert stack in await top3(client, "我的项目用的什么技术栈")
 
 
+@pytest.mark.xfail(strict=True, reason="not met since the statistical negative-precision floor: the stricter "
+                   "decision no longer admits the reply from the message alone (docs/ranking.md, section 3)")
 async def test_painters_once_recommended_are_found_in_the_assistants_reply(client):
     reply = await store(
         client, "助手：你可以看看画家莫兰迪和常玉，这两位画家的静物都很安静、耐看。", category="episode"
     )
     assert reply in await top3(client, "你曾经给我推荐过哪些画家？")
+
+
+async def test_painters_once_recommended_are_found_with_the_agents_keywords(client):
+    reply = await store(
+        client, "助手：你可以看看画家莫兰迪和常玉，这两位画家的静物都很安静、耐看。", category="episode"
+    )
+    assert reply in await top3(client, "你曾经给我推荐过哪些画家？", ["画家", "推荐"])
 
 
 async def test_a_peanut_dish_finds_the_peanut_allergy_with_the_agents_keyword(client):
