@@ -237,6 +237,17 @@ async def test_pending_confirm_reject_and_snooze(app, browser):
 
 
 @pytest.mark.backends
+async def test_a_pending_profile_change_shows_as_a_profile_change(app, browser):
+    await app.profile.update(USER, {"role": "编程搭档"}, {"name": "李雷"}, confirmed=True)
+    proposed = await app.profile.update(USER, {"tone": "简洁"}, None)  # after confirmation: waits for the user
+    assert proposed.pending_id is not None
+    page = await browser.get("/pending?lang=zh")
+    start = page.text.index(f'data-id="{proposed.pending_id}"')
+    row = page.text[start : page.text.index("</tr>", start)]
+    assert "资料修改" in row and "事实" not in row and "100%" not in row
+
+
+@pytest.mark.backends
 async def test_review_queue_promote_keep_and_forget(app, browser, clock):
     name = await add(app, "用户喜欢别人叫他小林", category=Category.preference)
     chatter = await add(app, "用户最近常聊足球", category=Category.fact)

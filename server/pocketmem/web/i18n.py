@@ -206,6 +206,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "reason.expired": ("expired", "已过期"),
     "reason.purged": ("purged", "已清除"),
     "pending.snoozed": ("snoozed until", "推迟到"),
+    "pending.profile": ("profile change", "资料修改"),
     "mode.append": ("appended", "追加"),
     "mode.replace": ("replaced", "替换"),
     "mode.supersede": ("new version", "新版本"),
