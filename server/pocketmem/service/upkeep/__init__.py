@@ -1,1 +1,1 @@
-"""Keeping a store healthy over time: maintenance runs, review of used and decayed memories, todos."""
+"""Keeping a store healthy over time: maintenance runs, review of used and decayed memories, todos, the doctor."""
