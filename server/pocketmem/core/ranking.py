@@ -38,7 +38,7 @@ from datetime import datetime
 
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core.relevance import Evidence
-from pocketmem.core.scoring import importance
+from pocketmem.core.scoring import importance_now
 from pocketmem.core.similarity import Scale
 
 TEMPORAL_BONUS = 0.2
@@ -105,7 +105,7 @@ def rank(candidates: Sequence[Candidate], query: Mapping[str, float], *, weights
         timed = temporal and memory.category in TIMED_CATEGORIES
         age = (now - memory.valid_from).total_seconds() / 86400.0
         fresh = freshness(age)
-        imp = importance(memory.scores, memory.last_active_at or memory.created_at, now)[2]
+        imp = importance_now(memory, now)
         score = (weights.semantic * ev.semantic + weights.keyword * ev.keyword + weights.freshness * fresh
                  + weights.importance * imp)
         if timed:
