@@ -58,7 +58,7 @@ from pocketmem.base.models import Status  # noqa: E402
 from pocketmem.core import relevance  # noqa: E402
 from pocketmem.core.ranking import TIMED_CATEGORIES, rank  # noqa: E402
 from pocketmem.core.text import guess_language  # noqa: E402
-from pocketmem.service.recall import current, fallback  # noqa: E402
+from pocketmem.service.recall import fallback, versions  # noqa: E402
 from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 
 NAMES = ("strongest", "matched", "coverage", "semantic", "length")
@@ -112,9 +112,9 @@ async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Q
                 vector, own = await r.query_vectors(parsed)
                 scale = await r.scale(guess_language(parsed.message))
                 async with app.store.read() as reader:
-                    found, _ = await r.candidates(reader, user, parsed, vector, current.SEARCHED,
+                    found, _ = await r.candidates(reader, user, parsed, vector, versions.SEARCHED,
                                                   fallback.Health(), scale, own)
-                    found = await current.bring_current(reader, user, found, (Status.active,))
+                    found = await versions.bring_current(reader, user, found, (Status.active,))
                 ranked = rank(found, parsed.terms, weights=r.weights, now=NOW, temporal=parsed.time.intent)
                 by_id = {c.memory.id: c for c in found}
                 lines = []

@@ -79,7 +79,7 @@ class Ranked:
     freshness: float
     importance: float
     matched: frozenset[str] = frozenset()  # query terms found in the memory
-    earlier: bool = False  # a newer memory states a changed value of the same fact (service/recall/topics.py)
+    earlier: bool = False  # a newer memory states a changed value of the same fact (service/recall/versions.py)
 
     @property
     def outdated(self) -> bool:

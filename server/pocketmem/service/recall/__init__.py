@@ -1,2 +1,2 @@
-"""recall_memories: candidates, the relevance decision, the current fact, topics, degradation and the
+"""recall_memories: candidates, the relevance decision, the current fact (versions), degradation and the
 cloud library."""

@@ -31,7 +31,7 @@ from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_olde
 from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.recall import current, fallback, topics
+from pocketmem.service.recall import fallback, versions
 from pocketmem.service.recall.candidates import CandidateRules, Query, gather_candidates
 from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.shared.calibration import Calibration
@@ -57,7 +57,7 @@ def warm_up() -> None:
     so the first recall or write does not pay for it; run in a worker thread when the app opens."""
     segmenter()
     termstats.background_share("")
-    topics.warm_up()
+    versions.warm_up()
 
 
 @dataclass
@@ -262,12 +262,12 @@ class Retrieval:
         now: datetime,
     ) -> list[Ranked]:
         """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
-        newest version of a fact the question asks about first (service/recall/topics.py)."""
-        # Superseded memories are searched too: a hit on one brings its current version (current.py).
-        candidates, _ = await self.candidates(reader, user_id, q, vector, current.SEARCHED, health, scale, own)
+        newest version of a fact the question asks about first (service/recall/versions.py)."""
+        # Superseded memories are searched too: a hit on one brings its current version (versions.py).
+        candidates, _ = await self.candidates(reader, user_id, q, vector, versions.SEARCHED, health, scale, own)
         if health.path == fallback.CARD_ONLY:
             return []
-        candidates = await current.bring_current(reader, user_id, candidates, statuses)
+        candidates = await versions.bring_current(reader, user_id, candidates, statuses)
         admitted = [c for c in _usable(candidates, req.categories, now) if self.rules.passes(c, health)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
         pool = ranked[:SHADOW_POOL]
@@ -275,7 +275,7 @@ class Retrieval:
             # In the same snapshot: the pairs must be the memories just ranked.
             pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
             ranked = shadow_older(pool, pairs, scale)
-        return await topics.newest_first(reader, user_id, q.message, ranked, now, req.categories)
+        return await versions.newest_first(reader, user_id, q.message, ranked, now, req.categories)
 
     def _injection(self, ranked: list[Ranked], reminders: list[ReminderView], locale: str, now: datetime) -> str:
         """Due reminders come first: they are the lines the agent must not miss when the budget is tight."""

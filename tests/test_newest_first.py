@@ -1,4 +1,4 @@
-"""service/recall/topics.py on its own, over a stand-in reader: the newer version of a recalled fact comes above it,
+"""service/recall/versions.py on its own, over a stand-in reader: the newer version of a recalled fact comes above it,
 an asked slot brings its newest value, and a failing store leaves the ranking as it was."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from pocketmem.base.models import Category, Memory, Scores, Status
 from pocketmem.core.ranking import Ranked
-from pocketmem.service.recall import topics
+from pocketmem.service.recall import versions
 
 pytestmark = pytest.mark.anyio
 
@@ -53,40 +53,40 @@ TEA = memory("tea", "用户喜欢喝绿茶。", 30, Category.preference)
 
 
 async def test_the_newer_version_comes_above_the_recalled_older_one():
-    out = await topics.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京的房子", [ranked(BEIJING)], NOW)
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京的房子", [ranked(BEIJING)], NOW)
     assert [r.memory.id for r in out] == ["new", "old"]
     assert out[0].outdated is False and out[1].outdated is True
 
 
 async def test_a_question_about_a_slot_brings_its_newest_value_when_nothing_was_recalled():
-    out = await topics.newest_first(Reader([BEIJING, HANGZHOU]), "u", "我现在住哪？", [], NOW)
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU]), "u", "我现在住哪？", [], NOW)
     assert [r.memory.id for r in out] == ["new"]
 
 
 async def test_a_statement_naming_the_slot_asks_nothing():
-    out = await topics.newest_first(Reader([BEIJING, HANGZHOU]), "u", "我住的地方今天停电了", [], NOW)
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU]), "u", "我住的地方今天停电了", [], NOW)
     assert out == []
 
 
 async def test_a_broken_index_leaves_the_ranking_as_it_was():
     before = [ranked(BEIJING)]
-    out = await topics.newest_first(Reader([BEIJING, HANGZHOU], broken=True), "u", "我现在住哪？", before, NOW)
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU], broken=True), "u", "我现在住哪？", before, NOW)
     assert out == before
 
 
 async def test_expired_and_other_category_versions_are_not_brought():
     gone = memory("gone", "我上个月搬到杭州了。", 10, expires_at=NOW - timedelta(days=1))
-    out = await topics.newest_first(Reader([BEIJING, gone]), "u", "北京", [ranked(BEIJING)], NOW)
+    out = await versions.newest_first(Reader([BEIJING, gone]), "u", "北京", [ranked(BEIJING)], NOW)
     assert [r.memory.id for r in out] == ["old"]
-    out = await topics.newest_first(
+    out = await versions.newest_first(
         Reader([BEIJING, HANGZHOU]), "u", "北京", [ranked(BEIJING)], NOW, [Category.fact, Category.person]
     )
     assert [r.memory.id for r in out] == ["new", "old"]
-    out = await topics.newest_first(Reader([BEIJING, HANGZHOU]), "u", "北京", [ranked(BEIJING)], NOW, [Category.goal])
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU]), "u", "北京", [ranked(BEIJING)], NOW, [Category.goal])
     assert [r.memory.id for r in out] == ["old"]
 
 
 async def test_a_version_already_recalled_lower_moves_up_once():
     recalled = [ranked(BEIJING, 0.9), ranked(TEA, 0.5), ranked(HANGZHOU, 0.2)]
-    out = await topics.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京", recalled, NOW)
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京", recalled, NOW)
     assert [r.memory.id for r in out] == ["new", "old", "tea"]
