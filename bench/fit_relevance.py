@@ -59,6 +59,7 @@ from pocketmem.core import relevance  # noqa: E402
 from pocketmem.core.ranking import TIMED_CATEGORIES, rank  # noqa: E402
 from pocketmem.core.text import guess_language  # noqa: E402
 from pocketmem.service.recall import fallback, versions  # noqa: E402
+from pocketmem.service.recall.candidates import gather_candidates  # noqa: E402
 from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 
 NAMES = ("strongest", "matched", "coverage", "semantic", "length")
@@ -112,8 +113,8 @@ async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Q
                 vector, own = await r.query_vectors(parsed)
                 scale = await r.scale(guess_language(parsed.message))
                 async with app.store.read() as reader:
-                    found, _ = await r.candidates(reader, user, parsed, vector, versions.SEARCHED,
-                                                  fallback.Health(), scale, own)
+                    found = await gather_candidates(reader, user, parsed, vector, versions.SEARCHED,
+                                                    fallback.Health(), scale, r.rules, own)
                     found = await versions.bring_current(reader, user, found, (Status.active,))
                 ranked = rank(found, parsed.terms, weights=r.weights, now=NOW, temporal=parsed.time.intent)
                 by_id = {c.memory.id: c for c in found}

@@ -6,6 +6,8 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.core.similarity import NEUTRAL
+from pocketmem.service.recall.candidates import gather_candidates
 from pocketmem.service.recall.fallback import Health
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
@@ -205,8 +207,9 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
         vector, own = await pm.retrieval.query_vectors(parsed)
         async with pm.store.read() as reader:
             pool = await reader.important_similarities(USER, vector, 1, (Status.active,))
-            found, _ = await pm.retrieval.candidates(
-                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), Health(), own=own
+            found = await gather_candidates(
+                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), Health(), NEUTRAL,
+                pm.retrieval.rules, own,
             )
     assert core not in dict(pool)  # the importance pool alone would miss it
     assert core in {c.memory.id for c in found}
@@ -349,8 +352,8 @@ async def test_keywords_that_repeat_the_message_search_once(app):
         vector, own = await app.retrieval.query_vectors(parsed)
         async with app.store.read() as reader:
             counting = CountingSearches(reader)
-            found, _ = await app.retrieval.candidates(counting, USER, parsed, vector, (Status.active,), Health(),
-                                                     own=own)
+            found = await gather_candidates(counting, USER, parsed, vector, (Status.active,), Health(), NEUTRAL,
+                                            app.retrieval.rules, own)
         return counting.searches, {c.memory.id for c in found}
 
     repeated, found = await searches("香菜", ["香菜"])

@@ -101,8 +101,8 @@ async def gather_candidates(
     scale: Scale,
     rules: CandidateRules,
     own: list[float] | None = None,
-) -> tuple[list[Candidate], dict[str, float]]:
-    """The candidates for `q` among the user's memories of `statuses`, with the query terms' rarities.
+) -> list[Candidate]:
+    """The candidates for `q` among the user's memories of `statuses`.
 
     Ids and similarities are gathered cheaply in SQL; each shortlisted memory's relevance is decided once,
     and only memories that can pass the bar are loaded. Index failures are recorded in `health` (recall
@@ -137,7 +137,7 @@ async def gather_candidates(
     return [
         Candidate(m, sims.get(m.id), terms.get(m.id, frozenset()), m.id in in_window, *judged[m.id])
         for m in memories
-    ], rarities
+    ]
 
 
 async def _semantic_pool(

@@ -264,7 +264,9 @@ class Retrieval:
         """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
         newest version of a fact the question asks about first (service/recall/versions.py)."""
         # Superseded memories are searched too: a hit on one brings its current version (versions.py).
-        candidates, _ = await self.candidates(reader, user_id, q, vector, versions.SEARCHED, health, scale, own)
+        candidates = await gather_candidates(
+            reader, user_id, q, vector, versions.SEARCHED, health, scale, self.rules, own
+        )
         if health.path == fallback.CARD_ONLY:
             return []
         candidates = await versions.bring_current(reader, user_id, candidates, statuses)
@@ -296,20 +298,6 @@ class Retrieval:
             self.settings.injection_budget,
         )
 
-    async def candidates(
-        self,
-        reader: StoreReader,
-        user_id: str,
-        q: Query,
-        vector: list[float] | None,
-        statuses: tuple[Status, ...],
-        health: fallback.Health,
-        scale: Scale = NEUTRAL,
-        own: list[float] | None = None,
-    ) -> tuple[list[Candidate], dict[str, float]]:
-        """The candidates and the query terms' rarities (service/recall/candidates.py decides which)."""
-        return await gather_candidates(reader, user_id, q, vector, statuses, health, scale, self.rules, own)
-
     async def _library_search(
         self,
         user_id: str,
@@ -324,7 +312,7 @@ class Retrieval:
         assert self.library is not None
         health = fallback.Health()  # the library's own: its failures are not the notebook's
         async with self.library.cloud.read() as reader:
-            candidates, _ = await self.candidates(reader, user_id, q, vector, statuses, health, scale)
+            candidates = await gather_candidates(reader, user_id, q, vector, statuses, health, scale, self.rules)
         admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
         return await self.library.new_to_the_notebook(user_id, ranked)
