@@ -10,6 +10,7 @@ import pytest
 from pocketmem.base.models import Category, Memory, Scores, Status
 from pocketmem.core.ranking import Ranked
 from pocketmem.service.recall import versions
+from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -38,10 +39,10 @@ class Reader:
         self.memories = {m.id: m for m in memories}
         self.broken = broken
 
-    async def keyword_hits(self, user_id, terms, k, statuses, *, all_terms=False):
+    async def newest_keyword_hits(self, user_id, terms, k):
         if self.broken:
             raise RuntimeError("keyword index is gone")
-        return [(mid, 1.0) for mid in self.memories][:k]
+        return list(self.memories)[-k:][::-1]
 
     async def get_memories(self, user_id, ids):
         return [self.memories[i] for i in ids if i in self.memories]
@@ -90,3 +91,19 @@ async def test_a_version_already_recalled_lower_moves_up_once():
     recalled = [ranked(BEIJING, 0.9), ranked(TEA, 0.5), ranked(HANGZHOU, 0.2)]
     out = await versions.newest_first(Reader([BEIJING, HANGZHOU, TEA]), "u", "北京", recalled, NOW)
     assert [r.memory.id for r in out] == ["new", "old", "tea"]
+
+
+@pytest.mark.backends
+async def test_the_store_gives_the_newest_holders_of_the_cue_words_first(app, clock):
+    """The real read behind the step (SQLite's FTS5 in rowid order, PostgreSQL's GIN index by `seq`): only the
+    user's active memories, the last written first, at most k, however many memories hold the words."""
+    written = []
+    for i in range(6):
+        clock.advance(minutes=1)
+        written.append((await app.writing.add("u", AddRequest(content=f"用户第{i}次搬家，住在城东{i}号。"))).memory_id)
+    await app.writing.add("someone-else", AddRequest(content="用户搬家了，住在城西。"))
+    await app.trash.forget("u", written[-1], None)
+    async with app.store.read() as reader:
+        assert await reader.newest_keyword_hits("u", ["住"], 3) == written[-2:-5:-1]
+        assert await reader.newest_keyword_hits("u", ["住"], 50) == written[-2::-1]
+        assert await reader.newest_keyword_hits("u", ["香菜"], 3) == []

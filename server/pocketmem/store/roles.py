@@ -137,6 +137,12 @@ class SearchReads(Protocol):
         counts, recall scores keywords itself from user_term_counts and indexed_terms."""
 
     @abstractmethod
+    async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
+        """Ids of the k active memories written last (SQLite's rowid, PostgreSQL's `seq`) that hold any of the
+        index terms, newest first: where a newer version of a fact is looked for (service/recall/versions.py).
+        No match is ranked, so the cost follows k, not how many memories hold the terms."""
+
+    @abstractmethod
     async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
         """(id, cosine to `vector`) for every active core memory (persistence >= policy.CORE_PERSISTENCE,
         bound as a parameter) that has a vector."""

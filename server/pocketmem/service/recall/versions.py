@@ -17,8 +17,9 @@ version must say that something changed (搬到, 换成, moved, switched; 现在
 older is marked `outdated` (the injection's existing （已过时）/ (outdated) marker); it is never dropped: the
 rule is a heuristic, and a distinct fact must not be lost.
 
-Where the newer versions come from: the best keyword hits on the slots' cue words (CUE_HITS per slot, at
-most MAX_CUE_HITS), one indexed read and one load. Any store failure leaves the ranking as it was.
+Where the newer versions come from: the newest memories that hold the slots' cue words (CUE_HITS per slot,
+at most MAX_CUE_HITS), one indexed read that ranks nothing, and one load. Any store failure leaves the
+ranking as it was.
 
 The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
 values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones
@@ -48,7 +49,6 @@ POOL = 12  # recalled memories looked at (retrieval.SHADOW_POOL)
 CUE_HITS = 32  # keyword hits on the cue words, per slot looked for
 MAX_CUE_HITS = 128
 ASKED_RANK = 1  # where the newest value of a slot the message asks about goes, at the latest
-ACTIVE = (Status.active,)
 
 
 async def current_version(reader: MemoryReads, user_id: str, memory: Memory) -> Memory | None:
@@ -216,9 +216,10 @@ def _newest_version(
 
 
 async def _slot_mates(reader: StoreReader, user_id: str, names: Sequence[str]) -> list[Memory]:
-    """Active memories that may fill these slots: the best keyword hits on the slots' cue words."""
+    """Active memories that may fill these slots: the newest written that hold the slots' cue words (a newer
+    version is what is looked for; ranking every match of a common cue word grew with the store)."""
     k = min(MAX_CUE_HITS, CUE_HITS * len(names))
-    ids = [mid for mid, _ in await reader.keyword_hits(user_id, slots.cue_terms(list(names)), k, ACTIVE)]
+    ids = await reader.newest_keyword_hits(user_id, slots.cue_terms(list(names)), k)
     return [m for m in await reader.get_memories(user_id, ids) if m.status == Status.active]
 
 

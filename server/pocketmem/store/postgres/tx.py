@@ -165,6 +165,17 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
+        query = tsquery_text(user_id, terms)
+        if not query:
+            return []
+        rows = await self._guarded(
+            "select id from memories where lexemes @@ %s::tsquery and user_id = %s and status = 'active' "
+            "order by seq desc limit %s",
+            (query, user_id, k),
+        )
+        return [r[0] for r in rows]
+
     async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
         if len(memory_ids) < 2:
             return {}

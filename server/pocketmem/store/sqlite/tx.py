@@ -189,6 +189,18 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         # FTS5's bm25() is smaller for better matches; flip it so larger is better.
         return [(row[0], -float(row[1])) for row in rows]
 
+    async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
+        match = fts_match_expression(terms)
+        if match is None:
+            return []
+        # FTS5 walks its matches in descending rowid and stops at the k-th of the user's: nothing is ranked.
+        rows = await self._all(
+            "select m.id from memories_fts f join memories m on m.rowid = f.rowid "
+            "where memories_fts match ? and m.user_id = ? and m.status = ? order by f.rowid desc limit ?",
+            (match, user_id, Status.active, k),
+        )
+        return [row[0] for row in rows]
+
     async def _hits_of_sole_owner(
         self, match: str, user_id: str, k: int, statuses: Sequence[Status]
     ) -> list[tuple[str, float]] | None:
