@@ -3,6 +3,7 @@
     python bench/scale.py                          # 1,000 / 10,000 / 100,000 memories, 200 questions each
     python bench/scale.py --sizes 1000 10000 --questions 100
     python bench/scale.py --write                  # ... and update docs/benchmarks.md
+    python bench/scale.py --sizes 100000 --stdio   # ... and the same questions over stdio, beside the SDK floor
 
 Memories are synthetic short sentences about people and events, half English, half Chinese
 ("Olivia Park sold a bicycle in Denver on Tuesday." / "陈子涵周三在成都买了一台相机。"). Each question
@@ -19,7 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
+import statistics
 import sys
 import time
 from collections import Counter
@@ -30,7 +33,9 @@ sys.path.insert(0, str(ROOT / "server"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bm25 import BM25  # noqa: E402
-from common import machine, write_section  # noqa: E402
+from common import machine, percentile, write_section  # noqa: E402
+from floor import stdio_floor  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
@@ -137,10 +142,38 @@ async def measure(size: int, count: int) -> dict[str, float]:
             "p95_ms": latencies[int(n * 0.95) - 1]}
 
 
+async def over_stdio(size: int, count: int) -> dict[str, float]:
+    """The same questions through a `pocketmem serve` subprocess, round trips as the MCP client sees them.
+    Recall's bookkeeping (use counts) is written into the cached store, as a running server writes it."""
+    home, ids = await build(size)
+    asked = questions(memories(size), count)
+    env = {
+        "PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_USER": USER,
+        "POCKETMEM_MAX_ACTIVE": str(size * 2), "POCKETMEM_MAINTAIN_INTERVAL": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "server"), os.environ.get("PYTHONPATH")])),
+    }
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=env)
+    latencies, ours = [], 0
+    async with Client(params, mode="legacy") as client:
+        for text, _target in asked[:10]:  # warm caches as a running server is warm
+            await client.call_tool("recall_memories", {"query": text, "top_k": 10})
+        for text, target in asked:
+            t0 = time.perf_counter()
+            result = await client.call_tool("recall_memories", {"query": text, "top_k": 10})
+            latencies.append((time.perf_counter() - t0) * 1000)
+            ours += ids[target] in {m["id"] for m in result.structured_content["memories"]}
+    latencies.sort()
+    floor = await stdio_floor(count)
+    return {"size": size, "questions": len(asked), "stdio_top10": ours / len(asked),
+            "stdio_p50_ms": statistics.median(latencies), "stdio_p95_ms": percentile(latencies, 0.95),
+            "floor_p50_ms": floor["p50"], "load": os.getloadavg()[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--stdio", action="store_true", help="also ask over stdio (printed, not written)")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     rows = []
@@ -148,6 +181,8 @@ def main() -> None:
         row = asyncio.run(measure(size, args.questions))
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
+        if args.stdio:
+            print(json.dumps(asyncio.run(over_stdio(size, args.questions))), file=sys.stderr)
     if args.write:
         lines = [
             f"Machine: {machine()} (2-core sandbox, shared with other work). "
