@@ -218,7 +218,7 @@ def table(rows: list[dict[str, Any]], floor: dict[int, dict[str, Any]], args: ar
         "figures are lower and noisier than on an idle machine).",
         f"{args.seconds:g} s per level; mix {100 - round(args.add_share * 100)}% recall_memories / "
         f"{round(args.add_share * 100)}% add_memory; one user and token per client, each holding {args.memories} "
-        "memories (bench/data/eval_a.json) plus what it adds; built-in `hash` embedder; latencies per call as the "
+        "memories (bench/data/eval_a.json) plus what it adds; the default `use` encoder; latencies per call as the "
         "client sees them (ms). One worker is the default server (MCP sessions, SSE responses); two workers are",
         "`--workers 2` (stateless, JSON responses). PostgreSQL is a local pgserver (fsync off, as in the tests).",
         "Floor: a bare SDK server with a no-op tool, driven by the same clients in the same run; \"of floor\" is",
