@@ -38,7 +38,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
             tg.start_soon(store.open)
     try:
         health = await stores[0].health()
-        assert health["schema"] == "pg004_use_index" and health["schema_current"]
+        assert health["schema"] == "pg005_category_uses" and health["schema_current"]
         async with stores[1].read() as r:
             assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
@@ -46,6 +46,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
                 "pg003_user_terms",
                 "pg006_profile",
                 "pg004_use_index",
+                "pg005_category_uses",
             ]
     finally:
         for store in stores:
@@ -111,7 +112,7 @@ async def test_a_large_users_neighbours_come_from_the_hnsw_index(settings, clock
         assert through_index[0] == exact[0] and "爬山" in (await app.get_memory(USER, exact[0][0]))["content"]
 
 
-async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(app, monkeypatch):
+async def test_the_sort_by_uses_and_the_most_recalled_lessons_read_a_use_index(app, monkeypatch):
     from pocketmem.base.models import Category
     from pocketmem.service.manage.browse import BrowseQuery
 
@@ -133,8 +134,8 @@ async def test_the_sort_by_uses_and_the_most_recalled_list_read_the_use_index(ap
     async with app.store.read() as r:
         assert len(await r.most_used(USER, (Category.lesson,), 10)) == 3
     assert len(plans) == 2, plans
-    for plan in plans:
-        assert "memories_by_uses" in plan and "Sort" not in plan.replace("Sort Key", ""), plan
+    for plan, index in zip(plans, ["memories_by_uses", "memories_by_category_uses"], strict=True):
+        assert f"{index} " in plan and "Sort" not in plan.replace("Sort Key", ""), plan
 async def _waits(store, holder, second) -> bool:
     """Whether `second` (a coroutine function) is held up while a write transaction locked by `holder` is open.
 

@@ -124,7 +124,8 @@ async def test_the_profile_files_read_only_their_own_rows(app):
 
     await recorder.explain_during(read)
     assert [m.category for m in found["lessons"]] == [Category.lesson] * 3
-    assert "INDEX memories_by_category" in recorder.plan_of("order by use_count desc")
+    lessons = recorder.plan_of("order by use_count desc")
+    assert "INDEX memories_by_category_uses" in lessons and "TEMP B-TREE" not in lessons, lessons
     assert "INDEX memories_core" in recorder.plan_of("persistence >= ?")
     assert "INDEX memories_by_category" in recorder.plan_of("and category = ? order by created_at desc")
 

@@ -369,12 +369,21 @@ async def pg004_use_index(conn: Any) -> None:
     )
 
 
+
+async def pg005_category_uses(conn: Any) -> None:
+    """As the SQLite m011_category_uses: the Insights file's most-recalled lessons read a page of this index."""
+    await conn.execute(
+        "create index if not exists memories_by_category_uses on memories "
+        "(user_id, status, category, use_count, created_at, seq)"
+    )
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
     ("pg003_user_terms", pg003_user_terms),
     ("pg006_profile", pg006_profile),
     ("pg004_use_index", pg004_use_index),
+    ("pg005_category_uses", pg005_category_uses),
 ]
 
 

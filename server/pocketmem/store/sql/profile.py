@@ -98,10 +98,11 @@ class ProfileQueries(Queries):
     async def most_used(self, user_id: str, categories: Sequence[Category], limit: int) -> list[Memory]:
         d = self.dialect
         in_categories, category_params = d.in_list("category", categories)
-        # From the asked categories' rows (the use index would walk every active memory when they are few).
+        # A page of the (user, status, category, uses) index: the use index alone would walk every active memory
+        # when the category's are few, and the category index alone sorted all of them.
         rows = await self._all(
             d.sql(
-                f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_by_category')}"
+                f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_by_category_uses')}"
                 f"where user_id = {{p}} and status = 'active' and {in_categories} "
                 f"order by use_count desc, created_at desc, {d.tie_break} desc limit {{p}}"
             ),
