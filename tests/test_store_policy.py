@@ -1,5 +1,4 @@
-"""The rules come from core/scoring.py: the eviction order (in Python, over a page of the importance index), the core
-rule, expiry."""
+"""The rules the store's SQL applies come from core/scoring.py: eviction order, the core rule, expiry."""
 
 from __future__ import annotations
 
@@ -10,9 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.core import scoring
-from pocketmem.service.writing import trash
 from pocketmem.service.writing.add_request import AddRequest
-from pocketmem.service.writing.trash import lowest_now
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -46,7 +43,7 @@ async def test_eviction_order_is_the_current_importance_of_scoring_py(app, clock
     now = clock.now()
     async with app.store.read() as r:
         memories = await r.get_memories(USER, list(ids.values()))
-        candidates = await lowest_now(r, USER, 10, now, keep=[])
+        candidates = await r.eviction_candidates(USER, 10, now, exclude=[])
     expected = sorted(
         (m for m in memories if not scoring.is_core(m.scores)),
         key=lambda m: scoring.importance(m.scores, m.last_active_at or m.created_at, now)[2],
@@ -56,34 +53,6 @@ async def test_eviction_order_is_the_current_importance_of_scoring_py(app, clock
     # Time matters: the order is not that of the stored info importance alone.
     by_info = sorted(expected, key=lambda m: m.info_importance)
     assert [m.id for m in by_info] != [m.id for m in expected]
-
-
-async def test_eviction_reads_a_page_of_the_index_and_is_still_exact(app, clock, monkeypatch):
-    # Stored importances are as written (no maintenance ran): years of decay apart, so the stored order is not
-    # the current one; the page is small, so the bound on what an unread memory can be decides when to stop.
-    monkeypatch.setattr(trash, "EVICTION_PAGE", 2)
-    start = clock.now()
-    for i in range(60):
-        clock.set(start - timedelta(days=(i * 37) % 400))
-        scores = {"persistence": (i % 9) / 10, "info": 0.3 + (i * 7 % 11) / 20, "emotion": 0.3, "judge": 0.5}
-        await app.writing.add(USER, AddRequest(content=f"用户第{i}次记下的事：编号{i * 7919}", scores=scores))
-    clock.set(start)
-    async with app.store.read() as r:
-        everything = await r.lowest_importance(USER, 1000)
-        reads = []
-        original = type(r).lowest_importance
-
-        async def counted(self, user_id, count):
-            reads.append(count)
-            return await original(self, user_id, count)
-
-        monkeypatch.setattr(type(r), "lowest_importance", counted)
-        keep = [everything[0].id]
-        got = await lowest_now(r, USER, 3, start, keep)
-    expected = sorted((m for m in everything if m.id not in keep),
-                      key=lambda m: (scoring.importance_now(m, start), m.created_at, m.id))[:3]
-    assert [m.id for m in got] == [m.id for m in expected]
-    assert max(reads) < len(everything)  # a prefix of the index, not every memory
 
 
 async def test_the_core_rule_is_scorings(app, clock):

@@ -55,11 +55,6 @@ class MemoryReads(Protocol):
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None: ...
 
     @abstractmethod
-    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
-        """The active non-core memories with the lowest stored importance (refreshed by maintenance), lowest first,
-        read through the importance index: the next memories the cap would evict (service/writing/trash.py)."""
-
-    @abstractmethod
     async def ids_starting(self, user_id: str, prefix: str, table: str = "memories") -> list[str]: ...
 
     @abstractmethod
@@ -306,6 +301,11 @@ class BrowseReads(Protocol):
         """(bucket, count) of active non-core memories by stored importance; bucket = floor(importance * buckets),
         the top one closed (importance 1 falls in buckets - 1)."""
 
+    @abstractmethod
+    async def lowest_importance(self, user_id: str, count: int) -> list[Memory]:
+        """The active non-core memories with the lowest stored importance (refreshed by maintenance), lowest first;
+        read through the importance index, unlike StoreWriter.eviction_candidates which recomputes every row."""
+
 
 class SyncFeed(Protocol):
     """A store's changes in commit order, for sync."""
@@ -399,6 +399,12 @@ class MemoryWrites(Protocol):
     @abstractmethod
     async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
         """use_count += by, last_active_at = now."""
+
+    @abstractmethod
+    async def eviction_candidates(
+        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+    ) -> list[Memory]:
+        """The `count` non-core active memories of lowest current importance."""
 
     @abstractmethod
     async def insert_revision(self, revision: Revision) -> None: ...

@@ -6,7 +6,6 @@ A memory in the trash keeps its row and gains a tombstone; it is purged `trash_d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,38 +15,13 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.results import EvictedItem, ForgetResult, MemoryView, RestoreResult, TrashItem, TrashList
 from pocketmem.core import privacy
-from pocketmem.core.scoring import TIME_COEF_FLOOR, importance_now
+from pocketmem.core.scoring import importance_now
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.shared.rows import new_id, payload_hash
 from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS
 from pocketmem.store.base import Transactions
-from pocketmem.store.roles import MemoryReads, TrashTx
+from pocketmem.store.roles import TrashTx
 from pocketmem.store.types import MemoryFilter
-
-EVICTION_PAGE = 32  # memories of the importance index read beyond those asked for, before the bound is checked
-
-
-async def lowest_now(tx: MemoryReads, user_id: str, count: int, now: datetime, keep: Sequence[str]) -> list[Memory]:
-    """The `count` active non-core memories (none of `keep`) of lowest current importance (scoring.importance_now),
-    lowest first, ties by age, read as a prefix of the stored-importance index.
-
-    The stored importance is info_importance x a time coefficient in [TIME_COEF_FLOOR, 1], and so is the
-    current one, so a memory whose stored importance is s has a current importance of at least
-    TIME_COEF_FLOOR x s. Once the count-th lowest current importance read is below TIME_COEF_FLOOR x the
-    last stored importance read, no unread memory can come before it: the answer is exact, and it costs a
-    page of the index, not a pass over every memory (which grew with the store: 200 ms per add at 100,000)."""
-    skip = set(keep)
-    page = count + len(skip) + EVICTION_PAGE
-    while True:
-        read = await tx.lowest_importance(user_id, page)
-        ranked = sorted(
-            (m for m in read if m.id not in skip), key=lambda m: (importance_now(m, now), m.created_at, m.id)
-        )
-        if len(read) < page:
-            return ranked[:count]
-        if len(ranked) >= count and importance_now(ranked[count - 1], now) < TIME_COEF_FLOOR * read[-1].importance:
-            return ranked[:count]
-        page *= 4
 
 
 class Trash:
@@ -93,7 +67,7 @@ class Trash:
         if over <= 0:
             return []
         evicted: list[EvictedItem] = []
-        for victim in await lowest_now(tx, user_id, over, now, keep):
+        for victim in await tx.eviction_candidates(user_id, over, now, exclude=keep):
             purge_at = await self.trash_memory(tx, user_id, victim, DeleteReason.evicted, EventKind.evicted, now)
             evicted.append(
                 EvictedItem(

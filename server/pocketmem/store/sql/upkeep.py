@@ -27,6 +27,7 @@ _TODO_TIME = "coalesce(remind_at, due_at)"
 class UpkeepQueries(Queries):
     if TYPE_CHECKING:
 
+        def _current_importance(self, now: datetime) -> tuple[str, list[Any]]: ...
         async def _mark_purged(self, user_id: str, memory_id: str, when: datetime) -> None: ...
         async def remove_memory(self, user_id: str, memory_id: str) -> bool: ...
         async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None: ...
@@ -86,6 +87,21 @@ class UpkeepQueries(Queries):
             d.sql(f"status = 'trashed' and purge_at <= {{p}} and user_id = {{p}} order by purge_at, {d.by_text('id')} "
                   "limit {p}"),
             (d.ts(now), user_id, limit),
+        )
+
+    async def eviction_candidates(
+        self, user_id: str, count: int, now: datetime, exclude: Sequence[str]
+    ) -> list[Memory]:
+        # Current importance, not the stored snapshot: info_importance * scoring.time_coef(P, days).
+        d = self.dialect
+        not_excluded, excluded = d.in_list("id", exclude, negate=True)
+        importance, importance_params = self._current_importance(now)
+        return await self._memories(
+            d.sql(
+                f"user_id = {{p}} and status = 'active' and persistence < {{p}} and {not_excluded} "
+                f"order by {importance}, created_at, {d.tie_break} limit {{p}}"
+            ),
+            (user_id, CORE_PERSISTENCE, *excluded, *importance_params, count),
         )
 
     async def open_todos(self, user_id: str, limit: int, due_by: datetime | None = None) -> list[Memory]:

@@ -1,5 +1,6 @@
-"""SQLite's part of the upkeep queries (store/sql/upkeep.py): the batch import, which writes memories, keyword
-and vector rows with explicit rowids in a few statements.
+"""SQLite's part of the upkeep queries (store/sql/upkeep.py): the current importance through the registered
+function `pm_time_coef`, and the batch import, which writes memories, keyword and vector rows with explicit
+rowids in a few statements.
 
 A mixin of `SQLiteTx` (store/sqlite/tx.py), which provides the connection helpers (`_all`, `_one`,
 `_exec`), the memory row mapping and `insert_memory`.
@@ -8,6 +9,7 @@ A mixin of `SQLiteTx` (store/sqlite/tx.py), which provides the connection helper
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Memory
@@ -24,6 +26,14 @@ class UpkeepQueries(SharedUpkeepQueries):
     _vectors: bool
     _db: Any
     _pack: Callable[[Sequence[float]], bytes]
+
+    def _current_importance(self, now: datetime) -> tuple[str, list[Any]]:
+        """info_importance * scoring.time_coef(P, days), by the same Python function (pm_time_coef)."""
+        return (
+            "info_importance * pm_time_coef(persistence, julianday(?) - julianday(coalesce(last_active_at, "
+            "created_at)))",
+            [self.dialect.ts(now)],
+        )
 
     async def import_memories(
         self, rows: Sequence[tuple[Memory, Sequence[float] | None, IndexedText]]
