@@ -22,7 +22,6 @@ import anyio
 
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store
-from pocketmem.store.policy import sql_time_coef
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
@@ -104,8 +103,6 @@ class SQLiteStore(Store):
             conn = connect(path, load_vectors=True, immutable=immutable)
             if query_only:
                 conn.execute("pragma query_only = on")  # the copy stands for a read-only store: no write
-            # The decay rule of scoring.py, for the eviction order (registered on every connection).
-            conn.create_function("pm_time_coef", 2, sql_time_coef, deterministic=True)
             return conn
 
         kind = inline_connection_class(writer=writer) if inline or writer else aiosqlite.Connection
