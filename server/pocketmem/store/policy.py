@@ -17,9 +17,8 @@ __all__ = ["CORE_PERSISTENCE", "time_coef_sql"]
 def time_coef_sql(d: Dialect, days: str) -> tuple[str, list[float]]:
     """`scoring.time_coef` of a non-core row as SQL over the expression `days`, and its parameters:
     max(TIME_COEF_FLOOR, exp(-DECAY_RATE_PER_DAY * (1 - persistence) * max(0, days)))."""
-    rate = d.sql("cast({p} as double precision)")
-    floor = d.sql("cast({p} as double precision)")
+    number = d.sql("cast({p} as double precision)")
     return (
-        f"{d.greatest}({floor}, exp(-{rate} * (1 - persistence) * {d.greatest}(0, {days})))",
+        f"{d.greatest}({number}, exp(-{number} * (1 - persistence) * {d.greatest}(0, {days})))",
         [TIME_COEF_FLOOR, DECAY_RATE_PER_DAY],
     )

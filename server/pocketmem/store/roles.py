@@ -140,7 +140,7 @@ class SearchReads(Protocol):
     async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
         """Ids of the k active memories written last (SQLite's rowid, PostgreSQL's `seq`) that hold any of the
         index terms, newest first: where a newer version of a fact is looked for (service/recall/versions.py).
-        No match is ranked, so the cost follows k, not how many memories hold the terms."""
+        No match is ranked (SQLite stops at the k-th; PostgreSQL orders the matches' `seq` alone)."""
 
     @abstractmethod
     async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
