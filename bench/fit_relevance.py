@@ -57,7 +57,6 @@ from pocketmem.base.clock import FixedClock  # noqa: E402
 from pocketmem.base.models import Status  # noqa: E402
 from pocketmem.core import relevance  # noqa: E402
 from pocketmem.core.ranking import TIMED_CATEGORIES, rank  # noqa: E402
-from pocketmem.core.text import guess_language  # noqa: E402
 from pocketmem.service.recall import fallback, versions  # noqa: E402
 from pocketmem.service.recall.candidates import gather_candidates  # noqa: E402
 from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
@@ -110,11 +109,9 @@ async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Q
                 user = q.get("user", USER)
                 parsed = r.parse(RecallRequest(query=q["query"], context=q.get("context", []),
                                                keywords=q.get("keywords", []) if keywords else []))
-                vector, own = await r.query_vectors(parsed)
-                scale = await r.scale(guess_language(parsed.message))
                 async with app.store.read() as reader:
-                    found = await gather_candidates(reader, user, parsed, vector, versions.SEARCHED,
-                                                    fallback.Health(), scale, r.rules, own)
+                    found = await gather_candidates(reader, user, parsed, r.vectors(parsed, fallback.Health()),
+                                                    versions.SEARCHED, fallback.Health(), r.rules)
                     found = await versions.bring_current(reader, user, found, (Status.active,))
                 ranked = rank(found, parsed.terms, weights=r.weights, now=NOW, temporal=parsed.time.intent)
                 by_id = {c.memory.id: c for c in found}

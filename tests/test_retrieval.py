@@ -6,7 +6,6 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.core.similarity import NEUTRAL
 from pocketmem.service.recall.candidates import gather_candidates
 from pocketmem.service.recall.fallback import Health
 from pocketmem.service.recall.retrieval import RecallRequest
@@ -175,6 +174,11 @@ async def test_store_searches_core_and_important_memories_without_choosing(knn_a
     assert all(-1.0 <= cos <= 1.0 for _, cos in important)
 
 
+async def ready(value):
+    """An encoding that has already finished, as gather_candidates awaits it."""
+    return value
+
+
 class OnlyCoreAndImportance:
     """A read transaction whose keyword and neighbour searches find nothing: only the core and importance
     pools can bring candidates."""
@@ -204,12 +208,12 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
         for i in range(5):
             await pm.writing.add(USER, AddRequest(content=f"第{i}次去杭州出差开会", scores=strong))
         parsed = pm.retrieval.parse(RecallRequest(query="用户叫林舟", record=False))
-        vector, own = await pm.retrieval.query_vectors(parsed)
+        vectors = await pm.retrieval.vectors(parsed, Health())
         async with pm.store.read() as reader:
-            pool = await reader.important_similarities(USER, vector, 1, (Status.active,))
+            pool = await reader.important_similarities(USER, vectors.query, 1, (Status.active,))
             found = await gather_candidates(
-                OnlyCoreAndImportance(reader), USER, parsed, vector, (Status.active,), Health(), NEUTRAL,
-                pm.retrieval.rules, own,
+                OnlyCoreAndImportance(reader), USER, parsed, ready(vectors), (Status.active,), Health(),
+                pm.retrieval.rules,
             )
     assert core not in dict(pool)  # the importance pool alone would miss it
     assert core in {c.memory.id for c in found}
@@ -349,11 +353,10 @@ async def test_keywords_that_repeat_the_message_search_once(app):
 
     async def searches(query: str, keywords: list[str]) -> tuple[list, set[str]]:
         parsed = app.retrieval.parse(RecallRequest(query=query, keywords=keywords))
-        vector, own = await app.retrieval.query_vectors(parsed)
         async with app.store.read() as reader:
             counting = CountingSearches(reader)
-            found = await gather_candidates(counting, USER, parsed, vector, (Status.active,), Health(), NEUTRAL,
-                                            app.retrieval.rules, own)
+            found = await gather_candidates(counting, USER, parsed, app.retrieval.vectors(parsed, Health()),
+                                            (Status.active,), Health(), app.retrieval.rules)
         return counting.searches, {c.memory.id for c in found}
 
     repeated, found = await searches("香菜", ["香菜"])

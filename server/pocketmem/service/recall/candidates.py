@@ -22,9 +22,10 @@ Index failures are recorded in the call's `fallback.Health` as they happen (type
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, tzinfo
+from typing import NamedTuple
 
 from pocketmem.base.models import Status
 from pocketmem.core import relevance, termstats, timeexpr
@@ -58,6 +59,15 @@ class Query:
     keyword_words: list[list[str]] = field(default_factory=list)  # each keyword's own words (relevance.py)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
     names: frozenset[str] = frozenset()  # Latin words the message writes as names (text.named_words), stemmed
+
+
+class QueryVectors(NamedTuple):
+    """The query's vectors and what a cosine means for them (retrieval.Retrieval.vectors); no vectors while
+    the embedder is down or the store is re-embedded, and the words answer alone."""
+
+    query: list[float] | None  # the message, context and keywords
+    own: list[float] | None  # the message's own
+    scale: Scale
 
 
 @dataclass(frozen=True)
@@ -95,27 +105,27 @@ async def gather_candidates(
     reader: StoreReader,
     user_id: str,
     q: Query,
-    vector: list[float] | None,
+    vectors: Awaitable[QueryVectors],
     statuses: tuple[Status, ...],
     health: fallback.Health,
-    scale: Scale,
     rules: CandidateRules,
-    own: list[float] | None = None,
 ) -> list[Candidate]:
     """The candidates for `q` among the user's memories of `statuses`.
 
     Ids and similarities are gathered cheaply in SQL; each shortlisted memory's relevance is decided once,
     and only memories that can pass the bar are loaded. Index failures are recorded in `health` (recall
-    degrades, never fails).
+    degrades, never fails). The word searches need no vector: they run while `vectors` (the query's
+    encoding, in a worker thread) is still being computed.
     """
+    in_window = await _dated(reader, user_id, q, statuses, rules.zone)
+    keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, health)
+    vector, own, scale = await vectors
     sims: dict[str, float] = {}
     # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
     # shares a term with the query, and the keyword index enumerates exactly those. The core and importance
     # pass and the neighbour scan are for embedders that capture meaning.
     if vector is not None and not rules.lexical:
         await _semantic_pool(reader, user_id, vector, statuses, rules.importance_pool, sims, health)
-    in_window = await _dated(reader, user_id, q, statuses, rules.zone)
-    keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, health)
     if vector is not None and rules.lexical and not health.keywords:
         sims.update(await fallback.vector_path(reader, user_id, vector, statuses, health))
     # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and

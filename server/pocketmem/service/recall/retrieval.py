@@ -14,6 +14,8 @@ because an index is sick.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,11 +30,11 @@ from pocketmem.base.results import PendingView, RecallHit, RecallResult, Reminde
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
-from pocketmem.core.similarity import NEUTRAL, Scale
+from pocketmem.core.similarity import NEUTRAL
 from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.recall import fallback, versions
-from pocketmem.service.recall.candidates import CandidateRules, Query, gather_candidates
+from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVectors, gather_candidates
 from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
@@ -110,10 +112,6 @@ class Retrieval:
             lexical=embedder.lexical,
         )
 
-    async def scale(self, lang: str) -> Scale:
-        """What cosine similarity means for this embedder in this language (calibration.py)."""
-        return await self.calibration.scale(lang)
-
     def parse(self, req: RecallRequest) -> Query:
         message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
         if len(req.context) > MAX_CONTEXT_LINES:
@@ -148,7 +146,20 @@ class Retrieval:
             timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)),
         )
 
-    async def query_vectors(self, q: Query) -> tuple[list[float], list[float]]:
+    async def vectors(self, q: Query, health: fallback.Health) -> QueryVectors:
+        """The query's vectors and what a cosine means for them; none while the store is re-embedded
+        (embed_queue.py) or when the embedder fails (recorded in `health`), and the words answer alone."""
+        if (pending := self.vectors_pending()) is not None:
+            health.fail(fallback.VectorsPending(pending))
+            return QueryVectors(None, None, NEUTRAL)
+        try:
+            vector, own = await self._encode(q)
+            return QueryVectors(vector, own, await self.calibration.scale(guess_language(q.message)))
+        except PocketmemError as exc:
+            health.fail(fallback.EmbedderFailed(exc))
+            return QueryVectors(None, None, NEUTRAL)
+
+    async def _encode(self, q: Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
         texts = [q.message]
         weights = [1.0]
@@ -199,16 +210,24 @@ class Retrieval:
                 health.fail(fallback.BookkeepingFailed(exc))
         if self.store.damage is not None:
             health.fail(fallback.StoreDamaged(f"{self.store.damage}; run `pocketmem doctor`"))
-        vector, own, scale = await self._vectors(q, health)
-        asked = None
-        if self.library is not None:
-            asked = self.library.ask(
-                lambda: self._library_search(user_id, q, vector, statuses, scale, now, req.categories)
-            )
-        async with self.store.read() as reader:
-            ranked = await self._ranked(reader, user_id, q, vector, own, statuses, scale, health, req, now)
-            pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
-            due = await due_reminders(reader, user_id, now)
+        # The query is encoded in a worker thread while the store's word searches run (gather_candidates). The
+        # similarity scales are read from the store (or measured) once, first: nothing in the encoding may wait
+        # for the store while the read below holds it.
+        with contextlib.suppress(PocketmemError):  # an embedder that fails is recorded by `vectors`
+            await self.calibration.scales()
+        encoding = asyncio.ensure_future(self.vectors(q, health))
+        try:
+            asked = None
+            if self.library is not None:
+                asked = self.library.ask(
+                    lambda: self._library_search(user_id, q, encoding, statuses, now, req.categories)
+                )
+            async with self.store.read() as reader:
+                ranked = await self._ranked(reader, user_id, q, encoding, statuses, health, req, now)
+                pending = await reader.due_pending(user_id, now, PENDING_SHOWN)
+                due = await due_reminders(reader, user_id, now)
+        finally:
+            encoding.cancel()  # only when a read failed before the vectors were needed
         reminders = [reminder_view(todo, now, self.settings.zone, locale) for todo in due]
         if health.path == fallback.CARD_ONLY or (health.path and not ranked):
             # Both indexes down, or a fallback path that found nothing: the card's core memories.
@@ -235,28 +254,13 @@ class Retrieval:
             degraded=health.describe(),
         )
 
-    async def _vectors(self, q: Query, health: fallback.Health) -> tuple[list[float] | None, list[float] | None, Scale]:
-        """The query's vectors and the similarity scale; none while the store is re-embedded (embed_queue.py) or
-        when the embedder fails, and the word path answers."""
-        if (pending := self.vectors_pending()) is not None:
-            health.fail(fallback.VectorsPending(pending))
-            return None, None, NEUTRAL
-        try:
-            vector, own = await self.query_vectors(q)
-            return vector, own, await self.scale(guess_language(q.message))
-        except PocketmemError as exc:
-            health.fail(fallback.EmbedderFailed(exc))
-            return None, None, NEUTRAL
-
     async def _ranked(
         self,
         reader: StoreReader,
         user_id: str,
         q: Query,
-        vector: list[float] | None,
-        own: list[float] | None,
+        encoding: asyncio.Future[QueryVectors],
         statuses: tuple[Status, ...],
-        scale: Scale,
         health: fallback.Health,
         req: RecallRequest,
         now: datetime,
@@ -264,9 +268,8 @@ class Retrieval:
         """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
         newest version of a fact the question asks about first (service/recall/versions.py)."""
         # Superseded memories are searched too: a hit on one brings its current version (versions.py).
-        candidates = await gather_candidates(
-            reader, user_id, q, vector, versions.SEARCHED, health, scale, self.rules, own
-        )
+        candidates = await gather_candidates(reader, user_id, q, encoding, versions.SEARCHED, health, self.rules)
+        vector, _, scale = encoding.result()
         if health.path == fallback.CARD_ONLY:
             return []
         candidates = await versions.bring_current(reader, user_id, candidates, statuses)
@@ -302,9 +305,8 @@ class Retrieval:
         self,
         user_id: str,
         q: Query,
-        vector: list[float] | None,
+        encoding: asyncio.Future[QueryVectors],
         statuses: tuple[Status, ...],
-        scale: Scale,
         now: datetime,
         categories: Sequence[Category] | None,
     ) -> list[Ranked]:
@@ -312,7 +314,7 @@ class Retrieval:
         assert self.library is not None
         health = fallback.Health()  # the library's own: its failures are not the notebook's
         async with self.library.cloud.read() as reader:
-            candidates = await gather_candidates(reader, user_id, q, vector, statuses, health, scale, self.rules)
+            candidates = await gather_candidates(reader, user_id, q, encoding, statuses, health, self.rules)
         admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
         return await self.library.new_to_the_notebook(user_id, ranked)
@@ -362,3 +364,4 @@ def _usable(candidates: list[Candidate], categories: Sequence[Category] | None, 
     allowed = set(categories) if categories else None
     fresh = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
     return [c for c in fresh if allowed is None or c.memory.category in allowed]
+
