@@ -11,6 +11,7 @@ from pocketmem.base.models import Category, Memory, Scores, Status
 from pocketmem.core.ranking import Ranked
 from pocketmem.service.recall import versions
 from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.store.types import Holder
 
 pytestmark = pytest.mark.anyio
 
@@ -39,10 +40,11 @@ class Reader:
         self.memories = {m.id: m for m in memories}
         self.broken = broken
 
-    async def newest_keyword_hits(self, user_id, terms, k):
+    async def newest_holders(self, user_id, terms, k):
         if self.broken:
             raise RuntimeError("keyword index is gone")
-        return list(self.memories)[-k:][::-1]
+        held = [Holder(m.id, m.content, m.category, m.valid_from, m.expires_at) for m in self.memories.values()]
+        return held[-k:][::-1]
 
     async def get_memories(self, user_id, ids):
         return [self.memories[i] for i in ids if i in self.memories]
@@ -104,6 +106,9 @@ async def test_the_store_gives_the_newest_holders_of_the_cue_words_first(app, cl
     await app.writing.add("someone-else", AddRequest(content="用户搬家了，住在城西。"))
     await app.trash.forget("u", written[-1], None)
     async with app.store.read() as reader:
-        assert await reader.newest_keyword_hits("u", ["住"], 3) == written[-2:-5:-1]
-        assert await reader.newest_keyword_hits("u", ["住"], 50) == written[-2::-1]
-        assert await reader.newest_keyword_hits("u", ["香菜"], 3) == []
+        newest = await reader.newest_holders("u", ["住"], 3)
+        assert [h.id for h in newest] == written[-2:-5:-1]
+        assert [h.id for h in await reader.newest_holders("u", ["住"], 50)] == written[-2::-1]
+        assert await reader.newest_holders("u", ["香菜"], 3) == []
+        whole = await reader.get_memories("u", [h.id for h in newest])
+        assert newest == [Holder(m.id, m.content, m.category, m.valid_from, m.expires_at) for m in whole]

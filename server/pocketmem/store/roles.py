@@ -45,7 +45,7 @@ from pocketmem.base.models import (
     Usage,
 )
 from pocketmem.store.profile_base import ProfileReader, ProfileWriter
-from pocketmem.store.types import BrowseFilter, IndexedText, MemoryFilter, ScoreRow, StoreStats
+from pocketmem.store.types import BrowseFilter, Holder, IndexedText, MemoryFilter, ScoreRow, StoreStats
 
 
 class MemoryReads(Protocol):
@@ -137,10 +137,11 @@ class SearchReads(Protocol):
         counts, recall scores keywords itself from user_term_counts and indexed_terms."""
 
     @abstractmethod
-    async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
-        """Ids of the k active memories written last (SQLite's rowid, PostgreSQL's `seq`) that hold any of the
-        index terms, newest first: where a newer version of a fact is looked for (service/recall/versions.py).
-        No match is ranked (SQLite stops at the k-th; PostgreSQL orders the matches' `seq` alone)."""
+    async def newest_holders(self, user_id: str, terms: Sequence[str], k: int) -> list[Holder]:
+        """The k active memories written last (SQLite's rowid, PostgreSQL's `seq`) that hold any of the index
+        terms, newest first, as `Holder`s: where a newer version of a fact is looked for
+        (service/recall/versions.py). No match is ranked (SQLite stops at the k-th; PostgreSQL orders the
+        matches' `seq` alone)."""
 
     @abstractmethod
     async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:

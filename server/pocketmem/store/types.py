@@ -54,6 +54,25 @@ class ScoreRow:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """An active memory as the versions step first weighs it (service/recall/versions.py): what it says, its
+    category and its dates. Whole rows are read only for the few the step lists."""
+
+    id: str
+    content: str
+    category: Category
+    valid_from: datetime
+    expires_at: datetime | None
+
+    # The columns both backends select, in this order; the times come as each backend stores them.
+    COLUMNS = "id, content, category, valid_from, expires_at"
+
+    @classmethod
+    def of(cls, row: Sequence[Any], to_time: Callable[[Any], datetime]) -> Holder:
+        return cls(row[0], row[1], Category(row[2]), to_time(row[3]), to_time(row[4]) if row[4] is not None else None)
+
+
 @dataclass(frozen=True)
 class MemoryFilter:
     statuses: Sequence[Status] = (Status.active,)

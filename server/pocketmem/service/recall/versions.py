@@ -18,8 +18,9 @@ older is marked `outdated` (the injection's existing （已过时）/ (outdated)
 rule is a heuristic, and a distinct fact must not be lost.
 
 Where the newer versions come from: the newest memories that hold the slots' cue words (CUE_HITS per slot,
-at most MAX_CUE_HITS), one indexed read that ranks nothing, and one load. Any store failure leaves the
-ranking as it was.
+at most MAX_CUE_HITS), one indexed read that ranks nothing and reads only what the step weighs (`Holder`:
+content, category, dates); whole rows are loaded for the few it lists. Any store failure leaves the ranking
+as it was.
 
 The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
 values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones
@@ -40,6 +41,7 @@ from pocketmem.core import slots
 from pocketmem.core.ranking import Candidate, Ranked, freshness
 from pocketmem.core.scoring import importance_now
 from pocketmem.store.roles import MemoryReads, StoreReader
+from pocketmem.store.types import Holder
 
 log = logging.getLogger(__name__)
 
@@ -148,33 +150,42 @@ async def newest_first(
         if (m.expires_at is None or m.expires_at > now) and (allowed is None or m.category in allowed)
     ]
     aliases = slots.alias_map([*facts.values(), *(slots.describe(m.content) for m in mates)])
-    newer_of: dict[str, Memory] = {}
+    newer_of: dict[str, Holder] = {}
     for r in pool:
         newest = _newest_version(r.memory, facts[r.memory.id], mates, aliases)
         if newest is not None:
             newer_of[r.memory.id] = newest
-    out = _reorder(ranked, newer_of, now) if newer_of else list(ranked)
-    for name, who in asked.items():
-        out = _answer_asked(out, name, who, mates, now, aliases)
+    answers = {name: _versions(name, who, mates, aliases) for name, who in asked.items()}
+    # Whole rows only for the versions the step may list that recall did not.
+    whole = {r.memory.id: r.memory for r in ranked}
+    wanted = {h.id for h in newer_of.values()} | {v[0].id for v in answers.values() if len(v) > 1}
+    try:
+        whole |= {m.id: m for m in await reader.get_memories(user_id, sorted(wanted - set(whole)))}
+    except Exception as exc:  # noqa: BLE001
+        log.warning("recall could not load the newer versions: %s", exc)
+        return list(ranked)
+    out = _reorder(ranked, newer_of, whole, now) if newer_of else list(ranked)
+    for name, versions in answers.items():
+        out = _answer_asked(out, name, versions, whole, now)
     return out
 
 
-def _answer_asked(
-    ranked: list[Ranked],
-    name: str,
-    who: frozenset[str],
-    mates: Sequence[Memory],
-    now: datetime,
-    aliases: slots.Aliases,
-) -> list[Ranked]:
-    """The message names a slot (我现在住哪？ where do I live now?) that holds two or more values for the
-    same person: the newest comes at ASKED_RANK at the latest, the others below it, marked when it changed."""
-    versions = [
+def _versions(name: str, who: frozenset[str], mates: Sequence[Holder], aliases: slots.Aliases) -> list[Holder]:
+    """The values the slot `name` holds for the person `who`, newest first."""
+    found = [
         m for m in mates if slots.same_person(who, slots.describe(m.content).slots.get(name, frozenset()), aliases)
     ]
-    if len(versions) < 2:
+    return sorted(found, key=lambda m: m.valid_from, reverse=True)
+
+
+def _answer_asked(
+    ranked: list[Ranked], name: str, versions: Sequence[Holder], whole: dict[str, Memory], now: datetime
+) -> list[Ranked]:
+    """The message names a slot (我现在住哪？ where do I live now?) that holds two or more values for the
+    same person (`versions`, newest first): the newest comes at ASKED_RANK at the latest, the others below it,
+    marked when it changed."""
+    if len(versions) < 2 or versions[0].id not in whole:
         return ranked
-    versions.sort(key=lambda m: m.valid_from, reverse=True)
     newest = versions[0]
     older_fact, newest_fact = slots.describe(versions[1].content), slots.describe(newest.content)
     change = slots.changed(older_fact, newest_fact)
@@ -183,7 +194,7 @@ def _answer_asked(
     older = {m.id for m in versions[1:]}
     ids = [r.memory.id for r in ranked]
     first_older = min((i for i, mid in enumerate(ids) if mid in older), default=len(ids))
-    placed = _place(ranked, newest, min(ASKED_RANK, first_older), now)
+    placed = _place(ranked, whole[newest.id], min(ASKED_RANK, first_older), now)
     if not change:
         return placed
     return [replace(r, earlier=True) if r.memory.id in older else r for r in placed]
@@ -202,9 +213,9 @@ def _place(ranked: list[Ranked], memory: Memory, at: int, now: datetime) -> list
 
 
 def _newest_version(
-    memory: Memory, fact: slots.Fact, mates: Sequence[Memory], aliases: slots.Aliases
-) -> Memory | None:
-    best: Memory | None = None
+    memory: Memory, fact: slots.Fact, mates: Sequence[Holder], aliases: slots.Aliases
+) -> Holder | None:
+    best: Holder | None = None
     for mate in mates:
         if mate.id == memory.id or mate.valid_from <= memory.valid_from:
             continue
@@ -215,15 +226,16 @@ def _newest_version(
     return best
 
 
-async def _slot_mates(reader: StoreReader, user_id: str, names: Sequence[str]) -> list[Memory]:
+async def _slot_mates(reader: StoreReader, user_id: str, names: Sequence[str]) -> list[Holder]:
     """Active memories that may fill these slots: the newest written that hold the slots' cue words (a newer
     version is what is looked for; ranking every match of a common cue word grew with the store)."""
     k = min(MAX_CUE_HITS, CUE_HITS * len(names))
-    ids = await reader.newest_keyword_hits(user_id, slots.cue_terms(list(names)), k)
-    return [m for m in await reader.get_memories(user_id, ids) if m.status == Status.active]
+    return await reader.newest_holders(user_id, slots.cue_terms(list(names)), k)
 
 
-def _reorder(ranked: Sequence[Ranked], newer_of: dict[str, Memory], now: datetime) -> list[Ranked]:
+def _reorder(
+    ranked: Sequence[Ranked], newer_of: dict[str, Holder], whole: dict[str, Memory], now: datetime
+) -> list[Ranked]:
     out: list[Ranked] = []
     placed: set[str] = set()
     by_id = {r.memory.id: r for r in ranked}
@@ -232,7 +244,7 @@ def _reorder(ranked: Sequence[Ranked], newer_of: dict[str, Memory], now: datetim
             continue  # already listed above an older version of itself
         newer = newer_of.get(r.memory.id)
         if newer is not None and newer.id not in placed:
-            out.append(by_id.get(newer.id) or _brought(newer, r, now))
+            out.append(by_id.get(newer.id) or _brought(whole[newer.id], r, now))
             placed.add(newer.id)
         out.append(replace(r, earlier=True) if newer is not None else r)  # a version says it changed
         placed.add(r.memory.id)

@@ -34,7 +34,7 @@ from pocketmem.store.postgres.writes import WriteQueries
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sql.shared import SharedQueries
 from pocketmem.store.sql.writes import IndexColumn
-from pocketmem.store.types import IndexedText
+from pocketmem.store.types import Holder, IndexedText
 
 USER_LOCK_SPACE = 7_117_002  # first key of the per-user pg_advisory_xact_lock
 EXACT_SCAN_ROWS = 20_000  # up to this many memories, a user's nearest neighbours are found by an exact scan
@@ -165,16 +165,16 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         )
         return [(r[0], float(r[1])) for r in rows]
 
-    async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
+    async def newest_holders(self, user_id: str, terms: Sequence[str], k: int) -> list[Holder]:
         query = tsquery_text(user_id, terms)
         if not query:
             return []
         rows = await self._guarded(
-            "select id from memories where lexemes @@ %s::tsquery and user_id = %s and status = 'active' "
-            "order by seq desc limit %s",
+            f"select {Holder.COLUMNS} from memories where lexemes @@ %s::tsquery and user_id = %s "
+            "and status = 'active' order by seq desc limit %s",
             (query, user_id, k),
         )
-        return [r[0] for r in rows]
+        return [Holder.of(row, self.dialect.from_column) for row in rows]
 
     async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:
         if len(memory_ids) < 2:

@@ -27,7 +27,7 @@ from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.records import placeholders as _placeholders
 from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
-from pocketmem.store.types import IndexedText, term_deltas
+from pocketmem.store.types import Holder, IndexedText, term_deltas
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:
@@ -189,17 +189,18 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         # FTS5's bm25() is smaller for better matches; flip it so larger is better.
         return [(row[0], -float(row[1])) for row in rows]
 
-    async def newest_keyword_hits(self, user_id: str, terms: Sequence[str], k: int) -> list[str]:
+    async def newest_holders(self, user_id: str, terms: Sequence[str], k: int) -> list[Holder]:
         match = fts_match_expression(terms)
         if match is None:
             return []
         # FTS5 walks its matches in descending rowid and stops at the k-th of the user's: nothing is ranked.
+        columns = ", ".join(f"m.{c.strip()}" for c in Holder.COLUMNS.split(","))
         rows = await self._all(
-            "select m.id from memories_fts f join memories m on m.rowid = f.rowid "
+            f"select {columns} from memories_fts f join memories m on m.rowid = f.rowid "
             "where memories_fts match ? and m.user_id = ? and m.status = ? order by f.rowid desc limit ?",
             (match, user_id, Status.active, k),
         )
-        return [row[0] for row in rows]
+        return [Holder.of(row, self.dialect.from_column) for row in rows]
 
     async def _hits_of_sole_owner(
         self, match: str, user_id: str, k: int, statuses: Sequence[Status]
