@@ -186,14 +186,17 @@ def test_a_word_and_its_characters_count_once():
     query = weighted_query_terms("公司")
     memory = index_terms("用户在公司上班。")
     rarities = {"公司": 0.4, "公": 0.2, "司": 0.3}
-    assert relevance.lexical(query, list(query), memory, rarities)[1] == pytest.approx(0.4)
+    assert relevance.QueryWords(query, list(query), rarities).lexical(set(memory))[1] == pytest.approx(0.4)
     cat = weighted_query_terms("我的猫叫什么名字")
     held = index_terms("用户养了一只白色的猫，叫小白。")
-    assert relevance.counted_weights(cat, {"猫": 0.7, "叫": 0.35}, held)["猫"] == 1.0
-    assert relevance.counted_weights(cat, {"猫叫": 0.9, "猫": 0.7}, held)["猫"] == cat["猫"]  # the user wrote 猫叫
+    assert relevance.QueryWords(cat, [], {"猫": 0.7, "叫": 0.35}).weights(set(held))["猫"] == 1.0
+    wrote = {"猫叫": 0.9, "猫": 0.7}  # the user wrote 猫叫: 猫 keeps its own weight
+    assert relevance.QueryWords(cat, [], wrote).weights(set(held))["猫"] == cat["猫"]
     opened = weighted_query_terms("新开")
-    assert relevance.counted_weights(opened, {"开": 0.2}, index_terms("做后端开发"))["开"] == opened["开"]
-    assert relevance.counted_weights({"一家": 1.0}, {"一家": 0.6}, ["一家"])["一家"] == relevance.WEAK_WORD_FACTOR
+    developed = set(index_terms("做后端开发"))
+    assert relevance.QueryWords(opened, [], {"开": 0.2}).weights(developed)["开"] == opened["开"]
+    weak = relevance.QueryWords({"一家": 1.0}, [], {"一家": 0.6}).weights({"一家"})
+    assert weak["一家"] == relevance.WEAK_WORD_FACTOR
 
 
 def test_keywords_never_lower_the_lexical_evidence():
@@ -205,8 +208,8 @@ def test_keywords_never_lower_the_lexical_evidence():
     query = {**base, **weighted_query_terms("猫粮")}
     memory = index_terms("用户养了一只白色的猫，叫小白。")
     rarities = {"猫": 0.7, "叫": 0.35, "猫粮": 0.9}
-    alone = relevance.evidence(base, list(base), memory, rarities, 0.0)
-    both = relevance.evidence(query, list(base), memory, rarities, 0.0, base=base)
+    alone = relevance.Weighing(base, list(base), rarities).evidence(memory, 0.0)
+    both = relevance.Weighing(query, list(base), rarities, base=base).evidence(memory, 0.0)
     assert all(a >= b for a, b in zip(both.features(), alone.features(), strict=True))
     for model in (relevance.LEXICAL, relevance.NEURAL):
         assert model.probability(both) >= model.probability(alone)

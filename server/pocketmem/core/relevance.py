@@ -2,7 +2,8 @@
 
 For a candidate memory, with rarity(t) from core.termstats (per user, smoothed by a background frequency)
 and w(t) the query term's weight (message words and agent keywords 1.0, the characters of a two-character
-word and context-line terms 0.5), counted as evidence by `counted_weights` and `lexical`:
+word and context-line terms 0.5), counted as evidence by `QueryWords` (the query's side, once per query) and
+`Weighing.evidence` (each memory):
 
     - a word and its own characters are one piece of evidence: when the memory holds 公司, its 公 and 司 add
       nothing more (several pieces of one common word must not add up to relevance);
@@ -157,14 +158,9 @@ def model_for(meaning: bool) -> Model:
     return NEURAL if meaning else LEXICAL
 
 
-def _parents(query: Mapping[str, float]) -> dict[str, list[str]]:
-    """The query's two-character Chinese words that each single character of the query belongs to (read-only:
-    shared by every memory weighed against the same query, so computed once per query)."""
-    return _parents_of(tuple(query))
-
-
 @lru_cache(maxsize=64)
 def _parents_of(words: tuple[str, ...]) -> dict[str, list[str]]:
+    """The query's two-character Chinese words that each single character of the query belongs to."""
     parents: dict[str, list[str]] = {}
     written = set(words)
     for word in words:
@@ -175,76 +171,89 @@ def _parents_of(words: tuple[str, ...]) -> dict[str, list[str]]:
     return parents
 
 
-def counted_weights(
-    query: Mapping[str, float], rarities: Mapping[str, float], present: Collection[str]
-) -> dict[str, float]:
-    """The query's weights as evidence against a memory holding `present`: when the user never wrote a
-    two-character query word but the memory holds both its characters, they stand in for it and take the
-    word's weight (jieba reads 我的猫叫什么 as 猫叫; the memory says 猫，叫小白); one shared character of an
-    unwritten word (新开 / 开发) stays at its own weight. A weak word (termstats.is_weak_word: 一家, 一天,
-    今天) counts at WEAK_WORD_FACTOR."""
-    weights = dict(query)
-    for ch, words in _parents(query).items():
-        standing_in = [query[w] for w in words if w not in rarities and all(c in present for c in w)]
-        if standing_in:
-            weights[ch] = max(weights[ch], *standing_in)
-    for term in weights:
-        if is_weak_word(term, rarities):
-            weights[term] *= WEAK_WORD_FACTOR
-    return weights
+class QueryWords:
+    """The query's side of the lexical evidence, worked out once per query: its weights (weak words at
+    WEAK_WORD_FACTOR), the two-character words each character may stand in for, and the message's terms that
+    coverage counts. `weights` and `lexical` then weigh one memory against it."""
+
+    def __init__(self, query: Mapping[str, float], message: Iterable[str], rarities: Mapping[str, float]) -> None:
+        self.rarities = rarities
+        self.parents = _parents_of(tuple(query))
+        factor = {t: WEAK_WORD_FACTOR if is_weak_word(t, rarities) else 1.0 for t in query}
+        self.base = {t: w * factor[t] for t, w in query.items()}
+        # A character stands in for a word the user never wrote, at the word's weight (times its own factor).
+        self.stand_ins = {
+            ch: [(w, query[w] * factor[ch]) for w in words if w not in rarities]
+            for ch, words in self.parents.items()
+        }
+        self.message_terms = [
+            t
+            for t in message
+            if t in query and t in rarities and not any(word in rarities for word in self.parents.get(t, ()))
+        ]
+
+    def weights(self, present: Collection[str]) -> dict[str, float]:
+        """The query's weights as evidence against a memory holding `present`: when the user never wrote a
+        two-character query word but the memory holds both its characters, they stand in for it and take the
+        word's weight (jieba reads 我的猫叫什么 as 猫叫; the memory says 猫，叫小白); one shared character of an
+        unwritten word (新开 / 开发) stays at its own weight. A weak word (termstats.is_weak_word: 一家, 一天,
+        今天) counts at WEAK_WORD_FACTOR."""
+        weights = self.base
+        for ch, options in self.stand_ins.items():
+            standing_in = [value for word, value in options if all(c in present for c in word)]
+            if standing_in:
+                weights = dict(weights) if weights is self.base else weights
+                weights[ch] = max(weights[ch], *standing_in)
+        return weights
+
+    def lexical(self, present: Collection[str]) -> tuple[float, float, float]:
+        """(strongest, matched, coverage) of a memory's terms against the query's weighted terms.
+
+        A word and its own characters are one piece of evidence: when the memory holds the word, its characters
+        add nothing (公司 is not 公司 + 公 + 司), and coverage is over words the user has written."""
+        weights = self.weights(present)
+        strongest = matched = 0.0
+        for term, weight in weights.items():
+            if term in present and not any(word in present for word in self.parents.get(term, ())):
+                value = weight * self.rarities.get(term, 0.0)
+                strongest = max(strongest, value)
+                matched += value
+        whole = sum(weights[t] * self.rarities.get(t, 0.0) for t in self.message_terms)
+        found = sum(weights[t] * self.rarities.get(t, 0.0) for t in self.message_terms if t in present)
+        return strongest, matched, (found / whole if whole > 0 else 0.0)
 
 
-def lexical(
-    query: Mapping[str, float],
-    message: Iterable[str],
-    memory_terms: Iterable[str],
-    rarities: Mapping[str, float],
-) -> tuple[float, float, float]:
-    """(strongest, matched, coverage) of a memory's terms against the query's weighted terms.
+class Weighing:
+    """A query's evidence against each memory (`evidence`), its side computed once: `keywords` are the words
+    of each agent keyword (keyword_words), `base` the query's terms without them. Keywords only add evidence:
+    each lexical feature is the larger of the message's own and the whole query's."""
 
-    A word and its own characters are one piece of evidence: when the memory holds the word, its characters
-    add nothing (公司 is not 公司 + 公 + 司), and coverage is over words the user has written."""
-    present = set(memory_terms)
-    parents = _parents(query)
-    weights = counted_weights(query, rarities, present)
-    strongest = matched = 0.0
-    for term, weight in weights.items():
-        if term in present and not any(word in present for word in parents.get(term, ())):
-            value = weight * rarities.get(term, 0.0)
-            strongest = max(strongest, value)
-            matched += value
-    message_terms = [
-        t for t in message
-        if t in query and t in rarities and not any(word in rarities for word in parents.get(t, ()))
-    ]
-    whole = sum(weights[t] * rarities.get(t, 0.0) for t in message_terms)
-    found = sum(weights[t] * rarities.get(t, 0.0) for t in message_terms if t in present)
-    return strongest, matched, (found / whole if whole > 0 else 0.0)
+    def __init__(
+        self,
+        query: Mapping[str, float],
+        message: Iterable[str],
+        rarities: Mapping[str, float],
+        keywords: Sequence[Sequence[str]] = (),
+        base: Mapping[str, float] | None = None,
+    ) -> None:
+        message = list(message)
+        self.sides = [QueryWords(query, message, rarities)]
+        if base is not None and base != query:
+            self.sides.append(QueryWords(base, message, rarities))
+        self.words = [t for t in message if query.get(t, 0.0) >= 1.0]
+        self.named = {t for words_of in keywords for t in words_of}
+        self.named_rarity = sum(rarities.get(t, 0.0) for t in self.named)
 
-
-def evidence(
-    query: Mapping[str, float],
-    message: Iterable[str],
-    memory_terms: Iterable[str],
-    rarities: Mapping[str, float],
-    semantic: float,
-    keywords: Sequence[Sequence[str]] = (),
-    base: Mapping[str, float] | None = None,
-) -> Evidence:
-    """`keywords`: the words of each agent keyword (keyword_words); `base`: the query's terms without them.
-    Keywords only add evidence: each lexical feature is the larger of the message's own and the whole query's."""
-    terms = frozenset(memory_terms)
-    message = list(message)
-    strongest, matched, coverage = lexical(query, message, terms, rarities)
-    if base is not None and base != query:
-        own = lexical(base, message, terms, rarities)
-        strongest, matched, coverage = max(strongest, own[0]), max(matched, own[1]), max(coverage, own[2])
-    words = [t for t in message if query.get(t, 0.0) >= 1.0]
-    complete = bool(words) and all(t in terms for t in words)
-    named = {t for words_of in keywords for t in words_of}
-    if named and named <= terms and sum(rarities.get(t, 0.0) for t in named) >= FULL_MATCH_RARITY:
-        complete = True  # the memory holds every keyword the agent named: what the message is about
-    return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
+    def evidence(self, memory_terms: Iterable[str], semantic: float) -> Evidence:
+        terms = frozenset(memory_terms)
+        strongest, matched, coverage = self.sides[0].lexical(terms)
+        for side in self.sides[1:]:
+            own = side.lexical(terms)
+            strongest, matched, coverage = max(strongest, own[0]), max(matched, own[1]), max(coverage, own[2])
+        complete = bool(self.words) and all(t in terms for t in self.words)
+        if self.named and self.named <= terms and self.named_rarity >= FULL_MATCH_RARITY:
+            complete = True  # the memory holds every keyword the agent named: what the message is about
+        return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
 
 
 def keyword_words(weighted: Iterable[Mapping[str, float]]) -> list[list[str]]:

@@ -134,12 +134,11 @@ async def gather_candidates(
     shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)]))
     own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), health)
     model, bar = rules.model(health), rules.lowest_bar(health)
+    weighing = relevance.Weighing(q.terms, q.message_terms, rarities, q.keyword_words, q.base_terms)
     judged = {}
     for mid in shortlist:
         semantic = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
-        ev = relevance.evidence(
-            q.terms, q.message_terms, terms.get(mid, ()), rarities, semantic, q.keyword_words, q.base_terms
-        )
+        ev = weighing.evidence(terms.get(mid, ()), semantic)
         judged[mid] = (ev, model.probability(ev))
     # Whole rows only for what can pass the bar (or is dated inside the window a question names).
     loading = [mid for mid in shortlist if mid in in_window or judged[mid][1] >= bar]
