@@ -109,9 +109,10 @@ async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Q
                 user = q.get("user", USER)
                 parsed = r.parse(RecallRequest(query=q["query"], context=q.get("context", []),
                                                keywords=q.get("keywords", []) if keywords else []))
+                health = fallback.Health()
+                encoding = r.vectors(parsed, await r.scale(parsed, health), health)
                 async with app.store.read() as reader:
-                    found = await gather_candidates(reader, user, parsed, r.vectors(parsed, fallback.Health()),
-                                                    versions.SEARCHED, fallback.Health(), r.rules)
+                    found = await gather_candidates(reader, user, parsed, encoding, versions.SEARCHED, health, r.rules)
                     found = await versions.bring_current(reader, user, found, (Status.active,))
                 ranked = rank(found, parsed.terms, weights=r.weights, now=NOW, temporal=parsed.time.intent)
                 by_id = {c.memory.id: c for c in found}

@@ -208,7 +208,8 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
         for i in range(5):
             await pm.writing.add(USER, AddRequest(content=f"第{i}次去杭州出差开会", scores=strong))
         parsed = pm.retrieval.parse(RecallRequest(query="用户叫林舟", record=False))
-        vectors = await pm.retrieval.vectors(parsed, Health())
+        health = Health()
+        vectors = await pm.retrieval.vectors(parsed, await pm.retrieval.scale(parsed, health), health)
         async with pm.store.read() as reader:
             pool = await reader.important_similarities(USER, vectors.query, 1, (Status.active,))
             found = await gather_candidates(
@@ -353,10 +354,12 @@ async def test_keywords_that_repeat_the_message_search_once(app):
 
     async def searches(query: str, keywords: list[str]) -> tuple[list, set[str]]:
         parsed = app.retrieval.parse(RecallRequest(query=query, keywords=keywords))
+        health = Health()
+        encoding = app.retrieval.vectors(parsed, await app.retrieval.scale(parsed, health), health)
         async with app.store.read() as reader:
             counting = CountingSearches(reader)
-            found = await gather_candidates(counting, USER, parsed, app.retrieval.vectors(parsed, Health()),
-                                            (Status.active,), Health(), app.retrieval.rules)
+            found = await gather_candidates(counting, USER, parsed, encoding, (Status.active,), health,
+                                            app.retrieval.rules)
         return counting.searches, {c.memory.id for c in found}
 
     repeated, found = await searches("香菜", ["香菜"])

@@ -15,7 +15,6 @@ because an index is sick.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,7 +29,7 @@ from pocketmem.base.results import PendingView, RecallHit, RecallResult, Reminde
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
-from pocketmem.core.similarity import NEUTRAL
+from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.recall import fallback, versions
@@ -146,18 +145,30 @@ class Retrieval:
             timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)),
         )
 
-    async def vectors(self, q: Query, health: fallback.Health) -> QueryVectors:
-        """The query's vectors and what a cosine means for them; none while the store is re-embedded
-        (embed_queue.py) or when the embedder fails (recorded in `health`), and the words answer alone."""
+    async def scale(self, q: Query, health: fallback.Health) -> Scale | None:
+        """What a cosine means for the message's language: read from the store, or measured, once (so call it
+        outside a read transaction). None when there are no vectors, recorded in `health`: while the store is
+        re-embedded (embed_queue.py) or when the embedder fails; the words answer alone."""
         if (pending := self.vectors_pending()) is not None:
             health.fail(fallback.VectorsPending(pending))
+            return None
+        try:
+            return await self.calibration.scale(guess_language(q.message))
+        except PocketmemError as exc:
+            health.fail(fallback.EmbedderFailed(exc))
+            return None
+
+    async def vectors(self, q: Query, scale: Scale | None, health: fallback.Health) -> QueryVectors:
+        """The query's vectors, encoded in a worker thread (the store is not touched: this runs beside the
+        store's word searches); none without a scale or when the embedder fails (recorded in `health`)."""
+        if scale is None:
             return QueryVectors(None, None, NEUTRAL)
         try:
             vector, own = await self._encode(q)
-            return QueryVectors(vector, own, await self.calibration.scale(guess_language(q.message)))
         except PocketmemError as exc:
             health.fail(fallback.EmbedderFailed(exc))
             return QueryVectors(None, None, NEUTRAL)
+        return QueryVectors(vector, own, scale)
 
     async def _encode(self, q: Query) -> tuple[list[float], list[float]]:
         """The query's vector (message, context and keywords) and the message's own vector."""
@@ -210,12 +221,8 @@ class Retrieval:
                 health.fail(fallback.BookkeepingFailed(exc))
         if self.store.damage is not None:
             health.fail(fallback.StoreDamaged(f"{self.store.damage}; run `pocketmem doctor`"))
-        # The query is encoded in a worker thread while the store's word searches run (gather_candidates). The
-        # similarity scales are read from the store (or measured) once, first: nothing in the encoding may wait
-        # for the store while the read below holds it.
-        with contextlib.suppress(PocketmemError):  # an embedder that fails is recorded by `vectors`
-            await self.calibration.scales()
-        encoding = asyncio.ensure_future(self.vectors(q, health))
+        # The query is encoded in a worker thread while the store's word searches run (gather_candidates).
+        encoding = asyncio.ensure_future(self.vectors(q, await self.scale(q, health), health))
         try:
             asked = None
             if self.library is not None:
