@@ -4,7 +4,7 @@
     python bench/add_growth.py --embedder use --write
 
 The stores hold bench/scale.py's sentences (one user, no cap), written through the bulk path; then 200 more of
-its sentences are added one at a time through `Lifecycle.add` (profile files on, as in a server), the first
+its sentences are added one at a time through `Writing.add` (profile files on, as in a server), the first
 20 not counted. The ratio of the p50s is the figure (the machine's load moves both alike).
 """
 

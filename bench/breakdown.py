@@ -9,7 +9,7 @@ process, so the difference between the two is the MCP layer (JSON-RPC over stdio
 validation on both sides). Each store call of a recall is timed as the service awaits it: its SQL on the
 connection's thread plus the hop to and from that thread ("touch" and "add_event" count the hits as
 used, as the server does). "rest" is everything else: parsing the query, embedding it, ranking, shaping
-the result, opening and committing the transactions. Adds run through the write path (`Lifecycle.add`, a durable
+the result, opening and committing the transactions. Adds run through the write path (`Writing.add`, a durable
 commit each) on the filled store.
 """
 
@@ -45,14 +45,19 @@ from pocketmem.store.sqlite import store as sqlite_store  # noqa: E402
 
 # The store calls a recall makes (service/recall/candidates.py, retrieval.py), in the order it makes them.
 RECALL_CALLS = (
+    "memories_between",
     "user_term_counts",
     "keyword_hits",
-    "memories_between",
+    "core_similarities",
+    "important_similarities",
+    "vector_neighbours",
     "similarities_and_terms",
     "similarities",
     "get_memories",
-    "due_pending",
     "pairwise_similarities",
+    "newest_holders",
+    "due_pending",
+    "open_todos",
     "touch",
     "add_event",
 )
