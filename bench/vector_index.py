@@ -42,7 +42,7 @@ K = VECTOR_NEIGHBOURS
 TOP = 10
 # (label, search, shortlist factor): the exact search, then the quantised ones at several shortlist sizes
 OPTIONS = [("float", "float", 1), ("int8 x 2", "int8", 2), ("binary x 8", "binary", 8), ("binary x 4", "binary", 4),
-           ("binary x 2", "binary", 2)]
+           ("binary x 3", "binary", 3), ("binary x 2", "binary", 2), ("binary x 1", "binary", 1)]
 
 
 def pack(vector: list[float]) -> bytes:
