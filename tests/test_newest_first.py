@@ -36,9 +36,11 @@ def ranked(m: Memory, score: float = 0.5) -> Ranked:
 class Reader:
     """The two reads the step makes, over a fixed list of memories."""
 
-    def __init__(self, memories: list[Memory], broken: bool = False) -> None:
+    def __init__(self, memories: list[Memory], broken: bool = False, unloadable: bool = False) -> None:
         self.memories = {m.id: m for m in memories}
         self.broken = broken
+        self.unloadable = unloadable
+        self.loaded: list[str] = []
 
     async def newest_holders(self, user_id, terms, k):
         if self.broken:
@@ -47,6 +49,9 @@ class Reader:
         return held[-k:][::-1]
 
     async def get_memories(self, user_id, ids):
+        if self.unloadable:
+            raise RuntimeError("the table is locked")
+        self.loaded += ids
         return [self.memories[i] for i in ids if i in self.memories]
 
 
@@ -75,6 +80,15 @@ async def test_a_broken_index_leaves_the_ranking_as_it_was():
     before = [ranked(BEIJING)]
     out = await versions.newest_first(Reader([BEIJING, HANGZHOU], broken=True), "u", "我现在住哪？", before, NOW)
     assert out == before
+    out = await versions.newest_first(Reader([BEIJING, HANGZHOU], unloadable=True), "u", "我现在住哪？", before, NOW)
+    assert out == before  # the newer version was found, but its row could not be loaded
+
+
+async def test_whole_rows_are_loaded_only_for_the_versions_listed():
+    reader = Reader([BEIJING, TEA, HANGZHOU])
+    out = await versions.newest_first(reader, "u", "北京的房子", [ranked(BEIJING)], NOW)
+    assert [r.memory.id for r in out] == ["new", "old"] and out[0].memory == HANGZHOU
+    assert reader.loaded == ["new"]  # the holders weighed: all three; loaded whole: the one brought in
 
 
 async def test_expired_and_other_category_versions_are_not_brought():
