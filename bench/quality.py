@@ -53,6 +53,9 @@ CORE = "core memories"  # questions marked `core` (name, birthday, allergy), als
 USER = "eval"  # a set with two users names the other in a memory's or query's `user` field
 K = 5
 CHECK_K = 12  # recall answers at most retrieval.SHADOW_POOL memories
+# Held out for the next change of a recall rule or constant, and never run before it: left out of the default run,
+# asked for by name (--set) once, after that change (docs/benchmarks.md, *Held out for the next fit*).
+UNREAD = ("eval_g",)
 
 
 @dataclass
@@ -297,14 +300,14 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append",
-                        help="eval_a, eval_b, eval_c, eval_d (repeatable; default: every eval_*.json in bench/data)")
+                        help="eval_a ... eval_g (repeatable; default: every eval_*.json in bench/data but UNREAD)")
     parser.add_argument("--embedder", default="use", help="use (the default), hash, local, openai")
     parser.add_argument("--embed-model")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = parser.parse_args()
-    names = args.set or sorted(p.stem for p in DATA.glob("eval_*.json"))
+    names = args.set or sorted(p.stem for p in DATA.glob("eval_*.json") if p.stem not in UNREAD)
     sections = []
     report: dict[str, Any] = {}
     for name in names:
