@@ -369,13 +369,13 @@ async def pg004_use_index(conn: Any) -> None:
     )
 
 
-
 async def pg005_category_uses(conn: Any) -> None:
     """As the SQLite m011_category_uses: the Insights file's most-recalled lessons read a page of this index."""
     await conn.execute(
         "create index if not exists memories_by_category_uses on memories "
         "(user_id, status, category, use_count, created_at, seq)"
     )
+
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),

@@ -390,7 +390,6 @@ async def m010_schema_gaps(db: aiosqlite.Connection) -> None:
     await schema_check.repair(db, upto="m010_schema_gaps")
 
 
-
 async def m011_category_uses(db: aiosqlite.Connection) -> None:
     """One user's memories of a category by use_count, newest first among equals: the Insights file's
     most-recalled lessons, rendered after every write, read a page of this index instead of sorting every
@@ -400,6 +399,7 @@ async def m011_category_uses(db: aiosqlite.Connection) -> None:
         "create index if not exists memories_by_category_uses on memories "
         "(user_id, status, category, use_count, created_at);",
     )
+
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
