@@ -10,9 +10,11 @@ Memories are synthetic short sentences about people and events, half English, ha
 names a person, an action and a thing of exactly one memory (its target), in other words than the
 memory ("Where did Olivia Park sell the bicycle?" / "陈子涵在哪儿买的相机？"), so the person, the verb
 and the thing each appear in many memories and only their combination is unique. Beside pocketmem's
-recall (top_k 10, built-in embedder) the same run ranks the same memories with plain BM25
-(bench/bm25.py: FTS5 bm25, no threshold). Stores are built once through the bulk write path and cached
-under bench/.cache/ (git-ignored); delete it after changing tokenisation.
+recall (top_k 10, the default embedder) the same run ranks the same memories with plain BM25
+(bench/bm25.py: FTS5 bm25, no threshold). Stores are written as `pocketmem import` writes (speed.write_as_import:
+every sentence is stored; add_memory's near-duplicate rule would merge many of these templated sentences, see
+docs/benchmarks.md, *Duplicates*), built once and cached under bench/.cache/ (git-ignored); delete it after
+changing tokenisation.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from bm25 import BM25  # noqa: E402
 from common import machine, percentile, write_section  # noqa: E402
 from floor import stdio_floor  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
+from speed import write_as_import  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
@@ -85,14 +88,11 @@ def memories(size: int, seed: int = 5) -> list[tuple[str, tuple[str, ...], str]]
     return out
 
 
-def questions(
-    items: list[tuple[str, tuple[str, ...], str]], count: int, seed: int = 9, among: set[int] | None = None
-) -> list[tuple[str, int]]:
-    """(question, index of its one target) for memories whose person + action + thing is unique (and, given
-    `among`, that the store holds as themselves)."""
+def questions(items: list[tuple[str, tuple[str, ...], str]], count: int, seed: int = 9) -> list[tuple[str, int]]:
+    """(question, index of its one target) for memories whose person + action + thing is unique."""
     combos = Counter(facts for _, facts, _ in items)
     rnd = random.Random(seed)
-    candidates = [i for i, (_, facts, _) in enumerate(items) if combos[facts] == 1 and (among is None or i in among)]
+    candidates = [i for i, (_, facts, _) in enumerate(items) if combos[facts] == 1]
     out = []
     for i in rnd.sample(candidates, min(count, len(candidates))):
         (person, verb, thing), lang = items[i][1], items[i][2]
@@ -108,36 +108,20 @@ async def build(size: int) -> tuple[Path, list[str]]:
         return home, json.loads(ids_file.read_text())
     home.mkdir(parents=True, exist_ok=True)
     items = memories(size)
-    ids: list[str] = []
     started = time.perf_counter()
     async with PocketMem(Settings(home=home, max_active=size * 2, maintain_interval=0)) as app:
-        for start in range(0, size, 1000):
-            chunk = items[start : start + 1000]
-            batch = [AddRequest(content=c, category=Category.event, source="bench") for c, _, _ in chunk]
-            for result in await app.writing.add_many(USER, batch):
-                ids.append(result.memory_id or "")
+        ids = await write_as_import(app, USER, [AddRequest(content=c, category=Category.event, source="bench")
+                                                for c, _, _ in items])
     print(f"built {size} in {time.perf_counter() - started:.0f}s", file=sys.stderr)
     ids_file.write_text(json.dumps(ids))
     BM25(((str(i), c) for i, (c, _, _) in enumerate(items)), path=str(home / "bm25.db"))
     return home, ids
 
 
-def stored(ids: list[str]) -> set[int]:
-    """The sentences the store holds as themselves: the write path answers a sentence it takes for the same fact
-    as an earlier one `duplicate`, with that one's id (周可欣…卖了一台小提琴 / 高可欣…卖了一把钢琴 are close in
-    the encoder's space, and no rule tells two Chinese names apart), so only the first of each id is its own."""
-    first: dict[str, int] = {}
-    for i, memory_id in enumerate(ids):
-        first.setdefault(memory_id, i)
-    return set(first.values())
-
-
 async def measure(size: int, count: int) -> dict[str, float]:
     home, ids = await build(size)
     items = memories(size)
-    kept = stored(ids)
-    print(f"{size}: {size - len(kept)} sentences answered duplicate of an earlier one", file=sys.stderr)
-    asked = questions(items, count, among=kept)
+    asked = questions(items, count)
     bm25 = BM25.open(str(home / "bm25.db"))
     ours = ref = 0
     latencies = []
@@ -161,7 +145,7 @@ async def over_stdio(size: int, count: int) -> dict[str, float]:
     """The same questions through a `pocketmem serve` subprocess, round trips as the MCP client sees them.
     Recall's bookkeeping (use counts) is written into the cached store, as a running server writes it."""
     home, ids = await build(size)
-    asked = questions(memories(size), count, among=stored(ids))
+    asked = questions(memories(size), count)
     env = {
         "PATH": os.environ.get("PATH", ""), "POCKETMEM_HOME": str(home), "POCKETMEM_USER": USER,
         "POCKETMEM_MAX_ACTIVE": str(size * 2), "POCKETMEM_MAINTAIN_INTERVAL": "0",

@@ -38,7 +38,7 @@ from pocketmem.store.types import IndexedText
 
 log = logging.getLogger(__name__)
 
-VECTOR_NEIGHBOURS = 64
+VECTOR_NEIGHBOURS = 32
 KEYWORD_HITS = 64
 KEYWORD_HITS_SHARE = 0.004  # the keyword shortlist grows with the user's store: 400 at 100,000 memories
 MAX_KEYWORD_HITS = 1000
