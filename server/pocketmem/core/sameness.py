@@ -11,7 +11,8 @@ what can be checked without a model:
     entities    every name-like word of either text appears in the other: capitalised words that do not
                 start a sentence (Caroline, LGBTQ, Sweden), or that start one before another capitalised word
                 and are rare in ordinary English (Zoe in Zoe Lowe; not Last in Last Tuesday), titles in 《》 or
-                quotes, Latin words in Chinese
+                quotes, Latin words in Chinese, and a person a Chinese sentence opens with (a common surname
+                and the character after it: 罗欣 of 罗欣然周三在长沙…)
 
 The similarity half (service/shared/sameness.py) is calibrated per embedder and language on reference sets.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from pocketmem.core import wordlists
 from pocketmem.core.termstats import background_share
 from pocketmem.core.text import numbers_and_negations, stem_word
 
@@ -45,6 +47,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)$")
 _TITLE = re.compile(r"《([^》]+)》|“([^”]+)”|\"([^\"]+)\"")
 _LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_SURNAMES = "".join(wordlists.words("surnames.tsv", "common")["-"])
+# A common surname that opens a sentence or clause, and the Han character after it (a given name's first).
+_ZH_PERSON = re.compile(rf"(?:^|(?<=[\s，。；：！？、,.;:!?]))([{_SURNAMES}][\u4e00-\u9fff])")
 
 
 def number_words(text: str) -> tuple[str, ...]:
@@ -82,6 +87,7 @@ def entities(text: str) -> frozenset[str]:
         out.update(normalise_title(g) for g in groups if g)
     if re.search(r"[\u4e00-\u9fff]", folded):
         out.update(_fold(w) for w in _LATIN_IN_CJK.findall(folded))
+        out.update(_ZH_PERSON.findall(folded))
     return frozenset(out)
 
 

@@ -228,9 +228,9 @@ async def _keyword_pool(
 
 def _strongest(weighted: Mapping[str, float], rarities: Mapping[str, float]) -> list[str]:
     """The MAX_MATCH_TERMS terms the user has written, strongest (weight x rarity) first, none under
-    SEARCH_FLOOR. A term that weak adds at most 0.18 to a memory's relevance logit (relevance.Model's strongest
-    and matched weights x SEARCH_FLOOR) and is still weighed in every candidate that holds it, while searching
-    it ranks every memory that holds it: 去 or 周 in a third of a large store."""
+    SEARCH_FLOOR. A term that weak is still weighed in every candidate that holds it (its strongest and matched
+    evidence is worth at most 0.18 in logit), but searching it would rank every memory that holds it: 去 or 周
+    in a third of a large store."""
     strength = {t: weighted[t] * rarities[t] for t in weighted if t in rarities}
     found = sorted((t for t, s in strength.items() if s >= SEARCH_FLOOR), key=lambda t: -strength[t])
     return found[:MAX_MATCH_TERMS]
