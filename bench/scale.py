@@ -10,9 +10,11 @@ Memories are synthetic short sentences about people and events, half English, ha
 names a person, an action and a thing of exactly one memory (its target), in other words than the
 memory ("Where did Olivia Park sell the bicycle?" / "陈子涵在哪儿买的相机？"), so the person, the verb
 and the thing each appear in many memories and only their combination is unique. Beside pocketmem's
-recall (top_k 10, built-in embedder) the same run ranks the same memories with plain BM25
-(bench/bm25.py: FTS5 bm25, no threshold). Stores are built once through the bulk write path and cached
-under bench/.cache/ (git-ignored); delete it after changing tokenisation.
+recall (top_k 10, the default embedder) the same run ranks the same memories with plain BM25
+(bench/bm25.py: FTS5 bm25, no threshold). Stores are written as `pocketmem import` writes (speed.write_as_import:
+every sentence is stored; add_memory's near-duplicate rule would merge many of these templated sentences, see
+docs/benchmarks.md, *Duplicates*), built once and cached under bench/.cache/ (git-ignored); delete it after
+changing tokenisation.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from bm25 import BM25  # noqa: E402
 from common import machine, percentile, write_section  # noqa: E402
 from floor import stdio_floor  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
+from speed import write_as_import  # noqa: E402
 
 from pocketmem.app import PocketMem  # noqa: E402
 from pocketmem.base.config import Settings  # noqa: E402
@@ -105,14 +108,10 @@ async def build(size: int) -> tuple[Path, list[str]]:
         return home, json.loads(ids_file.read_text())
     home.mkdir(parents=True, exist_ok=True)
     items = memories(size)
-    ids: list[str] = []
     started = time.perf_counter()
     async with PocketMem(Settings(home=home, max_active=size * 2, maintain_interval=0)) as app:
-        for start in range(0, size, 1000):
-            chunk = items[start : start + 1000]
-            batch = [AddRequest(content=c, category=Category.event, source="bench") for c, _, _ in chunk]
-            for result in await app.writing.add_many(USER, batch):
-                ids.append(result.memory_id or "")
+        ids = await write_as_import(app, USER, [AddRequest(content=c, category=Category.event, source="bench")
+                                                for c, _, _ in items])
     print(f"built {size} in {time.perf_counter() - started:.0f}s", file=sys.stderr)
     ids_file.write_text(json.dumps(ids))
     BM25(((str(i), c) for i, (c, _, _) in enumerate(items)), path=str(home / "bm25.db"))

@@ -141,26 +141,34 @@ def memory_of(req: AddRequest, user_id: str, now: datetime, tag: str, episode_da
 async def fill(home: Path, size: int, cap: int) -> float:
     """The synthetic memories, written as `pocketmem import` writes (batches; bench/import.py times that path)."""
     settings = Settings(home=home, max_active=cap)
-    requests = synthetic_memories(size)
     started = time.perf_counter()
     async with PocketMem(settings) as app:
-        now = app.clock.now()
-        async with app.store.write() as tx:
-            await tx.ensure_user("global", now)
-        for start in range(0, size, FILL_BATCH):
-            batch = requests[start : start + FILL_BATCH]
-            vectors = await app.embedder.embed_many([embedding_text(r.content, r.keywords) for r in batch])
-            rows = [
-                (
-                    memory_of(r, "global", now, app.embedder.tag, settings.episode_days),
-                    v,
-                    indexed_text(r.content, r.keywords),
-                )
-                for r, v in zip(batch, vectors, strict=True)
-            ]
-            async with app.store.write() as tx:
-                await tx.import_memories(rows)
+        await write_as_import(app, "global", synthetic_memories(size))
     return size / (time.perf_counter() - started)
+
+
+async def write_as_import(app: PocketMem, user_id: str, requests: list[AddRequest]) -> list[str]:
+    """Write `requests` as `pocketmem import` writes them, in batches of FILL_BATCH: every one is stored (an
+    import restores rows; it does not look for near-duplicates). Returns their ids in order."""
+    now = app.clock.now()
+    async with app.store.write() as tx:
+        await tx.ensure_user(user_id, now)
+    ids: list[str] = []
+    for start in range(0, len(requests), FILL_BATCH):
+        batch = requests[start : start + FILL_BATCH]
+        vectors = await app.embedder.embed_many([embedding_text(r.content, r.keywords) for r in batch])
+        rows = [
+            (
+                memory_of(r, user_id, now, app.embedder.tag, app.settings.episode_days),
+                v,
+                indexed_text(r.content, r.keywords),
+            )
+            for r, v in zip(batch, vectors, strict=True)
+        ]
+        async with app.store.write() as tx:
+            await tx.import_memories(rows)
+        ids += [memory.id for memory, _, _ in rows]
+    return ids
 
 
 async def plant_eval(home: Path, cap: int) -> tuple[dict[str, str], list[dict[str, Any]]]:

@@ -366,3 +366,31 @@ async def test_keywords_that_repeat_the_message_search_once(app):
     assert len(repeated) == 1 and ids[STORE[0][0]] in found
     added, found_with_more = await searches("香菜", ["香菜", "忌口"])
     assert len(added) == 2 and found <= found_with_more  # a keyword of its own: the message's search runs too
+
+
+async def test_terms_too_common_to_search_are_weighed_but_not_searched(app):
+    """一 and 上 (rarity 0 and 0.03 in any store: the background says they are in most text) fall under
+    SEARCH_FLOOR: the keyword search leaves them out, the memory is still found by its other words, and a
+    message made only of such words still looks at the index once, so a broken one would be reported."""
+    from pocketmem.service.recall.candidates import SEARCH_FLOOR
+
+    shown = (await app.writing.add(USER, AddRequest(content="用户下周和朋友一起去上海看展览。"))).memory_id
+    await fill(app)
+
+    async def searched(query: str) -> tuple[list[tuple[str, ...]], set[str], dict[str, float]]:
+        parsed = app.retrieval.parse(RecallRequest(query=query))
+        health = Health()
+        encoding = app.retrieval.vectors(parsed, await app.retrieval.scale(parsed, health), health)
+        async with app.store.read() as reader:
+            counting = CountingSearches(reader)
+            found = await gather_candidates(counting, USER, parsed, encoding, (Status.active,), health,
+                                            app.retrieval.rules)
+        strength = {c.memory.id: c.evidence.matched for c in found}
+        return counting.searches, {c.memory.id for c in found}, strength
+
+    searches, found, matched = await searched("一起去上海看展览吗")
+    assert len(searches) == 1 and {"展览", "上海", "一起"} <= set(searches[0])
+    assert not {"一", "上"} & set(searches[0])
+    assert shown in found and matched[shown] > SEARCH_FLOOR
+    probe, _, _ = await searched("不上")
+    assert probe == [probe[0]] and len(probe[0]) == 1  # one look at the index, one term

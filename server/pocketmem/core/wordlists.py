@@ -4,6 +4,7 @@
     stop_words.tsv       group, language, words   stop words and question filler of core/text.py
     irregular_forms.tsv  base, forms          English forms the Snowball stemmer does not fold
     time_words.tsv       group, language, phrases (|)   the time cues of core/timeexpr.py
+    surnames.tsv         group, -, surnames   common Chinese surnames, for core/sameness.py
     calibration.json     the reference sentences of service/shared/calibration.py
 
 Rows are tab-separated; `#` starts a comment line. Files are read once, on first use.

@@ -38,11 +38,12 @@ from pocketmem.store.types import IndexedText
 
 log = logging.getLogger(__name__)
 
-VECTOR_NEIGHBOURS = 64
+VECTOR_NEIGHBOURS = 32
 KEYWORD_HITS = 64
 KEYWORD_HITS_SHARE = 0.004  # the keyword shortlist grows with the user's store: 400 at 100,000 memories
 MAX_KEYWORD_HITS = 1000
 MAX_MATCH_TERMS = 32
+SEARCH_FLOOR = 0.05  # a term weaker than this (weight x rarity) is weighed but not searched (docs/speed.md)
 WINDOW_CANDIDATES = 50
 
 
@@ -204,7 +205,8 @@ async def _keyword_pool(
         # Only terms the user has written: one found nowhere in their store matches nothing there.
         written = [t for t in q.terms if counts.get(t)]
         rarities = termstats.rarities(counts, total, written, q.names, single_nouns(q.message, q.base_terms))
-        # Every term the user has written counts, common ones too (weighted by their rarity, never dropped).
+        # Every term the user has written is weighed (termstats rarities); the search leaves out those too
+        # common to find anything (_strongest).
         k = keyword_shortlist_size(total)
         # With keywords, the message's own search runs too: keywords only add candidates. When the keywords
         # bring no term of their own (they repeat the message's words), both searches are the same one.
@@ -214,9 +216,9 @@ async def _keyword_pool(
             if found and found not in searched:
                 searched[found] = [mid for mid, _ in await reader.keyword_hits(user_id, found, k, statuses)]
             keyword_ids += searched.get(found, [])
-        if not rarities:
-            # Nothing the message names is in the store: one cheap look still tells whether the index
-            # answers, so a broken one is reported (and the fallbacks run) rather than unseen.
+        if not searched:
+            # Nothing the message names is in the store, or only words too common to search: one cheap look
+            # still tells whether the index answers, so a broken one is reported (and the fallbacks run).
             await reader.keyword_hits(user_id, list(q.terms)[:1], 1, statuses)
     except Exception as exc:  # noqa: BLE001
         log.warning("keyword search failed: %s", exc)
@@ -225,8 +227,12 @@ async def _keyword_pool(
 
 
 def _strongest(weighted: Mapping[str, float], rarities: Mapping[str, float]) -> list[str]:
-    """The MAX_MATCH_TERMS terms the user has written, strongest (weight x rarity) first."""
-    found = sorted((t for t in weighted if t in rarities), key=lambda t: -weighted[t] * rarities[t])
+    """The MAX_MATCH_TERMS terms the user has written, strongest (weight x rarity) first, none under
+    SEARCH_FLOOR. A term that weak is still weighed in every candidate that holds it (its strongest and matched
+    evidence is worth at most 0.18 in logit), but searching it would rank every memory that holds it: 去 or 周
+    in a third of a large store."""
+    strength = {t: weighted[t] * rarities[t] for t in weighted if t in rarities}
+    found = sorted((t for t, s in strength.items() if s >= SEARCH_FLOOR), key=lambda t: -strength[t])
     return found[:MAX_MATCH_TERMS]
 
 
