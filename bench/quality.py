@@ -14,8 +14,9 @@ keywords-only-help check (with keywords mode: for every query, what recall retur
 keywords must be among what it returns with them, unless the answer is full: top 12).
 
 Each set is loaded into a fresh store on a fixed clock (memories dated `days_ago` before it, supersedes
-links applied), then every query is recalled with top_k=5 without counting hits as used, so queries
-do not influence each other. Gold labels are in the data files; nothing here knows the answers.
+links applied; a change to a core memory replaces its text, as patch_core_memory does), then every query is
+recalled with top_k=5 without counting hits as used, so queries do not influence each other. Gold labels are
+in the data files; nothing here knows the answers.
 """
 
 from __future__ import annotations
@@ -90,9 +91,16 @@ def bench_settings(home: Path, embedder: str = "hash", embed_model: str | None =
 
 
 async def load(app: PocketMem, data: dict[str, Any], keywords: bool) -> dict[str, str]:
-    """Add the set's memories oldest first, each for its user; returns key -> memory id."""
+    """Add the set's memories oldest first, each for its user; returns key -> memory id. A memory that
+    supersedes a core memory replaces its text in place, as patch_core_memory does (add refuses the link)."""
     ids: dict[str, str] = {}
+    core = {m["key"] for m in data["memories"] if m.get("persistence", 0.0) >= 1.0}
     for memory in sorted(data["memories"], key=lambda m: -m["days_ago"]):
+        if memory.get("supersedes") in core:
+            old = ids[memory["supersedes"]]
+            await app.patching.patch_core(memory.get("user", USER), old, memory["content"], "replace", None)
+            ids[memory["key"]] = old
+            continue
         scores = {"persistence": memory["persistence"]} if "persistence" in memory else None
         created = NOW - timedelta(days=memory["days_ago"])
         result = await app.writing.add(
