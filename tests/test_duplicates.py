@@ -64,6 +64,38 @@ def test_days_of_the_week_and_the_people_a_sentence_opens_with_must_agree():
     assert facts_agree("周一用户去医院复查。", "用户周一去医院复查。")  # 周一 is a day here, and kept
 
 
+def test_different_relatives_are_different_facts():
+    assert not facts_agree("妈妈下周一去医院复查。", "爸爸下周一去医院复查。")
+    assert not facts_agree("The user's sister lives in Boston.", "The user's brother lives in Boston.")
+    assert not facts_agree("用户的姐姐在上海工作。", "用户的妹妹在上海工作。")
+    assert facts_agree("我妈下周去医院复查。", "妈妈下周要去医院复查。")  # one mother, two words for her
+    assert facts_agree("用户的女儿叫朵朵。", "朵朵是用户的女儿")
+
+
+@pytest.fixture
+async def default_client(tmp_path, clock) -> AsyncIterator[Client]:
+    settings = make_settings(tmp_path, embedder="use")
+    async with Client(build_server(settings, app=PocketMem(settings, clock=clock))) as c:
+        yield c
+
+
+async def test_default_encoder_stores_facts_about_other_relatives_days_and_people(default_client: Client):
+    """The encoder puts each pair above the same-fact bar; the word-level check keeps both."""
+    assert await statuses(
+        default_client,
+        "妈妈下周一去医院复查。",
+        "爸爸下周一去医院复查。",
+        "The user's sister lives in Boston.",
+        "The user's brother lives in Boston.",
+        "高欣然周一在成都送了一把手表。",
+        "高欣然周日在成都送了一把手表。",
+        "罗欣然周日在成都送了一把手表。",
+    ) == ["stored"] * 7
+    first = await add(default_client, "用户对花生过敏。")
+    again = await add(default_client, "用户一吃花生就过敏")  # a rewording still reinforces
+    assert again["status"] == "duplicate" and again["memory_id"] == first["memory_id"]
+
+
 # -- the built-in embedder ---------------------------------------------------------------------------
 async def test_builtin_distinct_facts_about_one_person_are_all_stored(client: Client):
     assert await statuses(

@@ -8,6 +8,8 @@ what can be checked without a model:
     numbers     digits, number words (two, 两, 三, twice...) and days of the week (周一, 星期天, Monday) —
                 两次 / 三次 and 周一 / 周日 never match
     negations   the same count of 不/没/not/never... — 喜欢 / 不喜欢 never match
+    relatives   when both name family members (core/data/kinship.tsv), the same ones — 妈妈 / 爸爸, sister /
+                brother never match (a text that names none may say it another way: 一儿一女, three children)
     entities    every name-like word of either text appears in the other: capitalised words that do not
                 start a sentence (Caroline, LGBTQ, Sweden), or that start one before another capitalised word
                 and are rare in ordinary English (Zoe in Zoe Lowe; not Last in Last Tuesday), titles in 《》 or
@@ -24,7 +26,7 @@ import unicodedata
 
 from pocketmem.core import wordlists
 from pocketmem.core.termstats import background_share
-from pocketmem.core.text import numbers_and_negations, stem_word
+from pocketmem.core.text import has_cjk, numbers_and_negations, stem_word
 
 # 一 is left out: in Chinese it is mostly an article (养了一只猫) and a paraphrase may drop it.
 _ZH_NUMERALS = {"二": "2", "两": "2", "俩": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8",
@@ -47,6 +49,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)$")
 _TITLE = re.compile(r"《([^》]+)》|“([^”]+)”|\"([^\"]+)\"")
 _LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_KIN = {word: relative for relative, words in wordlists.words("kinship.tsv", "kin").items() for word in words}
+_KIN_ZH = re.compile("|".join(sorted((re.escape(w) for w in _KIN if has_cjk(w)), key=len, reverse=True)))
 _SURNAMES = "".join(wordlists.words("surnames.tsv", "common")["-"])
 # A common surname that opens a sentence or clause, and the Han character after it (a given name's first).
 _ZH_PERSON = re.compile(rf"(?:^|(?<=[\s，。；：！？、,.;:!?]))([{_SURNAMES}][\u4e00-\u9fff])")
@@ -117,8 +121,19 @@ def _numbers_and_negations(text: str) -> tuple[tuple[str, ...], int]:
     return numbers_and_negations(text)
 
 
+def relatives(text: str) -> frozenset[str]:
+    """The family members a text names (妈妈 and mom are one: mother)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    found = {_KIN[word] for word in _KIN_ZH.findall(folded)}
+    return frozenset(found | {_KIN[word] for word in re.findall(r"[a-z][a-z-]*", folded) if word in _KIN})
+
+
 def facts_agree(a: str, b: str) -> bool:
-    """Same numbers, same negations, and every entity of each text named in the other."""
+    """Same numbers, same negations, the same relatives when both name some, and every entity of each text
+    named in the other."""
     if _numbers_and_negations(a) != _numbers_and_negations(b) or number_words(a) != number_words(b):
+        return False
+    kin_a, kin_b = relatives(a), relatives(b)
+    if kin_a and kin_b and kin_a != kin_b:
         return False
     return all(_mentions(b, e) for e in entities(a)) and all(_mentions(a, e) for e in entities(b))

@@ -5,6 +5,7 @@
     irregular_forms.tsv  base, forms          English forms the Snowball stemmer does not fold
     time_words.tsv       group, language, phrases (|)   the time cues of core/timeexpr.py
     surnames.tsv         group, -, surnames   common Chinese surnames, for core/sameness.py
+    kinship.tsv          kin, relative, words   family words, for core/sameness.py
     calibration.json     the reference sentences of service/shared/calibration.py
 
 Rows are tab-separated; `#` starts a comment line. Files are read once, on first use.
