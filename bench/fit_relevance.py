@@ -225,15 +225,15 @@ class Table:
         return p
 
 
-def replay(table: Table, model: relevance.Model) -> dict[str, float]:
-    """Each question's answer under `model` at THRESHOLD (a core memory at its own bar): its admitted lines in
-    their order, top K, of which the top SHOWN are shown. Returns hit@3, negative precision and the cost's
+def replay(table: Table, model: relevance.Model, threshold: float = THRESHOLD) -> dict[str, float]:
+    """Each question's answer under `model` at `threshold` (a core memory at its own bar): its admitted lines
+    in their order, top K, of which the top SHOWN are shown. Returns hit@3, negative precision and the cost's
     three counts."""
     health = fallback.Health()
     bar = np.where(
         table.core,
-        fallback.threshold(THRESHOLD, health, False, model.core_lift),
-        fallback.threshold(THRESHOLD, health, False),
+        fallback.threshold(threshold, health, False, model.core_lift),
+        fallback.threshold(threshold, health, False),
     )
     admitted = table.dated | (table.probability(model) >= bar)
     seen = np.cumsum(admitted)
@@ -356,11 +356,21 @@ def main() -> None:
     )
     parser.add_argument("--verify", action="store_true", help="then run the full benchmark at the chosen point")
     parser.add_argument("--cache", type=Path, help="keep the recorded candidates in this directory and reuse them")
+    parser.add_argument("--thresholds", help="bars, comma-separated: the decision in code replayed at each "
+                        "(POCKETMEM_RELEVANCE_THRESHOLD), hit@3 / negative precision with and without keywords; no fit")
     args = parser.parse_args()
     sets = args.set or list(FIT_SETS)
     lexical = args.embedder == "hash"
     name = "LEXICAL" if lexical else "NEURAL"
     modes = {kw: [q for s in sets for q in recorded(s, kw, args.embedder, args.cache)] for kw in (True, False)}
+    if args.thresholds:
+        tables = {kw: Table.of(qs) for kw, qs in modes.items()}
+        for threshold in (float(t) for t in args.thresholds.split(",")):
+            counts = [replay(tables[kw], getattr(relevance, name), threshold) for kw in (True, False)]
+            print(f"| {threshold:.2f} | "
+                  + " | ".join(f"{c['hit3'] / c['answered']:.3f} / {c['empty'] / c['negatives']:.3f}" for c in counts)
+                  + " |")
+        return
     base = relevance.LEXICAL if args.keep else refit(modes)  # the words part: LEXICAL's weights, or refitted
     chosen, detail = choose({kw: Table.of(qs) for kw, qs in modes.items()}, grid(base, lexical))
     result = {"model": name, "sets": sets, **{k: round(v, 3) for k, v in chosen.__dict__.items()}, "counts": detail}
