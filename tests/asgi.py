@@ -1,5 +1,5 @@
 """`pocketmem serve --transport http|sse` in process: the same ASGI app, reached by the official client without a
-socket or a subprocess.
+socket or a subprocess; and the management page as a person's browser reaches it (`Browser`, `make_browser`).
 
     async with serve_in_process(tmp_path, "http") as server:
         token = await server.create_token("alice")
@@ -16,6 +16,7 @@ the server uses the test's PostgreSQL database, as the subprocess does through `
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import AsyncIterator, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from starlette.types import ASGIApp
 from pocketmem.app import PocketMem
 from pocketmem.mcp.http import MCP_PATH, SSE_PATH, AuthMode, NetworkOptions, access_policy, build_app
 from pocketmem.mcp.http import _describe as describe
-from pocketmem.service.manage.tokens import TokenService
+from pocketmem.service.manage.tokens import Anonymous, TokenService
+from pocketmem.web.server import make_access, ui_app
 
 from .helpers import make_settings
 
@@ -217,3 +219,31 @@ async def serve_in_process(
                 yield InProcessServer(app, options, announce, StreamingASGITransport(asgi, tasks, errors, state),
                                       errors)
             tasks.cancel_scope.cancel()
+
+
+# -- the management page, as a person's browser reaches it -------------------------------------------------
+BASE = "http://127.0.0.1:8765"
+
+
+class Browser:
+    """An httpx client that keeps cookies and reads the CSRF token off the last page, like a person's browser."""
+
+    def __init__(self, client: httpx2.AsyncClient) -> None:
+        self.client = client
+        self.csrf = ""
+
+    async def get(self, path: str, **kw) -> httpx2.Response:
+        response = await self.client.get(f"/ui{path}", **kw)
+        if found := re.search(r'<meta name="csrf-token" content="([^"]+)">', response.text):
+            self.csrf = found.group(1)
+        return response
+
+    async def post(self, path: str, data: dict | None = None, **kw) -> httpx2.Response:
+        if not self.csrf:
+            await self.get("/memories")
+        return await self.client.post(f"/ui{path}", data={"csrf": self.csrf, **(data or {})}, **kw)
+
+
+def make_browser(app: PocketMem, anonymous: Anonymous = Anonymous.until_first_token) -> httpx2.AsyncClient:
+    asgi = ui_app(app, make_access(app, anonymous, "127.0.0.1"))
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=asgi), base_url=BASE)

@@ -1,4 +1,5 @@
-"""pocketmem as real processes, for tests: the CLI, and `serve --transport http|sse` on a free port.
+"""pocketmem as real processes, for tests: the CLI, `serve --transport http|sse` on a free port, and a store
+whose process was killed mid-write (`crashed_store`).
 
     with ServerProcess(home, "http") as server:
         async with connect(server.url, token) as client:
@@ -184,3 +185,25 @@ def run_cli(capsys: Any, home: Path, *args: str, **env: str) -> subprocess.Compl
             logger.setLevel(level)
     out = capsys.readouterr()
     return subprocess.CompletedProcess(["pocketmem", *args], code, out.out, out.err)
+
+
+FACTS = ["用户喜欢吃苹果", "用户住在杭州", "用户的猫叫小白", "用户在学吉他", "用户对花生过敏"]
+
+
+def crashed_store(home: Path) -> None:
+    """A store whose process was SIGKILLed: memory.db with its -wal and -shm left behind."""
+    code = (
+        "import asyncio, os\n"
+        "from pocketmem.app import PocketMem\n"
+        "from pocketmem.base.config import load_settings\n"
+        "from pocketmem.service.writing.add_request import AddRequest\n"
+        "async def main():\n"
+        "    async with PocketMem(load_settings()) as app:\n"
+        f"        for c in {FACTS!r}:\n"
+        "            await app.writing.add('global', AddRequest(content=c))\n"
+        "        os.kill(os.getpid(), 9)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=server_env(home), capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    assert (home / "memory.db-wal").exists()

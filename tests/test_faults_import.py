@@ -9,10 +9,11 @@ import pytest
 
 from pocketmem.service.writing.add_request import AddRequest
 
+from .asgi import Browser, make_browser
 from .servers import cli
-from .test_web import USER, Browser, make_browser
 
 pytestmark = [pytest.mark.anyio]
+USER = "global"
 
 
 async def test_the_page_imports_what_the_page_exported_profile_rows_included(app):

@@ -23,11 +23,10 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, make_settings
-from .servers import cli, server_env
+from .servers import FACTS, cli, crashed_store, server_env
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
-FACTS = ["用户喜欢吃苹果", "用户住在杭州", "用户的猫叫小白", "用户在学吉他", "用户对花生过敏"]
 
 
 async def contents(client) -> list[str]:
@@ -65,25 +64,6 @@ async def test_disk_full_is_a_tool_error_saying_nothing_was_written(app, setting
         for conn in connections(app):
             await conn.execute("pragma max_page_count = 1073741823")
         assert not (await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶"})).is_error
-
-
-def crashed_store(home: Path) -> None:
-    """A store whose process was SIGKILLed: memory.db with its -wal and -shm left behind."""
-    code = (
-        "import asyncio, os\n"
-        "from pocketmem.app import PocketMem\n"
-        "from pocketmem.base.config import load_settings\n"
-        "from pocketmem.service.writing.add_request import AddRequest\n"
-        "async def main():\n"
-        "    async with PocketMem(load_settings()) as app:\n"
-        f"        for c in {FACTS!r}:\n"
-        "            await app.writing.add('global', AddRequest(content=c))\n"
-        "        os.kill(os.getpid(), 9)\n"
-        "asyncio.run(main())\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], env=server_env(home), capture_output=True, timeout=120)
-    assert done.returncode == -9, done.stderr
-    assert (home / "memory.db-wal").exists()
 
 
 @pytest.mark.slow

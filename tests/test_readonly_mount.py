@@ -21,8 +21,7 @@ from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
 from .helpers import START, make_settings
-from .servers import server_env
-from .test_faults_storage import FACTS, crashed_store
+from .servers import FACTS, crashed_store, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

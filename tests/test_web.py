@@ -21,39 +21,13 @@ from pocketmem.service.manage.tokens import Anonymous, TokenService
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.upkeep.review import PROMOTE_AFTER_USES
 from pocketmem.service.writing.add_request import AddRequest
-from pocketmem.web.server import make_access, mount_page, ui_app
+from pocketmem.web.server import mount_page
 
+from .asgi import BASE, Browser, make_browser
 from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
-BASE = "http://127.0.0.1:8765"
-
-
-class Browser:
-    """An httpx client that keeps cookies and reads the CSRF token off the last page, like a person's browser."""
-
-    def __init__(self, client: httpx2.AsyncClient) -> None:
-        self.client = client
-        self.csrf = ""
-
-    async def get(self, path: str, **kw) -> httpx2.Response:
-        response = await self.client.get(f"/ui{path}", **kw)
-        if found := re.search(r'<meta name="csrf-token" content="([^"]+)">', response.text):
-            self.csrf = found.group(1)
-        return response
-
-    async def post(self, path: str, data: dict | None = None, **kw) -> httpx2.Response:
-        if not self.csrf:
-            await self.get("/memories")
-        return await self.client.post(f"/ui{path}", data={"csrf": self.csrf, **(data or {})}, **kw)
-
-
-def make_browser(app: PocketMem, anonymous: Anonymous = Anonymous.until_first_token) -> httpx2.AsyncClient:
-    asgi = ui_app(app, make_access(app, anonymous, "127.0.0.1"))
-    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=asgi), base_url=BASE)
-
-
 @pytest.fixture
 async def browser(app: PocketMem) -> AsyncIterator[Browser]:
     async with make_browser(app) as client:
