@@ -55,7 +55,7 @@ USER = "eval"  # a set with two users names the other in a memory's or query's `
 K = 5
 CHECK_K = 12  # recall answers at most retrieval.SHADOW_POOL memories
 # Held out for the next change of a recall rule or constant, and never run before it: left out of the default run,
-# asked for by name (--set) once, after that change (docs/benchmarks.md, *Held out for the next fit*).
+# asked for by name (--set) once, after that change (docs/benchmarks.md, eval_h under *Main as it stands*).
 UNREAD = ("eval_h",)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind, Status
-from pocketmem.service.recall.candidates import gather_candidates
+from pocketmem.service.recall.candidates import SEARCH_FLOOR, gather_candidates
 from pocketmem.service.recall.fallback import Health
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
@@ -349,18 +349,24 @@ class CountingSearches:
         return await self.reader.keyword_hits(user_id, terms, *args, **kwargs)
 
 
+async def gathered(app: PocketMem, query: str, keywords: list[str] | None = None) -> tuple[list, list]:
+    """The candidates of one query, and the keyword searches that gathering them made."""
+    parsed = app.retrieval.parse(RecallRequest(query=query, keywords=keywords or []))
+    health = Health()
+    encoding = app.retrieval.vectors(parsed, await app.retrieval.scale(parsed, health), health)
+    async with app.store.read() as reader:
+        counting = CountingSearches(reader)
+        found = await gather_candidates(counting, USER, parsed, encoding, (Status.active,), health,
+                                        app.retrieval.rules)
+    return counting.searches, found
+
+
 async def test_keywords_that_repeat_the_message_search_once(app):
     ids = await fill(app)
 
     async def searches(query: str, keywords: list[str]) -> tuple[list, set[str]]:
-        parsed = app.retrieval.parse(RecallRequest(query=query, keywords=keywords))
-        health = Health()
-        encoding = app.retrieval.vectors(parsed, await app.retrieval.scale(parsed, health), health)
-        async with app.store.read() as reader:
-            counting = CountingSearches(reader)
-            found = await gather_candidates(counting, USER, parsed, encoding, (Status.active,), health,
-                                            app.retrieval.rules)
-        return counting.searches, {c.memory.id for c in found}
+        searched, found = await gathered(app, query, keywords)
+        return searched, {c.memory.id for c in found}
 
     repeated, found = await searches("香菜", ["香菜"])
     assert len(repeated) == 1 and ids[STORE[0][0]] in found
@@ -372,21 +378,12 @@ async def test_terms_too_common_to_search_are_weighed_but_not_searched(app):
     """一 and 上 (rarity 0 and 0.03 in any store: the background says they are in most text) fall under
     SEARCH_FLOOR: the keyword search leaves them out, the memory is still found by its other words, and a
     message made only of such words still looks at the index once, so a broken one would be reported."""
-    from pocketmem.service.recall.candidates import SEARCH_FLOOR
-
     shown = (await app.writing.add(USER, AddRequest(content="用户下周和朋友一起去上海看展览。"))).memory_id
     await fill(app)
 
     async def searched(query: str) -> tuple[list[tuple[str, ...]], set[str], dict[str, float]]:
-        parsed = app.retrieval.parse(RecallRequest(query=query))
-        health = Health()
-        encoding = app.retrieval.vectors(parsed, await app.retrieval.scale(parsed, health), health)
-        async with app.store.read() as reader:
-            counting = CountingSearches(reader)
-            found = await gather_candidates(counting, USER, parsed, encoding, (Status.active,), health,
-                                            app.retrieval.rules)
-        strength = {c.memory.id: c.evidence.matched for c in found}
-        return counting.searches, {c.memory.id for c in found}, strength
+        searches, found = await gathered(app, query)
+        return searches, {c.memory.id for c in found}, {c.memory.id: c.evidence.matched for c in found}
 
     searches, found, matched = await searched("一起去上海看展览吗")
     assert len(searches) == 1 and {"展览", "上海", "一起"} <= set(searches[0])
