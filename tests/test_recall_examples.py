@@ -124,6 +124,18 @@ async def test_hotpot_for_dinner_finds_no_coriander_with_the_agents_keyword(clie
     assert coriander in await top3(client, "晚饭想吃火锅", ["香菜"])
 
 
+async def test_hotpot_finds_no_coriander_when_the_agent_also_names_the_messages_own_topic(client):
+    """The agent's keywords are alternatives: 火锅 repeats the message and names nothing the user wrote, so it
+    must not hide the coriander the agent inferred."""
+    coriander = await store(client, "用户不喜欢香菜，吃到会很反感。")
+    assert coriander in await top3(client, "晚饭想吃火锅，有什么推荐的吗", ["香菜", "火锅"])
+
+
+async def test_a_peanut_dish_finds_the_allergy_among_the_agents_keywords(client):
+    allergy = await store(client, "用户对花生过敏，吃了会起疹子、喉咙发紧。", scores={"persistence": 1.0})
+    assert allergy in await top3(client, "点个宫保鸡丁外卖吧", ["宫保鸡丁", "外卖", "花生"])
+
+
 async def test_messages_unrelated_to_everything_still_recall_nothing(client):
     await store(client, "用户对花生过敏，吃了会起疹子、喉咙发紧。", others=[
         *EVERYDAY, "我养了一只白色的猫，叫小白。", "用户的项目用 Nuxt 4 + SQLite。", "用户不吃香菜，闻到味道都受不了。",

@@ -213,3 +213,24 @@ def test_keywords_never_lower_the_lexical_evidence():
     assert all(a >= b for a, b in zip(both.features(), alone.features(), strict=True))
     for model in (relevance.LEXICAL, relevance.NEURAL):
         assert model.probability(both) >= model.probability(alone)
+
+
+def test_a_thing_the_agent_inferred_beyond_the_message_makes_a_full_match():
+    """晚饭想吃火锅 with ["香菜", "火锅"]: 香菜 is what the agent inferred the message involves, and the memory holds
+    it; 火锅 only repeats the message (and the user never wrote it), so it cannot undo that. A keyword that only
+    repeats the message's own words, or one too common in the store, is no full match by itself."""
+    from pocketmem.core import relevance
+    from pocketmem.core.text import index_terms, weighted_query_terms
+
+    message = weighted_query_terms("晚饭想吃火锅，有什么推荐的吗")
+    keywords = [weighted_query_terms("香菜"), weighted_query_terms("火锅")]
+    query = {**message, **{t: w for k in keywords for t, w in k.items()}}
+    memory = index_terms("用户不喜欢香菜，吃到会很反感。")
+
+    def complete(rarities: dict[str, float], sent: list[dict[str, float]]) -> bool:
+        weighing = relevance.Weighing(query, list(message), rarities, relevance.keyword_words(sent), base=message)
+        return weighing.evidence(memory, 0.0).complete
+
+    assert complete({"香菜": 0.93}, keywords)
+    assert not complete({"香菜": relevance.FULL_MATCH_RARITY / 2}, keywords)  # too common in this store
+    assert not complete({"香菜": 0.93, "火锅": 0.87}, [weighted_query_terms("火锅")])  # only the message's topic

@@ -29,7 +29,11 @@ One rule sits beside the fitted words part: a memory that holds every word of th
 term of weight 1, characters standing in for words aside), together distinctive enough
 (matched >= FULL_MATCH_RARITY), has words at least FULL_MATCH_RELEVANCE; so does a memory that holds every
 whole word of every keyword the agent sent, together at least FULL_MATCH_RARITY (the agent named what the
-message is about: `What is my cat called?` with ["猫"]). A one-word message (成都, 香菜) names what it wants,
+message is about: `What is my cat called?` with ["猫"]), and so does a memory that holds every whole word of
+one keyword the agent inferred beyond the message's own words, at least FULL_MATCH_RARITY by itself (the agent
+named a thing the message involves: `晚饭想吃火锅，有什么推荐的吗` with ["香菜", "火锅"], where 火锅 only repeats
+the message and the user never wrote it; a keyword that repeats the message is its topic, and the fitted part
+weighs it as it weighs the message). A one-word message (成都, 香菜) names what it wants,
 and in a large store the one memory holding a person, an action and a thing together is the answer even when
 each word alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot
 teach the model either.
@@ -243,6 +247,16 @@ class Weighing:
         self.words = [t for t in message if query.get(t, 0.0) >= 1.0]
         self.named = {t for words_of in keywords for t in words_of}
         self.named_rarity = sum(rarities.get(t, 0.0) for t in self.named)
+        # Each keyword the agent inferred beyond the message's own words (香菜 for 晚饭想吃火锅), its words
+        # together at least FULL_MATCH_RARITY: the thing the agent says the message involves.
+        said = set(message)
+        self.inferred = [
+            frozenset(words_of)
+            for words_of in keywords
+            if words_of
+            and not set(words_of) <= said
+            and sum(rarities.get(t, 0.0) for t in words_of) >= FULL_MATCH_RARITY
+        ]
 
     def evidence(self, memory_terms: Iterable[str], semantic: float) -> Evidence:
         terms = frozenset(memory_terms)
@@ -253,6 +267,8 @@ class Weighing:
         complete = bool(self.words) and all(t in terms for t in self.words)
         if self.named and self.named <= terms and self.named_rarity >= FULL_MATCH_RARITY:
             complete = True  # the memory holds every keyword the agent named: what the message is about
+        elif any(words_of <= terms for words_of in self.inferred):
+            complete = True  # the memory holds a thing the agent inferred the message involves
         return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
 
 
