@@ -136,6 +136,14 @@ async def test_a_peanut_dish_finds_the_allergy_among_the_agents_keywords(client)
     assert allergy in await top3(client, "点个宫保鸡丁外卖吧", ["宫保鸡丁", "外卖", "花生"])
 
 
+async def test_keywords_in_another_language_find_the_allergy_they_name(client):
+    """The agent names what matters in English for a Chinese store: mixed into the message's vector it was
+    diluted; the keywords' own similarity counts as well."""
+    allergy = await store(client, "用户对海鲜过敏，尤其是虾和蟹。", scores={"persistence": 1.0})
+    assert allergy in await top3(client, "推荐一家日料店", ["sushi", "seafood", "allergy"])
+    assert allergy in await top3(client, "同事约我去吃海底捞", ["hotpot", "seafood allergy", "spicy"])
+
+
 async def test_messages_unrelated_to_everything_still_recall_nothing(client):
     await store(client, "用户对花生过敏，吃了会起疹子、喉咙发紧。", others=[
         *EVERYDAY, "我养了一只白色的猫，叫小白。", "用户的项目用 Nuxt 4 + SQLite。", "用户不吃香菜，闻到味道都受不了。",

@@ -69,6 +69,7 @@ class QueryVectors(NamedTuple):
     query: list[float] | None  # the message, context and keywords
     own: list[float] | None  # the message's own
     scale: Scale
+    keywords: list[float] | None = None  # the agent's keywords' own (none without keywords)
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ async def gather_candidates(
     """
     in_window = await _dated(reader, user_id, q, statuses, rules.zone)
     keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, health)
-    vector, own, scale = await vectors
+    vector, own, scale, named = await vectors
     sims: dict[str, float] = {}
     # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
     # shares a term with the query, and the keyword index enumerates exactly those. The core and importance
@@ -132,13 +133,15 @@ async def gather_candidates(
     # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
     # those whose similarity alone is high enough to be worth the evidence check.
     enough = scale.cosine_for(min(1.0, rules.model(health).semantic_needed(rules.lowest_bar(health))))
-    shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *(mid for mid, cos in sims.items() if cos >= enough)]))
+    named_sims = await _keywords_similarities(reader, user_id, named, [*sims, *keyword_ids, *in_window], health)
+    near = [mid for found in (sims, named_sims) for mid, cos in found.items() if cos >= enough]
+    shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *near]))
     own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), health)
     model, bar = rules.model(health), rules.lowest_bar(health)
     weighing = relevance.Weighing(q.terms, q.message_terms, rarities, q.keyword_words, q.base_terms)
     judged = {}
     for mid in shortlist:
-        semantic = max(semantic_score(sims.get(mid), scale), semantic_score(own_sims.get(mid), scale))
+        semantic = max(semantic_score(found.get(mid), scale) for found in (sims, own_sims, named_sims))
         ev = weighing.evidence(terms.get(mid, ()), semantic)
         judged[mid] = (ev, model.probability(ev))
     # Whole rows only for what can pass the bar (or is dated inside the window a question names).
@@ -284,6 +287,21 @@ async def _similarities(
         health.fail(fallback.VectorScoringFailed(exc))
         return {}
     return await _own_similarities(reader, user_id, q, own, shortlist, health)
+
+
+async def _keywords_similarities(
+    reader: StoreReader, user_id: str, named: list[float] | None, pool: Sequence[str], health: fallback.Health
+) -> dict[str, float]:
+    """The similarity of each pooled memory to the agent's keywords alone (`seafood allergy` against
+    用户对海鲜过敏): mixed into the message's vector, what the agent named is diluted by everything else the
+    message says. Like the message's own, it only adds evidence: a memory's similarity is the best of them."""
+    if named is None or not pool:
+        return {}
+    try:
+        return await reader.similarities(user_id, list(dict.fromkeys(pool)), named)
+    except Exception as exc:  # noqa: BLE001 - a sick vector index degrades recall, never fails it
+        health.fail(fallback.VectorScoringFailed(exc))
+        return {}
 
 
 async def _own_similarities(

@@ -164,14 +164,15 @@ class Retrieval:
         if scale is None:
             return QueryVectors(None, None, NEUTRAL)
         try:
-            vector, own = await self._encode(q)
+            vector, own, named = await self._encode(q)
         except PocketmemError as exc:
             health.fail(fallback.EmbedderFailed(exc))
             return QueryVectors(None, None, NEUTRAL)
-        return QueryVectors(vector, own, scale)
+        return QueryVectors(vector, own, scale, None if self.embedder.lexical else named)
 
-    async def _encode(self, q: Query) -> tuple[list[float], list[float]]:
-        """The query's vector (message, context and keywords) and the message's own vector."""
+    async def _encode(self, q: Query) -> tuple[list[float], list[float], list[float] | None]:
+        """The query's vector (message, context and keywords), the message's own vector and the keywords' own
+        (none without keywords)."""
         texts = [q.message]
         weights = [1.0]
         if q.context:
@@ -185,7 +186,7 @@ class Retrieval:
         for weight, vector in zip(weights[1:], vectors[1:], strict=True):
             combined = [a + weight * b for a, b in zip(combined, vector, strict=True)]
         norm = math.hypot(*combined) or 1.0
-        return [x / norm for x in combined], vectors[0]
+        return [x / norm for x in combined], vectors[0], vectors[-1] if q.keywords else None
 
     async def answer(self, user_id: str, req: RecallRequest) -> RecallResult:
         """What the recall tool answers: the recall, after a person's edit of the profile files is taken in,
@@ -276,7 +277,7 @@ class Retrieval:
         newest version of a fact the question asks about first (service/recall/versions.py)."""
         # Superseded memories are searched too: a hit on one brings its current version (versions.py).
         candidates = await gather_candidates(reader, user_id, q, encoding, versions.SEARCHED, health, self.rules)
-        vector, _, scale = encoding.result()
+        vector, _, scale, _ = encoding.result()
         if health.path == fallback.CARD_ONLY:
             return []
         candidates = await versions.bring_current(reader, user_id, candidates, statuses)
