@@ -133,7 +133,7 @@ async def gather_candidates(
     # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
     # those whose similarity alone is high enough to be worth the evidence check.
     enough = scale.cosine_for(min(1.0, rules.model(health).semantic_needed(rules.lowest_bar(health))))
-    named_sims = await _keywords_similarities(reader, user_id, named, [*sims, *keyword_ids, *in_window], health)
+    named_sims = await _similarities_to(reader, user_id, named, [*sims, *keyword_ids, *in_window], health)
     near = [mid for found in (sims, named_sims) for mid, cos in found.items() if cos >= enough]
     shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *near]))
     own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), health)
@@ -260,7 +260,7 @@ async def _details(
             pass
         else:
             sims.update({mid: cos for mid, cos in found.items() if mid not in sims})
-            own_sims = await _own_similarities(reader, user_id, q, own, shortlist, health)
+            own_sims = await _similarities_to(reader, user_id, _own(q, own), shortlist, health)
             return own_sims, {mid: _terms(t) for mid, t in indexed.items()}
     own_sims = await _similarities(reader, user_id, q, vector, own, shortlist, sims, health)
     return own_sims, await _indexed(reader, user_id, shortlist, searched, health)
@@ -286,40 +286,28 @@ async def _similarities(
     except Exception as exc:  # noqa: BLE001
         health.fail(fallback.VectorScoringFailed(exc))
         return {}
-    return await _own_similarities(reader, user_id, q, own, shortlist, health)
+    return await _similarities_to(reader, user_id, _own(q, own), shortlist, health)
 
 
-async def _keywords_similarities(
-    reader: StoreReader, user_id: str, named: list[float] | None, pool: Sequence[str], health: fallback.Health
+async def _similarities_to(
+    reader: StoreReader, user_id: str, vector: list[float] | None, ids: Sequence[str], health: fallback.Health
 ) -> dict[str, float]:
-    """The similarity of each pooled memory to the agent's keywords alone (`seafood allergy` against
-    用户对海鲜过敏): mixed into the message's vector, what the agent named is diluted by everything else the
-    message says. Like the message's own, it only adds evidence: a memory's similarity is the best of them."""
-    if named is None or not pool:
+    """The similarity of each of `ids` to one of the query's other vectors (none without it). Both only add
+    evidence, a memory's similarity being the best of the query's vectors: the message's own (keywords and
+    context must not dilute it), and the agent's keywords' own (`seafood allergy` against 用户对海鲜过敏: mixed
+    into the message's vector, what the agent named is diluted by everything else the message says)."""
+    if vector is None or not ids:
         return {}
     try:
-        return await reader.similarities(user_id, list(dict.fromkeys(pool)), named)
+        return await reader.similarities(user_id, list(dict.fromkeys(ids)), vector)
     except Exception as exc:  # noqa: BLE001 - a sick vector index degrades recall, never fails it
         health.fail(fallback.VectorScoringFailed(exc))
         return {}
 
 
-async def _own_similarities(
-    reader: StoreReader,
-    user_id: str,
-    q: Query,
-    own: list[float] | None,
-    shortlist: Sequence[str],
-    health: fallback.Health,
-) -> dict[str, float]:
-    """Keywords and context only add evidence: the message's own similarity counts when higher."""
-    if own is None or not (q.keywords or q.context):
-        return {}
-    try:
-        return await reader.similarities(user_id, shortlist, own)
-    except Exception as exc:  # noqa: BLE001
-        health.fail(fallback.VectorScoringFailed(exc))
-        return {}
+def _own(q: Query, own: list[float] | None) -> list[float] | None:
+    """The message's own vector where it differs from the query's (keywords or context were mixed in)."""
+    return own if q.keywords or q.context else None
 
 
 async def _indexed(
