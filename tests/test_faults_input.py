@@ -274,3 +274,23 @@ async def test_the_extract_memories_prompt_has_a_length_limit(app, settings):
         assert "香菜" in ok.messages[0].content.text
         with pytest.raises(MCPError, match=r"invalid argument conversation: is 900000 characters; the limit is 40000"):
             await client.get_prompt("extract_memories", {"conversation": "a" * 900_000})
+
+
+async def test_a_long_pasted_message_is_read_by_its_head_and_tail_and_a_huge_one_refused(app, settings):
+    """A user pastes a log and asks about it: recall reads the message's start and end (the question is said
+    before or after the paste) instead of refusing it; only a message past MAX_MESSAGE_CHARS is refused."""
+    from pocketmem.service.recall.retrieval import MAX_MESSAGE_CHARS
+
+    await app.writing.add(USER, AddRequest(content="用户的服务部署在 Kubernetes 上，用 Grafana 看监控。"))
+    log = "2026-11-26 10:00:01 INFO request ok id=42 latency=12ms\n" * 400  # about 22,000 characters
+    async with Client(build_server(settings, app=app)) as client:
+        for message in (f"{log}Grafana 上这个面板怎么一直没数据？", f"Grafana 上这个面板怎么一直没数据？\n{log}"):
+            result = await client.call_tool("recall_memories", {"query": message})
+            assert not result.is_error, result.content[0].text
+            assert [m["content"] for m in result.structured_content["memories"]][:1] == [
+                "用户的服务部署在 Kubernetes 上，用 Grafana 看监控。"
+            ]
+        refused = await client.call_tool("recall_memories", {"query": "x" * (MAX_MESSAGE_CHARS + 1)})
+        assert refused.is_error
+        rule = f"query: is {MAX_MESSAGE_CHARS + 1} characters; the limit is {MAX_MESSAGE_CHARS}"
+        assert rule in refused.content[0].text

@@ -44,13 +44,24 @@ from pocketmem.store.roles import StoreReader
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 4000
+MAX_QUERY_CHARS = 4000  # what recall reads of a message or context line (read_window)
+MAX_MESSAGE_CHARS = 200_000  # a longer one is refused
+HEAD_CHARS = 1000
 MAX_CONTEXT_LINES = 3
 MAX_QUERY_KEYWORDS = 12
 CONTEXT_WEIGHT = 0.5
 KEYWORDS_VECTOR_WEIGHT = 0.5
 PENDING_SHOWN = 3
 SHADOW_POOL = 12
+
+
+def read_window(text: str) -> str:
+    """What recall reads of a long message (a pasted log, file or article): its first HEAD_CHARS characters
+    and its last ones, MAX_QUERY_CHARS in all. The question is said before or after what was pasted, and the
+    cost of a recall stays bounded; the message is never refused for its length below MAX_MESSAGE_CHARS."""
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    return f"{text[:HEAD_CHARS]}\n{text[len(text) - (MAX_QUERY_CHARS - HEAD_CHARS - 1):]}"
 
 
 def warm_up() -> None:
@@ -112,13 +123,13 @@ class Retrieval:
         )
 
     def parse(self, req: RecallRequest) -> Query:
-        message = clean_text(req.query, "query", max_chars=MAX_QUERY_CHARS)
+        message = read_window(clean_text(req.query, "query", max_chars=MAX_MESSAGE_CHARS))
         if len(req.context) > MAX_CONTEXT_LINES:
             raise InvalidInput("context", f"at most {MAX_CONTEXT_LINES} recent lines, got {len(req.context)}")
         context = [
             line
             for i, raw in enumerate(req.context)
-            if (line := clean_text(raw, f"context[{i}]", max_chars=MAX_QUERY_CHARS, allow_empty=True))
+            if (line := read_window(clean_text(raw, f"context[{i}]", max_chars=MAX_MESSAGE_CHARS, allow_empty=True)))
         ]
         if len(req.keywords) > MAX_QUERY_KEYWORDS:
             raise InvalidInput("keywords", f"at most {MAX_QUERY_KEYWORDS} short terms, got {len(req.keywords)}")
