@@ -290,6 +290,10 @@ async def test_a_long_pasted_message_is_read_by_its_head_and_tail_and_a_huge_one
             assert [m["content"] for m in result.structured_content["memories"]][:1] == [
                 "用户的服务部署在 Kubernetes 上，用 Grafana 看监控。"
             ]
+        phrase = "why a Grafana dashboard panel shows no data at all"  # a keyword may be a phrase (over 40 chars)
+        result = await client.call_tool("recall_memories", {"query": "面板没数据", "keywords": [phrase]})
+        assert not result.is_error, result.content[0].text
+        assert result.structured_content["memories"], "the phrase names Grafana"
         refused = await client.call_tool("recall_memories", {"query": "x" * (MAX_MESSAGE_CHARS + 1)})
         assert refused.is_error
         rule = f"query: is {MAX_MESSAGE_CHARS + 1} characters; the limit is {MAX_MESSAGE_CHARS}"

@@ -49,6 +49,7 @@ MAX_MESSAGE_CHARS = 200_000  # a longer one is refused
 HEAD_CHARS = 1000
 MAX_CONTEXT_LINES = 3
 MAX_QUERY_KEYWORDS = 12
+MAX_QUERY_KEYWORD_CHARS = 200  # a keyword may be a phrase (`seafood allergy at restaurants`)
 CONTEXT_WEIGHT = 0.5
 KEYWORDS_VECTOR_WEIGHT = 0.5
 PENDING_SHOWN = 3
@@ -136,7 +137,7 @@ class Retrieval:
         keywords = [
             kw
             for i, raw in enumerate(req.keywords)
-            if (kw := clean_text(raw, f"keywords[{i}]", max_chars=40, allow_empty=True))
+            if (kw := clean_text(raw, f"keywords[{i}]", max_chars=MAX_QUERY_KEYWORD_CHARS, allow_empty=True))
         ]
         terms: dict[str, float] = {}
         for line in context:

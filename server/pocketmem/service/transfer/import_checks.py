@@ -32,6 +32,7 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Event, Memory, PendingItem, ProfileRevision, Revision, Tombstone
 from pocketmem.core import instants, privacy
 from pocketmem.core.text import clean_text, content_hash
+from pocketmem.service.writing.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_SOURCE_CHARS
 
 MAX_ID_CHARS = 64
 MAX_COUNT = 1_000_000_000
@@ -40,9 +41,6 @@ INT64 = 2**63 - 1
 UNIT_FIELDS = ("info_importance", "time_coef", "importance", "confidence")
 COUNT_FIELDS = ("use_count", "used_count", "used_mark", "recalled_mark")
 ID_FIELDS = ("id", "memory_id", "tombstone_id", "supersedes")
-MAX_KEYWORDS = 12
-MAX_KEYWORD_CHARS = 40
-MAX_SIDE_CHARS = 500
 _USER_ID = re.compile(USER_ID_PATTERN)
 TIME_FIELD = re.compile(r"(_at|valid_from|valid_until|cooldown_until)$")
 
@@ -198,7 +196,7 @@ def _screened(text: str, field: str, settings: Settings) -> str:
 
 
 def _side(text: str | None, field: str) -> str | None:
-    return privacy.kept_text(text, field, max_chars=MAX_SIDE_CHARS) if text else text
+    return privacy.kept_text(text, field, max_chars=MAX_SOURCE_CHARS) if text else text
 
 
 def _payload(value: Any) -> Any:
