@@ -157,7 +157,10 @@ def recall_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[R
         ] = None,
         keywords: Annotated[
             list[str] | None,
-            Field(description="Terms you infer: synonyms, topic, other language.", max_length=12),
+            Field(
+                description="Terms you infer: synonyms, topic, other language, what it involves (香菜 for 火锅).",
+                max_length=12,
+            ),
         ] = None,
         top_k: Annotated[int | None, Field(ge=1, le=50, description=f"Default {top_k}.")] = None,
         categories: list[Category] | None = None,
