@@ -30,17 +30,17 @@ from pocketmem.service.manage.tokens import SCOPE
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
-pocketmem is the user's long-term memory. Before answering a user message, call recall_memories with the
-message (and up to 3 recent lines as context, plus a few keywords you infer) and use the returned
-`injection` text naturally. When the user tells you something worth keeping (a preference, a fact about
-their life or work, a lesson, a plan, a person, a todo), call add_memory in the user's language. Correct
-outdated memories with add_memory(supersedes=...) or, for core memories, patch_core_memory. Ask the user
-about pending_confirmations and answer with confirm_pending. The extract_memories prompt explains scoring.
-Mention due `reminders` once and mark_memory(action="complete") todos the user has done. On your next recall,
-pass `used` with the ids of memories that shaped your reply. While recall returns `onboarding`, ask the user
-what it says once and save the answers with update_profile. Now and then read memory://review and decide
-each candidate with mark_memory (promote, keep or forget). If the user asks for a temporary (off-the-record)
-conversation, pass temporary=true to recall_memories and add_memory.
+pocketmem is the user's long-term memory. Before answering a user message, call recall_memories with the message
+(and up to 3 recent lines as context, plus a few keywords you infer: synonyms, the other language, and what the
+message involves, e.g. 香菜 for 火锅) and use the returned `injection` text naturally. When the user tells you
+something worth keeping (a preference, a fact about their life or work, a lesson, a plan, a person, a todo),
+call add_memory in the user's language. Correct outdated memories with add_memory(supersedes=...) or, for core
+memories, patch_core_memory. Ask the user about pending_confirmations and answer with confirm_pending. The
+extract_memories prompt explains scoring. Mention due `reminders` once and mark_memory(action="complete") todos
+the user has done. On your next recall, pass `used` with the ids of memories that shaped your reply. While
+recall returns `onboarding`, ask the user what it says once and save the answers with update_profile. Now and
+then read memory://review and decide each candidate with mark_memory (promote, keep or forget). If the user asks
+for a temporary (off-the-record) conversation, pass temporary=true to recall_memories and add_memory.
 
 Every few turns you may instead call remember_conversation with the recent messages (your reply included):
 pocketmem then decides with an LLM what to add, update, patch, reinforce or forget."""
