@@ -152,7 +152,7 @@ async def test_neighbour_search_with_history_scores_superseded_versions_too(knn_
     )
     async with knn_app.store.read() as r:
         scored = dict(
-            await r.important_similarities(USER, [1.0] + [0.0] * 511, 50, (Status.active, Status.superseded))
+            await r.important_similarities(USER, [[1.0] + [0.0] * 511], 50, (Status.active, Status.superseded))
         )
     assert {old, new.memory_id, *ids.values()} <= set(scored)
     result = await recall(knn_app, "用户住在南京还是苏州", include_history=True, top_k=5)
@@ -168,10 +168,12 @@ async def test_store_searches_core_and_important_memories_without_choosing(knn_a
     ).memory_id
     vector = [1.0] + [0.0] * 511
     async with knn_app.store.read() as r:
-        assert [mid for mid, _ in await r.core_similarities(USER, vector)] == [core]
-        important = await r.important_similarities(USER, vector, 2, (Status.active,))
+        assert [mid for mid, _ in await r.core_similarities(USER, [vector])] == [core]
+        important = await r.important_similarities(USER, [vector, [0.0, 1.0] + [0.0] * 510], 2, (Status.active,))
+        alone = dict(await r.important_similarities(USER, [vector], 2, (Status.active,)))
     assert len(important) == 2 and {mid for mid, _ in important} <= {core, *ids.values()}
-    assert all(-1.0 <= cos <= 1.0 for _, cos in important)
+    assert all(len(cosines) == 2 and all(-1.0 <= c <= 1.0 for c in cosines) for _, cosines in important)
+    assert {mid: cosines[:1] for mid, cosines in important} == alone  # one read, the same cosines
 
 
 async def ready(value):
@@ -211,7 +213,7 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
         health = Health()
         vectors = await pm.retrieval.vectors(parsed, await pm.retrieval.scale(parsed, health), health)
         async with pm.store.read() as reader:
-            pool = await reader.important_similarities(USER, vectors.query, 1, (Status.active,))
+            pool = await reader.important_similarities(USER, [vectors.query], 1, (Status.active,))
             found = await gather_candidates(
                 OnlyCoreAndImportance(reader), USER, parsed, ready(vectors), (Status.active,), Health(),
                 pm.retrieval.rules,

@@ -144,15 +144,18 @@ class SearchReads(Protocol):
         matches' `seq` alone)."""
 
     @abstractmethod
-    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
-        """(id, cosine to `vector`) for every active core memory (persistence >= policy.CORE_PERSISTENCE,
-        bound as a parameter) that has a vector."""
+    async def core_similarities(
+        self, user_id: str, vectors: Sequence[Sequence[float]]
+    ) -> list[tuple[str, tuple[float, ...]]]:
+        """(id, cosine to each of `vectors`) for every active core memory (persistence >=
+        policy.CORE_PERSISTENCE, bound as a parameter) that has a vector."""
 
     @abstractmethod
     async def important_similarities(
-        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
-    ) -> list[tuple[str, float]]:
-        """(id, cosine to `vector`) for the `limit` most important memories of `statuses` that have a vector."""
+        self, user_id: str, vectors: Sequence[Sequence[float]], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, tuple[float, ...]]]:
+        """(id, cosine to each of `vectors`) for the `limit` most important memories of `statuses` that have a
+        vector."""
 
     @abstractmethod
     async def pairwise_similarities(self, user_id: str, memory_ids: Sequence[str]) -> dict[tuple[str, str], float]:

@@ -126,14 +126,17 @@ async def gather_candidates(
     # A lexical embedder's similarity is shared wording: every memory it could score above the threshold
     # shares a term with the query, and the keyword index enumerates exactly those. The core and importance
     # pass and the neighbour scan are for embedders that capture meaning.
+    named_sims: dict[str, float] = {}
     if vector is not None and not rules.lexical:
-        await _semantic_pool(reader, user_id, vector, statuses, rules.importance_pool, sims, health)
+        pools = (sims, named_sims)
+        await _semantic_pool(reader, user_id, (vector, named), statuses, rules.importance_pool, pools, health)
     if vector is not None and rules.lexical and not health.keywords:
         sims.update(await fallback.vector_path(reader, user_id, vector, statuses, health))
     # Only memories that can pass the relevance threshold are loaded: keyword hits, dated matches, and
     # those whose similarity alone is high enough to be worth the evidence check.
     enough = scale.cosine_for(min(1.0, rules.model(health).semantic_needed(rules.lowest_bar(health))))
-    named_sims = await _similarities_to(reader, user_id, named, [*sims, *keyword_ids, *in_window], health)
+    unscored = [mid for mid in [*sims, *keyword_ids, *in_window] if mid not in named_sims]
+    named_sims.update(await _similarities_to(reader, user_id, named, unscored, health))
     near = [mid for found in (sims, named_sims) for mid, cos in found.items() if cos >= enough]
     shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *near]))
     own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), health)
@@ -156,20 +159,29 @@ async def gather_candidates(
 async def _semantic_pool(
     reader: StoreReader,
     user_id: str,
-    vector: list[float],
+    vectors: tuple[list[float], list[float] | None],
     statuses: tuple[Status, ...],
     importance_pool: int,
-    sims: dict[str, float],
+    found: tuple[dict[str, float], dict[str, float]],
     health: fallback.Health,
 ) -> None:
-    """Every core memory, the most important ones and the nearest vectors, with their similarity."""
+    """Every core memory and the most important ones, with their similarity to the query's vector and (in the
+    same reads) to the agent's keywords' own when there are keywords; the nearest vectors to the query's."""
+    query, named = vectors
+    sims, named_sims = found
+    asked = [query] if named is None else [query, named]
     try:
-        sims.update(await reader.core_similarities(user_id, vector))
-        sims.update(await reader.important_similarities(user_id, vector, importance_pool, statuses))
+        for mid, cosines in [
+            *await reader.core_similarities(user_id, asked),
+            *await reader.important_similarities(user_id, asked, importance_pool, statuses),
+        ]:
+            sims[mid] = cosines[0]
+            if named is not None:
+                named_sims[mid] = cosines[1]
     except Exception as exc:  # noqa: BLE001 - any index failure degrades, never fails recall
         health.fail(fallback.VectorScoringFailed(exc))
     try:
-        sims.update(await reader.vector_neighbours(user_id, vector, VECTOR_NEIGHBOURS, statuses))
+        sims.update(await reader.vector_neighbours(user_id, query, VECTOR_NEIGHBOURS, statuses))
     except Exception as exc:  # noqa: BLE001
         log.warning("vector search failed, using keywords only: %s", exc)
         health.fail(fallback.VectorIndexFailed(exc))

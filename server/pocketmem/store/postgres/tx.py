@@ -187,17 +187,19 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         )
         return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None and r[2] == r[2]}
 
-    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
+    async def core_similarities(
+        self, user_id: str, vectors: Sequence[Sequence[float]]
+    ) -> list[tuple[str, tuple[float, ...]]]:
         rows = await self._guarded(
-            "select id, 1 - (embedding <=> %s::vector) from memories where user_id = %s and status = 'active' "
-            "and persistence >= %s and embedding is not null",
-            (vector_text(vector), user_id, CORE_PERSISTENCE),
+            f"select id, {_distances(vectors, 'embedding')} from memories where user_id = %s "
+            "and status = 'active' and persistence >= %s and embedding is not null",
+            (*(vector_text(v) for v in vectors), user_id, CORE_PERSISTENCE),
         )
-        return [(r[0], float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
+        return _cosines(rows)
 
     async def important_similarities(
-        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
-    ) -> list[tuple[str, float]]:
+        self, user_id: str, vectors: Sequence[Sequence[float]], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, tuple[float, ...]]]:
         # The most important rows first, distances only for those. One index-ordered read per status: with
         # `status = any(...)` the planner cannot use the (user_id, status, importance) order and sorted all
         # of the user's rows instead (130 ms at 100,000 memories).
@@ -207,15 +209,15 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         )
         rows = await self._guarded(
             f"with picked as (select id from ({per_status}) s order by importance desc limit %s) "
-            "select m.id, 1 - (m.embedding <=> %s::vector) from picked join memories m on m.id = picked.id "
+            f"select m.id, {_distances(vectors, 'm.embedding')} from picked join memories m on m.id = picked.id "
             "where m.embedding is not null",
             (
                 *(value for status in statuses for value in (user_id, str(status), limit)),
                 limit,
-                vector_text(vector),
+                *(vector_text(v) for v in vectors),
             ),
         )
-        return [(r[0], float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
+        return _cosines(rows)
 
     async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
         if not memory_ids:
@@ -246,3 +248,17 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         counts = {r[0]: int(r[1]) for r in rows}
         total = counts.pop("", 0)
         return {t: n for t, n in counts.items() if n > 0}, total
+
+
+def _distances(vectors: Sequence[Sequence[float]], column: str) -> str:
+    """One cosine column per vector, each vector bound as a parameter."""
+    return ", ".join([f"1 - ({column} <=> %s::vector)"] * len(vectors))
+
+
+def _cosines(rows: Sequence[Sequence[Any]]) -> list[tuple[str, tuple[float, ...]]]:
+    """(id, cosines) of rows whose cosines are all numbers (NaN for a zero vector is left out)."""
+    return [
+        (r[0], tuple(float(x) for x in r[1:]))
+        for r in rows
+        if all(x is not None and x == x for x in r[1:])
+    ]

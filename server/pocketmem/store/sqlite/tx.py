@@ -256,32 +256,38 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         ids = sorted(vectors)
         return {(a, b): _cosine(vectors[a], vectors[b]) for i, a in enumerate(ids) for b in ids[i + 1 :]}
 
-    async def core_similarities(self, user_id: str, vector: Sequence[float]) -> list[tuple[str, float]]:
+    async def core_similarities(
+        self, user_id: str, vectors: Sequence[Sequence[float]]
+    ) -> list[tuple[str, tuple[float, ...]]]:
         return await self._similarities_where(
-            "user_id = ? and status = 'active' and persistence >= ?", (user_id, CORE_PERSISTENCE), vector
+            "user_id = ? and status = 'active' and persistence >= ?", (user_id, CORE_PERSISTENCE), vectors
         )
 
     async def important_similarities(
-        self, user_id: str, vector: Sequence[float], limit: int, statuses: Sequence[Status]
-    ) -> list[tuple[str, float]]:
+        self, user_id: str, vectors: Sequence[Sequence[float]], limit: int, statuses: Sequence[Status]
+    ) -> list[tuple[str, tuple[float, ...]]]:
         return await self._similarities_where(
             f"user_id = ? and status in ({_placeholders(len(statuses))}) order by importance desc limit ?",
             (user_id, *statuses, limit),
-            vector,
+            vectors,
         )
 
     async def _similarities_where(
-        self, where: str, params: Sequence[Any], vector: Sequence[float]
-    ) -> list[tuple[str, float]]:
-        """(id, cosine to `vector`) of the memories `where` selects, those without a vector left out."""
+        self, where: str, params: Sequence[Any], vectors: Sequence[Sequence[float]]
+    ) -> list[tuple[str, tuple[float, ...]]]:
+        """(id, cosine to each of `vectors`) of the memories `where` selects, those without a vector left out:
+        one read whatever the number of vectors."""
         if self._vectors:
+            distances = ", ".join(["1 - vec_distance_cosine(embedding, ?)"] * len(vectors))
             rows = await self._all(
-                f"select id, 1 - vec_distance_cosine(embedding, ?) from memories where {where}",
-                (pack_vector(vector), *params),
+                f"select id, {distances} from memories where {where}",
+                (*(pack_vector(v) for v in vectors), *params),
             )
-            return [(r[0], float(r[1])) for r in rows if r[1] is not None]
+            return [(r[0], tuple(float(x) for x in r[1:])) for r in rows if r[1] is not None]
         rows = await self._all(f"select id, embedding from memories where {where}", params)
-        return [(r[0], _cosine(unpack_vector(r[1]), vector)) for r in rows if r[1] is not None]
+        return [
+            (r[0], tuple(_cosine(unpack_vector(r[1]), v) for v in vectors)) for r in rows if r[1] is not None
+        ]
 
     async def similarities(self, user_id: str, memory_ids: Sequence[str], vector: Sequence[float]) -> dict[str, float]:
         if not memory_ids:
