@@ -76,6 +76,21 @@ async def test_a_calendar_day_brings_what_was_said_that_day(client: Client, cloc
     assert await recalled(client, "在5月2号我们聊了什么") == ["用户因为工作上的项目延期很烦恼。"]
     assert await recalled(client, "what did I say on May 2nd") == ["用户因为工作上的项目延期很烦恼。"]
     assert await recalled(client, "4月27日那天你推荐了什么") == ["推荐用户去看电影《奥本海默》。"]
+    assert await recalled(client, "五月二号我们聊了什么") == ["用户因为工作上的项目延期很烦恼。"]
+
+
+async def test_a_day_of_the_month_named_without_its_month(client: Client, clock):
+    for when, content in (
+        (datetime(2026, 10, 5, 20, 0, tzinfo=SHANGHAI), "用户和同事为了发布日期吵了一架。"),
+        (datetime(2026, 11, 14, 21, 0, tzinfo=SHANGHAI), "推荐用户读《置身事内》。"),
+        (datetime(2026, 11, 15, 9, 0, tzinfo=SHANGHAI), "用户早上去跑了五公里。"),
+    ):
+        clock.set(when)
+        await add(client, content)
+    clock.set(START)
+    assert await recalled(client, "14号那天你推荐了什么") == ["推荐用户读《置身事内》。"]
+    assert await recalled(client, "上个月5号我们聊了什么") == ["用户和同事为了发布日期吵了一架。"]
+    assert await recalled(client, "what did we talk about on the 14th") == ["推荐用户读《置身事内》。"]
 
 
 @pytest.mark.parametrize(
@@ -94,6 +109,22 @@ async def test_a_calendar_day_brings_what_was_said_that_day(client: Client, cloc
         ("每周六去游泳", None),
         ("I swim every Saturday", None),
         ("2月30日", None),
+        ("五月二号我们聊了什么", (date(2026, 5, 2), date(2026, 5, 2))),  # Chinese numerals
+        ("十二月三十一日那天", (date(2025, 12, 31), date(2025, 12, 31))),
+        ("去年5月2号说了什么", (date(2025, 5, 2), date(2025, 5, 2))),
+        ("上个月5号我们聊了什么", (date(2026, 10, 5), date(2026, 10, 5))),  # a day of a month named relatively
+        ("下个月3号有什么安排", (date(2026, 12, 3), date(2026, 12, 3))),
+        ("14号那天聊了啥", (date(2026, 11, 14), date(2026, 11, 14))),  # no month: the most recent 14th
+        ("28号那天我说了什么", (date(2026, 10, 28), date(2026, 10, 28))),
+        ("31号那天", (date(2026, 10, 31), date(2026, 10, 31))),  # November has no 31st
+        ("28号有什么安排", (date(2026, 11, 28), date(2026, 11, 28))),  # looks ahead: the coming one
+        ("what did we talk about on the 14th", (date(2026, 11, 14), date(2026, 11, 14))),
+        ("坐3号线去公司", None),  # a bare number with 号 names no day
+        ("住在3号楼", None),
+        ("每月5号交房租", None),
+        ("有一日我梦见", None),
+        ("on the 3rd floor", None),
+        ("二月三十日", None),
     ],
 )
 def test_windows_the_parser_reads(text: str, window: tuple[date, date] | None):

@@ -4,8 +4,11 @@
     上周我们聊了什么              -> intent + window: last Monday..Sunday
     3天前 / 两个月前 / yesterday / last month / 去年 -> a window of dates
 
-    5月2号 / 4月27日 / May 2nd / 2026-05-02 -> that day; the most recent past one when no year is written, the
-                                           coming one when the message looks ahead (下周, 安排, next, plan …)
+    5月2号 / 4月27日 / 五月二号 / May 2nd / 2026-05-02 / 去年5月2号 -> that day; the most recent past one when no
+                                           year is written, the coming one when the message looks ahead (下周, 安排,
+                                           next, plan …)
+    上个月5号 / 14号那天 / 14号我们聊了什么 / on the 14th -> a day of a month: the month named, or else the most
+                                           recent past (coming) one; a bare 3号 names no day (3号线, 3号楼)
     这周 / 本周 / this week / 下周 / next week -> Monday..Sunday of that week
     下周六 / 这周六 / 周六 / next Saturday / last Saturday -> that day (每周六, every Saturday: no window)
 
@@ -54,7 +57,21 @@ _MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if n
 }
 _WEEKDAYS = {name.casefold(): i for i, name in enumerate(calendar.day_name)}
 _ISO_DAY = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
-_ZH_DAY = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]")
+_N = r"\d{1,2}|[一二两三四五六七八九十]{1,3}"  # a month's or a day's number, in digits or Chinese numerals
+_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
+_ZH_DAY = re.compile(
+    rf"(?:(\d{{4}})\s*年|(前年|去年|今年|明年))?\s*(?<![\d一二三四五六七八九十])({_N})\s*月\s*({_N})\s*[日号號]"
+)
+_MONTHS_ZH = {"上": -1, "这": 0, "本": 0, "下": 1}
+# A day of a month, without the month: after a month named relatively (上个月5号), or before words that make it a
+# day (14号那天, 14号我们聊了什么); 3号线, 3号楼 and 每月5号 name no day.
+_ZH_MONTH_DAY = re.compile(rf"(上|这|本|下)个?月\s*({_N})\s*[日号號]")
+_DAY_AFTER = "那天|这天|当天|那晚|晚上|早上|上午|中午|下午|的时候|有什么|要做|的安排|我|你|咱"
+_ZH_BARE_DAY = re.compile(rf"(?<![\d一二三四五六七八九十月每周期拜第有])({_N})\s*[日号號](?={_DAY_AFTER})")
+_EN_ORDINAL_DAY = re.compile(
+    r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:floor|time|try|attempt|round|page|line|row|step))",
+    re.IGNORECASE,
+)
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _EN_DAY = re.compile(
     rf"\b(?:({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?"
@@ -106,34 +123,71 @@ def _ago_window(count: int, unit: str, today: date) -> tuple[date, date]:
     return center - timedelta(days=slack), min(today, center + timedelta(days=slack))
 
 
-def _calendar_day(text: str, today: date) -> date | None:
-    """The calendar day the text names (5月2号, May 2nd, 2026-05-02), if any: without a year, the most recent
-    one on or before today, or the coming one when the text looks ahead."""
-    found: tuple[str | None, int, int] | None = None
-    if (m := _ISO_DAY.search(text)) is not None:
-        found = m.group(1), int(m.group(2)), int(m.group(3))
-    elif (m := _ZH_DAY.search(text)) is not None:
-        found = m.group(1), int(m.group(2)), int(m.group(3))
-    elif (m := _EN_DAY.search(text)) is not None:
-        if m.group(1):
-            found = m.group(3), _MONTHS[m.group(1).casefold()], int(m.group(2))
-        else:
-            found = m.group(6), _MONTHS[m.group(5).casefold()], int(m.group(4))
-    if found is None:
-        return None
-    year, month, day = found
+def _dated(year: int, month: int, day: int) -> date | None:
     try:
-        if year is not None:
-            return date(int(year), month, day)
-        named = date(today.year, month, day)
-        ahead = bool(_AHEAD.search(text))
-        if ahead and named < today:
-            return date(today.year + 1, month, day)
-        if not ahead and named > today:
-            return date(today.year - 1, month, day)
-        return named
+        return date(year, month, day)
     except ValueError:  # 2月30日: no such day
         return None
+
+
+def _month_day(text: str) -> tuple[int | None, int] | None:
+    """(the month's shift from this month, or None when no month is named; the day) of a day named without its
+    month: 上个月5号 -> (-1, 5); 14号那天 -> (None, 14)."""
+    if (m := _ZH_MONTH_DAY.search(text)) is not None:
+        return _MONTHS_ZH[m.group(1)], _zh_number(m.group(2))
+    if (m := _ZH_BARE_DAY.search(text) or _EN_ORDINAL_DAY.search(text)) is not None:
+        return None, _zh_number(m.group(1))
+    return None
+
+
+def _nearest(named: list[date | None], today: date, ahead: bool) -> date | None:
+    """Of the candidate days, the most recent one on or before today, or the first one after when looking ahead."""
+    days = [d for d in named if d is not None]
+    if ahead:
+        return min((d for d in days if d >= today), default=None)
+    return max((d for d in days if d <= today), default=None)
+
+
+def _written_day(text: str, today: date) -> tuple[int | None, int, int] | None:
+    """(year or None, month, day) of a day written with its month: 5月2号, 去年五月二号, May 2nd, 2 May 2025."""
+    if (m := _ZH_DAY.search(text)) is not None:
+        year = int(m.group(1)) if m.group(1) else today.year + _YEARS[m.group(2)] if m.group(2) else None
+        return year, _zh_number(m.group(3)), _zh_number(m.group(4))
+    if (m := _EN_DAY.search(text)) is not None:
+        if m.group(1):
+            return _year(m.group(3)), _MONTHS[m.group(1).casefold()], int(m.group(2))
+        return _year(m.group(6)), _MONTHS[m.group(5).casefold()], int(m.group(4))
+    return None
+
+
+def _calendar_day(text: str, today: date) -> date | None:
+    """The calendar day the text names (5月2号, May 2nd, 2026-05-02, 上个月5号), if any: without a year, the most
+    recent one on or before today, or the coming one when the text looks ahead."""
+    ahead = bool(_AHEAD.search(text))
+    if (m := _ISO_DAY.search(text)) is not None:
+        return _dated(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if (written := _written_day(text, today)) is not None:
+        year, month, day = written
+        if year is not None:
+            return _dated(year, month, day)
+        return _nearest([_dated(today.year + k, month, day) for k in (-1, 0, 1)], today, ahead)
+    if (month_day := _month_day(text)) is None:
+        return None
+    shift, day = month_day
+    first = _month_start(today)
+    months = [_shift_month(first, k) for k in ((shift,) if shift is not None else (-1, 0, 1))]
+    named = [_dated(m.year, m.month, day) for m in months]
+    return named[0] if shift is not None else _nearest(named, today, ahead)
+
+
+def _year(text: str | None) -> int | None:
+    return int(text) if text else None
+
+
+def _shift_month(first: date, months: int) -> date:
+    """The first day of the month `months` after the month starting at `first`."""
+    index = first.year * 12 + first.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
 
 
 _SHIFT = {"上": -1, "last": -1, "下": 1, "next": 1}
