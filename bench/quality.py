@@ -5,6 +5,7 @@
     python bench/quality.py --set eval_a --show-misses
     python bench/quality.py --set eval_d          # the held-out set of issue 21 (never for fitting)
     python bench/quality.py --embedder hash       # the built-in lexical embedder
+    python bench/quality.py --borrowed-context    # unanswerable questions after a follow-up's earlier lines
     python bench/quality.py --embedder local --embed-model /path/or/name   # a neural embedder (pocketmem[local])
 
 Beside every figure: a plain BM25 reference (bench/bm25.py: FTS5 bm25 over the same memories, top 5, no
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import sys
 import tempfile
 import time
@@ -305,6 +307,16 @@ def table(name: str, with_kw: dict[str, Any], without_kw: dict[str, Any], neares
     return "\n".join(lines)
 
 
+def borrowed_context(data: dict[str, Any], seed: int = 5) -> dict[str, Any]:
+    """The set's unanswerable questions, each given the earlier lines of one of its follow-ups at random, and its
+    first answerable question without lines (so every figure has a denominator)."""
+    rnd = random.Random(seed)
+    lines = [q["context"] for q in data["queries"] if q.get("context")]
+    first = next(q for q in data["queries"] if q["gold"] and not q.get("context"))
+    unanswerable = [{**q, "context": rnd.choice(lines)} for q in data["queries"] if not q["gold"]]
+    return {**data, "queries": [first, *unanswerable]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append",
@@ -314,12 +326,17 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--borrowed-context", action="store_true",
+                        help="only the unanswerable questions, each with the earlier lines of one of the set's "
+                             "follow-ups (seeded): what a follow-up's lines cost a message about something else")
     args = parser.parse_args()
     names = args.set or sorted(p.stem for p in DATA.glob("eval_*.json") if p.stem not in UNREAD)
     sections = []
     report: dict[str, Any] = {}
     for name in names:
         data = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+        if args.borrowed_context:
+            data = borrowed_context(data)
         results = {}
         for keywords in (True, False):
             with tempfile.TemporaryDirectory() as tmp:

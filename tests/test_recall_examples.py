@@ -53,8 +53,10 @@ async def store(client: Client, target: str, *, others: list[str] = EVERYDAY, **
     return added["memory_id"]
 
 
-async def top3(client: Client, query: str, keywords: list[str] | None = None) -> list[str]:
-    args: dict = {"query": query, **({"keywords": keywords} if keywords else {})}
+async def top3(
+    client: Client, query: str, keywords: list[str] | None = None, context: list[str] | None = None
+) -> list[str]:
+    args: dict = {"query": query, "keywords": keywords or [], "context": context or []}
     answer = await call(client, "recall_memories", args)
     assert answer["degraded"] is None, answer["degraded"]
     return [m["id"] for m in answer["memories"]][:3]
@@ -150,3 +152,21 @@ async def test_messages_unrelated_to_everything_still_recall_nothing(client):
     ], scores={"persistence": 1.0})
     for message in ("给我讲个笑话吧", "ok, sounds good", "一加一等于几", "What's the tallest mountain in Europe?"):
         assert await top3(client, message) == [], message
+
+
+async def test_a_follow_up_finds_what_the_earlier_lines_are_about(client):
+    """那我能吃吗 names nothing the store holds: what it asks about is in the earlier lines, which then weigh as the
+    message does."""
+    allergy = await store(client, "用户对芒果过敏，吃了嘴唇会肿。", scores={"persistence": 1.0})
+    assert allergy in await top3(client, "那我能吃吗", context=["同事从海南带了一箱芒果", "说明天分给大家"])
+    landlord = await store(client, "The user's landlord does not allow dogs in the flat.", others=[])
+    context = ["my sister wants to bring her dog to the flat next weekend"]
+    assert landlord in await top3(client, "would that be a problem?", context=context)
+
+
+async def test_a_message_that_names_its_own_topic_is_not_taken_over_by_the_earlier_lines(client):
+    await store(client, "用户对芒果过敏，吃了嘴唇会肿。", scores={"persistence": 1.0})
+    coffee = "用户每天早上喝一杯美式咖啡。"
+    args = {"query": "我每天喝几杯咖啡来着", "context": ["同事从海南带了一箱芒果"]}
+    answer = await call(client, "recall_memories", args)
+    assert [m["content"] for m in answer["memories"]] == [coffee]

@@ -33,10 +33,12 @@ message is about: `What is my cat called?` with ["猫"]), and so does a memory t
 one keyword the agent inferred beyond the message's own words, at least FULL_MATCH_RARITY by itself (the agent
 named a thing the message involves: `晚饭想吃火锅，有什么推荐的吗` with ["香菜", "火锅"], where 火锅 only repeats
 the message and the user never wrote it; a keyword that repeats the message is its topic, and the fitted part
-weighs it as it weighs the message). A one-word message (成都, 香菜) names what it wants,
-and in a large store the one memory holding a person, an action and a thing together is the answer even when
-each word alone is common; the evaluation sets, made of long messages over a few hundred memories, cannot
-teach the model either.
+weighs it as it weighs the message). A follow-up that names nothing the store holds (no word of the message
+at least FULL_MATCH_RARITY: 那我能吃吗, can we afford it?) is about its earlier lines: they weigh as the
+message does, as one more side of the evidence (`Weighing`, `recent`). A one-word message (成都, 香菜) names
+what it wants, and in a large store the one memory holding a person, an action and a thing together is the
+answer even when each word alone is common; the evaluation sets, made of long messages over a few hundred
+memories, cannot teach the model either.
 
 A memory is recalled when relevance reaches the bar (service/fallback.threshold: Settings.relevance_threshold,
 0.40; a core memory's bar lower by `core_lift` in logit). Every coefficient on evidence is >= 0 and each
@@ -240,11 +242,18 @@ class Weighing:
         rarities: Mapping[str, float],
         keywords: Sequence[Sequence[str]] = (),
         base: Mapping[str, float] | None = None,
+        recent: Mapping[str, float] | None = None,
     ) -> None:
         message = list(message)
         self.sides = [QueryWords(query, message, rarities)]
         if base is not None and base != query:
             self.sides.append(QueryWords(base, message, rarities))
+        if recent and max((rarities.get(t, 0.0) for t in message), default=0.0) < FULL_MATCH_RARITY:
+            # A follow-up (那我能吃吗, should I pack it?): the message names nothing the store holds, so what it
+            # is about is in the earlier lines; they weigh as the message does.
+            follow = dict(base if base is not None else query)
+            follow.update({t: max(w, follow.get(t, 0.0)) for t, w in recent.items()})
+            self.sides.append(QueryWords(follow, [*message, *recent], rarities))
         self.words = [t for t in message if query.get(t, 0.0) >= 1.0]
         self.named = {t for words_of in keywords for t in words_of}
         self.named_rarity = sum(rarities.get(t, 0.0) for t in self.named)

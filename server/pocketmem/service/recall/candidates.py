@@ -60,6 +60,7 @@ class Query:
     keyword_words: list[list[str]] = field(default_factory=list)  # each keyword's own words (relevance.py)
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
     names: frozenset[str] = frozenset()  # Latin words the message writes as names (text.named_words), stemmed
+    recent_terms: dict[str, float] = field(default_factory=dict)  # the earlier lines' terms at their own weight
 
 
 class QueryVectors(NamedTuple):
@@ -141,7 +142,7 @@ async def gather_candidates(
     shortlist = list(dict.fromkeys([*keyword_ids, *in_window, *near]))
     own_sims, terms = await _details(reader, user_id, q, vector, own, shortlist, sims, bool(rarities), health)
     model, bar = rules.model(health), rules.lowest_bar(health)
-    weighing = relevance.Weighing(q.terms, q.message_terms, rarities, q.keyword_words, q.base_terms)
+    weighing = relevance.Weighing(q.terms, q.message_terms, rarities, q.keyword_words, q.base_terms, q.recent_terms)
     judged = {}
     for mid in shortlist:
         semantic = max(semantic_score(found.get(mid), scale) for found in (sims, own_sims, named_sims))

@@ -139,10 +139,11 @@ class Retrieval:
             for i, raw in enumerate(req.keywords)
             if (kw := clean_text(raw, f"keywords[{i}]", max_chars=MAX_QUERY_KEYWORD_CHARS, allow_empty=True))
         ]
-        terms: dict[str, float] = {}
+        recent: dict[str, float] = {}
         for line in context:
             for term, weight in weighted_query_terms(line).items():
-                terms[term] = max(terms.get(term, 0.0), CONTEXT_WEIGHT * weight)
+                recent[term] = max(recent.get(term, 0.0), weight)
+        terms = {term: CONTEXT_WEIGHT * weight for term, weight in recent.items()}
         own = weighted_query_terms(message)
         for term, weight in own.items():
             terms[term] = max(terms.get(term, 0.0), weight)
@@ -154,7 +155,7 @@ class Retrieval:
         today = self.clock.now().astimezone(self.settings.zone).date()
         return Query(
             message, context, keywords, terms, list(own), base, relevance.keyword_words(sources),
-            timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)),
+            timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)), recent,
         )
 
     async def scale(self, q: Query, health: fallback.Health) -> Scale | None:
