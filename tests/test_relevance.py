@@ -234,3 +234,28 @@ def test_a_thing_the_agent_inferred_beyond_the_message_makes_a_full_match():
     assert complete({"香菜": 0.93}, keywords)
     assert not complete({"香菜": relevance.FULL_MATCH_RARITY / 2}, keywords)  # too common in this store
     assert not complete({"香菜": 0.93, "火锅": 0.87}, [weighted_query_terms("火锅")])  # only the message's topic
+
+
+def test_a_follow_up_weighs_its_earlier_lines_as_the_message():
+    """那我能吃吗 names nothing the store holds: the earlier lines' 芒果 counts at full weight. A
+    message that names something the store holds (咖啡) keeps the earlier lines at half weight."""
+    from pocketmem.core import relevance
+    from pocketmem.core.text import index_terms, weighted_query_terms
+
+    memory = index_terms("用户对芒果过敏，吃了嘴唇会肿。")
+    recent = weighted_query_terms("同事从海南带了一箱芒果")
+    rarities = {"芒果": 0.9, "吃": 0.2, "咖啡": 0.8}
+
+    def evidence(message: str, with_recent: bool) -> relevance.Evidence:
+        own = weighted_query_terms(message)
+        query = {**{t: 0.5 * w for t, w in recent.items()}, **own}
+        return relevance.Weighing(query, list(own), rarities, recent=recent if with_recent else None).evidence(
+            memory, 0.0
+        )
+
+    assert relevance.follows_up(list(weighted_query_terms("那我能吃吗")), rarities)
+    assert not relevance.follows_up(list(weighted_query_terms("我每天喝几杯咖啡")), rarities)
+    before, after = evidence("那我能吃吗", False), evidence("那我能吃吗", True)
+    assert after.strongest > before.strongest and after.matched > before.matched
+    assert relevance.NEURAL.probability(after) > relevance.NEURAL.probability(before)
+    assert evidence("我每天喝几杯咖啡", True) == evidence("我每天喝几杯咖啡", False)

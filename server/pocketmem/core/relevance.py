@@ -248,9 +248,7 @@ class Weighing:
         self.sides = [QueryWords(query, message, rarities)]
         if base is not None and base != query:
             self.sides.append(QueryWords(base, message, rarities))
-        if recent and max((rarities.get(t, 0.0) for t in message), default=0.0) < FULL_MATCH_RARITY:
-            # A follow-up (那我能吃吗, should I pack it?): the message names nothing the store holds, so what it
-            # is about is in the earlier lines; they weigh as the message does.
+        if recent and follows_up(message, rarities):  # what it is about is in the earlier lines
             follow = dict(base if base is not None else query)
             follow.update({t: max(w, follow.get(t, 0.0)) for t, w in recent.items()})
             self.sides.append(QueryWords(follow, [*message, *recent], rarities))
@@ -280,6 +278,12 @@ class Weighing:
         elif any(words_of <= terms for words_of in self.inferred):
             complete = True  # the memory holds a thing the agent inferred the message involves
         return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
+
+
+def follows_up(message: Iterable[str], rarities: Mapping[str, float]) -> bool:
+    """A follow-up names nothing the store holds (那我能吃吗, can we afford it?): no word of the message is at
+    least FULL_MATCH_RARITY in it. Its earlier lines then weigh as the message does (`Weighing`)."""
+    return max((rarities.get(t, 0.0) for t in message), default=0.0) < FULL_MATCH_RARITY
 
 
 def keyword_words(weighted: Iterable[Mapping[str, float]]) -> list[list[str]]:
