@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from pocketmem.core.slots import same_slot
+from pocketmem.core.slots import describe, shared_slots
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -104,6 +104,11 @@ async def test_a_newer_fact_on_the_same_topic_that_changes_nothing_is_not_a_vers
     memories = answer["memories"]
     assert memories[0]["id"] == old and memories[0]["outdated"] is False
     assert all(m["outdated"] is False for m in memories)
+
+
+def same_slot(older: str, newer: str) -> bool:
+    """Is `newer` a later version of the fact `older` states (the same attribute of the same person)?"""
+    return bool(shared_slots(describe(older), describe(newer)))
 
 
 def test_the_slot_rule_on_its_own():

@@ -10,7 +10,7 @@ import pytest
 from pocketmem.base.config import Settings
 from pocketmem.cli import build_parser
 from pocketmem.mcp.resources import MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI
-from pocketmem.mcp.tools import TOOL_NAMES
+from pocketmem.mcp.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -19,7 +19,7 @@ CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 DOCS = README + "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")))
 
 
-@pytest.mark.parametrize("name", TOOL_NAMES)
+@pytest.mark.parametrize("name", list(TOOLS))
 def test_every_tool_is_in_the_readme(name):
     assert f"| `{name}` |" in README
 

@@ -17,7 +17,7 @@ word both memories share.
     changed   a change word (搬到, 换成, 不再, moved, switched, no longer …), or a present-tense word (现在,
               now) with a thing the older text does not name
 
-A newer text is a version of an older one (`same_slot`) when they share a slot with the same subject, a
+A newer text is a version of an older one (`shared_slots`) when they share a slot with the same subject, a
 thing if the slot is keyed, and the newer says it changed. Pure: text in, descriptions out.
 """
 
@@ -384,11 +384,6 @@ def shared_slots(older: Fact, newer: Fact, aliases: Aliases | None = None, *, st
             continue
         out.append(name)
     return out
-
-
-def same_slot(older: str, newer: str) -> bool:
-    """Is `newer` a later version of the fact `older` states (the same attribute of the same person)?"""
-    return bool(shared_slots(describe(older), describe(newer)))
 
 
 def cue_terms(names: list[str]) -> list[str]:

@@ -38,17 +38,3 @@ def estimate_tokens(text: str) -> int:
         # whitespace is free
         del space
     return total
-
-
-def cut_to_tokens(text: str, limit: int, ellipsis: str = "…") -> str:
-    """The longest prefix of `text` (plus an ellipsis when cut) that costs at most `limit` tokens."""
-    if estimate_tokens(text) <= limit:
-        return text
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if estimate_tokens(text[:mid] + ellipsis) <= limit:
-            low = mid
-        else:
-            high = mid - 1
-    return text[:low] + ellipsis if low > 0 else ""

@@ -78,7 +78,6 @@ TOOLS: dict[str, Declaration] = {
         "Save the persona and the user's identity", WRITES.model_copy(update={"idempotent_hint": True})
     ),
 }
-TOOL_NAMES = tuple(TOOLS)
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 # An ISO 8601 instant; JSON numbers are refused (expires_at=-1 is not a date). Range checks happen in the service.

@@ -81,7 +81,6 @@ VERSION = 1
 ROW_TYPES = ("user", "memory", "tombstone", "revision", "pending", "event", "profile", "profile_revision")
 SCAN_BATCH = 500
 EVENT_BATCH = 1000
-EMBED_BATCH = 64
 IMPORT_BATCH = 1000  # memories per transaction of an import
 
 
