@@ -64,15 +64,21 @@ async def test_the_last_time_something_happened(client: Client, clock):
     assert (await recalled(client, "上次去医院是什么时候"))[:1] == ["用户去医院复查了血常规，结果正常。"]
 
 
-async def test_a_calendar_day_brings_what_was_said_that_day(client: Client, clock):
-    for when, content in (
-        (datetime(2026, 4, 27, 21, 0, tzinfo=SHANGHAI), "推荐用户去看电影《奥本海默》。"),
-        (datetime(2026, 5, 2, 20, 30, tzinfo=SHANGHAI), "用户因为工作上的项目延期很烦恼。"),
-        (datetime(2026, 5, 3, 9, 0, tzinfo=SHANGHAI), "用户周末去爬了山。"),
-    ):
+async def said_on(client: Client, clock, *said: tuple[datetime, str]) -> None:
+    """Each text stored at its time (Asia/Shanghai), then the clock back at START."""
+    for when, content in said:
         clock.set(when)
         await add(client, content)
     clock.set(START)
+
+
+async def test_a_calendar_day_brings_what_was_said_that_day(client: Client, clock):
+    await said_on(
+        client, clock,
+        (datetime(2026, 4, 27, 21, 0, tzinfo=SHANGHAI), "推荐用户去看电影《奥本海默》。"),
+        (datetime(2026, 5, 2, 20, 30, tzinfo=SHANGHAI), "用户因为工作上的项目延期很烦恼。"),
+        (datetime(2026, 5, 3, 9, 0, tzinfo=SHANGHAI), "用户周末去爬了山。"),
+    )
     assert await recalled(client, "在5月2号我们聊了什么") == ["用户因为工作上的项目延期很烦恼。"]
     assert await recalled(client, "what did I say on May 2nd") == ["用户因为工作上的项目延期很烦恼。"]
     assert await recalled(client, "4月27日那天你推荐了什么") == ["推荐用户去看电影《奥本海默》。"]
@@ -80,14 +86,12 @@ async def test_a_calendar_day_brings_what_was_said_that_day(client: Client, cloc
 
 
 async def test_a_day_of_the_month_named_without_its_month(client: Client, clock):
-    for when, content in (
+    await said_on(
+        client, clock,
         (datetime(2026, 10, 5, 20, 0, tzinfo=SHANGHAI), "用户和同事为了发布日期吵了一架。"),
         (datetime(2026, 11, 14, 21, 0, tzinfo=SHANGHAI), "推荐用户读《置身事内》。"),
         (datetime(2026, 11, 15, 9, 0, tzinfo=SHANGHAI), "用户早上去跑了五公里。"),
-    ):
-        clock.set(when)
-        await add(client, content)
-    clock.set(START)
+    )
     assert await recalled(client, "14号那天你推荐了什么") == ["推荐用户读《置身事内》。"]
     assert await recalled(client, "上个月5号我们聊了什么") == ["用户和同事为了发布日期吵了一架。"]
     assert await recalled(client, "what did we talk about on the 14th") == ["推荐用户读《置身事内》。"]
