@@ -4,6 +4,7 @@ calendar day (5月2号, 4月27日, May 2nd) read in the user's time zone, the ye
 
 from __future__ import annotations
 
+import random
 from datetime import date, datetime
 
 import pytest
@@ -133,3 +134,15 @@ async def test_a_day_of_the_month_named_without_its_month(client: Client, clock)
 )
 def test_windows_the_parser_reads(text: str, window: tuple[date, date] | None):
     assert parse(text, TODAY).window == window
+
+
+def test_the_parser_never_fails_on_odd_text():
+    """Numbers, month and day marks in any order, on the last day of months of every length: a window or none,
+    never an error (31号 in a month without one, 2月29日 outside a leap year, 十三月)."""
+    rnd = random.Random(7)
+    alphabet = [*"0123456789一二三四五六七八九十两号日月年上下这本个那天我", " on the ", "th", "May", "去年", "今年"]
+    for _ in range(3000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 12)))
+        for today in (date(2026, 1, 31), date(2026, 3, 31), date(2024, 2, 29), date(2026, 12, 31)):
+            found = parse(text, today).window
+            assert found is None or found[0] <= found[1], text
