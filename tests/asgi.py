@@ -1,7 +1,7 @@
 """`pocketmem serve --transport http|sse` in process: the same ASGI app, reached by the official client without a
 socket or a subprocess; and the management page as a person's browser reaches it (`Browser`, `make_browser`).
 
-    async with serve_in_process(tmp_path, "http") as server:
+    async with serve_in_process(backend, tmp_path, "http") as server:
         token = await server.create_token("alice")
         async with server.connect(token) as client:
             await client.call_tool(...)
@@ -9,8 +9,9 @@ socket or a subprocess; and the management page as a person's browser reaches it
 `serve_in_process` does what `pocketmem serve` does before it listens (open the store, apply the access policy,
 `mcp.http.build_app`, the app's lifespan) and `StreamingASGITransport` carries httpx requests to that app. Unlike
 httpx's own ASGITransport it streams the response, so SSE streams (the SSE transport, the streamable HTTP GET
-stream) work. Settings come from `helpers.make_settings`, so on the PostgreSQL run of a test marked `backends`
-the server uses the test's PostgreSQL database, as the subprocess does through `servers.server_env`.
+stream) work. Settings come from the test's `backend` (the fixture, passed first), so on the PostgreSQL run of a
+test marked `backends` the server uses the test's PostgreSQL database, as the subprocess does through
+`servers.server_env`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pocketmem.mcp.http import _describe as describe
 from pocketmem.service.manage.tokens import Anonymous, TokenService
 from pocketmem.web.server import make_access, ui_app
 
-from .helpers import make_settings
+from .helpers import Backend
 
 PORT = 8765
 Message = MutableMapping[str, Any]
@@ -198,11 +199,11 @@ class InProcessServer:
 
 @asynccontextmanager
 async def serve_in_process(
-    tmp_path: Path, transport: str = "http", *, host: str = "127.0.0.1", auth: AuthMode = AuthMode.auto,
-    allowed_hosts: tuple[str, ...] = (), mount: Any = None, **settings: Any,
+    backend: Backend, tmp_path: Path, transport: str = "http", *, host: str = "127.0.0.1",
+    auth: AuthMode = AuthMode.auto, allowed_hosts: tuple[str, ...] = (), mount: Any = None, **settings: Any,
 ) -> AsyncIterator[InProcessServer]:
     """`pocketmem serve --transport <transport>` over tmp_path/home, without a socket (the `--port 0` of tests)."""
-    config = make_settings(tmp_path, **settings)
+    config = backend.make_settings(tmp_path, **settings)
     options = NetworkOptions(transport, host=host, port=PORT, auth=auth, allowed_hosts=allowed_hosts, mount=mount)
     async with PocketMem(config) as app:
         tokens = TokenService(app.store, app.clock)

@@ -2,9 +2,12 @@
 client in process.
 
 Modules marked `pytest.mark.backends` run every test twice, on SQLite and on PostgreSQL (tests/pg.py:
-one server per session, a fresh database per store): `make_settings` and the `settings` fixture then
-point at a PostgreSQL database instead of a file, so the same behaviour suite runs on both backends.
-Tests about the SQLite file itself are marked `sqlite_only`.
+one server per session, a fresh database per store): the `backend` fixture is then a PostgreSQL `Backend`, and
+the `make_settings` and `settings` fixtures point at a PostgreSQL database instead of a file, so the same
+behaviour suite runs on both backends. Tests about the SQLite file itself are marked `sqlite_only`.
+
+The backend travels as a fixture: a test that builds settings takes `make_settings` (or `settings`), and hands
+`make_settings` or `backend` to the helpers that need it (`servers.cli`, `asgi.serve_in_process`, ...).
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.base.config import Settings
 from pocketmem.mcp.server import build_server
 
-from . import helpers
-from .helpers import START, Backend, make_settings
+from .helpers import START, Backend, MakeSettings
 from .pg import PgTestServer
 
 
@@ -60,18 +62,24 @@ def postgres() -> Iterator[PgTestServer]:
 
 
 @pytest.fixture(autouse=True)
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """'sqlite', or 'postgres' for the PostgreSQL run of a module marked backends."""
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The test's backend: SQLite, or PostgreSQL (`name` 'postgres') on that run of a test marked backends. Its
+    PostgreSQL databases are dropped after the test."""
     name = getattr(request, "param", "sqlite")
     server = request.getfixturevalue("postgres") if name == "postgres" else None
-    helpers.active = current = Backend(name, server)
+    current = Backend(name, server)
     try:
-        yield name
+        yield current
     finally:
-        helpers.active = Backend()
         if server is not None:
             for database in current.databases.values():
                 server.drop(database)
+
+
+@pytest.fixture
+def make_settings(backend: Backend) -> MakeSettings:
+    """`make_settings(tmp_path, **overrides)`: settings over tmp_path for the test's backend."""
+    return backend.make_settings
 
 
 @pytest.fixture
@@ -80,7 +88,7 @@ def clock() -> FixedClock:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(make_settings: MakeSettings, tmp_path: Path) -> Settings:
     return make_settings(tmp_path)
 
 

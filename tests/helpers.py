@@ -1,8 +1,9 @@
-"""The helpers test modules share, in one place: the fixed start time, settings for the backend under test
-(SQLite files, or a PostgreSQL database per file on the PostgreSQL run), and a few builders several suites use.
+"""The helpers test modules share, in one place: the fixed start time, the `Backend` a test runs on (settings
+for SQLite files, or a PostgreSQL database per file on the PostgreSQL run), and a few builders several suites use.
 
-Test modules import these from here; fixtures live in conftest.py, which keeps `active` (the backend of the
-test running now) up to date for `make_settings` and `backend_env`.
+Test modules import these from here; fixtures live in conftest.py. Its `backend` fixture makes each test's
+`Backend` and its `make_settings` fixture is that backend's `make_settings`: a helper that builds settings or
+starts pocketmem is handed one of them by the test, nothing here knows which test is running.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from mcp import StdioServerParameters
@@ -29,42 +31,43 @@ START = datetime(2026, 11, 26, 10, 0, tzinfo=SHANGHAI)
 
 @dataclass
 class Backend:
-    """The backend of the test running now: set by conftest's `backend` fixture before the test, reset after."""
+    """The backend one test runs on: conftest's `backend` fixture makes it for the test and drops its PostgreSQL
+    databases after it."""
 
     name: str = "sqlite"
     server: PgTestServer | None = None
     databases: dict[str, str] = field(default_factory=dict)  # SQLite file -> the PostgreSQL database standing in
 
+    def postgres_url_for(self, key: str) -> str:
+        """The test's PostgreSQL database standing in for the SQLite file `key` (created on first use)."""
+        assert self.server is not None
+        if key not in self.databases:
+            self.databases[key] = self.server.database()
+        return self.server.url(self.databases[key])
 
-active = Backend()
+    def env(self, home: Path) -> dict[str, str]:
+        """Environment for a pocketmem subprocess over `home`: on the PostgreSQL run, its database URL."""
+        if self.name != "postgres":
+            return {}
+        return {"POCKETMEM_DATABASE_URL": self.postgres_url_for(str(home / "memory.db"))}
+
+    def make_settings(self, tmp_path: Path, **overrides: object) -> Settings:
+        # No maintenance timer unless a test asks for one: it would act on the fixed clock behind the test's back.
+        # The built-in lexical embedder unless a test asks for another: the behaviour suite was written against
+        # it; tests/test_neural_default.py runs the default (`use`).
+        values: dict[str, object] = {
+            "home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0, "embedder": "hash",
+        }
+        values.update(overrides)
+        if self.name == "postgres" and "database_url" not in values and "cloud_url" not in values:
+            values["database_url"] = self.postgres_url_for(str(values.get("db") or tmp_path / "home" / "memory.db"))
+        return Settings(**values)  # type: ignore[arg-type]
 
 
-def postgres_url_for(key: str) -> str:
-    """The test's PostgreSQL database standing in for the SQLite file `key` (created on first use)."""
-    assert active.server is not None
-    if key not in active.databases:
-        active.databases[key] = active.server.database()
-    return active.server.url(active.databases[key])
+class MakeSettings(Protocol):
+    """The `make_settings` fixture: settings over `tmp_path` for the test's backend (`Backend.make_settings`)."""
 
-
-def backend_env(home: Path) -> dict[str, str]:
-    """Environment for a pocketmem subprocess over `home`: on the PostgreSQL run, its database URL."""
-    if active.name != "postgres":
-        return {}
-    return {"POCKETMEM_DATABASE_URL": postgres_url_for(str(home / "memory.db"))}
-
-
-def make_settings(tmp_path: Path, **overrides: object) -> Settings:
-    # No maintenance timer unless a test asks for one: it would act on the fixed clock behind the test's back.
-    # The built-in lexical embedder unless a test asks for another: the behaviour suite was written against it;
-    # tests/test_neural_default.py runs the default (`use`).
-    values: dict[str, object] = {
-        "home": tmp_path / "home", "tz": "Asia/Shanghai", "maintain_interval": 0, "embedder": "hash",
-    }
-    values.update(overrides)
-    if active.name == "postgres" and "database_url" not in values and "cloud_url" not in values:
-        values["database_url"] = postgres_url_for(str(values.get("db") or tmp_path / "home" / "memory.db"))
-    return Settings(**values)  # type: ignore[arg-type]
+    def __call__(self, tmp_path: Path, **overrides: object) -> Settings: ...
 
 
 class NeighbourSearchingEmbedder(HashEmbedder):

@@ -1,12 +1,15 @@
 """pocketmem as real processes, for tests: the CLI, `serve --transport http|sse` on a free port, and a store
 whose process was killed mid-write (`crashed_store`).
 
-    with ServerProcess(home, "http") as server:
+    with ServerProcess(backend, home, "http") as server:
         async with connect(server.url, token) as client:
             await client.call_tool(...)
 
 The server is started with `--port 0` and announces its URL on stderr once it listens; stderr goes
 to a file (``server.log``) so a full pipe can never stall it and a failing test can show it.
+
+What starts pocketmem takes the test's `backend` (the `backend` fixture) first: on the PostgreSQL run the process
+gets the test's database URL (`Backend.env`).
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+
+if TYPE_CHECKING:
+    from .helpers import Backend
 
 _ANNOUNCE = re.compile(r"pocketmem: MCP over .* at (http://\S+)")
 
@@ -40,10 +46,8 @@ def checkout_env() -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": SERVER_SOURCE}
 
 
-def server_env(home: Path, **extra: str) -> dict[str, str]:
+def server_env(backend: Backend, home: Path, **extra: str) -> dict[str, str]:
     # Hosts start servers with a minimal environment; give it only what pocketmem needs.
-    from .helpers import backend_env
-
     return {
         **checkout_env(),
         "POCKETMEM_HOME": str(home),
@@ -51,15 +55,15 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
         "POCKETMEM_EMBEDDER": "hash",  # as make_settings: tests of the default embedder pass their own
         # The package under test, when it is not the installed one (a checkout run with PYTHONPATH=server).
         **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
-        **backend_env(home),
+        **backend.env(home),
         **extra,
     }
 
 
-def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def cli(backend: Backend, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pocketmem", *args],
-        env=server_env(home, **env),
+        env=server_env(backend, home, **env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -67,14 +71,17 @@ def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def create_token(home: Path, user: str, name: str | None = None) -> str:
-    out = cli(home, "token", "create", "--user", user, *(["--name", name] if name else []))
+def create_token(backend: Backend, home: Path, user: str, name: str | None = None) -> str:
+    out = cli(backend, home, "token", "create", "--user", user, *(["--name", name] if name else []))
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
 class ServerProcess:
-    def __init__(self, home: Path, transport: str = "http", *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, backend: Backend, home: Path, transport: str = "http", *args: str, env: dict[str, str] | None = None,
+    ) -> None:
+        self.backend = backend
         self.home = home
         self.transport = transport
         self.args = args
@@ -88,7 +95,7 @@ class ServerProcess:
         command = [sys.executable, "-m", "pocketmem", "serve", "--transport", self.transport, "--port", "0", *self.args]
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                command, env=server_env(self.home, **self.env), stdin=subprocess.DEVNULL,
+                command, env=server_env(self.backend, self.home, **self.env), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=log,
             )
         deadline = time.monotonic() + timeout
@@ -190,7 +197,7 @@ def run_cli(capsys: Any, home: Path, *args: str, **env: str) -> subprocess.Compl
 FACTS = ["用户喜欢吃苹果", "用户住在杭州", "用户的猫叫小白", "用户在学吉他", "用户对花生过敏"]
 
 
-def crashed_store(home: Path) -> None:
+def crashed_store(backend: Backend, home: Path) -> None:
     """A store whose process was SIGKILLed: memory.db with its -wal and -shm left behind."""
     code = (
         "import asyncio, os\n"
@@ -204,6 +211,6 @@ def crashed_store(home: Path) -> None:
         "        os.kill(os.getpid(), 9)\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], env=server_env(home), capture_output=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], env=server_env(backend, home), capture_output=True, timeout=120)
     assert done.returncode == -9, done.stderr
     assert (home / "memory.db-wal").exists()

@@ -11,7 +11,6 @@ from pocketmem.service.shared.reinforcement import record_used
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.service.writing.batch import AddStep, ForgetStep, PatchStep, ReinforceStep, apply_batch
 
-from .helpers import make_settings
 from .scripted_llm import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -83,7 +82,7 @@ async def test_bad_input_fails_before_anything_is_written(app):
     assert await snapshot(app) == before
 
 
-async def test_the_cap_is_enforced_once_and_spares_the_batch(tmp_path, clock):
+async def test_the_cap_is_enforced_once_and_spares_the_batch(tmp_path, clock, make_settings):
     app = PocketMem(make_settings(tmp_path, max_active=3), clock=clock)
     async with app:
         old = []

@@ -13,14 +13,14 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.transfer import exporting
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 FOODS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶"]
 
 
-async def source_export(tmp_path, clock: FixedClock) -> str:
+async def source_export(make_settings: MakeSettings, tmp_path, clock: FixedClock) -> str:
     async with PocketMem(make_settings(tmp_path / "src", max_active=100), clock=clock) as app:
         for i, food in enumerate(FOODS):
             await app.writing.add(USER, AddRequest(content=f"用户第{i}次吃{food}", keywords=[food]))
@@ -30,9 +30,9 @@ async def source_export(tmp_path, clock: FixedClock) -> str:
         return buffer.getvalue()
 
 
-async def test_batched_import_keeps_every_index_and_the_sync_order(tmp_path, clock, monkeypatch):
+async def test_batched_import_keeps_every_index_and_the_sync_order(tmp_path, clock, monkeypatch, make_settings):
     monkeypatch.setattr(exporting, "IMPORT_BATCH", 3)  # 8 memories: three transactions
-    text = await source_export(tmp_path, clock)
+    text = await source_export(make_settings, tmp_path, clock)
     async with PocketMem(make_settings(tmp_path / "dst", max_active=100), clock=clock) as app:
         async with app.store.read() as reader:
             before = await reader.change_marker()
@@ -66,9 +66,9 @@ async def test_batched_import_keeps_every_index_and_the_sync_order(tmp_path, clo
         assert [m.content for _, m in latest] == ["用户开始学游泳"]
 
 
-async def test_a_file_repeating_an_id_inserts_it_once(tmp_path, clock, monkeypatch):
+async def test_a_file_repeating_an_id_inserts_it_once(tmp_path, clock, monkeypatch, make_settings):
     monkeypatch.setattr(exporting, "IMPORT_BATCH", 4)
-    lines = (await source_export(tmp_path, clock)).splitlines()
+    lines = (await source_export(make_settings, tmp_path, clock)).splitlines()
     memory_lines = [line for line in lines if line.startswith('{"type": "memory"')]
     async with PocketMem(make_settings(tmp_path / "dst", max_active=100), clock=clock) as app:
         report = await app.exporter.import_lines([*lines, memory_lines[0]])

@@ -83,11 +83,10 @@ def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):
     assert json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]["POCKETMEM_TZ"] == "Europe/Berlin"
 
 
-def test_a_pending_profile_change_shows_as_one(capsys, tmp_path):
+def test_a_pending_profile_change_shows_as_one(capsys, tmp_path, make_settings):
     import asyncio
 
     from pocketmem.app import PocketMem
-    from tests.conftest import make_settings
 
     async def propose() -> None:
         async with PocketMem(make_settings(tmp_path, home=tmp_path)) as app:

@@ -13,6 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
+from tests.helpers import Backend
 from tests.servers import ServerProcess, connect, create_token, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -20,9 +21,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROUNDS = 20
 
 
-def stdio(home, user: str) -> Client:
+def stdio(backend: Backend, home, user: str) -> Client:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "pocketmem", "serve"], env=server_env(home, POCKETMEM_USER=user)
+        command=sys.executable, args=["-m", "pocketmem", "serve"], env=server_env(backend, home, POCKETMEM_USER=user)
     )
     return Client(params, mode="legacy")
 
@@ -61,21 +62,21 @@ async def check_store(home, expected: dict[str, int]) -> None:
             assert (await app.stats(user))["active"] == count, user
 
 
-async def test_stdio_servers_and_http_clients_share_one_file(tmp_path):
+async def test_stdio_servers_and_http_clients_share_one_file(tmp_path, backend):
     home = tmp_path / "home"
-    tokens = {user: create_token(home, user) for user in ("alice", "bob")}
+    tokens = {user: create_token(backend, home, user) for user in ("alice", "bob")}
     errors: list[str] = []
     added: dict[str, int] = {}
 
     async def over_stdio(user: str, label: str) -> None:
-        async with stdio(home, user) as client:
+        async with stdio(backend, home, user) as client:
             added[label] = await workload(client, label, errors)
 
     async def over_http(url: str, user: str, label: str, mode: str) -> None:
         async with connect(url, tokens[user], mode=mode) as client:
             added[label] = await workload(client, label, errors)
 
-    with ServerProcess(home, "http", env={"POCKETMEM_MAX_ACTIVE": "10000"}) as server:
+    with ServerProcess(backend, home, "http", env={"POCKETMEM_MAX_ACTIVE": "10000"}) as server:
         async with anyio.create_task_group() as tg:
             for n, user in enumerate(("alice", "carol", "carol")):
                 tg.start_soon(over_stdio, user, f"stdio{n}-{user}")
@@ -92,13 +93,13 @@ async def test_stdio_servers_and_http_clients_share_one_file(tmp_path):
     await check_store(home, per_user)
 
 
-async def test_servers_starting_together_on_a_new_file(tmp_path):
+async def test_servers_starting_together_on_a_new_file(tmp_path, backend):
     """The first start creates the file, switches it to WAL and migrates; four at once must all succeed."""
     home = tmp_path / "home"
     errors: list[str] = []
 
     async def one(n: int) -> None:
-        async with stdio(home, "dora") as client:
+        async with stdio(backend, home, "dora") as client:
             await workload(client, f"s{n}", errors, rounds=3)
 
     async with anyio.create_task_group() as tg:

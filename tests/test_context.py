@@ -17,8 +17,6 @@ from pocketmem.core.triggers import long_term_trigger
 from pocketmem.mcp.server import build_server
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
-
 pytestmark = [pytest.mark.anyio]
 USER = "global"
 
@@ -73,7 +71,7 @@ def test_long_term_triggers():
 @pytest.mark.backends
 @pytest.mark.parametrize("lang", ["zh", "en"])
 @pytest.mark.parametrize("count", [0, 10, 1000])
-async def test_the_package_stays_within_budget(tmp_path, clock, lang, count):
+async def test_the_package_stays_within_budget(tmp_path, clock, lang, count, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
         if count:
@@ -94,7 +92,7 @@ async def test_the_package_stays_within_budget(tmp_path, clock, lang, count):
 
 
 @pytest.mark.backends
-async def test_trimmed_evidence_first_then_recent_never_the_persona(tmp_path, clock):
+async def test_trimmed_evidence_first_then_recent_never_the_persona(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app:
         await app.writing.add_many(USER, memories("zh", 300))
@@ -126,7 +124,7 @@ def test_a_small_overflow_costs_evidence_only():
     assert package.used <= sh.usable and "设" * 900 in package.text
 
 
-async def test_a_past_reference_widens_the_evidence(tmp_path, clock):
+async def test_a_past_reference_widens_the_evidence(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app:
         for i in range(8):
@@ -137,7 +135,7 @@ async def test_a_past_reference_widens_the_evidence(tmp_path, clock):
         assert plain.text.count("手冲咖啡") == 3 and past.text.count("手冲咖啡") == 5
 
 
-async def test_the_budget_is_a_setting(tmp_path, clock):
+async def test_the_budget_is_a_setting(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, context_tokens=1000)
     async with PocketMem(settings, clock=clock) as app:
         await app.writing.add_many(USER, memories("en", 200))
@@ -167,7 +165,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
-async def test_the_prompt_tells_the_truth(tmp_path, clock, lang):
+async def test_the_prompt_tells_the_truth(tmp_path, clock, lang, make_settings):
     """Relevant memories first; recent ones under a heading that says what they are, with no secret shell,
     a completed todo marked done, and a fact a newer memory changed never shown as current."""
     case = CASES[lang]

@@ -129,7 +129,7 @@ async def store_health(home) -> dict:
 
 
 @pytest.mark.parametrize("seed", [20261126])
-async def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path, seed):
+async def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path, seed, backend):
     rng = random.Random(seed)
     home = tmp_path / "home"
     env = {"POCKETMEM_USER": USER, "POCKETMEM_MAX_ACTIVE": "25"}
@@ -137,7 +137,7 @@ async def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path, seed):
     totals = []
     for round_no in range(ROUNDS):
         free: list[str] = [m for m in acked.added if m not in acked.superseded | acked.forgotten]
-        server = ServerProcess(home, "http", env=env).start()
+        server = ServerProcess(backend, home, "http", env=env).start()
         try:
             kill_after = rng.uniform(0.05, 1.5)
             acked.first = anyio.Event()
@@ -159,7 +159,7 @@ async def test_sigkill_mid_write_loses_nothing_acknowledged(tmp_path, seed):
         assert health["integrity"] == "ok" and health["keyword_orphans"] == 0 and health["vector_mismatches"] == 0
     assert len(acked.added) >= ROUNDS, totals  # every round wrote before its kill
 
-    with ServerProcess(home, "http", env=env) as server:  # and the store still serves after all that
+    with ServerProcess(backend, home, "http", env=env) as server:  # and the store still serves after all that
         async with connect(server.url) as client:
             result = await client.call_tool("add_memory", {"content": "崩溃之后还能写入"})
             assert not result.is_error and result.structured_content["status"] == "stored"

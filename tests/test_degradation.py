@@ -25,7 +25,7 @@ from pocketmem.service.writing import embed_queue
 from pocketmem.service.writing.embed_queue import EmbedQueue
 from tests.fake_openai import FakeOpenAI
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -38,7 +38,7 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def openai_settings(tmp_path, fake: FakeOpenAI):
+def openai_settings(make_settings: MakeSettings, tmp_path, fake: FakeOpenAI):
     return make_settings(
         tmp_path, embedder="openai", embed_model="fake-embed", embed_base_url=fake.base_url,
         embed_api_key="sk-test", embed_timeout=2.0,
@@ -70,8 +70,8 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-async def openai_app(tmp_path, clock, fake) -> AsyncIterator[PocketMem]:
-    async with PocketMem(openai_settings(tmp_path, fake), clock=clock) as pm:
+async def openai_app(tmp_path, clock, fake, make_settings) -> AsyncIterator[PocketMem]:
+    async with PocketMem(openai_settings(make_settings, tmp_path, fake), clock=clock) as pm:
         yield pm
 
 
@@ -136,8 +136,10 @@ async def test_confirming_while_endpoint_down_stores_and_doctor_counts_the_wait(
     assert report["embedder"]["ok"] is False and report["embedder"]["waiting_for_vectors"] == 1
 
 
-async def test_rows_without_vector_are_found_again_after_a_restart(tmp_path, clock, fake: FakeOpenAI):
-    settings = openai_settings(tmp_path, fake)
+async def test_rows_without_vector_are_found_again_after_a_restart(
+    tmp_path, clock, fake: FakeOpenAI, make_settings: MakeSettings
+):
+    settings = openai_settings(make_settings, tmp_path, fake)
     fake.close()  # down from the very start: the vector index does not even know its size yet
     async with PocketMem(settings, clock=clock) as first:
         ids = [
@@ -203,7 +205,7 @@ def drop_keyword_index(path) -> None:
 
 
 @pytest.fixture
-async def hash_app(tmp_path, clock) -> AsyncIterator[PocketMem]:
+async def hash_app(tmp_path, clock, make_settings) -> AsyncIterator[PocketMem]:
     async with PocketMem(make_settings(tmp_path), clock=clock) as pm:
         yield pm
 
@@ -234,8 +236,10 @@ async def test_keyword_index_gone_and_nothing_near_gives_the_card(hash_app: Pock
         assert answer["degraded"].startswith("user card only")
 
 
-async def test_both_down_answers_with_the_card_core_memories(tmp_path, clock, fake: FakeOpenAI):
-    settings = openai_settings(tmp_path, fake)
+async def test_both_down_answers_with_the_card_core_memories(
+    tmp_path, clock, fake: FakeOpenAI, make_settings: MakeSettings
+):
+    settings = openai_settings(make_settings, tmp_path, fake)
     async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
         await call(client, "add_memory", {"content": CORIANDER, "scores": {"persistence": 1.0}})
         fake.close()
@@ -247,7 +251,7 @@ async def test_both_down_answers_with_the_card_core_memories(tmp_path, clock, fa
         assert "embedder" in answer["degraded"] and "keyword index" in answer["degraded"]
 
 
-def test_dropping_the_index_really_breaks_it(tmp_path):
+def test_dropping_the_index_really_breaks_it(tmp_path, make_settings):
     """The fault the tests above inject is real: the keyword table is gone from the file."""
     import asyncio
 

@@ -16,7 +16,7 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.cli import _doctor
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 
@@ -41,7 +41,7 @@ async def doctor(settings, capsys, repair: bool = False) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
-async def test_a_file_with_40_flipped_bytes_gets_a_report_never_an_error(tmp_path, capsys):
+async def test_a_file_with_40_flipped_bytes_gets_a_report_never_an_error(tmp_path, capsys, make_settings):
     made = make_settings(tmp_path / "made")
     async with PocketMem(made, clock=FixedClock(START)) as app:
         for i in range(30):

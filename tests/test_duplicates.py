@@ -15,8 +15,6 @@ from pocketmem.core.text import stem_word
 from pocketmem.mcp.server import build_server
 from pocketmem.service.shared import sameness
 
-from .helpers import make_settings
-
 pytestmark = pytest.mark.anyio
 
 
@@ -73,7 +71,7 @@ def test_different_relatives_are_different_facts():
 
 
 @pytest.fixture
-async def default_client(tmp_path, clock) -> AsyncIterator[Client]:
+async def default_client(tmp_path, clock, make_settings) -> AsyncIterator[Client]:
     settings = make_settings(tmp_path, embedder="use")
     async with Client(build_server(settings, app=PocketMem(settings, clock=clock))) as c:
         yield c
@@ -131,7 +129,7 @@ def minilm():
 
 
 @pytest.fixture
-async def neural(tmp_path, clock, minilm) -> AsyncIterator[Client]:
+async def neural(tmp_path, clock, minilm, make_settings) -> AsyncIterator[Client]:
     folder, embedder = minilm
     settings = make_settings(tmp_path, embedder="local", embed_model=folder)
     async with PocketMem(settings, clock=clock, embedder=embedder) as app:

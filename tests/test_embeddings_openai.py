@@ -279,13 +279,13 @@ async def test_fake_chat_answers_from_its_script(fake: FakeOpenAI) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_store_on_an_openai_compatible_endpoint(tmp_path) -> None:
+async def test_a_store_on_an_openai_compatible_endpoint(tmp_path, make_settings) -> None:
     """The whole write/read path on a remote embedder: the index is sized by the first answer."""
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
     from pocketmem.service.recall.retrieval import RecallRequest
     from pocketmem.service.writing.add_request import AddRequest
-    from tests.helpers import START, make_settings
+    from tests.helpers import START
 
     with FakeOpenAI(default_dimensions=24) as fake:
         # The fake's vectors carry no meaning (semantic scores ~0), so only keyword evidence can pass.

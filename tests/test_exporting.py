@@ -19,7 +19,7 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.transfer.exporting import atomic_write
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, backend_env, dump, make_settings
+from .helpers import START, dump
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio]
@@ -61,7 +61,7 @@ async def export_text(app: PocketMem, **kw) -> str:
 
 
 @pytest.mark.backends
-async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, clock):
+async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, clock, make_settings):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as source:
         ids = await populate(source, clock)
         text = await export_text(source, events=True)
@@ -101,7 +101,7 @@ async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, cl
 
 
 @pytest.mark.backends
-async def test_import_never_brings_back_a_purged_memory(tmp_path, clock):
+async def test_import_never_brings_back_a_purged_memory(tmp_path, clock, make_settings):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
         gone = (await app.writing.add(USER, AddRequest(content="用户的旧地址在西湖区"))).memory_id
         before = await export_text(app)  # taken while the memory was still active
@@ -133,7 +133,7 @@ async def test_a_bad_file_is_refused_whole_with_the_line_named(app):
 
 
 @pytest.mark.backends
-async def test_import_respects_the_cap(tmp_path, clock):
+async def test_import_respects_the_cap(tmp_path, clock, make_settings):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as app:
         for hobby in ["象棋", "围棋", "书法", "绘画"]:
             await app.writing.add(USER, AddRequest(content=f"用户的爱好之一是{hobby}", category=Category.context))
@@ -171,7 +171,7 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
 
 @pytest.mark.backends
 @pytest.mark.slow
-def test_cli_export_and_import(tmp_path):
+def test_cli_export_and_import(tmp_path, backend, make_settings):
     import anyio
 
     async def seed() -> None:
@@ -183,7 +183,7 @@ def test_cli_export_and_import(tmp_path):
 
     def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
-               **backend_env(home)}
+               **backend.env(home)}
         return subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True,
                               text=True, timeout=120)
 

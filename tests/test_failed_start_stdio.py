@@ -32,9 +32,11 @@ def not_a_database(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode", PROTOCOLS)
-async def test_a_store_that_cannot_open_is_named_in_every_answer(tmp_path, mode):
+async def test_a_store_that_cannot_open_is_named_in_every_answer(tmp_path, mode, backend):
     home = not_a_database(tmp_path)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=server_env(home))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pocketmem", "serve"], env=server_env(backend, home)
+    )
     async with Client(params, mode=mode) as client:
         assert client.protocol_version == ("2025-11-25" if mode == "legacy" else mode)
         called = await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶"})
@@ -56,7 +58,7 @@ async def test_a_store_that_cannot_open_is_named_in_every_answer(tmp_path, mode)
 
 
 @pytest.mark.parametrize("mode", PROTOCOLS)
-def test_a_bad_setting_is_named_and_the_exit_is_non_zero(tmp_path, mode):
+def test_a_bad_setting_is_named_and_the_exit_is_non_zero(tmp_path, mode, backend):
     code = (
         "import asyncio, sys\n"
         "from mcp import Client, StdioServerParameters\n"
@@ -67,7 +69,7 @@ def test_a_bad_setting_is_named_and_the_exit_is_non_zero(tmp_path, mode):
         "        print(result.is_error, result.content[0].text)\n"
         "asyncio.run(main())\n"
     )
-    env = server_env(tmp_path / "home", POCKETMEM_MAX_ACTIVE="many")
+    env = server_env(backend, tmp_path / "home", POCKETMEM_MAX_ACTIVE="many")
     done = subprocess.run(
         [sys.executable, "-c", f"ENV = {env!r}\nMODE = {mode!r}\n" + code],
         capture_output=True, text=True, timeout=120, env={**os.environ},
@@ -79,10 +81,10 @@ def test_a_bad_setting_is_named_and_the_exit_is_non_zero(tmp_path, mode):
     assert "POCKETMEM_MAX_ACTIVE" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_the_exit_code_stays_non_zero_after_stdin_closes(tmp_path):
+def test_the_exit_code_stays_non_zero_after_stdin_closes(tmp_path, backend):
     home = not_a_database(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(home), capture_output=True, text=True,
+        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(backend, home), capture_output=True, text=True,
         timeout=60, input="",
     )
     assert done.returncode == 2 and done.stdout == ""

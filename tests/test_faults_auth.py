@@ -65,8 +65,8 @@ async def _page_refuses(app, memory_id: str) -> None:
         assert (await http.post(f"/ui/memories/{memory_id}/forget", data={"csrf": "x"})).status_code == 401
 
 
-async def test_revoking_every_token_keeps_every_surface_closed_also_after_a_restart(tmp_path):
-    async with serve_in_process(tmp_path, "http", mount=mount_page) as server:
+async def test_revoking_every_token_keeps_every_surface_closed_also_after_a_restart(tmp_path, backend):
+    async with serve_in_process(backend, tmp_path, "http", mount=mount_page) as server:
         added = await server.app.writing.add(USER, AddRequest(content="用户的银行卡尾号是 4242"))
         memory_id = added.memory_id or ""
         async with server.http() as http:  # open before any token: the local user's page
@@ -75,7 +75,7 @@ async def test_revoking_every_token_keeps_every_surface_closed_also_after_a_rest
         await server.revoke_token(token)
         await _surfaces_refuse(server, memory_id)
         await _page_refuses(server.app, memory_id)
-    async with serve_in_process(tmp_path, "http", mount=mount_page) as server:  # a restart over the same store
+    async with serve_in_process(backend, tmp_path, "http", mount=mount_page) as server:  # a restart over the same store
         assert "every one is revoked" in server.log()
         await _surfaces_refuse(server, memory_id)
         await _page_refuses(server.app, memory_id)

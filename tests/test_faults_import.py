@@ -32,10 +32,10 @@ async def test_the_page_imports_what_the_page_exported_profile_rows_included(app
     assert (await app.profile.view(USER)).identity["name"] == "Alice"
 
 
-def export_of(home) -> list[dict]:
+def export_of(backend, home) -> list[dict]:
     """A real export of one memory (header first), made by `pocketmem export`."""
-    assert cli(home, "add", "用户住在杭州").returncode == 0
-    done = cli(home, "export")
+    assert cli(backend, home, "add", "用户住在杭州").returncode == 0
+    done = cli(backend, home, "export")
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -59,8 +59,8 @@ BAD_RECORDS = {
 
 
 @pytest.mark.slow
-def test_malformed_records_are_refused_one_by_one_with_their_reason(tmp_path):
-    rows = export_of(tmp_path / "made")
+def test_malformed_records_are_refused_one_by_one_with_their_reason(tmp_path, backend):
+    rows = export_of(backend, tmp_path / "made")
     header = json.dumps(rows[0])
     lines = [header]
     for n, (changes, _) in enumerate(BAD_RECORDS.values()):
@@ -73,7 +73,7 @@ def test_malformed_records_are_refused_one_by_one_with_their_reason(tmp_path):
     target = tmp_path / "in.jsonl"
     target.write_bytes(data + b"\n" + broken + b"\n")
     home = tmp_path / "home"
-    done = cli(home, "import", str(target))
+    done = cli(backend, home, "import", str(target))
     assert done.returncode == 0, done.stderr
     assert "unexpected" not in done.stderr
     report = json.loads(done.stdout)
@@ -88,11 +88,11 @@ def test_malformed_records_are_refused_one_by_one_with_their_reason(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
-def test_a_utf16_file_is_refused_whole_with_a_clear_reason(tmp_path, encoding):
-    rows = export_of(tmp_path / "made")
+def test_a_utf16_file_is_refused_whole_with_a_clear_reason(tmp_path, encoding, backend):
+    rows = export_of(backend, tmp_path / "made")
     target = tmp_path / "in.jsonl"
     target.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding=encoding)
-    done = cli(tmp_path / "home", "import", str(target))
+    done = cli(backend, tmp_path / "home", "import", str(target))
     assert done.returncode == 2 and "UTF-16" in done.stderr and "unexpected" not in done.stderr, done.stderr
 
 

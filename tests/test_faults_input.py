@@ -214,12 +214,12 @@ def test_export_writes_only_to_a_new_path_or_a_regular_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_export_o_refuses_a_device_from_the_command_line(tmp_path):
+def test_export_o_refuses_a_device_from_the_command_line(tmp_path, backend):
     from .servers import cli
 
     home = tmp_path / "home"
-    assert cli(home, "stats").returncode == 0
-    result = cli(home, "export", "-o", "/dev/null")
+    assert cli(backend, home, "stats").returncode == 0
+    result = cli(backend, home, "export", "-o", "/dev/null")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "pocketmem: -o: /dev/null is a device; give a new file name or an existing regular file"

@@ -21,7 +21,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import Status
 from pocketmem.store.types import MemoryFilter
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -82,7 +82,7 @@ async def stream(client: Client, rng: random.Random, acked: Acked, round_no: int
         acked.count += 1
 
 
-async def check(home: Path, tmp_path: Path, acked: Acked) -> None:
+async def check(make_settings: MakeSettings, home: Path, tmp_path: Path, acked: Acked) -> None:
     settings = make_settings(tmp_path, home=home)
     async with PocketMem(settings) as app:
         async with app.store.read() as reader:
@@ -107,12 +107,12 @@ async def check(home: Path, tmp_path: Path, acked: Acked) -> None:
     assert SECRET.encode() not in raw
 
 
-async def test_a_sigkill_storm_over_stdio_loses_nothing_acknowledged(tmp_path):
+async def test_a_sigkill_storm_over_stdio_loses_nothing_acknowledged(tmp_path, backend, make_settings):
     rng = random.Random(20261126)
     home = tmp_path / "home"
     pid_file = tmp_path / "server.pid"
     acked = Acked()
-    env = server_env(home, POCKETMEM_USER=USER, POCKETMEM_MAX_ACTIVE="100000")
+    env = server_env(backend, home, POCKETMEM_USER=USER, POCKETMEM_MAX_ACTIVE="100000")
     params = StdioServerParameters(command=sys.executable, args=launcher(pid_file), env=env)
     kills = 0
     replays: list[tuple[str, str]] = []
@@ -143,7 +143,7 @@ async def test_a_sigkill_storm_over_stdio_loses_nothing_acknowledged(tmp_path):
                 pass
         assert acked.count > before, f"round {round_no} acknowledged nothing"
         assert all(expected == got for expected, got in replays), replays
-        await check(home, tmp_path, acked)
+        await check(make_settings, home, tmp_path, acked)
     assert kills == ROUNDS
     print(f"storm: {kills} kills, {acked.count} calls, {len(acked.added)} adds, {len(acked.forgotten)} forgets, "
           f"{len(replays)} replays acknowledged and found")

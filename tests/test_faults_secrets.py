@@ -55,13 +55,14 @@ async def test_a_real_pocketmem_token_in_a_memory_is_stored_redacted(app):
     assert token not in stored["content"] and token.split("_")[2] not in json.dumps(stored, ensure_ascii=False)
 
 
-def serve_and_fail(home, **env: str) -> str:
+def serve_and_fail(backend, home, **env: str) -> str:
     """`pocketmem -vvv serve` over stdio, tool calls and a resource read that fail on a secret argument;
     the server's stderr."""
     home.mkdir(parents=True, exist_ok=True)
     err = home.parent / "stderr.txt"
     with err.open("w") as errlog:
-        server = subprocess.Popen([sys.executable, "-m", "pocketmem", "-vvv", "serve"], env=server_env(home, **env),
+        server = subprocess.Popen([sys.executable, "-m", "pocketmem", "-vvv", "serve"],
+                                  env=server_env(backend, home, **env),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog)
         assert server.stdin is not None and server.stdout is not None
 
@@ -90,9 +91,9 @@ def serve_and_fail(home, **env: str) -> str:
 
 
 @pytest.mark.slow
-def test_no_argument_value_reaches_the_log_at_vvv(tmp_path):
-    logged = serve_and_fail(tmp_path / "home")
+def test_no_argument_value_reaches_the_log_at_vvv(tmp_path, backend):
+    logged = serve_and_fail(backend, tmp_path / "home")
     assert "Tool 'forget_memory' failed" in logged  # the SDK's line is there, without the value
     assert SECRET[8:] not in logged
-    shown = serve_and_fail(tmp_path / "shown" / "home", POCKETMEM_LOG_CONTENT="1")
+    shown = serve_and_fail(backend, tmp_path / "shown" / "home", POCKETMEM_LOG_CONTENT="1")
     assert SECRET in shown  # the operator asked for content: the same lines carry it

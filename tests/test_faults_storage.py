@@ -22,7 +22,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 from .servers import FACTS, cli, crashed_store, server_env
 
 pytestmark = [pytest.mark.anyio]
@@ -68,17 +68,17 @@ async def test_disk_full_is_a_tool_error_saying_nothing_was_written(app, setting
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shm", [True, False], ids=["with-shm", "wal-without-shm"])
-async def test_a_read_only_store_still_answers_recall_and_lists(shm):
+async def test_a_read_only_store_still_answers_recall_and_lists(shm, backend):
     # Root ignores file modes, so the server runs as `nobody` there; otherwise the folder is made read-only.
     # Without the -shm file SQLite cannot open a WAL store in a folder it may not write: it is read from a copy.
     base = Path(tempfile.mkdtemp(prefix="pocketmem-ro-"))
     os.chmod(base, 0o755)
     home = base / "home"
     try:
-        crashed_store(home)
+        crashed_store(backend, home)
         if not shm:
             (home / "memory.db-shm").unlink()
-        env = server_env(home)
+        env = server_env(backend, home)
         if os.geteuid() == 0:
             if shutil.which("setpriv") is None:
                 pytest.skip("needs setpriv to drop root")
@@ -105,7 +105,7 @@ async def test_a_read_only_store_still_answers_recall_and_lists(shm):
         shutil.rmtree(base, ignore_errors=True)
 
 
-async def test_a_damaged_keyword_index_sets_degraded_and_names_doctor(tmp_path):
+async def test_a_damaged_keyword_index_sets_degraded_and_names_doctor(tmp_path, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         for fact in FACTS:
@@ -129,13 +129,13 @@ def one_line(stderr: str) -> str:
 
 
 @pytest.mark.slow
-def test_start_up_failures_are_one_line_with_a_fix_and_a_non_zero_exit(tmp_path):
+def test_start_up_failures_are_one_line_with_a_fix_and_a_non_zero_exit(tmp_path, backend):
     home = tmp_path / "home"
     home.mkdir()
     (home / "memory.db").write_bytes(os.urandom(20_000))
     for args in (("serve",), ("doctor",), ("serve", "--transport", "http", "--port", "0"), ("stats",)):
         done = subprocess.run(
-            [sys.executable, "-m", "pocketmem", *args], env=server_env(home), capture_output=True, text=True,
+            [sys.executable, "-m", "pocketmem", *args], env=server_env(backend, home), capture_output=True, text=True,
             timeout=60, stdin=subprocess.DEVNULL,
         )
         assert done.returncode != 0, args
@@ -144,20 +144,22 @@ def test_start_up_failures_are_one_line_with_a_fix_and_a_non_zero_exit(tmp_path)
             continue
         line = one_line(done.stderr)
         assert line.startswith("pocketmem: cannot open the memory store") and "not a database" in line, line
-    debug = cli(home, "--debug", "serve")
+    debug = cli(backend, home, "--debug", "serve")
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 
     other = tmp_path / "other"
-    assert cli(other, "stats").returncode == 0  # made with the built-in embedder
-    mismatch = cli(other, "serve", POCKETMEM_EMBEDDER="openai", POCKETMEM_EMBED_API_KEY="x", POCKETMEM_EMBED_MODEL="m")
+    assert cli(backend, other, "stats").returncode == 0  # made with the built-in embedder
+    mismatch = cli(
+        backend, other, "serve", POCKETMEM_EMBEDDER="openai", POCKETMEM_EMBED_API_KEY="x", POCKETMEM_EMBED_MODEL="m"
+    )
     assert mismatch.returncode == 2
     assert "pocketmem reindex" in one_line(mismatch.stderr)
 
 
 @pytest.mark.slow
-def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path):
+def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path, backend):
     server = subprocess.Popen(
-        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(tmp_path / "home"),
+        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(backend, tmp_path / "home"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
 

@@ -22,7 +22,7 @@ from pocketmem.base.models import Category, Status
 from pocketmem.service.writing.add_request import DATE_FIELDS, AddRequest
 from pocketmem.store.types import MemoryFilter
 
-from .helpers import START, make_settings
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -80,7 +80,7 @@ def as_value(local: datetime, zone: object) -> datetime:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(values=st.lists(instant_values(), min_size=1, max_size=12))
-async def test_every_accepted_instant_round_trips_through_add_export_and_import(tmp_path, values):
+async def test_every_accepted_instant_round_trips_through_add_export_and_import(tmp_path, values, make_settings):
     """Accepted iff the UTC year is 1000..9000; an accepted instant reads back the same (to the millisecond)
     from the store, from the export and from a store the export was imported into."""
     shanghai = ZoneInfo("Asia/Shanghai")
@@ -227,7 +227,7 @@ async def test_a_row_that_cannot_be_read_is_skipped_and_reported_not_fatal(app, 
 
 @pytest.mark.slow
 @pytest.mark.sqlite_only
-def test_doctor_and_repair_from_the_command_line(tmp_path):
+def test_doctor_and_repair_from_the_command_line(tmp_path, backend, make_settings):
     import asyncio
 
     from .servers import cli
@@ -241,11 +241,11 @@ def test_doctor_and_repair_from_the_command_line(tmp_path):
     memory_id = asyncio.run(seed())
     with sqlite3.connect(home / "memory.db") as db:
         db.execute("update memories set created_at = '999-12-31T15:54:17.000Z' where id = ?", (memory_id,))
-    checked = cli(home, "doctor")
+    checked = cli(backend, home, "doctor")
     assert checked.returncode == 1
     report = json.loads(checked.stdout)
     assert report["unreadable_times"][0]["id"] == memory_id
     assert any("doctor --repair" in p for p in report["problems"])
-    assert cli(home, "doctor", "--repair").returncode == 0
-    assert cli(home, "doctor").returncode == 0
-    assert cli(home, "stats").returncode == 0 and cli(home, "maintain").returncode == 0
+    assert cli(backend, home, "doctor", "--repair").returncode == 0
+    assert cli(backend, home, "doctor").returncode == 0
+    assert cli(backend, home, "stats").returncode == 0 and cli(backend, home, "maintain").returncode == 0

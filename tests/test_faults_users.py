@@ -12,14 +12,16 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 from .servers import cli
 
 pytestmark = [pytest.mark.anyio]
 
 
 @pytest.mark.slow
-async def test_a_garbage_time_in_one_users_core_memory_does_not_stop_anothers_profile_files(tmp_path):
+async def test_a_garbage_time_in_one_users_core_memory_does_not_stop_anothers_profile_files(
+    tmp_path, backend, make_settings
+):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         bad = await app.writing.add("alice", AddRequest(content="alice 住在杭州", scores={"persistence": 1.0}))
@@ -30,7 +32,7 @@ async def test_a_garbage_time_in_one_users_core_memory_does_not_stop_anothers_pr
     text = user_md.read_text(encoding="utf-8")
     user_md.write_text(text.rstrip("\n") + "\n- zoe 对花生过敏\n", encoding="utf-8")  # a line added at the end
 
-    done = cli(settings.home, "maintain")
+    done = cli(backend, settings.home, "maintain")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     files = {f["user_id"]: f for f in report["profile_files"]}

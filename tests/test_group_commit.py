@@ -13,14 +13,12 @@ from pocketmem.base.models import Status
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.types import MemoryFilter
 
-from .helpers import make_settings
-
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 TOPICS = ["香菜", "火锅", "拉面", "寿司", "芒果", "咖啡", "绿茶", "辣椒", "牛排", "饺子", "奶茶", "披萨"]
 
 
-async def test_concurrent_adds_share_commits_and_all_survive(tmp_path, clock, backend):
+async def test_concurrent_adds_share_commits_and_all_survive(tmp_path, clock, backend, make_settings):
     settings = make_settings(tmp_path)
     commits: list[object] = []
     async with PocketMem(settings, clock=clock) as app:
@@ -33,7 +31,7 @@ async def test_concurrent_adds_share_commits_and_all_survive(tmp_path, clock, ba
         requests = [AddRequest(content=f"用户第{i}次尝试{topic}", keywords=[topic]) for i, topic in enumerate(TOPICS)]
         results = await asyncio.gather(*(app.writing.add(USER, r) for r in requests))
         assert [r.status for r in results] == ["stored"] * len(TOPICS)
-        if backend == "sqlite":
+        if backend.name == "sqlite":
             assert len(commits) < len(TOPICS)  # they waited together and committed together
     async with PocketMem(settings, clock=clock) as app:
         async with app.store.read() as reader:
@@ -43,7 +41,7 @@ async def test_concurrent_adds_share_commits_and_all_survive(tmp_path, clock, ba
         assert health["count_mismatches"] == 0 and health["keyword_orphans"] == 0
 
 
-async def test_one_failing_add_in_a_group_undoes_only_itself(tmp_path, clock):
+async def test_one_failing_add_in_a_group_undoes_only_itself(tmp_path, clock, make_settings):
     async with PocketMem(make_settings(tmp_path), clock=clock) as app:
         await app.writing.add(USER, AddRequest(content="用户住在杭州"))
         good = [AddRequest(content=f"用户喜欢{topic}", keywords=[topic]) for topic in TOPICS[:5]]

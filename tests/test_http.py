@@ -19,7 +19,6 @@ from pocketmem.base.errors import ConfigError
 from pocketmem.mcp.http import AuthMode
 from pocketmem.mcp.server import build_server
 from tests.asgi import InProcessServer, serve_in_process
-from tests.helpers import make_settings
 from tests.servers import ServerProcess, cli, connect, create_token, run_cli
 
 pytestmark = [pytest.mark.anyio]
@@ -66,9 +65,9 @@ def home(tmp_path):
 
 # -- one real server per transport ----------------------------------------------------------------------------
 @pytest.mark.slow
-async def test_streamable_http_in_a_real_process(home):
-    alice = create_token(home, "alice", "laptop")
-    with ServerProcess(home, "http") as server:
+async def test_streamable_http_in_a_real_process(home, backend):
+    alice = create_token(backend, home, "alice", "laptop")
+    with ServerProcess(backend, home, "http") as server:
         assert "bearer token required" in server.log()
         missing = await post_initialize(server.url)
         assert missing.status_code == 401
@@ -79,16 +78,16 @@ async def test_streamable_http_in_a_real_process(home):
                 await add(client, f"用户的猫叫小白 ({mode})")
         async with connect(server.url, alice) as client:
             assert await contents(client) == ["用户的猫叫小白 (auto)", "用户的猫叫小白 (legacy)"]
-        revoked = cli(home, "token", "revoke", alice.split("_")[1])
+        revoked = cli(backend, home, "token", "revoke", alice.split("_")[1])
         assert revoked.returncode == 0, revoked.stderr
         assert (await post_initialize(server.url, bearer(alice))).status_code == 401  # at once, no restart
         assert "Traceback" not in server.log()
 
 
 @pytest.mark.slow
-async def test_sse_in_a_real_process(home):
-    alice = create_token(home, "alice")
-    with ServerProcess(home, "sse") as server:
+async def test_sse_in_a_real_process(home, backend):
+    alice = create_token(backend, home, "alice")
+    with ServerProcess(backend, home, "sse") as server:
         assert server.url.endswith("/sse")
         async with httpx2.AsyncClient(timeout=10) as http:
             assert (await http.get(server.url)).status_code == 401
@@ -100,10 +99,11 @@ async def test_sse_in_a_real_process(home):
 
 
 # -- in process -----------------------------------------------------------------------------------------------
-async def test_a_token_is_needed_and_checked(tmp_path):
-    async with serve_in_process(tmp_path, "http") as server:  # `pocketmem token create`, before the server starts
+async def test_a_token_is_needed_and_checked(tmp_path, backend):
+    # `pocketmem token create`, before the server starts
+    async with serve_in_process(backend, tmp_path, "http") as server:
         alice = await server.create_token("alice", "laptop")
-    async with serve_in_process(tmp_path, "http") as server:
+    async with serve_in_process(backend, tmp_path, "http") as server:
         assert "bearer token required" in server.log()
         missing = await post_initialize(server)
         assert missing.status_code == 401
@@ -124,8 +124,8 @@ async def test_a_token_is_needed_and_checked(tmp_path):
         assert server.errors == []
 
 
-async def test_loopback_needs_no_token_until_the_first_one_exists(tmp_path):
-    async with serve_in_process(tmp_path, "http", user="owner") as server:
+async def test_loopback_needs_no_token_until_the_first_one_exists(tmp_path, backend):
+    async with serve_in_process(backend, tmp_path, "http", user="owner") as server:
         assert "no token needed until one is created" in server.log()
         async with server.connect() as client:
             await add(client, "用户喜欢爬山")
@@ -140,7 +140,7 @@ async def test_loopback_needs_no_token_until_the_first_one_exists(tmp_path):
         await server.revoke_token(bob)
         # Revoking the last token does not reopen the server: a token has existed, so one stays required.
         assert (await post_initialize(server)).status_code == 401
-    async with serve_in_process(tmp_path, "http", user="owner") as server:
+    async with serve_in_process(backend, tmp_path, "http", user="owner") as server:
         assert "a token existed before" in server.log() and "allow-anonymous" in server.log()
         assert (await post_initialize(server)).status_code == 401
         await server.allow_anonymous()
@@ -150,8 +150,8 @@ async def test_loopback_needs_no_token_until_the_first_one_exists(tmp_path):
         assert (await post_initialize(server)).status_code == 401  # a new token closes it again
 
 
-async def test_stdio_acts_as_pocketmem_user_over_the_same_file(tmp_path):
-    async with serve_in_process(tmp_path, "http") as server:
+async def test_stdio_acts_as_pocketmem_user_over_the_same_file(tmp_path, backend, make_settings):
+    async with serve_in_process(backend, tmp_path, "http") as server:
         alice = await server.create_token("alice")
         bob = await server.create_token("bob")
         async with server.connect(alice) as client:
@@ -163,11 +163,11 @@ async def test_stdio_acts_as_pocketmem_user_over_the_same_file(tmp_path):
         assert await contents(client) == ["alice: 用户对花生过敏"]
 
 
-async def test_sse_transport(tmp_path):
-    async with serve_in_process(tmp_path, "sse") as server:
+async def test_sse_transport(tmp_path, backend):
+    async with serve_in_process(backend, tmp_path, "sse") as server:
         alice = await server.create_token("alice")
         bob = await server.create_token("bob")
-    async with serve_in_process(tmp_path, "sse") as server:
+    async with serve_in_process(backend, tmp_path, "sse") as server:
         assert server.url.endswith("/sse")
         async with server.http() as http:
             assert (await http.get(server.url)).status_code == 401
@@ -187,10 +187,10 @@ async def test_sse_transport(tmp_path):
         assert server.errors == []
 
 
-async def test_dns_rebinding_protection_and_request_size_limit(tmp_path):
-    async with serve_in_process(tmp_path, "http") as server:
+async def test_dns_rebinding_protection_and_request_size_limit(tmp_path, backend):
+    async with serve_in_process(backend, tmp_path, "http") as server:
         alice = await server.create_token("alice")
-    async with serve_in_process(tmp_path, "http", max_request_bytes=16384) as server:
+    async with serve_in_process(backend, tmp_path, "http", max_request_bytes=16384) as server:
         port = server.url.split(":")[2].split("/")[0]
         ok = await post_initialize(server, {**bearer(alice), "host": f"localhost:{port}"})
         assert ok.status_code == 200
@@ -239,13 +239,13 @@ def test_the_command_line_refuses_unsafe_hosts_and_auth_modes(home, capsys):
     assert proxied.returncode == 2 and "refusing --auth none on memory.example.com" in proxied.stderr
 
 
-async def test_a_wildcard_host_needs_tokens_and_allowed_hosts(tmp_path):
+async def test_a_wildcard_host_needs_tokens_and_allowed_hosts(tmp_path, backend):
     with pytest.raises(ConfigError, match="without authentication"):
-        async with serve_in_process(tmp_path, "http", host="0.0.0.0", allowed_hosts=("memory.test",)):
+        async with serve_in_process(backend, tmp_path, "http", host="0.0.0.0", allowed_hosts=("memory.test",)):
             pass
-    async with serve_in_process(tmp_path, "http") as server:
+    async with serve_in_process(backend, tmp_path, "http") as server:
         token = await server.create_token("alice")
-    async with serve_in_process(tmp_path, "http", host="0.0.0.0", allowed_hosts=("memory.test",)) as server:
+    async with serve_in_process(backend, tmp_path, "http", host="0.0.0.0", allowed_hosts=("memory.test",)) as server:
         url = server.url.replace("0.0.0.0", "127.0.0.1")
         assert "bearer token required" in server.log()
         async with server.http() as http:
@@ -261,10 +261,10 @@ async def test_a_wildcard_host_needs_tokens_and_allowed_hosts(tmp_path):
             assert await initialize({**bearer(token), "host": f"other.test:{port}"}) == 421
 
 
-async def test_auth_modes_on_loopback(tmp_path):
-    async with serve_in_process(tmp_path, "http") as server:
+async def test_auth_modes_on_loopback(tmp_path, backend):
+    async with serve_in_process(backend, tmp_path, "http") as server:
         alice = await server.create_token("alice")
-    async with serve_in_process(tmp_path, "http", auth=AuthMode.none, user="owner") as server:
+    async with serve_in_process(backend, tmp_path, "http", auth=AuthMode.none, user="owner") as server:
         assert (await post_initialize(server)).status_code == 200  # tokens exist, but --auth none
         assert (await post_initialize(server, bearer(alice + "x"))).status_code == 401
         async with server.connect() as client:
@@ -305,9 +305,9 @@ def test_token_commands_store_only_a_hash(home, capsys):
     assert bad_user.returncode == 2 and "user:" in bad_user.stderr
 
 
-async def test_malformed_requests_get_clean_errors(tmp_path):
+async def test_malformed_requests_get_clean_errors(tmp_path, backend):
     """Broken JSON, bad bytes, lone surrogates, NaN / infinity: an error answer each, no crash, nothing stored."""
-    async with serve_in_process(tmp_path, "http") as server:
+    async with serve_in_process(backend, tmp_path, "http") as server:
         async with server.http() as http:
             opened = await http.post(server.url, json=INITIALIZE, headers=JSON_HEADERS)
             session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"],

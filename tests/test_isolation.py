@@ -68,10 +68,10 @@ async def seed_alice(client) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_another_users_ids_are_not_found_and_change_nothing(tmp_path, mode):
-    async with serve_in_process(tmp_path, "http") as server:  # the tokens exist before the server starts
+async def test_another_users_ids_are_not_found_and_change_nothing(tmp_path, mode, backend):
+    async with serve_in_process(backend, tmp_path, "http") as server:  # the tokens exist before the server starts
         alice, bob = await server.create_token("alice"), await server.create_token("bob")
-    async with serve_in_process(tmp_path, "http") as server:
+    async with serve_in_process(backend, tmp_path, "http") as server:
         assert "bearer token required" in server.log()
         async with server.connect(alice, mode=mode) as a:
             ids = await seed_alice(a)

@@ -11,8 +11,6 @@ from pocketmem.base.errors import Conflict, EmbedderMismatch, InvalidInput, NotF
 from pocketmem.base.models import Category, DeleteReason, EventKind, Status
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
-
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
 
@@ -106,7 +104,7 @@ async def test_core_memories_cannot_be_superseded_only_patched(app):
         await add(app, "你不吃辣了", supersedes=core.memory_id)
 
 
-async def test_eviction_over_the_cap_spares_core_memories(tmp_path, clock):
+async def test_eviction_over_the_cap_spares_core_memories(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, max_active=5)
     async with PocketMem(settings, clock=clock) as app:
         cores = [await add(app, f"核心事实{i}", scores={"persistence": 1.0, "info": 0.1}) for i in range(3)]
@@ -257,7 +255,7 @@ async def test_users_are_isolated(app):
     assert [m.content for m in listed.items] == ["我的秘密"]
 
 
-async def test_store_made_by_another_embedder_is_refused(tmp_path, clock):
+async def test_store_made_by_another_embedder_is_refused(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app:
         await add(app, "用户不喜欢香菜")
@@ -281,7 +279,7 @@ def _recall(query: str, **kw):
     return RecallRequest(query=query, **kw)
 
 
-async def test_data_survives_reopening(tmp_path, clock):
+async def test_data_survives_reopening(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=clock) as app:
         m = await add(app, "用户的猫叫小白")
@@ -290,7 +288,7 @@ async def test_data_survives_reopening(tmp_path, clock):
             assert (await r.get_memory(USER, m.memory_id)).content == "用户的猫叫小白"
 
 
-async def test_indexes_and_counters_agree_with_the_memories_table(tmp_path, clock):
+async def test_indexes_and_counters_agree_with_the_memories_table(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, max_active=4)
     async with PocketMem(settings, clock=clock) as app:
         ids = [(await add(app, f"记忆{i}", category=Category.context)).memory_id for i in range(6)]

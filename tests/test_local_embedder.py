@@ -23,8 +23,6 @@ from pocketmem.providers.embeddings.local import LocalEmbedder  # noqa: E402
 from pocketmem.service.recall.retrieval import RecallRequest  # noqa: E402
 from pocketmem.service.writing.add_request import AddRequest  # noqa: E402
 
-from .helpers import make_settings  # noqa: E402
-
 pytestmark = pytest.mark.anyio
 MODEL_DIR = os.path.join(os.path.dirname(gt_model.__file__), "model")
 
@@ -56,7 +54,7 @@ async def test_a_missing_model_is_a_clear_error(tmp_path):
         await embedder.embed("hello")
 
 
-async def test_recall_with_the_local_embedder_finds_paraphrases(tmp_path, clock, shared_embedder):
+async def test_recall_with_the_local_embedder_finds_paraphrases(tmp_path, clock, shared_embedder, make_settings):
     settings = make_settings(tmp_path, embedder="local", embed_model=MODEL_DIR)
     async with PocketMem(settings, clock=clock, embedder=shared_embedder) as app:
         coffee = await app.writing.add(
@@ -86,7 +84,7 @@ class SlowToLoad(LocalEmbedder):
         return super()._load()
 
 
-async def test_the_handshake_does_not_wait_for_the_model(tmp_path, clock):
+async def test_the_handshake_does_not_wait_for_the_model(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, embedder="local", embed_model=MODEL_DIR, maintain_interval=0)
     embedder = SlowToLoad()
     app = PocketMem(settings, clock=clock, embedder=embedder)
@@ -101,7 +99,7 @@ async def test_the_handshake_does_not_wait_for_the_model(tmp_path, clock):
         assert added.structured_content["status"] == "stored"
 
 
-async def test_reindex_moves_a_store_from_hash_to_local(tmp_path, clock, shared_embedder):
+async def test_reindex_moves_a_store_from_hash_to_local(tmp_path, clock, shared_embedder, make_settings):
     hashed = make_settings(tmp_path)
     async with PocketMem(hashed, clock=clock) as app:
         kept = await app.writing.add("global", AddRequest(content="The user drinks two cups of coffee every morning"))

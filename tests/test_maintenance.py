@@ -18,7 +18,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, backend_env, make_settings
+from .helpers import START
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -153,7 +153,7 @@ async def test_rescoring_pages_through_every_memory_in_batches(app, clock, monke
     assert (await app.maintenance.run()).users[0].rescored == 0
 
 
-async def test_maintenance_enforces_a_lowered_cap(tmp_path, clock):
+async def test_maintenance_enforces_a_lowered_cap(tmp_path, clock, make_settings):
     path = tmp_path / "m.db"
     async with PocketMem(make_settings(tmp_path, db=path), clock=clock) as app:
         for i in range(4):
@@ -166,7 +166,7 @@ async def test_maintenance_enforces_a_lowered_cap(tmp_path, clock):
         assert (stats["active"], stats["core"], stats["trashed"]) == (2, 1, 3)
 
 
-async def test_two_processes_maintaining_one_store_do_nothing_twice(tmp_path):
+async def test_two_processes_maintaining_one_store_do_nothing_twice(tmp_path, make_settings):
     path = tmp_path / "shared.db"
     clock = FixedClock(START)
     async with PocketMem(make_settings(tmp_path, db=path), clock=clock) as writer:
@@ -194,7 +194,7 @@ async def test_two_processes_maintaining_one_store_do_nothing_twice(tmp_path):
             assert len(await r.all_tombstones(USER)) == 4
 
 
-async def test_the_server_maintains_on_a_timer_without_holding_up_the_handshake(tmp_path, clock):
+async def test_the_server_maintains_on_a_timer_without_holding_up_the_handshake(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, maintain_interval=0.05)
     app = PocketMem(settings, clock=clock)
     await app.open()
@@ -229,7 +229,7 @@ async def test_the_server_maintains_on_a_timer_without_holding_up_the_handshake(
 
 
 @pytest.mark.slow
-def test_cli_maintain_now(tmp_path):
+def test_cli_maintain_now(tmp_path, backend, make_settings):
     home = tmp_path / "home"
 
     async def seed() -> str:
@@ -238,7 +238,7 @@ def test_cli_maintain_now(tmp_path):
 
     episode = anyio.run(seed)
     env = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai",
-           **backend_env(home)}
+           **backend.env(home)}
 
     def maintain(now: str) -> dict:
         out = subprocess.run([sys.executable, "-m", "pocketmem", "maintain", "--now", now], env=env,

@@ -22,7 +22,7 @@ from pocketmem.service.transfer.exporting import FORMAT, VERSION
 from pocketmem.service.upkeep import maintenance
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -46,7 +46,7 @@ def export_lines(size: int) -> list[str]:
 
 
 @pytest.fixture
-async def big(tmp_path) -> PocketMem:
+async def big(tmp_path, make_settings) -> PocketMem:
     clock = FixedClock(START)
     async with PocketMem(make_settings(tmp_path, max_active=SIZE * 2), clock=clock) as app:
         report = await app.exporter.import_lines(export_lines(SIZE))

@@ -13,13 +13,11 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 
-from .helpers import make_settings
-
 pytestmark = pytest.mark.anyio
 USER = "global"
 
 
-async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch):
+async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch, make_settings):
     settings = make_settings(tmp_path)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:1])
     from pocketmem.store.sqlite.tx import SQLiteTx

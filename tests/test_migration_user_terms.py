@@ -25,7 +25,7 @@ async def make_old_store(settings, clock, backend) -> None:
         for user, texts in ROWS.items():
             for text in texts:
                 await app.writing.add(user, AddRequest(content=text))
-        if backend == "postgres":
+        if backend.name == "postgres":
             async with app.store.write() as tx:
                 await tx._exec("drop function pm_count_user_terms() cascade")  # noqa: SLF001
                 await tx._exec("drop table memory_user_term_counts")  # noqa: SLF001

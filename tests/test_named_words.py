@@ -14,7 +14,7 @@ from pocketmem.base.config import Settings
 from pocketmem.core import termstats
 from pocketmem.core.text import named_words, single_nouns, weighted_query_terms
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -34,7 +34,7 @@ STORE = (
 
 
 @pytest.fixture(params=["default", "hash"])
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+def settings(request: pytest.FixtureRequest, tmp_path: Path, make_settings: MakeSettings) -> Settings:
     return make_settings(tmp_path) if request.param == "default" else make_settings(tmp_path, embedder="hash")
 
 

@@ -23,7 +23,6 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.service.writing.embed_queue import BATCH
 
-from .helpers import backend_env, make_settings
 from .servers import checkout_env, run_cli
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -90,7 +89,7 @@ def test_opening_the_store_loads_no_model_and_the_first_encoding_loads_it_once(t
 
 
 @ERAS
-async def test_add_then_recall_by_meaning_across_languages(tmp_path, clock, mode):
+async def test_add_then_recall_by_meaning_across_languages(tmp_path, clock, mode, make_settings):
     settings = make_settings(tmp_path, embedder="use")
     app = PocketMem(settings, clock=clock)
     async with Client(build_server(settings, app=app), mode=mode) as client:
@@ -106,7 +105,9 @@ async def test_add_then_recall_by_meaning_across_languages(tmp_path, clock, mode
 
 
 @ERAS
-async def test_a_hash_store_is_re_embedded_resumably_and_recall_says_degraded_meanwhile(tmp_path, clock, mode):
+async def test_a_hash_store_is_re_embedded_resumably_and_recall_says_degraded_meanwhile(
+    tmp_path, clock, mode, make_settings
+):
     facts = many_facts(BATCH + 8)
     async with PocketMem(make_settings(tmp_path), clock=clock) as old:  # the earlier default: hash
         for fact in facts:
@@ -141,7 +142,7 @@ async def test_a_hash_store_is_re_embedded_resumably_and_recall_says_degraded_me
             assert await reader.missing_vectors(10) == []
 
 
-def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, clock, capsys):
+def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, clock, capsys, backend, make_settings):
     facts = many_facts(BATCH + 4)
 
     async def interrupted_upgrade() -> None:
@@ -162,7 +163,7 @@ def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, cl
 
     anyio.run(interrupted_upgrade)
     home = tmp_path / "home"
-    env = {"POCKETMEM_EMBEDDER": "use", **backend_env(home)}
+    env = {"POCKETMEM_EMBEDDER": "use", **backend.env(home)}
     report = json.loads(run_cli(capsys, home, "doctor", **env).stdout)
     assert report["embedder"]["reembedding"] == {
         "to": "use:universal-sentence-encoder-multilingual-3", "done": BATCH, "total": len(facts),
@@ -176,7 +177,7 @@ def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, cl
 
 
 @ERAS
-async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path, clock, mode):
+async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path, clock, mode, make_settings):
     settings = make_settings(tmp_path, embedder="use")
     async with Client(build_server(settings, app=PocketMem(settings, clock=clock)), mode=mode) as client:
         for stored, reworded in [
@@ -192,7 +193,7 @@ async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path,
         assert other["status"] == "stored"
 
 
-async def test_a_store_of_an_earlier_built_in_version_is_re_embedded_by_itself(tmp_path, clock):
+async def test_a_store_of_an_earlier_built_in_version_is_re_embedded_by_itself(tmp_path, clock, make_settings):
     """Built-in embedders cost nothing to run again: a store whose vectors an earlier version of `hash` made opens
     with the current one and is re-embedded in the background, where another embedder asks for `reindex`."""
     async with PocketMem(make_settings(tmp_path), clock=clock) as old:

@@ -19,7 +19,7 @@ from pocketmem.mcp.notifications import UserScopedBus
 from pocketmem.mcp.server import build_server
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 CARD = "memory://user-card"
@@ -98,7 +98,7 @@ async def test_modern_listen_streams_hear_when_the_card_changes(app, settings):
 
 
 @pytest.mark.backends
-async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock):
+async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, maintain_interval=0.05)
     app = PocketMem(settings, clock=clock)
     await app.open()
@@ -118,7 +118,7 @@ async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock):
 
 
 @pytest.mark.backends
-async def test_changes_made_elsewhere_reach_subscribers_at_the_next_maintenance(tmp_path, clock):
+async def test_changes_made_elsewhere_reach_subscribers_at_the_next_maintenance(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, maintain_interval=0.05)
     app = PocketMem(settings, clock=clock)
     await app.open()

@@ -20,7 +20,6 @@ from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import standalone
 
-from .helpers import make_settings
 from .servers import run_cli
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -58,7 +57,7 @@ def test_the_cli_shows_times_in_the_zone_with_their_offset(tmp_path, capsys):
 
 
 @pytest.fixture
-async def late_app(tmp_path):
+async def late_app(tmp_path, make_settings):
     settings = make_settings(tmp_path, profile_files="on")
     async with PocketMem(settings, clock=FixedClock(LATE_UTC)) as app:
         yield app

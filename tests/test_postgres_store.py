@@ -16,7 +16,7 @@ from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres import tx as postgres_tx
 from pocketmem.store.postgres.store import PostgresStore
 
-from .helpers import NeighbourSearchingEmbedder, make_settings
+from .helpers import NeighbourSearchingEmbedder
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 USER = "global"
@@ -80,7 +80,7 @@ async def _counts(app, terms):
     return {t: n for t, n in counts.items() if n > 0}, total
 
 
-async def test_one_users_writes_never_interleave_across_processes(tmp_path, clock):
+async def test_one_users_writes_never_interleave_across_processes(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path)
     first, second = PocketMem(settings, clock=clock), PocketMem(settings, clock=clock)
     async with first, second:

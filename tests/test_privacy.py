@@ -15,8 +15,6 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
-
 pytestmark = [pytest.mark.anyio]
 USER = "global"
 
@@ -132,7 +130,7 @@ async def test_a_memory_that_is_only_a_secret_is_refused(app):
 
 
 @pytest.mark.backends
-async def test_refuse_mode_refuses_instead_of_redacting(tmp_path, clock):
+async def test_refuse_mode_refuses_instead_of_redacting(tmp_path, clock, make_settings):
     async with PocketMem(make_settings(tmp_path, secrets="refuse"), clock=clock) as app:
         result = await app.writing.add(USER, AddRequest(content="my password is Tr0ub4dor&3, remember it for me"))
         assert (result.status, result.reason) == ("discarded", "secret")
@@ -151,7 +149,7 @@ async def test_patches_are_redacted_too(app):
 
 
 @pytest.mark.backends
-async def test_temporary_setting_stores_and_recalls_nothing(tmp_path, clock):
+async def test_temporary_setting_stores_and_recalls_nothing(tmp_path, clock, make_settings):
     path = tmp_path / "shared.db"
     async with PocketMem(make_settings(tmp_path, db=path), clock=clock) as normal:
         kept = await normal.writing.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))
@@ -184,7 +182,7 @@ async def test_temporary_per_call_through_the_client(client: Client):
 
 
 @pytest.mark.backends
-async def test_secret_refusal_through_the_client(tmp_path, clock):
+async def test_secret_refusal_through_the_client(tmp_path, clock, make_settings):
     app = PocketMem(make_settings(tmp_path, secrets="refuse"), clock=clock)
     await app.open()
     try:

@@ -19,7 +19,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -52,7 +52,7 @@ async def prompt(client: Client, message: str) -> str:
 
 
 @pytest.fixture
-def files_settings(tmp_path):
+def files_settings(tmp_path, make_settings):
     """Files on for both backends (PostgreSQL's default is off)."""
     return make_settings(tmp_path, profile_files="on")
 
@@ -121,7 +121,7 @@ async def test_a_new_user_is_onboarded_once(client, app):
     assert len(events) >= 3
 
 
-async def test_onboarding_can_be_switched_off_and_is_absent_in_temporary_mode(tmp_path, clock):
+async def test_onboarding_can_be_switched_off_and_is_absent_in_temporary_mode(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, onboarding=False)
     async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
         assert (await call(client, "recall_memories", {"query": "你好"}))["onboarding"] is None
@@ -129,7 +129,7 @@ async def test_onboarding_can_be_switched_off_and_is_absent_in_temporary_mode(tm
         assert temp["onboarding"] is None and temp["temporary"] is True
 
 
-async def test_profile_values_are_screened_for_secrets(client, app, tmp_path, clock):
+async def test_profile_values_are_screened_for_secrets(client, app, tmp_path, clock, make_settings):
     saved = await call(
         client, "update_profile", {"identity": {"background": "后端运维工程师，服务器密码是 hunter2hunter2"}}
     )
@@ -226,7 +226,7 @@ async def test_both_sides_changed_and_bad_edits_are_kept(files_client, files_app
 
 
 async def test_a_second_store_over_the_same_home_leaves_the_folder_alone(files_app, files_settings, clock,
-                                                                         tmp_path):
+                                                                         tmp_path, make_settings):
     await files_app.profile.update(USER, None, {"name": "小王"}, confirmed=True)
     other_settings = make_settings(tmp_path, profile_files="on", db=tmp_path / "second.db")
     async with PocketMem(other_settings, clock=clock) as other:
@@ -248,7 +248,7 @@ async def test_edits_are_taken_in_by_maintenance(files_app, files_settings):
     assert (await files_app.profile.view(USER)).identity == {"name": "阿杰"}
 
 
-async def test_project_md_rolls_older_entries_into_the_database(tmp_path, clock):
+async def test_project_md_rolls_older_entries_into_the_database(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, profile_files="on", project_lines=5)
     async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
         for day in range(8):
@@ -261,7 +261,7 @@ async def test_project_md_rolls_older_entries_into_the_database(tmp_path, clock)
         assert older["total"] == 8
 
 
-async def test_project_md_summarises_older_entries_with_the_llm(tmp_path, clock):
+async def test_project_md_summarises_older_entries_with_the_llm(tmp_path, clock, make_settings):
     from .fake_openai import FakeOpenAI
 
     with FakeOpenAI() as fake:
@@ -283,10 +283,10 @@ async def test_project_md_summarises_older_entries_with_the_llm(tmp_path, clock)
             assert len(fake.requests) == calls
 
 
-async def test_files_are_off_on_postgresql_by_default(app, settings, client, backend):
+async def test_files_are_off_on_postgresql_by_default(app, settings, client, backend, make_settings):
     await call(client, "update_profile", {**PROFILE, "confirmed": True})
     written = user_dir(settings).exists()
-    assert written is (backend == "sqlite")
+    assert written is (backend.name == "sqlite")
     assert not make_settings(settings.home.parent, profile_files="off").files_on
 
 
@@ -320,7 +320,7 @@ async def test_profile_resources_and_their_notifications(app, settings):
 
 
 # -- confirm everything, listing by time --------------------------------------------------------------
-async def test_confirm_everything_makes_every_agent_write_pending(tmp_path, clock):
+async def test_confirm_everything_makes_every_agent_write_pending(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, confirm_all=True, store_threshold=1.0)
     async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
         result = await call(client, "add_memory", {"content": "用户喜欢爵士乐", "confidence": 1.0})
@@ -351,7 +351,7 @@ async def test_list_memories_by_time_range_with_counts(client, clock):
     assert "until" in bad
 
 
-async def test_the_profile_travels_in_exports(app, client, tmp_path, clock):
+async def test_the_profile_travels_in_exports(app, client, tmp_path, clock, make_settings):
     import io
 
     await call(client, "update_profile", {**PROFILE, "confirmed": True})
@@ -370,7 +370,7 @@ async def test_the_profile_travels_in_exports(app, client, tmp_path, clock):
         assert again.imported.total == 0
 
 
-async def test_remember_conversation_proposes_profile_changes(tmp_path, clock):
+async def test_remember_conversation_proposes_profile_changes(tmp_path, clock, make_settings):
     from .fake_openai import FakeOpenAI
     from .scripted_llm import ops
 

@@ -13,7 +13,7 @@ from pocketmem.base.models import EventKind
 from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, make_settings
+from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
@@ -30,7 +30,7 @@ async def starts(settings, times: int) -> list:
     return [e for e in events if e.kind == EventKind.profile_file_rejected]
 
 
-async def test_a_link_a_pipe_and_a_directory_in_place_of_profile_files(tmp_path):
+async def test_a_link_a_pipe_and_a_directory_in_place_of_profile_files(tmp_path, make_settings):
     settings = make_settings(tmp_path, profile_files="on")
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         await app.writing.add(USER, AddRequest(content="用户住在杭州", scores={"persistence": 1.0}))

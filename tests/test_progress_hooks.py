@@ -9,7 +9,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 from .pg import PgTestServer
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ async def _fill(app: PocketMem, users: dict[str, int]) -> None:
             assert result.status == "stored"
 
 
-async def test_reindex_export_import_and_maintenance_report_progress(app, tmp_path, clock):
+async def test_reindex_export_import_and_maintenance_report_progress(app, tmp_path, clock, make_settings):
     await _fill(app, {"alice": 3, "bob": 2})
 
     reindexed = Recorder()
@@ -58,7 +58,7 @@ async def test_reindex_export_import_and_maintenance_report_progress(app, tmp_pa
         assert imported.dones == sorted(imported.dones) and imported.calls[-1] == (5, 5)
 
 
-async def test_sync_reports_each_user(tmp_path, clock, postgres: PgTestServer):
+async def test_sync_reports_each_user(tmp_path, clock, postgres: PgTestServer, make_settings: MakeSettings):
     name = postgres.database()
     try:
         settings = make_settings(tmp_path, db=tmp_path / "device.db", cloud_url=postgres.url(name), sync_interval=0)

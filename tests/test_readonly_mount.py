@@ -20,7 +20,7 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
-from .helpers import START, make_settings
+from .helpers import START, Backend, MakeSettings
 from .servers import FACTS, crashed_store, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -29,7 +29,7 @@ COMMANDS = {"list": ["list", "--json"], "search": ["search", "小白", "--json"]
             "add": ["add", "用户喜欢喝乌龙茶"]}
 
 
-def on_read_only_mount(home: Path, out: Path) -> dict[str, tuple[int, str, str]]:
+def on_read_only_mount(backend: Backend, home: Path, out: Path) -> dict[str, tuple[int, str, str]]:
     """Each command run with `home` mounted read-only; (exit code, stdout, stderr) by name."""
     if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
         pytest.skip("needs user and mount namespaces (unshare -rm) for a read-only mount")
@@ -38,14 +38,14 @@ def on_read_only_mount(home: Path, out: Path) -> dict[str, tuple[int, str, str]]
     for name, args in COMMANDS.items():
         command = shlex.join([sys.executable, "-m", "pocketmem", *args])
         lines.append(f"{command} > {out}/{name}.out 2> {out}/{name}.err; echo $? > {out}/{name}.code")
-    done = subprocess.run(["unshare", "-rm", "sh", "-c", "\n".join(lines)], env=server_env(home),
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", "\n".join(lines)], env=server_env(backend, home),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return {name: (int((out / f"{name}.code").read_text()), (out / f"{name}.out").read_text(),
                    (out / f"{name}.err").read_text()) for name in COMMANDS}
 
 
-async def closed_store(home: Path) -> Path:
+async def closed_store(make_settings: MakeSettings, home: Path) -> Path:
     settings = make_settings(home.parent)
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         for fact in FACTS:
@@ -54,10 +54,10 @@ async def closed_store(home: Path) -> Path:
 
 
 @pytest.mark.parametrize("state", ["closed", "closed-without-vector-index", "killed-with-shm", "killed-without-shm"])
-async def test_a_store_on_a_read_only_mount_reads(tmp_path, state):
+async def test_a_store_on_a_read_only_mount_reads(tmp_path, state, backend, make_settings):
     home = tmp_path / "home"
     if state.startswith("closed"):
-        db = await closed_store(home)
+        db = await closed_store(make_settings, home)
         assert not Path(f"{db}-wal").exists()  # noqa: ASYNC240 - a test check
         if state == "closed-without-vector-index":  # as an early release left it: no index, no embedder recorded
             conn = connect(str(db), load_vectors=True)
@@ -65,12 +65,12 @@ async def test_a_store_on_a_read_only_mount_reads(tmp_path, state):
             conn.execute("delete from store_meta where key in ('embedder', 'dimensions')")
             conn.close()
     else:
-        crashed_store(home)
+        crashed_store(backend, home)
         if state == "killed-without-shm":
             (home / "memory.db-shm").unlink()
     before = sorted(p.name for p in home.iterdir())
     assert "memory.db.lock" in before  # left by the writes: on the read-only mount it cannot be opened for writing
-    found = on_read_only_mount(home, tmp_path / "out")
+    found = on_read_only_mount(backend, home, tmp_path / "out")
     code, out, err = found["list"]
     assert code == 0, err
     assert sorted(m["content"] for m in json.loads(out)["items"]) == sorted(FACTS)

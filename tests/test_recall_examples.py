@@ -17,8 +17,6 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
 
-from .helpers import make_settings
-
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 EVERYDAY = [
@@ -32,7 +30,7 @@ EVERYDAY = [
 
 
 @pytest.fixture
-async def client(tmp_path, clock) -> AsyncIterator[Client]:
+async def client(tmp_path, clock, make_settings) -> AsyncIterator[Client]:
     settings = make_settings(tmp_path, embedder="use")
     async with Client(build_server(settings, app=PocketMem(settings, clock=clock))) as c:
         yield c

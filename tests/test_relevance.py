@@ -136,9 +136,9 @@ WORDS = ["香菜", "咖啡", "猫", "小白", "杭州", "跑步", "过敏", "旅
          "sister", "晚饭", "忌口", "监控", "今天", "公司", "the user", "天气"]
 
 
-def test_keywords_only_add_what_recall_returns(tmp_path, backend):
+def test_keywords_only_add_what_recall_returns(tmp_path, backend, make_settings):
     """For the same store and message, recall with keywords returns everything it returns without them."""
-    if backend != "sqlite":
+    if backend.name != "sqlite":
         pytest.skip("one backend is enough for the property; relevance is computed above the store")
     import asyncio
 
@@ -149,7 +149,7 @@ def test_keywords_only_add_what_recall_returns(tmp_path, backend):
     from pocketmem.app import PocketMem
     from pocketmem.base.clock import FixedClock
     from pocketmem.service.recall.retrieval import RecallRequest
-    from tests.helpers import START, make_settings
+    from tests.helpers import START
 
     loop = asyncio.new_event_loop()
     app = PocketMem(make_settings(tmp_path), clock=FixedClock(START))

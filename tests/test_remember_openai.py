@@ -22,7 +22,7 @@ from pocketmem.service.extraction.extraction import ConversationMessage
 from pocketmem.service.writing.add_request import AddRequest
 from tests.fake_openai import FakeOpenAI, Reply
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 from .scripted_llm import ScriptedSampler, ops, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -41,15 +41,15 @@ def mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def llm_settings(tmp_path, base_url: str, **overrides):
+def llm_settings(make_settings: MakeSettings, tmp_path, base_url: str, **overrides):
     values = {"llm_base_url": base_url, "llm_model": MODEL, "llm_api_key": "sk-llm-test", "llm_timeout": 5.0}
     values.update(overrides)
     return make_settings(tmp_path, **values)
 
 
 @pytest.fixture
-async def app(tmp_path, clock, fake) -> AsyncIterator[PocketMem]:
-    pm = PocketMem(llm_settings(tmp_path, fake.base_url), clock=clock)
+async def app(tmp_path, clock, fake, make_settings) -> AsyncIterator[PocketMem]:
+    pm = PocketMem(llm_settings(make_settings, tmp_path, fake.base_url), clock=clock)
     async with pm:
         yield pm
 
@@ -150,8 +150,8 @@ async def test_malformed_twice_stores_nothing(app, fake, mode):
     assert await snapshot(app) == before
 
 
-async def test_a_slow_model_hits_the_time_limit_and_stores_nothing(tmp_path, clock, fake, mode):
-    app = PocketMem(llm_settings(tmp_path, fake.base_url, llm_timeout=0.5), clock=clock)
+async def test_a_slow_model_hits_the_time_limit_and_stores_nothing(tmp_path, clock, fake, mode, make_settings):
+    app = PocketMem(llm_settings(make_settings, tmp_path, fake.base_url, llm_timeout=0.5), clock=clock)
     async with app:
         await add(app, "用户住在北京")
         before = await snapshot(app)
@@ -175,11 +175,11 @@ async def test_a_failing_endpoint_stores_nothing(app, fake, status, fragment):
     assert await snapshot(app) == before
 
 
-async def test_an_unreachable_endpoint_says_what_to_check(tmp_path, clock):
+async def test_an_unreachable_endpoint_says_what_to_check(tmp_path, clock, make_settings):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = PocketMem(llm_settings(tmp_path, f"http://127.0.0.1:{port}/v1"), clock=clock)
+    app = PocketMem(llm_settings(make_settings, tmp_path, f"http://127.0.0.1:{port}/v1"), clock=clock)
     async with app, connect(app, "legacy") as client:
         result = await call(client, [{"role": "user", "content": "我不吃香菜"}])
     assert result.is_error and "cannot reach the chat endpoint" in result.content[0].text

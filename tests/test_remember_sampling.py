@@ -22,7 +22,6 @@ from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
 from .scripted_llm import ScriptedSampler, labels, ops, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -290,7 +289,7 @@ async def test_bad_input_is_refused_before_any_model_is_asked(app, settings, kno
     assert sampler.requests == [] and await snapshot(app) == before
 
 
-async def test_the_message_limit_is_a_setting(tmp_path, clock, mode):
+async def test_the_message_limit_is_a_setting(tmp_path, clock, mode, make_settings):
     settings = make_settings(tmp_path, extract_max_messages=2)
     app = PocketMem(settings, clock=clock)
     async with app, connect(app, settings, mode, ScriptedSampler([])) as client:
@@ -336,7 +335,7 @@ async def test_extraction_does_not_block_recall_or_other_writes(app, settings, k
     assert results["remember"]["items"][0]["status"] == "stored"
 
 
-async def test_a_model_that_does_not_answer_in_time_changes_nothing(tmp_path, clock):
+async def test_a_model_that_does_not_answer_in_time_changes_nothing(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, llm_timeout=0.3)
     app = PocketMem(settings, clock=clock)
     async with app:

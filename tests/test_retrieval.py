@@ -12,7 +12,7 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
-from .helpers import NeighbourSearchingEmbedder, make_settings
+from .helpers import NeighbourSearchingEmbedder
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -84,7 +84,7 @@ async def test_injection_text_carries_the_age_and_follows_the_query_language(app
     assert en.injection == "3 days ago: “你不喜欢香菜，吃到会很反感。”"
 
 
-async def test_budget_trims_injection_but_not_the_list(tmp_path, clock):
+async def test_budget_trims_injection_but_not_the_list(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, injection_budget=60)
     async with PocketMem(settings, clock=clock) as app:
         await fill(app)
@@ -201,7 +201,7 @@ class OnlyCoreAndImportance:
         return []
 
 
-async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp_path, clock):
+async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp_path, clock, make_settings):
     async with PocketMem(
         make_settings(tmp_path, candidate_limit=1), clock=clock, embedder=NeighbourSearchingEmbedder()
     ) as pm:
@@ -224,7 +224,7 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
 
 async def break_indexes(app, settings, backend, *, keywords: bool = False) -> None:
     """Break the vector (and keyword) index behind the server's back, as a corrupt or missing table would."""
-    if backend == "postgres":
+    if backend.name == "postgres":
         async with app.store.write() as tx:
             await tx.execute("alter table memories rename column embedding to embedding_lost")
             if keywords:
@@ -245,7 +245,7 @@ async def test_vector_index_failure_falls_back_to_keywords(knn_app, settings, ba
     await break_indexes(app, settings, backend)
     result = await recall(app, "香菜")
     assert result.degraded and "vector index" in result.degraded
-    if backend == "sqlite":
+    if backend.name == "sqlite":
         assert result.memories[0].id == ids[STORE[0][0]]
     else:
         # PostgreSQL keeps vectors in the memories table itself: with the column gone, similarities fail too

@@ -14,13 +14,13 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
+from .helpers import MakeSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 
 async def test_vector_index_is_prepared_once_and_kept(
-    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, make_settings: MakeSettings
 ) -> None:
     settings = make_settings(tmp_path)
     calls: list[tuple[str, int]] = []
@@ -46,7 +46,9 @@ async def test_vector_index_is_prepared_once_and_kept(
     assert calls == []  # a store that records this embedder already has its index
 
 
-async def test_a_store_without_an_index_prepares_it_at_the_first_vector(tmp_path: Path, clock: FixedClock) -> None:
+async def test_a_store_without_an_index_prepares_it_at_the_first_vector(
+    tmp_path: Path, clock: FixedClock, make_settings: MakeSettings
+) -> None:
     # The store alone, not opened by the app: no embedder is recorded yet.
     fresh = PocketMem(make_settings(tmp_path), clock=clock)
     await fresh.store.open()

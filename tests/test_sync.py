@@ -22,7 +22,7 @@ from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.types import MemoryFilter
 
-from .helpers import START, make_settings
+from .helpers import START, MakeSettings
 from .pg import PgTestServer, Proxy
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,7 @@ def library_url(postgres: PgTestServer, library_db: str) -> str:
     return postgres.url(library_db)
 
 
-def device(tmp_path, name: str, url: str, clock: FixedClock, **overrides) -> PocketMem:
+def device(make_settings: MakeSettings, tmp_path, name: str, url: str, clock: FixedClock, **overrides) -> PocketMem:
     settings = make_settings(tmp_path, db=tmp_path / f"{name}.db", cloud_url=url, sync_interval=0, **overrides)
     return PocketMem(settings, clock=clock)
 
@@ -70,9 +70,12 @@ async def library_rows(app: PocketMem, status: Status = Status.active) -> dict[s
     return await rows(app.library, status)
 
 
-async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url):
+async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url, make_settings):
     ca, cb = FixedClock(START), FixedClock(START + timedelta(seconds=1))
-    async with device(tmp_path, "a", library_url, ca) as a, device(tmp_path, "b", library_url, cb) as b:
+    async with (
+        device(make_settings, tmp_path, "a", library_url, ca) as a,
+        device(make_settings, tmp_path, "b", library_url, cb) as b,
+    ):
         coriander = await add(a, "用户不喜欢香菜，吃到会很反感。")
         home = await add(a, "用户住在杭州")
         name = await add(a, "用户叫林晓", scores={"persistence": 1})
@@ -120,9 +123,12 @@ async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url
         assert (await a.stats(USER))["sync"]["pending_uploads"] == 0
 
 
-async def test_an_edit_older_than_a_delete_does_not_bring_it_back(tmp_path, library_url):
+async def test_an_edit_older_than_a_delete_does_not_bring_it_back(tmp_path, library_url, make_settings):
     ca, cb = FixedClock(START), FixedClock(START)
-    async with device(tmp_path, "a", library_url, ca) as a, device(tmp_path, "b", library_url, cb) as b:
+    async with (
+        device(make_settings, tmp_path, "a", library_url, ca) as a,
+        device(make_settings, tmp_path, "b", library_url, cb) as b,
+    ):
         core = await add(a, "用户对花生过敏", scores={"persistence": 1})
         await synced(a)
         await synced(b)
@@ -139,9 +145,9 @@ async def test_an_edit_older_than_a_delete_does_not_bring_it_back(tmp_path, libr
             assert core in await rows(store, Status.trashed)
 
 
-async def test_the_trash_is_uploaded_once_then_cleared_keeping_tombstones(tmp_path, library_url):
+async def test_the_trash_is_uploaded_once_then_cleared_keeping_tombstones(tmp_path, library_url, make_settings):
     clock = FixedClock(START)
-    async with device(tmp_path, "a", library_url, clock, sync_scopes="memory,memory.trash") as a:
+    async with device(make_settings, tmp_path, "a", library_url, clock, sync_scopes="memory,memory.trash") as a:
         keep = await add(a, "用户喜欢爬山")
         gone = await add(a, "用户在学吉他")
         await a.trash.forget(USER, gone, None)
@@ -165,9 +171,14 @@ async def test_the_trash_is_uploaded_once_then_cleared_keeping_tombstones(tmp_pa
         assert gone not in await rows(a.store) and await rows(a.store, Status.trashed) == {}
 
 
-async def test_a_purge_without_the_trash_scope_reaches_the_library_and_the_other_device(tmp_path, library_url):
+async def test_a_purge_without_the_trash_scope_reaches_the_library_and_the_other_device(
+    tmp_path, library_url, make_settings
+):
     ca, cb = FixedClock(START), FixedClock(START)
-    async with device(tmp_path, "a", library_url, ca) as a, device(tmp_path, "b", library_url, cb) as b:
+    async with (
+        device(make_settings, tmp_path, "a", library_url, ca) as a,
+        device(make_settings, tmp_path, "b", library_url, cb) as b,
+    ):
         gone = await add(a, "用户的临时密码提示是生日")
         await synced(a)
         await synced(b)
@@ -185,9 +196,11 @@ async def test_a_purge_without_the_trash_scope_reaches_the_library_and_the_other
                 assert all(t.purged_at is not None for t in await r.all_tombstones(USER))
 
 
-async def test_eviction_stays_local_and_large_library_recall_finds_what_was_evicted(tmp_path, library_url):
+async def test_eviction_stays_local_and_large_library_recall_finds_what_was_evicted(
+    tmp_path, library_url, make_settings
+):
     clock = FixedClock(START)
-    async with device(tmp_path, "a", library_url, clock, max_active=3) as a, device(
+    async with device(make_settings, tmp_path, "a", library_url, clock, max_active=3) as a, device(make_settings, 
         tmp_path, "b", library_url, FixedClock(START)
     ) as b:
         old = await add(a, "用户小时候在成都住过三年", scores={"info": 0.2, "judge": 0.1})
@@ -209,9 +222,9 @@ async def test_eviction_stays_local_and_large_library_recall_finds_what_was_evic
         assert local_hit.memories and all(h.source == "local" for h in local_hit.memories)
 
 
-async def test_a_deleted_memory_is_not_recalled_from_the_library(tmp_path, library_url):
+async def test_a_deleted_memory_is_not_recalled_from_the_library(tmp_path, library_url, make_settings):
     clock = FixedClock(START)
-    async with device(tmp_path, "a", library_url, clock) as a:
+    async with device(make_settings, tmp_path, "a", library_url, clock) as a:
         gone = await add(a, "用户以前在成都工作")
         await synced(a)
         await a.trash.forget(USER, gone, None)  # not synced yet: the library still has it active
@@ -219,11 +232,11 @@ async def test_a_deleted_memory_is_not_recalled_from_the_library(tmp_path, libra
         assert result.memories == []
 
 
-async def test_a_slow_or_absent_library_leaves_recall_on_time(tmp_path, library_db, postgres):
+async def test_a_slow_or_absent_library_leaves_recall_on_time(tmp_path, library_db, postgres, make_settings):
     clock = FixedClock(START)
     async with Proxy(postgres.socket_path) as proxy:
         url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
-        async with device(tmp_path, "a", url, clock, max_active=1) as a:
+        async with device(make_settings, tmp_path, "a", url, clock, max_active=1) as a:
             evicted = await add(a, "用户小时候在成都住过", scores={"info": 0.1, "judge": 0.1})
             clock.advance(minutes=1)
             await add(a, "用户喜欢爬山", scores={"info": 0.9})
@@ -246,12 +259,16 @@ async def test_a_slow_or_absent_library_leaves_recall_on_time(tmp_path, library_
             assert [h.source for h in down.memories] == ["local"]
 
 
-async def test_an_unreachable_library_fails_the_run_and_keeps_the_local_purge(tmp_path, postgres, library_db):
+async def test_an_unreachable_library_fails_the_run_and_keeps_the_local_purge(
+    tmp_path, postgres, library_db, make_settings
+):
     clock = FixedClock(START)
     async with Proxy(postgres.socket_path) as proxy:
         proxy.refuse = True
         url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
-        async with device(tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", cloud_timeout=1) as a:
+        async with device(
+            make_settings, tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", cloud_timeout=1
+        ) as a:
             gone = await add(a, "用户在学吉他")
             await a.trash.forget(USER, gone, None)
             report = await a.sync.run()
@@ -275,12 +292,14 @@ def test_backoff_doubles_after_failures_up_to_an_hour():
     assert backoff(7200, 3) == 7200  # an interval longer than the cap is never shortened
 
 
-async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, postgres, library_db):
+async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, postgres, library_db, make_settings):
     database = library_db
     clock = FixedClock(START)
     async with Proxy(postgres.socket_path) as proxy:
         url = postgres.url(database, host="127.0.0.1", port=proxy.port)
-        async with device(tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", max_active=1000) as a:
+        async with device(
+            make_settings, tmp_path, "a", url, clock, sync_scopes="memory,memory.trash", max_active=1000
+        ) as a:
             results = await a.writing.add_many(
                 USER, [AddRequest(content=f"用户的第{i}条记录：喜欢编号{i}的东西") for i in range(450)]
             )
@@ -307,7 +326,7 @@ async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, 
         # A second device pulling through a connection that is cut half-way gets everything on the retry.
         async with Proxy(postgres.socket_path) as proxy:
             url = postgres.url(database, host="127.0.0.1", port=proxy.port)
-            async with device(tmp_path, "b", url, FixedClock(START)) as b:
+            async with device(make_settings, tmp_path, "b", url, FixedClock(START)) as b:
                 proxy.cut_after(150_000)
                 assert not (await b.sync.run()).ok
                 await synced(b)
@@ -317,7 +336,7 @@ async def test_a_connection_cut_mid_sync_loses_and_duplicates_nothing(tmp_path, 
 
 
 @pytest.mark.slow
-async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
+async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url, backend, make_settings):
     import json
     import subprocess
     import sys
@@ -327,7 +346,7 @@ async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
     home = tmp_path / "home"
     async with PocketMem(make_settings(tmp_path, cloud_url=library_url), clock=FixedClock(START)) as app:
         await add(app, "用户喜欢爬山")
-    env = server_env(home, POCKETMEM_CLOUD_URL=library_url)
+    env = server_env(backend, home, POCKETMEM_CLOUD_URL=library_url)
     async def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
         with anyio.fail_after(120):
             return await anyio.run_process([sys.executable, "-m", "pocketmem", *args], env=env, check=False)
@@ -338,7 +357,7 @@ async def test_the_cli_syncs_and_stats_show_the_state(tmp_path, library_url):
     stats = json.loads((await cli("stats", env=env)).stdout)
     assert stats["sync"]["pending_uploads"] == 0 and stats["sync"]["last_success_at"]
     assert "memory" in stats["sync"]["scopes"]
-    missing = await cli("sync", env=server_env(home))
+    missing = await cli("sync", env=server_env(backend, home))
     assert missing.returncode == 2 and "POCKETMEM_CLOUD_URL" in missing.stderr.decode()
 
 
@@ -353,7 +372,9 @@ async def test_a_library_store_opens_without_waiting_for_the_server():
         await store.close()
 
 
-async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(tmp_path, library_url, monkeypatch):
+async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
+    tmp_path, library_url, monkeypatch, make_settings
+):
     from pocketmem.store.sqlite import migrations as sqlite_migrations
 
     clock = FixedClock(START)
@@ -364,13 +385,13 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
         return None
 
     monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
-    async with device(tmp_path, "a", library_url, clock) as old:
+    async with device(make_settings, tmp_path, "a", library_url, clock) as old:
         kept = await add(old, "用户不喜欢香菜")
         gone = await add(old, "用户在学吉他")
         await old.trash.forget(USER, gone, None)
         assert (await old.store.health())["schema"] == "m003_tokens"
     monkeypatch.undo()
-    async with device(tmp_path, "a", library_url, clock) as new:
+    async with device(make_settings, tmp_path, "a", library_url, clock) as new:
         assert (await new.store.health())["schema"] == sqlite_migrations.latest()
         assert (await new.stats(USER))["sync"]["pending_uploads"] == 2  # the memory and the tombstone
         first = await synced(new)
@@ -379,7 +400,7 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
         assert (await synced(new)).uploaded == 0
 
 
-async def test_the_server_syncs_on_a_timer(tmp_path, library_url):
+async def test_the_server_syncs_on_a_timer(tmp_path, library_url, make_settings):
     import anyio
     from mcp import Client
 

@@ -22,7 +22,7 @@ from pocketmem.base.models import DeleteReason, Status
 from pocketmem.core.scoring import importance as formula
 from pocketmem.mcp.server import build_server
 
-from .helpers import START, dump, make_settings
+from .helpers import START, MakeSettings, dump
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -39,7 +39,7 @@ async def memory(app: PocketMem, memory_id: str):
         return await r.get_memory(USER, memory_id)
 
 
-async def test_thirty_days(tmp_path, clock):
+async def test_thirty_days(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, db=tmp_path / "walk.db")
     app = PocketMem(settings, clock=clock)
     await app.open()
@@ -55,7 +55,7 @@ async def test_thirty_days(tmp_path, clock):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 await client.subscribe_resource("memory://user-card")
             await walk(app, client, clock, card_updates)
-        await round_trip(app, tmp_path, clock)
+        await round_trip(make_settings, app, tmp_path, clock)
     finally:
         await app.close()
 
@@ -186,7 +186,7 @@ async def walk(app: PocketMem, client: Client, clock, card_updates: list[str]) -
     assert card_updates and set(card_updates) == {"memory://user-card"}
 
 
-async def round_trip(app: PocketMem, tmp_path, clock) -> None:
+async def round_trip(make_settings: MakeSettings, app: PocketMem, tmp_path, clock) -> None:
     buffer = io.StringIO()
     await app.exporter.export(buffer, events=True)
     original = await dump(app)

@@ -8,7 +8,6 @@ import pytest
 from mcp import Client
 
 from pocketmem.mcp.server import build_server
-from tests.helpers import make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +67,7 @@ async def test_one_info_line_per_tool_call_without_memory_text(client, caplog):
     assert "旺财" not in everything and "piano" not in everything
 
 
-async def test_log_content_setting_logs_the_arguments(tmp_path, app, caplog):
+async def test_log_content_setting_logs_the_arguments(tmp_path, app, caplog, make_settings):
     settings = make_settings(tmp_path, log_content=True)
     caplog.set_level(logging.DEBUG, logger="pocketmem")
     async with Client(build_server(settings, app=app)) as client:

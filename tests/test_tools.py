@@ -11,7 +11,6 @@ from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
-from tests.conftest import make_settings
 
 pytestmark = [pytest.mark.anyio]
 
@@ -94,7 +93,7 @@ async def test_an_argument_left_out_or_sent_as_null_is_the_same(client):
     assert sent_null["memories"] == left_out["memories"] == []
 
 
-async def test_tool_descriptions_follow_the_settings(tmp_path, clock):
+async def test_tool_descriptions_follow_the_settings(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, episode_days=30, trash_days=10, store_threshold=0.9, pending_threshold=0.5)
     app = PocketMem(settings, clock=clock)
     await app.open()

@@ -18,7 +18,7 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
-from .helpers import START, make_settings
+from .helpers import START
 from .servers import checkout_env
 
 pytestmark = [pytest.mark.anyio]
@@ -45,7 +45,7 @@ def test_there_is_a_fixture_for_the_first_and_the_latest_release():
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name.split(".")[0] for f in FIXTURES])
-async def test_an_old_store_upgrades_reindexes_writes_recalls_and_passes_doctor(tmp_path, fixture):
+async def test_an_old_store_upgrades_reindexes_writes_recalls_and_passes_doctor(tmp_path, fixture, make_settings):
     settings = make_settings(tmp_path)
     db = unpack(fixture, settings.home)
     fresh = make_settings(tmp_path / "fresh")
@@ -93,7 +93,7 @@ def rows(db: Path, sql: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("dropped", ["memory_counts", "memories_fts", "user_terms", "memory_vectors"])
-async def test_doctor_repair_recreates_a_missing_derived_table_with_its_rows(tmp_path, dropped):
+async def test_doctor_repair_recreates_a_missing_derived_table_with_its_rows(tmp_path, dropped, make_settings):
     settings = make_settings(tmp_path)
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         for fact in FACTS:

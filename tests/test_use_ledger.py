@@ -15,7 +15,6 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.shared.reinforcement import UseLedger
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import make_settings
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -39,7 +38,7 @@ async def seeded(settings, clock) -> tuple[PocketMem, list[str]]:
     return app, ids
 
 
-async def test_deferred_counts_wait_then_a_clean_close_writes_every_one(tmp_path, clock):
+async def test_deferred_counts_wait_then_a_clean_close_writes_every_one(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path)
     app, ids = await seeded(settings, clock)
     app.retrieval.uses.deferred = True
@@ -60,7 +59,7 @@ async def test_deferred_counts_wait_then_a_clean_close_writes_every_one(tmp_path
         assert gym is not None and gym.last_active_at == clock.now()
 
 
-async def test_a_failed_flush_keeps_its_entries_for_the_next(tmp_path, clock):
+async def test_a_failed_flush_keeps_its_entries_for_the_next(tmp_path, clock, make_settings):
     app, ids = await seeded(make_settings(tmp_path), clock)
     try:
         app.retrieval.uses.deferred = True
@@ -77,7 +76,9 @@ async def test_a_failed_flush_keeps_its_entries_for_the_next(tmp_path, clock):
         await app.close()
 
 
-async def test_many_waiting_recalls_are_written_without_waiting_for_the_timer(tmp_path, clock, monkeypatch):
+async def test_many_waiting_recalls_are_written_without_waiting_for_the_timer(
+    tmp_path, clock, monkeypatch, make_settings
+):
     monkeypatch.setattr(UseLedger, "MAX_PENDING", 3)
     app, ids = await seeded(make_settings(tmp_path), clock)
     try:
@@ -90,13 +91,13 @@ async def test_many_waiting_recalls_are_written_without_waiting_for_the_timer(tm
         await app.close()
 
 
-async def test_a_server_shut_down_cleanly_keeps_every_use_count(tmp_path, clock):
+async def test_a_server_shut_down_cleanly_keeps_every_use_count(tmp_path, clock, backend, make_settings):
     home = tmp_path / "home"
     settings = make_settings(tmp_path)
     app, ids = await seeded(settings, clock)
     await app.close()
     # Only the shutdown can write them: the timer would wait an hour.
-    env = server_env(home, POCKETMEM_USE_FLUSH_INTERVAL="3600")
+    env = server_env(backend, home, POCKETMEM_USE_FLUSH_INTERVAL="3600")
     params = StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=env)
     async with Client(params, mode="legacy") as client:
         for _ in range(7):

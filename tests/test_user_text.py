@@ -17,7 +17,6 @@ from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import standalone
 
-from .helpers import make_settings
 from .servers import run_cli
 
 USER = "global"
@@ -56,7 +55,7 @@ async def test_the_page_escapes_memory_text(app: PocketMem):
 
 
 @pytest.mark.anyio
-async def test_markdown_files_hold_memory_text_literally_and_read_it_back(tmp_path, clock):
+async def test_markdown_files_hold_memory_text_literally_and_read_it_back(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, profile_files="on")
     async with PocketMem(settings, clock=clock) as app:
         added = await app.writing.add(USER, AddRequest(content=HTML, category=Category.fact,

@@ -18,24 +18,25 @@ import pytest
 from pocketmem.web.server import mount_page
 
 from .asgi import serve_in_process
+from .helpers import Backend
 from .servers import cli, run_cli, server_env
 
 _ANNOUNCE = re.compile(r"memory management page at (http://\S+)/ui/memories")
 
 
-def create_token(home: Path, user: str) -> str:
+def create_token(backend: Backend, home: Path, user: str) -> str:
     """`pocketmem token create` from this checkout (subprocesses get a minimal environment otherwise)."""
-    out = cli(home, "token", "create", "--user", user, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    out = cli(backend, home, "token", "create", "--user", user, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
 @pytest.fixture
-def ui_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def ui_process(tmp_path: Path, backend: Backend) -> Iterator[tuple[str, Path]]:
     home = tmp_path / "home"
     home.mkdir()
     log_path = tmp_path / "ui.log"
-    env = server_env(home, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    env = server_env(backend, home, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pocketmem", "ui", "--no-browser"], env=env, stdin=subprocess.DEVNULL,
@@ -59,7 +60,7 @@ def ui_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 @pytest.mark.slow
 @pytest.mark.backends
-def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Path]) -> None:
+def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Path], backend: Backend) -> None:
     url, home = ui_process
     with httpx2.Client(base_url=url) as http:
         root = http.get("/")
@@ -67,15 +68,15 @@ def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Pa
         page = http.get("/ui/memories")
         assert page.status_code == 200 and 'id="user">global<' in page.text
         assert http.get("/ui/static/htmx.min.js").status_code == 200
-        create_token(home, "alice")
+        create_token(backend, home, "alice")
         again = http.get("/ui/memories")  # no restart: the next request needs a sign-in
         assert again.status_code == 303 and again.headers["location"] == "/ui/login"
 
 
 @pytest.mark.anyio
 @pytest.mark.backends
-async def test_serve_http_with_ui_mounts_the_page_beside_mcp(tmp_path: Path) -> None:
-    async with serve_in_process(tmp_path, "http", mount=mount_page) as server:
+async def test_serve_http_with_ui_mounts_the_page_beside_mcp(tmp_path: Path, backend: Backend) -> None:
+    async with serve_in_process(backend, tmp_path, "http", mount=mount_page) as server:
         assert f"memory management page at {server.base}/ui/memories" in server.log()
         async with server.http() as http:
             page = await http.get("/ui/memories")

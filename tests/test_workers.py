@@ -61,10 +61,10 @@ async def remember_and_recall(url: str, token: str, text: str, mode: str) -> lis
 
 
 @pytest.mark.backends
-async def test_two_workers_answer_with_tokens_and_isolation(tmp_path):
+async def test_two_workers_answer_with_tokens_and_isolation(tmp_path, backend):
     home = tmp_path / "home"
-    alice, bob = create_token(home, "alice"), create_token(home, "bob")
-    with ServerProcess(home, "http", "--workers", "2") as server:
+    alice, bob = create_token(backend, home, "alice"), create_token(backend, home, "bob")
+    with ServerProcess(backend, home, "http", "--workers", "2") as server:
         assert server.proc is not None
         wait_for(lambda: len(workers_of(server.proc.pid)) == 2)
         workers_up = time.monotonic()
@@ -104,7 +104,7 @@ async def test_two_workers_answer_with_tokens_and_isolation(tmp_path):
         survivors = workers_of(server.proc.pid)
     # Stopping the parent stops every worker.
     wait_for(lambda: not any(alive(pid) for pid in survivors))
-    out = cli(home, "stats")
+    out = cli(backend, home, "stats")
     assert out.returncode == 0, out.stderr
 
 
