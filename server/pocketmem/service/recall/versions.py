@@ -133,8 +133,12 @@ async def newest_first(
     and, when the message asks about a slot whose value has changed, its newest value near the top."""
     pool = [r for r in ranked[:POOL] if r.memory.status == Status.active]
     facts = {r.memory.id: slots.describe(r.memory.content) for r in pool}
-    question = slots.is_question(message)
-    asked = {n: who for n, who in slots.describe(message).slots.items() if question and n not in slots.KEYED}
+    # Only a question asks about a slot (the tagger behind describe is the costly part: statements skip it).
+    asked = (
+        {n: who for n, who in slots.describe(message).slots.items() if n not in slots.KEYED}
+        if slots.is_question(message)
+        else {}
+    )
     names = sorted({name for fact in facts.values() for name in fact.slots} | set(asked))
     if not names:
         return list(ranked)
