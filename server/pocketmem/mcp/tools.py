@@ -152,7 +152,9 @@ def recall_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[R
         query: Annotated[str, Field(description="The user's message, verbatim.")],
         context: Annotated[
             list[str] | None,
-            Field(description="Earlier lines, oldest first.", max_length=3),
+            Field(
+                description="Earlier lines, oldest first: a follow-up (那我能吃吗) is read through them.", max_length=3
+            ),
         ] = None,
         keywords: Annotated[
             list[str] | None,
