@@ -208,3 +208,35 @@ def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path, 
                     pipe.close()
                 except BrokenPipeError:
                     pass
+
+
+async def test_a_store_another_process_is_setting_up_is_opened_once_it_is_done(tmp_path, monkeypatch):
+    """Servers starting together on a new file: a statement that finds its snapshot stale fails as locked at
+    once (no busy wait). The opening is tried again, and a lock that never goes gives up with the clear error."""
+    from pocketmem.store.sqlite import store as sqlite_store
+
+    real = sqlite_store.SQLiteStore._migrate  # noqa: SLF001 - the seam where the race shows
+    failures = {"left": 2}
+
+    async def racing(self, conn):  # what a second process's CREATE TABLE meets while the first is migrating
+        if failures["left"]:
+            failures["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        await real(self, conn)
+
+    monkeypatch.setattr(sqlite_store.SQLiteStore, "_migrate", racing)
+    monkeypatch.setattr(sqlite_store, "OPEN_RETRY_PAUSE", 0.01)
+    store = sqlite_store.SQLiteStore(str(tmp_path / "memory.db"))
+    await store.open()
+    try:
+        async with store.read() as reader:
+            assert await reader.user_ids() == []
+    finally:
+        await store.close()
+    assert failures["left"] == 0
+
+    failures["left"] = sqlite_store.LOCK_RETRIES + 1
+    stuck = sqlite_store.SQLiteStore(str(tmp_path / "other.db"))
+    with pytest.raises(sqlite_store.StoreError, match="database is locked"):
+        await stuck.open()
+    assert stuck._writer is None  # noqa: SLF001 - nothing left open

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOCK_RETRIES = 3
+OPEN_RETRY_PAUSE = 0.2  # seconds, times the attempt: another process is creating or migrating the file
 # How long a write waits for other processes' writes before it fails as busy.
 WRITE_LOCK_TIMEOUT = 30.0
 
@@ -115,6 +116,19 @@ class SQLiteStore(Store):
             return
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # Servers starting together on a new file race to switch it to WAL and create its tables; a statement
+        # that finds its snapshot stale fails as locked without waiting, so the whole opening is tried again.
+        for attempt in range(LOCK_RETRIES + 1):
+            try:
+                await self._open_once()
+                return
+            except StoreError as exc:
+                if not _is_locked(exc) or attempt == LOCK_RETRIES:
+                    raise
+                log.info("the memory store at %s is being set up by another process; trying again", self.path)
+                await anyio.sleep(OPEN_RETRY_PAUSE * (attempt + 1))
+
+    async def _open_once(self) -> None:
         try:
             if self.path != ":memory:":
                 # Fails here, in a plain thread, for a file that is not a database: an aiosqlite connection that
