@@ -62,7 +62,6 @@ _YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
 _ZH_DAY = re.compile(
     rf"(?:(\d{{4}})\s*年|(前年|去年|今年|明年))?\s*(?<![\d一二三四五六七八九十])({_N})\s*月\s*({_N})\s*[日号號]"
 )
-_MONTHS_ZH = {"上": -1, "这": 0, "本": 0, "下": 1}
 # A day of a month, without the month: after a month named relatively (上个月5号), or before words that make it a
 # day (14号那天, 14号我们聊了什么); 3号线, 3号楼 and 每月5号 name no day.
 _ZH_MONTH_DAY = re.compile(rf"(上|这|本|下)个?月\s*({_N})\s*[日号號]")
@@ -134,7 +133,7 @@ def _month_day(text: str) -> tuple[int | None, int] | None:
     """(the month's shift from this month, or None when no month is named; the day) of a day named without its
     month: 上个月5号 -> (-1, 5); 14号那天 -> (None, 14)."""
     if (m := _ZH_MONTH_DAY.search(text)) is not None:
-        return _MONTHS_ZH[m.group(1)], _zh_number(m.group(2))
+        return _SHIFT.get(m.group(1), 0), _zh_number(m.group(2))  # 这个月, 本月: 0
     if (m := _ZH_BARE_DAY.search(text) or _EN_ORDINAL_DAY.search(text)) is not None:
         return None, _zh_number(m.group(1))
     return None
