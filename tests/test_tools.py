@@ -86,6 +86,18 @@ async def test_the_tool_definitions_fit_in_8000_bytes(client):
     assert len(json.dumps(lean, ensure_ascii=False, separators=(",", ":")).encode()) <= 8000
 
 
+async def test_a_results_text_is_its_structured_content_as_compact_json(client):
+    """Hosts give the model the text block on every call: the same JSON, without indentation."""
+    await call(client, "add_memory", {"content": "用户不喜欢香菜，吃到会很反感。", "keywords": ["香菜"]})
+    for name, args in (("recall_memories", {"query": "晚饭吃火锅", "keywords": ["香菜"]}), ("list_memories", {})):
+        result = await client.call_tool(name, args)
+        [block] = result.content
+        assert "香菜" in block.text, name  # non-ASCII as written, not escaped
+        assert block.text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    refused = await error(client, "recall_memories", {"query": "x", "top_k": 0})
+    assert refused.startswith("invalid arguments: top_k")
+
+
 async def test_an_argument_left_out_or_sent_as_null_is_the_same(client):
     """The lean schemas drop `anyOf [..., null]`; the server still takes null for an optional argument."""
     sent_null = await call(client, "recall_memories", {"query": "晚饭吃什么", "keywords": None, "top_k": None})

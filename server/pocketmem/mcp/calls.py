@@ -1,5 +1,6 @@
-"""Every tool call, as the server sees it: one INFO log line (tool, user, outcome, milliseconds) and
-argument errors in plain words ("category must be one of: …"), never the validation library's text.
+"""Every tool call, as the server sees it: one INFO log line (tool, user, outcome, milliseconds), argument
+errors in plain words ("category must be one of: …"), never the validation library's text, and a structured
+result's text block as compact JSON (`compact_text`).
 
 Tool arguments and memory text reach the log only with POCKETMEM_LOG_CONTENT=1 (at DEBUG).
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 log = logging.getLogger("pocketmem.calls")
@@ -86,7 +88,7 @@ class PocketMCPServer(MCPServer):
         try:
             result = await super().call_tool(name, arguments, context)
             outcome = "error" if getattr(result, "is_error", False) else "ok"
-            return result
+            return compact_text(result)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 outcome = "invalid"
@@ -111,6 +113,16 @@ class PocketMCPServer(MCPServer):
             })
             for tool in await super().list_tools()
         ]
+
+
+def compact_text(result: Any) -> Any:
+    """A structured result's text block as the same JSON without indentation. Most hosts give the model the
+    text block, not `structuredContent`, on every turn; the SDK writes it indented, a quarter of its
+    characters spaces and line breaks (bench/tool_sizes.py, *Results*)."""
+    if not isinstance(result, CallToolResult) or result.structured_content is None or result.is_error:
+        return result
+    text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
 
 
 def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
