@@ -124,6 +124,23 @@ async def test_write_while_endpoint_down_is_stored_searchable_and_embedded_later
     assert healthy["degraded"] is None
 
 
+async def test_a_memory_waiting_for_its_vector_leaves_recall_whole(
+    client: Client, openai_app: PocketMem, fake: FakeOpenAI
+):
+    """A row without a vector (stored while the endpoint was down, or written by an older version) is left out of
+    the vector side; it never turns every recall into the keyword path."""
+    kept = await call(client, "add_memory", {"content": "用户每天早上喝两杯美式咖啡。"})
+    fake.close()
+    waiting = await call(client, "add_memory", {"content": CORIANDER})
+    fake.start()
+    assert await missing(openai_app) == [waiting["memory_id"]]
+    coffee = await call(client, "recall_memories", {"query": "我早上一般喝什么咖啡"})
+    assert coffee["degraded"] is None and kept["memory_id"] in [m["id"] for m in coffee["memories"]]
+    coriander = await call(client, "recall_memories", {"query": "香菜能吃吗", "keywords": ["香菜"]})
+    assert coriander["degraded"] is None and [m["id"] for m in coriander["memories"]] == [waiting["memory_id"]]
+    assert await missing(openai_app) == [waiting["memory_id"]]  # still waiting while both recalls ran
+
+
 async def test_confirming_while_endpoint_down_stores_and_doctor_counts_the_wait(
     client: Client, openai_app: PocketMem, fake: FakeOpenAI
 ):

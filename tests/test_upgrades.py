@@ -66,6 +66,18 @@ async def test_an_old_store_upgrades_reindexes_writes_recalls_and_passes_doctor(
     assert schema(db) == schema(fresh.db_path)
 
 
+@pytest.mark.parametrize("fixture", [FIXTURES[0], FIXTURES[-1]], ids=lambda f: f.name.split(".")[0])
+async def test_an_old_stores_first_recall_is_whole_before_its_vectors_are_computed(tmp_path, fixture, make_settings):
+    """Opened by a server with the default encoder, an older store's rows have no vector until the embed queue
+    reaches them: the vector side leaves them out, and recall answers from both sides, not the keyword path."""
+    settings = make_settings(tmp_path, embedder="use")
+    unpack(fixture, settings.home)
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        found = await app.retrieval.recall("alice", RecallRequest(query="coriander noodles"))
+        assert found.degraded is None
+        assert "m-alice-1" in [m.id for m in found.memories]
+
+
 @pytest.mark.slow
 def test_the_first_release_store_through_the_command_line(tmp_path):
     home = tmp_path / "home"

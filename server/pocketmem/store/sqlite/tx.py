@@ -278,7 +278,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         """(id, cosine to each of `vectors`) of the memories `where` selects, those without a vector left out:
         one read whatever the number of vectors."""
         if self._vectors:
-            distances = ", ".join(["1 - vec_distance_cosine(embedding, ?)"] * len(vectors))
+            distances = ", ".join([f"1 - {_distance('embedding')}"] * len(vectors))
             rows = await self._all(
                 f"select id, {distances} from memories where {where}",
                 (*(pack_vector(v) for v in vectors), *params),
@@ -324,7 +324,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
             return await super().similarities_and_terms(user_id, memory_ids, vector)
         # Each wide row is read once, for its vector, and its index terms looked up by rowid beside it.
         rows = await self._all(
-            "select m.id, vec_distance_cosine(m.embedding, ?), f.terms, f.keywords from memories m "
+            f"select m.id, {_distance('m.embedding')}, f.terms, f.keywords from memories m "
             f"left join memories_fts f on f.rowid = m.rowid where +m.user_id = ? "
             f"and m.id in ({_placeholders(len(memory_ids))})",
             (pack_vector(vector), user_id, *memory_ids),
@@ -364,6 +364,12 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
                 "update memories set info_importance = ?, time_coef = ?, importance = ? where id = ? and +user_id = ?",
                 [(info, coef, imp, memory_id, user_id) for memory_id, info, coef, imp in scores],
             )
+
+
+def _distance(column: str) -> str:
+    """sqlite-vec's cosine distance of `column` to a bound vector; NULL for a row still without a vector (an
+    older store's, or one stored while the embedder was down), which vec_distance_cosine itself refuses."""
+    return f"case when {column} is null then null else vec_distance_cosine({column}, ?) end"
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
