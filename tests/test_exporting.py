@@ -60,6 +60,20 @@ async def export_text(app: PocketMem, **kw) -> str:
     return buffer.getvalue()
 
 
+async def test_a_memory_edited_in_the_export_is_imported_with_its_new_contents_hash(tmp_path, clock, make_settings):
+    """A person edits a line of an export before importing it: the old content is not a duplicate of the new."""
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as source:
+        await source.writing.add(USER, AddRequest(content="用户喜欢猫"))
+        text = await export_text(source)
+    edited = text.replace("用户喜欢猫", "用户养了一条狗叫旺财")
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db"), clock=clock) as target:
+        assert (await target.exporter.import_lines(edited.splitlines())).imported.total >= 1
+        again = await target.writing.add(USER, AddRequest(content="用户喜欢猫"))
+        assert again.status == "stored", again
+        same = await target.writing.add(USER, AddRequest(content="用户养了一条狗叫旺财。"))
+        assert same.status == "duplicate"
+
+
 @pytest.mark.backends
 async def test_export_then_import_into_an_empty_store_reproduces_it(tmp_path, clock, make_settings):
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "a.db"), clock=clock) as source:

@@ -173,9 +173,10 @@ def _memory(memory: Memory, settings: Settings) -> Memory:
         "keywords": keywords,
         "source": _side(memory.source, "source"),
         "source_ref": _side(memory.source_ref, "source_ref"),
+        # Always the content's own: a line edited by hand keeps its old hash, which would make the content it
+        # no longer holds a "duplicate" of it.
+        "content_hash": content_hash(content),
     }
-    if content != memory.content:
-        update["content_hash"] = content_hash(content)
     return memory.model_copy(update=update)
 
 
