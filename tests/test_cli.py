@@ -67,3 +67,10 @@ def test_bad_settings_are_named(tmp_path, name, value, expect):
     assert out.returncode == 2
     assert expect in out.stderr
     assert out.stdout == ""
+
+
+def test_doctor_names_a_broken_config_file_instead_of_failing(tmp_path):
+    (tmp_path / "config.toml").write_text("max_active = [\n")
+    out = run(tmp_path, "doctor")
+    assert out.returncode == 2 and "unexpected" not in out.stderr, out.stderr
+    assert f"{tmp_path / 'config.toml'} is not a valid TOML file" in out.stderr

@@ -45,6 +45,18 @@ def test_missing_explicit_config_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
+    ("data", "why"), [(b"max_active = [\n", "Invalid value"), (b'locale = "\xff\xfe"\n', "can't decode byte 0xff")]
+)
+def test_a_broken_config_file_is_named_with_what_is_wrong(tmp_path, monkeypatch, data, why):
+    (tmp_path / "config.toml").write_bytes(data)
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert str(raised.value).startswith(f"{tmp_path / 'config.toml'} is not a valid TOML file: ")
+    assert why in str(raised.value)
+
+
+@pytest.mark.parametrize(
     ("name", "value", "fragment"),
     [
         ("POCKETMEM_MAX_ACTIVE", "0", "POCKETMEM_MAX_ACTIVE: Input should be greater than 0 (got '0')"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import tomllib
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -290,7 +291,10 @@ class Settings(BaseSettings):
         toml_file = _toml_path()
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if toml_file is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+            try:  # the source reads the file here
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{toml_file} is not a valid TOML file: {exc}; fix it or move it away") from None
         return tuple(sources)
 
 
