@@ -181,6 +181,8 @@ async def test_prompts_render(client):
 BAD_CALLS = [
     ("add_memory", {"content": ""}, r"content"),
     ("add_memory", {"content": "   "}, r"content: must not be empty"),
+    ("add_memory", {"content": "\u202e\u200b\ufeff"}, r"content: .* invisible characters"),
+    ("add_memory", {"content": "ok", "keywords": ["\u200b"]}, r"keywords\[0\]: .* invisible characters"),
     ("add_memory", {"content": "x" * 2001}, r"content: is 2001 characters"),
     ("add_memory", {"content": "ok", "scores": {"info": 1.5}}, r"scores\.info"),
     ("add_memory", {"content": "ok", "scores": {"emotion": "NaN"}}, r"scores\.emotion"),

@@ -45,14 +45,15 @@ EN_QUERY_FILLER = frozenset(_FILLER["en"])
 
 
 def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = False) -> str:
-    """Strip control characters and outer whitespace; reject lone surrogates, emptiness and excess length."""
+    """Strip control characters and outer whitespace; reject lone surrogates, text with nothing visible (empty,
+    whitespace, or only format characters such as U+200B and U+202E) and excess length."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(field, "contains an unpaired surrogate; send valid UTF-8 text") from None
     cleaned = _CONTROL.sub("", value).strip()
-    if not cleaned and not allow_empty:
-        raise InvalidInput(field, "must not be empty or only whitespace")
+    if not allow_empty and not any(unicodedata.category(ch)[0] not in "ZC" for ch in cleaned):
+        raise InvalidInput(field, "must not be empty, or only whitespace or invisible characters")
     if len(cleaned) > max_chars:
         hint = " — store one fact per memory" if field == "content" else ""
         raise InvalidInput(field, f"is {len(cleaned)} characters; the limit is {max_chars}{hint}")
