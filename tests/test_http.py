@@ -330,11 +330,12 @@ async def test_malformed_requests_get_clean_errors(tmp_path, backend):
                 answer = await http.post(server.url, content=call(n, arguments), headers=session)
                 assert answer.status_code == 200, arguments
                 assert '"isError":true' in answer.text, (arguments, answer.text)
-            # No tool takes a user id; one smuggled in is ignored and the write stays the caller's.
+            # No tool takes a user id; one smuggled in is refused by name and nothing is written.
             answer = await http.post(
                 server.url, content=call(20, '{"content":"ok","user_id":"alice"}'), headers=session
             )
-            assert '"status":"stored"' in answer.text, answer.text
+            assert '"isError":true' in answer.text and "user_id is not an argument of this tool" in answer.text
+            await http.post(server.url, content=call(21, '{"content":"ok"}'), headers=session)
         async with server.connect() as client:
             assert await contents(client) == ["ok"]
         alice = await server.create_token("alice")

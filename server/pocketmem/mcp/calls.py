@@ -1,12 +1,14 @@
 """Every tool call, as the server sees it: one INFO log line (tool, user, outcome, milliseconds), argument
-errors in plain words ("category must be one of: …"), never the validation library's text, and a structured
-result's text block as compact JSON (`compact_text`).
+errors in plain words ("category must be one of: …"), never the validation library's text, an argument the tool
+does not take refused by name (`refuse_unknown_arguments`), and a structured result's text block as compact
+JSON (`compact_text`).
 
 Tool arguments and memory text reach the log only with POCKETMEM_LOG_CONTENT=1 (at DEBUG).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
@@ -82,10 +84,12 @@ class PocketMCPServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         started = time.perf_counter()
-        outcome = "error"
+        outcome = "invalid"
         if self._log_content:
             log.debug("tool %s arguments: %r", name, arguments)
         try:
+            refuse_unknown_arguments(arguments, self._tool_input_schema(name))
+            outcome = "error"
             result = await super().call_tool(name, arguments, context)
             outcome = "error" if getattr(result, "is_error", False) else "ok"
             return compact_text(result)
@@ -113,6 +117,20 @@ class PocketMCPServer(MCPServer):
             })
             for tool in await super().list_tools()
         ]
+
+
+def refuse_unknown_arguments(arguments: dict[str, Any], schema: dict[str, Any] | None) -> None:
+    """A name the tool does not take is an error naming it, with the closest one it does take: a misspelled
+    `temporay: true` must not store what was meant to stay off the record."""
+    known = list((schema or {}).get("properties", {}))
+    unknown = [name for name in arguments if name not in known]
+    if schema is None or not unknown:
+        return
+    lines = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        lines.append(f"{name} is not an argument of this tool" + (f" (did you mean {close[0]}?)" if close else ""))
+    raise ToolError("invalid arguments: " + "; ".join(lines))
 
 
 def compact_text(result: Any) -> Any:

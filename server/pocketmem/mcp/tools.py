@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, NamedTuple, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
@@ -89,7 +89,9 @@ Offset = Annotated[int, Field(ge=0, le=1_000_000)]
 
 
 class ScoresIn(BaseModel):
-    # E/I/P/J, each 0-1; one left out takes the category's default.
+    # E/I/P/J, each 0-1; one left out takes the category's default. Another name is an error, not a default.
+    model_config = ConfigDict(extra="forbid")
+
     emotion: Unit | None = None
     info: Unit | None = None
     persistence: Unit | None = Field(None, description="1 = core: never decays")
