@@ -188,6 +188,8 @@ BAD_CALLS = [
     ("add_memory", {"content": "ok", "temporay": True}, r"temporay is not an argument .*\(did you mean temporary\?\)"),
     ("add_memory", {"content": "ok", "category": "todo", "due": "2026-12-01T15:00"}, r"due is not an argument"),
     ("add_memory", {"content": "ok", "scores": {"persistance": 1}}, r"scores\.persistance is not an argument"),
+    ("remember_conversation", {"messages": [{"role": "user", "content": "hi"}], "hints": {"keyword": ["x"]}},
+     r"hints\.keyword is not an argument"),
     ("list_memories", {"catgory": "todo"}, r"catgory is not an argument of this tool \(did you mean category\?\)"),
     ("recall_memories", {"query": "x", "topk": 10}, r"topk is not an argument of this tool \(did you mean top_k\?\)"),
     ("add_memory", {"content": "ok", "scores": {"emotion": "NaN"}}, r"scores\.emotion"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
@@ -84,6 +84,8 @@ class ConversationMessage(BaseModel):
 
 
 class Hints(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelled hint is an error; a message may carry extra keys
+
     note: str | None = Field(
         None, max_length=MAX_NOTE_CHARS,
         description="For the extractor.",
