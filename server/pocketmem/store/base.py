@@ -164,7 +164,13 @@ class Checks(Protocol):
 
     @abstractmethod
     async def health(self) -> dict[str, Any]:
-        """Integrity and index agreement, for `pocketmem doctor` and tests."""
+        """Integrity and index agreement, for `pocketmem doctor` and tests. `keyword_gaps` counts the memories
+        the keyword index has no entry for (a recall by an exact word misses them)."""
+
+    async def fill_keyword_gaps(self) -> int:
+        """Index the memories the keyword index has no entry for, from their stored text (`doctor --repair`);
+        how many. Backends override it."""
+        return 0
 
     async def optimize(self) -> None:
         """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""

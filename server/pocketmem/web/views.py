@@ -272,7 +272,8 @@ async def health(request: Request, page: Page) -> Response:
         "integrity": store.get("integrity") == "ok",
         "vectors": bool(store.get("vectors_available")),
         "indexes": not (
-            store.get("keyword_orphans") or store.get("vector_mismatches") or store.get("count_mismatches")
+            store.get("keyword_orphans") or store.get("keyword_gaps") or store.get("vector_mismatches")
+            or store.get("count_mismatches")
         ),
         "schema": bool(store.get("schema_current")),
         "embedder": bool(report["embedder"]["ok"]),

@@ -1,7 +1,8 @@
 """`pocketmem doctor`: each check is a step of its own, and whatever a step meets (a missing table, a damaged
 page, a lock file it may not create) becomes a line of the report with the repair it suggests; the doctor itself
 never fails. With `repair`, what can be rebuilt is: derived tables, indexes and triggers from the migrations'
-schema, the vector index from the stored vectors, unreadable times in their stored form."""
+schema, the keyword rows of memories that have none, the vector index from the stored vectors, unreadable times
+in their stored form."""
 
 from __future__ import annotations
 
@@ -62,6 +63,11 @@ class Doctor:
                 report["repaired"] += await self._step("recreating missing tables", self.store.repair_schema) or []
                 report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
             self.problems += await self._step("checking the schema", self.store.schema_problems) or []
+        if repair:
+            filled = await self._step("indexing memories without a keyword row", self.store.fill_keyword_gaps)
+            if filled:
+                what, its = ("1 memory", "its") if filled == 1 else (f"{filled} memories", "their")
+                report["repaired"].append(f"{what} had no keyword row: indexed again from {its} text")
         store = await self._step("reading the store's health", self.store.health)
         report["store"] = store if store is not None else {"error": self.problems[-1]}
         if store is not None and isinstance(self.store, SQLiteStore):
@@ -125,6 +131,12 @@ class Doctor:
             if store["integrity"] != "ok":
                 problems.append(f"integrity_check: {store['integrity']}: {REBUILD}")
             problems += vector_problems(report, postgres=self.settings.database_url is not None)
+            if gaps := store["keyword_gaps"]:
+                has, them = ("has", "it") if gaps == 1 else ("have", "them")
+                problems.append(
+                    f"{gaps} of {store['memories']} memories {has} no keyword row (a recall by an exact word misses "
+                    f"{them}): run `pocketmem doctor --repair`"
+                )
             if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
                 problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
             if not store["schema_current"]:

@@ -24,7 +24,7 @@ from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store
 from pocketmem.store.postgres import instants_check
 from pocketmem.store.postgres import migrations as postgres_migrations
-from pocketmem.store.postgres.records import vector_text
+from pocketmem.store.postgres.records import lexemes, vector_text
 from pocketmem.store.postgres.tx import PostgresTx
 
 log = logging.getLogger(__name__)
@@ -265,6 +265,19 @@ class PostgresStore(Store):
         async with self.write() as tx:
             return await instants_check.check(tx, repair=True)
 
+    async def fill_keyword_gaps(self) -> int:
+        """Lexemes for the memories that have terms but none (a hand edit): rebuilt from the stored terms."""
+        async with self.open_write() as tx:
+            rows = await tx.fetch_all(
+                "select user_id, id, terms, keyword_terms from memories where lexemes = ''::tsvector and terms <> ''"
+            )
+            for user_id, memory_id, terms, keyword_terms in rows:
+                await tx.execute(
+                    "update memories set lexemes = array_to_tsvector(%s::text[]) where user_id = %s and id = %s",
+                    (lexemes(user_id, terms, keyword_terms), user_id, memory_id),
+                )
+        return len(rows)
+
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:
             memories = (await reader.fetch_one("select count(*) from memories"))[0]
@@ -283,7 +296,9 @@ class PostgresStore(Store):
             "server_version": version,
             "memories": memories,
             "keyword_rows": memories - lexeme_gaps,
-            "keyword_orphans": lexeme_gaps,
+            # A memory's lexemes live on its own row: none can outlive it.
+            "keyword_orphans": 0,
+            "keyword_gaps": lexeme_gaps,
             "vector_rows": vectors,
             "vector_mismatches": 0 if self._vectors else None,
             "count_mismatches": int(counted) - memories,

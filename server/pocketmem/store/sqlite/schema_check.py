@@ -5,8 +5,9 @@ from it (a first-release file: m001 was later given `memory_counts` and two inde
 hand) is told apart by name: a table that is missing, an index or trigger that is missing or defined otherwise.
 Repair recreates each from the reference and refills the derived tables from the memories they derive from:
 `memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms` (term counts).
-A table holding data of its own that is missing is recreated empty, and the report says so. The vector table is
-the store's (`prepare_vectors`), not here.
+A table holding data of its own that is missing is recreated empty, and the report says so. Memories that lack
+their keyword row in a keyword index that is there are indexed again the same way (`fill_keyword_gaps`). The
+vector table is the store's (`prepare_vectors`), not here.
 """
 
 from __future__ import annotations
@@ -117,17 +118,37 @@ async def repair(db: aiosqlite.Connection, upto: str | None = None, *, derived_o
     return found
 
 
-async def _refill_keyword_index(db: aiosqlite.Connection) -> None:
+async def fill_keyword_gaps(db: aiosqlite.Connection) -> int:
+    """Keyword rows for the memories that have none (the index emptied or rows deleted by hand), and the term
+    counts recounted from the index when any was added; inside the caller's transaction. How many were added."""
+    filled = await _refill_keyword_index(db)
+    if filled:
+        await _recount_terms(db)
+    return filled
+
+
+async def _refill_keyword_index(db: aiosqlite.Connection) -> int:
+    """A keyword row for every memory without one (all of them in a table just created)."""
     from pocketmem.core.text import indexed_text
 
-    cursor = await db.execute("select rowid, content, keywords from memories")
-    while batch := await cursor.fetchmany(500):
+    # The rowids first: the keyword index is not written while a query over it is still open.
+    missing = [
+        row[0]
+        for row in await db.execute_fetchall(
+            "select m.rowid from memories m where not exists (select 1 from memories_fts f where f.rowid = m.rowid)"
+        )
+    ]
+    for start in range(0, len(missing), 500):
+        chunk = missing[start : start + 500]
+        found = await db.execute_fetchall(
+            f"select rowid, content, keywords from memories where rowid in ({', '.join('?' * len(chunk))})", chunk
+        )
         rows = []
-        for rowid, content, keywords in batch:
+        for rowid, content, keywords in found:
             terms, keyword_terms = indexed_text(content, json.loads(keywords or "[]"))
             rows.append((rowid, terms, keyword_terms))
         await db.executemany("insert into memories_fts (rowid, terms, keywords) values (?, ?, ?)", rows)
-    await cursor.close()
+    return len(missing)
 
 
 async def _recount_terms(db: aiosqlite.Connection) -> None:

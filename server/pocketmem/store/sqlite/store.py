@@ -234,6 +234,11 @@ class SQLiteStore(Store):
                 done.append(f"every index rebuilt from its table (quick_check: {'; '.join(found[:2])})")
         return done
 
+    async def fill_keyword_gaps(self) -> int:
+        conn = self._require(self._writer)
+        async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
+            return await schema_check.fill_keyword_gaps(conn)
+
     async def close(self) -> None:
         if self._writer is not None:
             try:
@@ -482,6 +487,12 @@ class SQLiteStore(Store):
                     "memories m on m.rowid = f.rowid where m.rowid is null"
                 )
             )[0][0]
+            fts_gaps = list(
+                await conn.execute_fetchall(
+                    "select count(*) from memories m "
+                    "where not exists (select 1 from memories_fts f where f.rowid = m.rowid)"
+                )
+            )[0][0]
             vectors = None
             vector_mismatch = None
             if self.vectors_available:
@@ -506,6 +517,7 @@ class SQLiteStore(Store):
             "memories": memories,
             "keyword_rows": fts,
             "keyword_orphans": fts_orphans,
+            "keyword_gaps": fts_gaps,
             "vector_rows": vectors,
             "vector_mismatches": vector_mismatch,
             "count_mismatches": count_mismatches,
