@@ -162,3 +162,34 @@ async def test_a_file_with_40_flipped_bytes_gets_a_report_never_an_error(tmp_pat
         broken += code == 1
         shutil.rmtree(settings.home)
     assert broken >= 6  # most of the 12 damaged files are found damaged
+
+
+async def test_repair_mends_keyword_orphans_active_counts_and_the_vector_index(settings, capsys):
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        for text in THREE:
+            await app.writing.add("global", AddRequest(content=text))
+        before = await keyword_index(app)
+        async with app.store.open_write() as tx:
+            await tx.execute("insert into memories_fts (rowid, terms, keywords) values (999999, '孤 儿', '')")
+            await tx.execute("update memory_counts set active = 7")
+            await tx.execute("delete from memory_vectors where rowid = (select min(rowid) from memories)")
+    code, report = await doctor(settings, capsys)
+    store = report["store"]
+    assert (code, store["keyword_orphans"], store["count_mismatches"], store["vector_mismatches"]) == (1, 1, 1, 1)
+    assert report["problems"] == ["the indexes disagree with the memories table: run `pocketmem doctor --repair`"]
+    code, report = await doctor(settings, capsys, repair=True)
+    assert code == 0 and report["ok"], report["problems"]
+    assert report["repaired"] == [
+        "1 keyword row without a memory removed",
+        "the active count of 1 user recounted",
+        "the vector index disagreed with the memories: rebuilt from the vectors they keep",
+    ]
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        assert await keyword_index(app) == before
+        async with app.store.open_write() as tx:  # its chunks overwritten: the index cannot be read
+            await tx.execute("update memory_vectors_vector_chunks00 set vectors = zeroblob(10)")
+    code, report = await doctor(settings, capsys, repair=True)
+    assert report["repaired"] == ["the vector index disagreed with the memories: rebuilt from the vectors they keep"]
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+    assert await recalled(settings, "编号45308") == [THREE[0]]

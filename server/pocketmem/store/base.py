@@ -167,10 +167,11 @@ class Checks(Protocol):
         """Integrity and index agreement, for `pocketmem doctor` and tests. `keyword_gaps` counts the memories
         the keyword index has no entry for (a recall by an exact word misses them)."""
 
-    async def fill_keyword_gaps(self) -> int:
-        """Index the memories the keyword index has no entry for, from their stored text (`doctor --repair`);
-        how many. Backends override it."""
-        return 0
+    async def mend_indexes(self) -> list[str]:
+        """`doctor --repair`: the indexes made to agree with the memories again (the memories the keyword index
+        has no entry for indexed from their stored text, ...); what was mended, a line each. Backends override
+        it."""
+        return []
 
     async def optimize(self) -> None:
         """Backend housekeeping after maintenance (planner statistics, folding counters); may do nothing."""

@@ -64,10 +64,7 @@ class Doctor:
                 report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
             self.problems += await self._step("checking the schema", self.store.schema_problems) or []
         if repair:
-            filled = await self._step("indexing memories without a keyword row", self.store.fill_keyword_gaps)
-            if filled:
-                what, its = ("1 memory", "its") if filled == 1 else (f"{filled} memories", "their")
-                report["repaired"].append(f"{what} had no keyword row: indexed again from {its} text")
+            report["repaired"] += await self._step("mending the indexes", self.store.mend_indexes) or []
         store = await self._step("reading the store's health", self.store.health)
         report["store"] = store if store is not None else {"error": self.problems[-1]}
         if store is not None and isinstance(self.store, SQLiteStore):
@@ -138,7 +135,7 @@ class Doctor:
                     f"{them}): run `pocketmem doctor --repair`"
                 )
             if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
-                problems.append("the indexes disagree with the memories table: run `pocketmem reindex`")
+                problems.append("the indexes disagree with the memories table: run `pocketmem doctor --repair`")
             if not store["schema_current"]:
                 problems.append("the schema is not current: open the store once with write access to migrate it")
         if not embedder["ok"]:

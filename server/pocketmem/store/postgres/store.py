@@ -265,7 +265,7 @@ class PostgresStore(Store):
         async with self.write() as tx:
             return await instants_check.check(tx, repair=True)
 
-    async def fill_keyword_gaps(self) -> int:
+    async def mend_indexes(self) -> list[str]:
         """Lexemes for the memories that have terms but none (a hand edit): rebuilt from the stored terms."""
         async with self.open_write() as tx:
             rows = await tx.fetch_all(
@@ -276,7 +276,10 @@ class PostgresStore(Store):
                     "update memories set lexemes = array_to_tsvector(%s::text[]) where user_id = %s and id = %s",
                     (lexemes(user_id, terms, keyword_terms), user_id, memory_id),
                 )
-        return len(rows)
+        if not rows:
+            return []
+        what, its = ("1 memory", "its") if len(rows) == 1 else (f"{len(rows)} memories", "their")
+        return [f"{what} had no keyword row: indexed again from {its} text"]
 
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:

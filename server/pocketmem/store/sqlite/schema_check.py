@@ -5,9 +5,10 @@ from it (a first-release file: m001 was later given `memory_counts` and two inde
 hand) is told apart by name: a table that is missing, an index or trigger that is missing or defined otherwise.
 Repair recreates each from the reference and refills the derived tables from the memories they derive from:
 `memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms` (term counts).
-A table holding data of its own that is missing is recreated empty, and the report says so. Memories that lack
-their keyword row in a keyword index that is there are indexed again the same way (`fill_keyword_gaps`). The
-vector table is the store's (`prepare_vectors`), not here.
+A table holding data of its own that is missing is recreated empty, and the report says so. Rows of derived
+tables that are there but disagree with the memories are mended (`mend`): keyword rows without a memory removed,
+memories without a keyword row indexed again the same way, term and active counts recounted. The vector table is
+the store's (`prepare_vectors`, `rebuild_vector_index`), not here.
 """
 
 from __future__ import annotations
@@ -118,13 +119,33 @@ async def repair(db: aiosqlite.Connection, upto: str | None = None, *, derived_o
     return found
 
 
-async def fill_keyword_gaps(db: aiosqlite.Connection) -> int:
-    """Keyword rows for the memories that have none (the index emptied or rows deleted by hand), and the term
-    counts recounted from the index when any was added; inside the caller's transaction. How many were added."""
-    filled = await _refill_keyword_index(db)
-    if filled:
+async def mend(db: aiosqlite.Connection) -> list[str]:
+    """Inside the caller's transaction: the derived rows made to agree with the memories again (keyword rows
+    without a memory removed, memories without a keyword row indexed from their text, the term counts and the
+    active counts recounted when they differ); what was mended, a line each."""
+    done = []
+    cursor = await db.execute("delete from memories_fts where rowid not in (select rowid from memories)")
+    if removed := max(0, cursor.rowcount):
+        done.append(f"{_count(removed, 'keyword row')} without a memory removed")
+    if filled := await _refill_keyword_index(db):
+        what, its = ("1 memory", "its") if filled == 1 else (f"{filled} memories", "their")
+        done.append(f"{what} had no keyword row: indexed again from {its} text")
+    if removed or filled:
         await _recount_terms(db)
-    return filled
+    active = "select user_id, count(*) as n from memories where status = 'active' group by user_id"
+    wrong = await db.execute_fetchall(
+        f"select count(*) from ({active}) c full join memory_counts k using (user_id) "
+        "where coalesce(k.active, 0) != coalesce(c.n, 0)"
+    )
+    if users := list(wrong)[0][0]:
+        await db.execute("delete from memory_counts")
+        await db.execute(f"insert into memory_counts (user_id, active) {active}")
+        done.append(f"the active count of {_count(users, 'user')} recounted")
+    return done
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
 async def _refill_keyword_index(db: aiosqlite.Connection) -> int:

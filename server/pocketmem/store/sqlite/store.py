@@ -34,6 +34,12 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# Memories whose vector the index lacks, or holds under another status.
+_VECTOR_MISMATCHES = (
+    "select count(*) from memories m left join memory_vectors v on v.rowid = m.rowid "
+    "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
+)
+
 LOCK_RETRIES = 3
 OPEN_RETRY_PAUSE = 0.2  # seconds, times the attempt: another process is creating or migrating the file
 # How long a write waits for other processes' writes before it fails as busy.
@@ -160,7 +166,7 @@ class SQLiteStore(Store):
         )
         self._vector_table = bool(found)
         if found and self._vectors_loaded and " float[" in found[0][0]:
-            await self._quantise_vector_index()
+            await self.rebuild_vector_index()
 
     async def _probe_or_copy(self) -> None:
         """Opens the file in a plain thread; a read-only WAL store without its -shm is read from a copy."""
@@ -234,10 +240,22 @@ class SQLiteStore(Store):
                 done.append(f"every index rebuilt from its table (quick_check: {'; '.join(found[:2])})")
         return done
 
-    async def fill_keyword_gaps(self) -> int:
+    async def mend_indexes(self) -> list[str]:
         conn = self._require(self._writer)
         async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
-            return await schema_check.fill_keyword_gaps(conn)
+            done = await schema_check.mend(conn)
+        if self.vectors_available and not await self._vector_index_agrees():
+            await self.rebuild_vector_index()
+            done.append("the vector index disagreed with the memories: rebuilt from the vectors they keep")
+        return done
+
+    async def _vector_index_agrees(self) -> bool:
+        try:
+            async with self.read() as reader:
+                return int((await reader.fetch_one(_VECTOR_MISMATCHES))[0]) == 0
+        except Exception:  # noqa: BLE001 - an index that cannot be read disagrees
+            log.debug("the vector index could not be read", exc_info=True)
+            return False
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -403,15 +421,16 @@ class SQLiteStore(Store):
             )
         self._vector_table = True
 
-    async def _quantise_vector_index(self) -> None:
-        """A store made before the binary index: its float index is replaced by one built from the same vectors."""
+    async def rebuild_vector_index(self) -> None:
+        """The vector index dropped and built again from the vectors the memories keep (a store made before the
+        binary index, or an index that disagrees with the memories)."""
         dimensions = await self.get_meta("dimensions")
         if dimensions is None:
             return
         async with self.open_write() as tx:
-            await tx.execute("drop table memory_vectors")
+            await tx.execute("drop table if exists memory_vectors")
             await create_vector_index(tx, int(dimensions))
-        log.info("vector index of %s rebuilt as a binary index", self.path)
+        log.info("vector index of %s rebuilt from the stored vectors", self.path)
 
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         async with self.open_write() as tx:
@@ -497,12 +516,7 @@ class SQLiteStore(Store):
             vector_mismatch = None
             if self.vectors_available:
                 vectors = list(await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
-                vector_mismatch = list(
-                    await conn.execute_fetchall(
-                        "select count(*) from memories m left join memory_vectors v on v.rowid = m.rowid "
-                        "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
-                    )
-                )[0][0]
+                vector_mismatch = list(await conn.execute_fetchall(_VECTOR_MISMATCHES))[0][0]
             count_mismatches = list(
                 await conn.execute_fetchall(
                     "select count(*) from (select user_id, count(*) as n from memories where status = 'active' "
