@@ -75,7 +75,7 @@ async def test_shortlisted_memories_are_looked_up_by_id(app):
     recorder = PlanRecorder(app)
     await recorder.explain_during(lambda: app.retrieval.recall(USER, _recall("香菜能吃吗")))
     # Similarity and index terms in one read: each wide row once, by its id, its terms by rowid.
-    plan = recorder.plan_of("vec_distance_cosine(m.embedding, ?), f.terms")
+    plan = recorder.plan_of("vec_distance_cosine(m.embedding, ?) end, f.terms")
     assert "SEARCH m USING INDEX" in plan and "(id=?)" in plan and "SCAN m" not in plan, plan
 
     async def terms_alone() -> None:
