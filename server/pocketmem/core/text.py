@@ -44,13 +44,17 @@ ZH_QUERY_FILLER = frozenset(_FILLER["zh"])
 EN_QUERY_FILLER = frozenset(_FILLER["en"])
 
 
+# What a text holding half of a UTF-16 pair (a string cut mid-emoji) is told; stdio says it of a request too.
+UNPAIRED_SURROGATE = "contains an unpaired surrogate; send valid UTF-8 text"
+
+
 def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = False) -> str:
     """Strip control characters and outer whitespace; reject lone surrogates, text with nothing visible (empty,
     whitespace, or only format characters such as U+200B and U+202E) and excess length."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInput(field, "contains an unpaired surrogate; send valid UTF-8 text") from None
+        raise InvalidInput(field, UNPAIRED_SURROGATE) from None
     cleaned = _CONTROL.sub("", value).strip()
     if not allow_empty and not any(unicodedata.category(ch)[0] not in "ZC" for ch in cleaned):
         raise InvalidInput(field, "must not be empty, or only whitespace or invisible characters")
