@@ -163,6 +163,24 @@ async def test_restoring_a_superseded_memory_keeps_it_history(app):
     assert new.status == "stored"
 
 
+async def test_restore_and_patch_never_make_the_same_content_active_twice(app):
+    """The same content is stored once: restoring a memory whose text another active memory says, or patching a
+    core memory into another's text, is refused and changes nothing."""
+    old = await add(app, "用户住在杭州")
+    await app.trash.forget(USER, old.memory_id, None)
+    again = await add(app, "用户住在杭州")
+    core = await add(app, "用户喜欢喝咖啡。", scores={"persistence": 1.0})
+    tea = await add(app, "用户喜欢喝茶。")
+    before = await snapshot(app)
+    with pytest.raises(Conflict, match=f"memory {again.memory_id} already says this and is active"):
+        await app.trash.restore(USER, old.memory_id)
+    with pytest.raises(Conflict, match=f"memory {tea.memory_id} already says this and is active"):
+        await app.patching.patch_core(USER, core.memory_id, "用户喜欢喝茶。", "replace", None)
+    assert await snapshot(app) == before
+    await app.trash.forget(USER, again.memory_id, None)
+    assert (await app.trash.restore(USER, old.memory_id)).memory.status == Status.active
+
+
 async def test_patch_append_and_replace_keep_revisions(app, clock):
     core = await add(app, "你很爱吃辣。", scores={"persistence": 1.0})
     patched = await app.patching.patch_core(USER, core.memory_id, "最近胃炎，暂时不吃辣", "append", "user said")

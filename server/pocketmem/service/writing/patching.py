@@ -106,6 +106,10 @@ class Patching:
         new_content = self.patched(memory.content, patch, mode, now)
         if prepared is not None and new_content != prepared:
             raise Conflict(f"memory {memory_id} changed while it was being patched; send the patch again")
+        digest = content_hash(new_content)
+        same = await tx.find_by_hash(user_id, digest, (Status.active,))
+        if same is not None and same.id != memory.id:
+            raise Conflict(f"patch: memory {same.id} already says this and is active; nothing was changed")
         revision = Revision(
             id=new_id(),
             memory_id=memory.id,
@@ -121,7 +125,7 @@ class Patching:
             user_id,
             memory.id,
             content=new_content,
-            content_hash=content_hash(new_content),
+            content_hash=digest,
             keywords=memory.keywords,
             vector=vector,
             text=indexed_text(new_content, memory.keywords),

@@ -117,6 +117,9 @@ class Trash:
                 raise Conflict(f"memory {memory_id} is {memory.status.value}, not in the trash; nothing to restore")
             successor = await tx.successor_of(user_id, memory_id)
             status = Status.superseded if successor is not None else Status.active
+            same = await tx.find_by_hash(user_id, memory.content_hash, (Status.active,)) if successor is None else None
+            if same is not None:
+                raise Conflict(f"memory_id: memory {same.id} already says this and is active; nothing was restored")
             await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=memory.valid_until)
             await tx.mark_tombstones_restored(user_id, memory_id, now)
             if memory.delete_reason == DeleteReason.expired:
