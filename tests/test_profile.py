@@ -225,6 +225,68 @@ async def test_both_sides_changed_and_bad_edits_are_kept(files_client, files_app
     assert (folder / "User.md").exists()
 
 
+async def test_a_stale_save_keeps_what_was_written_after_the_person_opened_the_file(files_client, files_settings):
+    """An editor left open across pocketmem's writes: the person's save takes in what they changed and deletes
+    nothing pocketmem wrote after they opened the file; a line deleted from the file as it is now is deleted."""
+    folder = user_dir(files_settings)
+    coriander = await call(files_client, "add_memory", {"content": "用户不吃香菜", "scores": {"persistence": 1}})
+    step = await call(files_client, "add_memory", {"content": "pocketmem 项目：完成了存储层", "category": "project"})
+    user_md = (folder / "User.md").read_text(encoding="utf-8")  # a person opens both files in an editor
+    project_md = (folder / "Project.md").read_text(encoding="utf-8")
+    peanut = await call(files_client, "add_memory", {"content": "用户对花生过敏", "scores": {"persistence": 1}})
+    later = await call(files_client, "add_memory", {"content": "pocketmem 项目：完成了 profile 层",
+                                                    "category": "project"})
+    assert peanut["memory_id"] in (folder / "User.md").read_text(encoding="utf-8")
+    # The person saves their copies: only the name changed, one line added.
+    (folder / "User.md").write_text(user_md.replace("- 称呼 (name):", "- 称呼 (name): 王工"), encoding="utf-8")
+    (folder / "Project.md").write_text(project_md + "- pocketmem 项目：下一步写文档\n", encoding="utf-8")
+
+    recalled = await call(files_client, "recall_memories", {"query": "晚饭有花生吗", "keywords": ["花生"]})
+    assert "用户对花生过敏" in [m["content"] for m in recalled["memories"]]
+    assert (await call(files_client, "list_trash", {}))["items"] == []
+    card = await read(files_client, "memory://user-card")
+    assert "称呼：王工" in card and "用户不吃香菜" in card and "用户对花生过敏" in card
+    project = await read(files_client, "memory://project")
+    assert "完成了存储层" in project and "完成了 profile 层" in project and "下一步写文档" in project
+    assert peanut["memory_id"] in (folder / "User.md").read_text(encoding="utf-8")  # written again, with it
+    assert later["memory_id"] in (folder / "Project.md").read_text(encoding="utf-8")
+
+    # Lines deleted from the files as they are now go to the trash: an older line, and the line just added
+    # (which leaves a file identical to a version written before it).
+    user_md = (folder / "User.md").read_text(encoding="utf-8")
+    (folder / "User.md").write_text(user_md.replace(f"- 用户不吃香菜 <!-- {coriander['memory_id']} -->\n", ""),
+                                    encoding="utf-8")
+    project_md = (folder / "Project.md").read_text(encoding="utf-8")
+    step_line = f"- pocketmem 项目：完成了存储层 <!-- {step['memory_id']} -->\n"
+    (folder / "Project.md").write_text(project_md.replace(step_line, ""), encoding="utf-8")
+    await call(files_client, "recall_memories", {"query": "你好"})
+    mango = await call(files_client, "add_memory", {"content": "用户爱吃芒果", "scores": {"persistence": 1}})
+    user_md = (folder / "User.md").read_text(encoding="utf-8")
+    (folder / "User.md").write_text(user_md.replace(f"- 用户爱吃芒果 <!-- {mango['memory_id']} -->\n", ""),
+                                    encoding="utf-8")
+    card = await read(files_client, "memory://user-card")
+    assert "用户不吃香菜" not in card and "用户爱吃芒果" not in card and "用户对花生过敏" in card
+    trash = await call(files_client, "list_trash", {})
+    assert {i["id"] for i in trash["items"]} == {coriander["memory_id"], step["memory_id"], mango["memory_id"]}
+    active = await call(files_client, "list_memories", {"limit": 50})
+    assert peanut["memory_id"] in [m["id"] for m in active["items"]]
+    assert later["memory_id"] in [m["id"] for m in active["items"]]
+
+    # A save that drops the line just added and changes the name too reads as an edit of the copy before it:
+    # the name is taken in and the line stays; deleting it again from the rewritten file removes it.
+    durian = await call(files_client, "add_memory", {"content": "用户讨厌榴莲", "scores": {"persistence": 1}})
+    line = f"- 用户讨厌榴莲 <!-- {durian['memory_id']} -->\n"
+    user_md = (folder / "User.md").read_text(encoding="utf-8")
+    (folder / "User.md").write_text(user_md.replace(line, "").replace("王工", "老王"), encoding="utf-8")
+    card = await read(files_client, "memory://user-card")
+    assert "称呼：老王" in card and "用户讨厌榴莲" in card
+    user_md = (folder / "User.md").read_text(encoding="utf-8")
+    assert line in user_md
+    (folder / "User.md").write_text(user_md.replace(line, ""), encoding="utf-8")
+    assert "用户讨厌榴莲" not in await read(files_client, "memory://user-card")
+    assert durian["memory_id"] in [i["id"] for i in (await call(files_client, "list_trash", {}))["items"]]
+
+
 async def test_a_second_store_over_the_same_home_leaves_the_folder_alone(files_app, files_settings, clock,
                                                                          tmp_path, make_settings):
     await files_app.profile.update(USER, None, {"name": "小王"}, confirmed=True)

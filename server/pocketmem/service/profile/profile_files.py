@@ -19,7 +19,9 @@ difference between the recorded text and the file (a three-way merge, field by f
 When both sides changed, the person's edit wins for what the person touched; everything the person did not
 touch keeps the store's newer value. What the person touched is judged against the version pocketmem wrote
 that is nearest to their file (of the last five written): an editor left open across one of pocketmem's writes
-does not undo that write. Deleted lines are judged against the last version written. Anything that cannot be
+does not undo that write. A line is deleted when that version and the last one written have it and the person's
+file does not: a line pocketmem added after the version the person opened stays. A file identical to an earlier
+version edits nothing of it: what it lacks of the last version was deleted. Anything that cannot be
 taken in (an unknown field, a line outside a section, a read-only section changed, a secret under
 POCKETMEM_SECRETS=refuse, a memory no longer active) is reported: the person's whole file is kept beside it
 as `<name>.rejected-<UTC time>.md`, a `profile_file_rejected` event lists the problems, and the rest of the
@@ -377,23 +379,27 @@ class ProfileFiles:
             written = [stored[0], *stored[2]] if stored else [""]
             base = _closest_base(name, theirs, written)
             newest = parse(name, written[0])
+            # A file identical to an earlier version changes nothing of it: the person deleted what came after.
+            opened = newest if _distance(base, theirs) == 0 else base
             problems += [f"{name} {p}" for p in theirs.problems]
-            await self._apply(user_id, name, (base, newest), theirs, stored is not None, report, problems)
+            await self._apply(user_id, name, (base, opened, newest), theirs, stored is not None, report, problems)
         if problems:
             await self._keep_rejected(user_id, name, raw, problems, report)
 
     async def _apply(
-        self, user_id: str, name: str, bases: tuple[Parsed, Parsed], theirs: Parsed, known: bool,
+        self, user_id: str, name: str, bases: tuple[Parsed, Parsed, Parsed], theirs: Parsed, known: bool,
         report: FileReport, problems: list[str],
     ) -> None:
-        base, newest = bases
+        base, opened, newest = bases
         for spec in FILES[name]:
             b, t = base.sections[spec.key], theirs.sections[spec.key]
             if spec.kind == "fields":
                 await self._apply_fields(user_id, name, spec.key, b, t, report, problems)
             elif spec.kind == "memories":
-                await self._apply_memories(user_id, name, spec.key, (b, newest.sections[spec.key]), t, report,
-                                           problems)
+                await self._apply_memories(
+                    user_id, name, spec.key, (b, opened.sections[spec.key], newest.sections[spec.key]), t, report,
+                    problems,
+                )
             elif known and t.lines != b.lines:
                 problems.append(f"{name}: the section {spec.heading!r} is only a view; its edit was not taken in")
 
@@ -417,12 +423,14 @@ class ProfileFiles:
         report.taken_in += [f"{name}: {c}" for c in changed]
 
     async def _apply_memories(
-        self, user_id: str, name: str, section: str, bases: tuple[Section, Section], theirs: Section,
+        self, user_id: str, name: str, section: str, bases: tuple[Section, Section, Section], theirs: Section,
         report: FileReport, problems: list[str],
     ) -> None:
-        # Edits against the version the person started from; deletions against the last one written.
+        # Edits against the version the person started from. Deletions: lines of the version they opened that are
+        # still in the last one written and missing from their file; a line written after they opened it stays.
         before = {line.memory_id: line.text for line in bases[0].memories if line.memory_id}
-        last = {line.memory_id for line in bases[1].memories if line.memory_id}
+        opened = {line.memory_id for line in bases[1].memories if line.memory_id}
+        last = {line.memory_id for line in bases[2].memories if line.memory_id}
         kept_ids = {line.memory_id for line in theirs.memories if line.memory_id}
         for line in theirs.memories:
             try:
@@ -434,7 +442,7 @@ class ProfileFiles:
                 problems.append(f"{name}: {line.text[:40]!r}: {exc}")
         if section not in REMOVAL_FORGETS:
             return
-        for memory_id in sorted(last - kept_ids):
+        for memory_id in sorted((opened & last) - kept_ids):
             try:
                 await self.writing.trash.forget(user_id, memory_id, f"removed from {name}")
                 report.taken_in.append(f"{name}: forgot {memory_id} (restorable from the trash)")
