@@ -3,6 +3,8 @@
 Write path (design "Write path"):
     by confidence (core/routing.py)         -> stored, pending until confirm_pending, or discarded (logged)
     same normalised content as an active memory -> duplicate: the existing one is reinforced
+    supersedes                              -> checked first, pending or not (`supersede_target`); the old memory
+                                               is closed by the new one
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
 
@@ -199,7 +201,9 @@ class Writing:
         return result
 
     async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
-        """Inside a transaction: a pending candidate (or the duplicate it already is)."""
+        """Inside a transaction: a pending candidate (or the duplicate it already is). `supersedes` is checked as
+        for a stored memory."""
+        await self.supersede_target(tx, user_id, req.supersedes)
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
         if existing is not None:
@@ -242,8 +246,10 @@ class Writing:
             ),
         )
 
-    async def _superseded(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
-        """The memory a request supersedes, checked: it exists, is active and is not core."""
+    async def supersede_target(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
+        """The memory a request supersedes, checked: it exists, is active and is not core (else NotFound or
+        Conflict). The one rule for every write that supersedes: stored, pending, and confirm_pending's check
+        that the target is still one."""
         if memory_id is None:
             return None
         old = await tx.get_memory(user_id, memory_id)
@@ -304,7 +310,7 @@ class Writing:
             existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector)
         if existing is not None:
             return await self.duplicates.reinforce(tx, user_id, existing, req, now)
-        old = await self._superseded(tx, user_id, req.supersedes)
+        old = await self.supersede_target(tx, user_id, req.supersedes)
         memory = self._new_memory(user_id, req, digest, now)
         await self._ensure_user(tx, user_id, now)
         await tx.insert_memory(memory, vector, indexed_text(memory.content, memory.keywords))

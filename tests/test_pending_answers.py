@@ -1,0 +1,83 @@
+"""Pending memories and the write path around them, through the SDK's own client in process, on both backends:
+`supersedes` is checked when an item is made, and the user's yes stores it even when its target changed since."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from mcp import Client
+
+from pocketmem.app import PocketMem
+from pocketmem.service.writing.add_request import AddRequest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def error(client: Client, name: str, args: dict) -> str:
+    result = await client.call_tool(name, args)
+    assert result.is_error, result.structured_content
+    return result.content[0].text
+
+
+async def memory(client: Client, memory_id: str) -> dict:
+    return json.loads((await client.read_resource(f"memory://memories/{memory_id}")).contents[0].text)
+
+
+async def listed(client: Client, status: str) -> list[str]:
+    return [i["content"] for i in (await call(client, "list_memories", {"status": status, "limit": 500}))["items"]]
+
+
+async def asked(client: Client) -> list[str]:
+    recalled = await call(client, "recall_memories", {"query": "你好"})
+    return [p["content"] for p in recalled["pending_confirmations"]]
+
+
+async def test_a_pending_add_checks_supersedes_as_a_stored_one_does(app: PocketMem, client: Client):
+    core = await call(client, "add_memory", {"content": "用户对花生过敏", "scores": {"persistence": 1}})
+    others = await app.writing.add("alice", AddRequest(content="alice 每天跑步5公里"))
+    for target, pattern in [
+        (core["memory_id"], rf"supersedes: memory {core['memory_id']} is a core memory; change it with "
+                            r"patch_core_memory"),
+        ("no-such-id", r"supersedes: no memory with id 'no-such-id'"),
+        (others.memory_id, rf"supersedes: no memory with id '{others.memory_id}'"),  # another user's memory
+    ]:
+        args = {"content": "用户对花生不再过敏", "supersedes": target}
+        stored = await error(client, "add_memory", {**args, "confidence": 1})
+        pending = await error(client, "add_memory", {**args, "confidence": 0.7})
+        assert re.search(pattern, pending), pending
+        assert pending == stored  # one rule, one message
+    assert await listed(client, "pending") == [] and await asked(client) == []
+
+
+async def test_the_users_yes_stores_it_even_when_its_target_changed_since(client: Client):
+    run5 = await call(client, "add_memory", {"content": "用户每天跑步5公里"})
+    tea = await call(client, "add_memory", {"content": "用户喜欢喝绿茶"})
+    run10 = await call(client, "add_memory", {"content": "用户每天跑步10公里", "supersedes": run5["memory_id"],
+                                              "confidence": 0.7})
+    black = await call(client, "add_memory", {"content": "用户改喝红茶了", "supersedes": tea["memory_id"],
+                                               "confidence": 0.7})
+    assert run10["status"] == black["status"] == "pending"
+    run8 = await call(client, "add_memory", {"content": "用户每天跑步8公里", "supersedes": run5["memory_id"]})
+    await call(client, "forget_memory", {"memory_id": tea["memory_id"]})
+
+    for item, target in [(run10, run5), (black, tea)]:
+        confirmed = await call(client, "confirm_pending", {"pending_id": item["pending_id"], "action": "confirm"})
+        assert confirmed["status"] == "confirmed" and confirmed["memory_id"]
+        assert "Nothing was superseded, as the memory it was to replace changed after it was proposed" in (
+            confirmed["message"]
+        ), confirmed["message"]
+        assert target["memory_id"] in confirmed["message"]
+        stored = await memory(client, confirmed["memory_id"])
+        assert stored["status"] == "active" and stored["supersedes"] is None
+    assert (await memory(client, run5["memory_id"]))["status"] == "superseded"  # still by the 8 km memory
+    assert (await memory(client, run8["memory_id"]))["supersedes"] == run5["memory_id"]
+    assert (await memory(client, tea["memory_id"]))["status"] == "trashed"
+    assert await asked(client) == [] and await listed(client, "pending") == []
