@@ -1,5 +1,6 @@
 """Pending memories and the write path around them, through the SDK's own client in process, on both backends:
-`supersedes` is checked when an item is made, and the user's yes stores it even when its target changed since."""
+`supersedes` is checked when an item is made, the user's yes stores it even when its target changed since, and a
+rejected memory is not asked again."""
 
 from __future__ import annotations
 
@@ -81,3 +82,18 @@ async def test_the_users_yes_stores_it_even_when_its_target_changed_since(client
     assert (await memory(client, run8["memory_id"]))["supersedes"] == run5["memory_id"]
     assert (await memory(client, tea["memory_id"]))["status"] == "trashed"
     assert await asked(client) == [] and await listed(client, "pending") == []
+
+
+async def test_a_rejected_memory_is_not_asked_again(client: Client):
+    first = await call(client, "add_memory", {"content": "用户也许在学吉他", "confidence": 0.7})
+    rejected = await call(client, "confirm_pending", {"pending_id": first["pending_id"], "action": "reject"})
+    assert rejected["message"] == "Rejected; it will not be asked again."
+
+    again = await call(client, "add_memory", {"content": "用户也许在学吉他。", "confidence": 0.7})
+    assert (again["status"], again["reason"], again["pending_id"]) == ("discarded", "rejected", None)
+    assert "the user rejected this memory when asked" in again["message"] and first["pending_id"] in again["message"]
+    assert await asked(client) == [] and await listed(client, "pending") == []
+
+    said = await call(client, "add_memory", {"content": "用户也许在学吉他", "confidence": 0.9})  # not a question
+    assert said["status"] == "stored"
+    assert await listed(client, "active") == ["用户也许在学吉他"]

@@ -5,6 +5,7 @@ Write path (design "Write path"):
     same normalised content as an active memory -> duplicate: the existing one is reinforced
     supersedes                              -> checked first, pending or not (`supersede_target`); the old memory
                                                is closed by the new one
+    same content as a rejected pending item -> discarded (reason rejected): the user is not asked again
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
 
@@ -201,8 +202,8 @@ class Writing:
         return result
 
     async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
-        """Inside a transaction: a pending candidate (or the duplicate it already is). `supersedes` is checked as
-        for a stored memory."""
+        """Inside a transaction: a pending candidate (or the duplicate it already is, or the answer that the user
+        rejected it before). `supersedes` is checked as for a stored memory."""
         await self.supersede_target(tx, user_id, req.supersedes)
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
@@ -215,6 +216,9 @@ class Writing:
                 pending_id=waiting.id,
                 message="Already waiting for the user's confirmation (confirm_pending).",
             )
+        declined = await tx.find_pending_by_hash(user_id, digest, (PendingStatus.rejected,))
+        if declined is not None:
+            return await self._declined_in(tx, user_id, req, declined, now)
         candidate = req.model_dump(mode="json", exclude={"operation_id"})
         candidate["content_hash"] = digest
         item = PendingItem(
@@ -243,6 +247,24 @@ class Writing:
                     f"< {self.settings.store_threshold:g}). "
                 )
                 + "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
+            ),
+        )
+
+    async def _declined_in(
+        self, tx: EventWrites, user_id: str, req: AddRequest, declined: PendingItem, now: datetime
+    ) -> AddResult:
+        """Inside a transaction: log a candidate the user already rejected when asked; it is not asked again."""
+        await tx.add_event(
+            user_id, EventKind.discarded, now, operation_id=req.operation_id,
+            payload={"content": req.content, "confidence": req.confidence, "rejected": declined.id},
+        )
+        return AddResult(
+            status="discarded",
+            reason="rejected",
+            message=(
+                f"Not stored: the user rejected this memory when asked (pending {declined.id}), so it is not asked "
+                f"again. Save it only if the user now says it plainly (confidence >= "
+                f"{self.settings.store_threshold:g})."
             ),
         )
 
