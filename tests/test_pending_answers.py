@@ -1,6 +1,6 @@
 """Pending memories and the write path around them, through the SDK's own client in process, on both backends:
-`supersedes` is checked when an item is made, the user's yes stores it even when its target changed since, and a
-rejected memory is not asked again."""
+`supersedes` is checked when an item is made, the user's yes stores it even when its target changed since, a
+rejected memory is not asked again, and storing content settles the item asking it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
+from pocketmem.base.models import PendingStatus
 from pocketmem.service.writing.add_request import AddRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -97,3 +98,31 @@ async def test_a_rejected_memory_is_not_asked_again(client: Client):
     said = await call(client, "add_memory", {"content": "用户也许在学吉他", "confidence": 0.9})  # not a question
     assert said["status"] == "stored"
     assert await listed(client, "active") == ["用户也许在学吉他"]
+
+
+async def test_storing_content_settles_the_pending_item_asking_it(app: PocketMem, client: Client):
+    beijing = await call(client, "add_memory", {"content": "用户住在北京", "confidence": 0.7})
+    cat = await call(client, "add_memory", {"content": "用户养了一只猫", "confidence": 0.7})
+    await call(client, "confirm_pending", {"pending_id": cat["pending_id"], "action": "snooze", "snooze_hours": 1})
+    assert await asked(client) == ["用户住在北京"]
+
+    stored = await call(client, "add_memory", {"content": "用户住在北京"})
+    known = await call(client, "add_memory", {"content": "用户住在北京。"})  # a duplicate settles nothing new
+    restated = await call(client, "add_memory", {"content": "用户养了一只猫"})
+    assert (stored["status"], known["status"], restated["status"]) == ("stored", "duplicate", "stored")
+    assert f"It also settles pending {beijing['pending_id']}" in stored["message"]
+    assert "settles" not in known["message"]
+    assert f"It also settles pending {cat['pending_id']}" in restated["message"]
+
+    assert await asked(client) == [] and await listed(client, "pending") == []
+    async with app.store.read() as r:
+        items = {i.id: i for i in await r.all_pending("global")}
+    assert (items[beijing["pending_id"]].status, items[beijing["pending_id"]].memory_id) == (
+        PendingStatus.confirmed, stored["memory_id"],
+    )
+    assert (items[cat["pending_id"]].status, items[cat["pending_id"]].memory_id) == (
+        PendingStatus.confirmed, restated["memory_id"],
+    )
+    late = await error(client, "confirm_pending", {"pending_id": beijing["pending_id"], "action": "confirm"})
+    assert f"was already confirmed as memory {stored['memory_id']}" in late
+    assert await listed(client, "active") == ["用户养了一只猫", "用户住在北京"]

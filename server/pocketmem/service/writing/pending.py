@@ -67,11 +67,11 @@ class Pending:
         vector = await self.writing.vectors.embed_or_defer(req.content, req.keywords)
         async with self.store.write(user_id=user_id) as tx:
             require_open(await tx.get_pending(user_id, pending_id), pending_id)
+            # Settled first, so that store_in settles only the other items asking the same.
+            await tx.update_pending(user_id, pending_id, status=PendingStatus.confirmed, updated_at=now)
             req, changed = await self._still_supersedable(tx, user_id, req)
             result = await self.writing.store_in(tx, user_id, req, vector, now)
-            await tx.update_pending(
-                user_id, pending_id, status=PendingStatus.confirmed, memory_id=result.memory_id, updated_at=now
-            )
+            await tx.update_pending(user_id, pending_id, memory_id=result.memory_id, updated_at=now)
             await tx.add_event(
                 user_id, EventKind.confirmed, now, memory_id=result.memory_id, payload={"pending_id": pending_id}
             )

@@ -6,6 +6,7 @@ Write path (design "Write path"):
     supersedes                              -> checked first, pending or not (`supersede_target`); the old memory
                                                is closed by the new one
     same content as a rejected pending item -> discarded (reason rejected): the user is not asked again
+    stored (or found as a duplicate)        -> open pending items with that content are settled (confirmed with it)
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
 
@@ -288,6 +289,26 @@ class Writing:
             )
         return old
 
+    async def _settle_pending_in(self, tx: WriteTx, user_id: str, digest: str, memory_id: str, now: datetime) -> str:
+        """Inside a transaction: open pending items asking about content now remembered as `memory_id` are
+        confirmed with it (the user is not asked about what is stored); the sentence that says so, or ""."""
+        settled: list[str] = []
+        while (item := await tx.find_pending_by_hash(user_id, digest)) is not None and item.id not in settled:
+            await tx.update_pending(
+                user_id, item.id, status=PendingStatus.confirmed, memory_id=memory_id, updated_at=now
+            )
+            await tx.add_event(
+                user_id, EventKind.confirmed, now, memory_id=memory_id,
+                payload={"pending_id": item.id, "by": "stored"},
+            )
+            settled.append(item.id)
+        if not settled:
+            return ""
+        return (
+            f" It also settles pending {', '.join(settled)}, which asked the user about the same memory: "
+            "confirmed with it, no longer asked."
+        )
+
     def _new_memory(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> Memory:
         scores = fill_scores(req.category, req.scores)
         created = req.created_at or now
@@ -324,14 +345,16 @@ class Writing:
         self, tx: WriteTx, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
         *, cap: bool = True,
     ) -> AddResult:
-        """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
-        (a batch enforces it once, after all its writes)."""
+        """Inside a transaction: store (or find the duplicate), supersede, settle pending items asking the same,
+        and enforce the cap unless `cap` is off (a batch enforces it once, after all its writes)."""
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
         if existing is None and req.supersedes is None:
             existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector)
         if existing is not None:
-            return await self.duplicates.reinforce(tx, user_id, existing, req, now)
+            result = await self.duplicates.reinforce(tx, user_id, existing, req, now)
+            settled = await self._settle_pending_in(tx, user_id, digest, existing.id, now)
+            return result.model_copy(update={"message": result.message + settled})
         old = await self.supersede_target(tx, user_id, req.supersedes)
         memory = self._new_memory(user_id, req, digest, now)
         await self._ensure_user(tx, user_id, now)
@@ -346,6 +369,7 @@ class Writing:
                 user_id, EventKind.updated, now, memory_id=memory.id, operation_id=req.operation_id,
                 payload={"supersedes": old.id},
             )
+        settled = await self._settle_pending_in(tx, user_id, digest, memory.id, now)
         evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
         return AddResult(
             status="stored",
@@ -354,7 +378,7 @@ class Writing:
             core=memory.core,
             superseded=old.id if old else None,
             evicted=evicted,
-            message=self._stored_message(memory, old, vector is None, len(evicted)),
+            message=self._stored_message(memory, old, vector is None, len(evicted)) + settled,
         )
 
     def _stored_message(self, memory: Memory, old: Memory | None, no_vector: bool, evicted: int) -> str:
