@@ -1,6 +1,7 @@
 """Pending memories and the write path around them, through the SDK's own client in process, on both backends:
 `supersedes` is checked when an item is made, the user's yes stores it even when its target changed since, a
-rejected memory is not asked again, and storing content settles the item asking it."""
+rejected memory is not asked again, storing content settles the item asking it, and a duplicate still closes
+the memory it supersedes."""
 
 from __future__ import annotations
 
@@ -126,3 +127,44 @@ async def test_storing_content_settles_the_pending_item_asking_it(app: PocketMem
     late = await error(client, "confirm_pending", {"pending_id": beijing["pending_id"], "action": "confirm"})
     assert f"was already confirmed as memory {stored['memory_id']}" in late
     assert await listed(client, "active") == ["用户养了一只猫", "用户住在北京"]
+
+
+async def test_supersedes_closes_the_old_memory_when_the_new_content_is_already_remembered(client: Client):
+    green = await call(client, "add_memory", {"content": "用户喜欢喝绿茶"})
+    black = await call(client, "add_memory", {"content": "用户改喝红茶了"})
+    back = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": black["memory_id"]})
+    assert (back["status"], back["memory_id"], back["superseded"]) == (
+        "duplicate", green["memory_id"], black["memory_id"],
+    )
+    assert f"It replaces {black['memory_id']}" in back["message"]
+    old = await memory(client, black["memory_id"])
+    assert old["status"] == "superseded" and old["valid_until"]
+    assert (await memory(client, green["memory_id"]))["supersedes"] == black["memory_id"]
+    assert await listed(client, "active") == ["用户喜欢喝绿茶"]
+
+    # At pending confidence it is a question like any other; the user's yes closes the old memory the same way.
+    oolong = await call(client, "add_memory", {"content": "用户最近只喝乌龙茶"})
+    asked_back = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": oolong["memory_id"],
+                                                   "confidence": 0.7})
+    assert asked_back["status"] == "pending"
+    yes = await call(client, "confirm_pending", {"pending_id": asked_back["pending_id"], "action": "confirm"})
+    assert yes["memory_id"] == green["memory_id"] and f"It replaces {oolong['memory_id']}" in yes["message"]
+    assert (await memory(client, oolong["memory_id"]))["status"] == "superseded"
+    assert await listed(client, "active") == ["用户喜欢喝绿茶"]
+
+    # A near-duplicate (it says less than what is known) closes the old memory the same way.
+    known = await call(client, "add_memory", {"content": "用户不喜欢香菜，吃到会很反感"})
+    eats = await call(client, "add_memory", {"content": "用户开始吃香菜了"})
+    again = await call(client, "add_memory", {"content": "用户不喜欢香菜", "supersedes": eats["memory_id"]})
+    assert (again["status"], again["memory_id"], again["superseded"]) == (
+        "duplicate", known["memory_id"], eats["memory_id"],
+    )
+    assert (await memory(client, eats["memory_id"]))["status"] == "superseded"
+    # ... but the memory being replaced is no duplicate of its own new version: that one is stored.
+    shorter = await call(client, "add_memory", {"content": "用户不喜欢香菜", "supersedes": known["memory_id"]})
+    assert shorter["status"] == "stored" and shorter["superseded"] == known["memory_id"]
+
+    # The same content as the memory it supersedes is that memory: nothing is closed.
+    same = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": green["memory_id"]})
+    assert (same["status"], same["memory_id"], same["superseded"]) == ("duplicate", green["memory_id"], None)
+    assert (await memory(client, green["memory_id"]))["status"] == "active"

@@ -4,7 +4,7 @@ Write path (design "Write path"):
     by confidence (core/routing.py)         -> stored, pending until confirm_pending, or discarded (logged)
     same normalised content as an active memory -> duplicate: the existing one is reinforced
     supersedes                              -> checked first, pending or not (`supersede_target`); the old memory
-                                               is closed by the new one
+                                               is closed by the new one, or by the duplicate that already says it
     same content as a rejected pending item -> discarded (reason rejected): the user is not asked again
     stored (or found as a duplicate)        -> open pending items with that content are settled (confirmed with it)
     same operation_id as before             -> the first answer again, nothing written
@@ -208,7 +208,8 @@ class Writing:
         await self.supersede_target(tx, user_id, req.supersedes)
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
-        if existing is not None:
+        # A duplicate that would supersede another memory is still a question: confirming it closes the other.
+        if existing is not None and req.supersedes in (None, existing.id):
             return await self.duplicates.reinforce(tx, user_id, existing, req, now)
         waiting = await tx.find_pending_by_hash(user_id, digest)
         if waiting is not None:
@@ -289,6 +290,20 @@ class Writing:
             )
         return old
 
+    async def _supersede_in(
+        self, tx: WriteTx, user_id: str, old: Memory, by: Memory, valid_from: datetime, req: AddRequest,
+        now: datetime,
+    ) -> None:
+        """Inside a transaction: `old` becomes history, closed at `valid_from` by `by` (the new memory, or the
+        duplicate that already says the new content). `by` keeps one link back: an earlier one it has stays."""
+        await tx.set_status(user_id, old.id, Status.superseded, updated_at=now, valid_until=valid_from)
+        if by.supersedes is None:
+            await tx.update_memory(user_id, by.id, supersedes=old.id, updated_at=now)
+        await tx.add_event(
+            user_id, EventKind.updated, now, memory_id=by.id, operation_id=req.operation_id,
+            payload={"supersedes": old.id},
+        )
+
     async def _settle_pending_in(self, tx: WriteTx, user_id: str, digest: str, memory_id: str, now: datetime) -> str:
         """Inside a transaction: open pending items asking about content now remembered as `memory_id` are
         confirmed with it (the user is not asked about what is stored); the sentence that says so, or ""."""
@@ -331,7 +346,7 @@ class Writing:
             source_ref=req.source_ref,
             created_at=created,
             updated_at=now,
-            valid_from=req.valid_from or created,
+            valid_from=_valid_from(req, now),
             status=Status.active,
             supersedes=req.supersedes,
             expires_at=expires_at,
@@ -348,14 +363,20 @@ class Writing:
         """Inside a transaction: store (or find the duplicate), supersede, settle pending items asking the same,
         and enforce the cap unless `cap` is off (a batch enforces it once, after all its writes)."""
         digest = content_hash(req.content)
+        old = await self.supersede_target(tx, user_id, req.supersedes)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
-        if existing is None and req.supersedes is None:
-            existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector)
+        if existing is None:
+            existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector, skip=req.supersedes)
         if existing is not None:
             result = await self.duplicates.reinforce(tx, user_id, existing, req, now)
-            settled = await self._settle_pending_in(tx, user_id, digest, existing.id, now)
-            return result.model_copy(update={"message": result.message + settled})
-        old = await self.supersede_target(tx, user_id, req.supersedes)
+            message = result.message
+            if old is not None and old.id == existing.id:
+                old = None  # the same content as the memory it supersedes is that memory: nothing to close
+            if old is not None:  # the duplicate already says what replaces `old`
+                await self._supersede_in(tx, user_id, old, existing, _valid_from(req, now), req, now)
+                message += _replaces(old.id)
+            message += await self._settle_pending_in(tx, user_id, digest, existing.id, now)
+            return result.model_copy(update={"superseded": old.id if old else None, "message": message})
         memory = self._new_memory(user_id, req, digest, now)
         await self._ensure_user(tx, user_id, now)
         await tx.insert_memory(memory, vector, indexed_text(memory.content, memory.keywords))
@@ -364,11 +385,7 @@ class Writing:
             payload={"category": memory.category.value, "core": memory.core, "importance": round(memory.importance, 4)},
         )
         if old is not None:
-            await tx.set_status(user_id, old.id, Status.superseded, updated_at=now, valid_until=memory.valid_from)
-            await tx.add_event(
-                user_id, EventKind.updated, now, memory_id=memory.id, operation_id=req.operation_id,
-                payload={"supersedes": old.id},
-            )
+            await self._supersede_in(tx, user_id, old, memory, _valid_from(req, now), req, now)
         settled = await self._settle_pending_in(tx, user_id, digest, memory.id, now)
         evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
         return AddResult(
@@ -385,7 +402,7 @@ class Writing:
         kind = "core memory" if is_core(memory.scores) else f"{memory.category.value} memory"
         message = f"Stored as {'an' if kind[0] in 'aeiou' else 'a'} {kind} (importance {memory.importance:.2f})."
         if old is not None:
-            message += f" It replaces {old.id}, kept as history (include_history)."
+            message += _replaces(old.id)
         if no_vector:
             message += (
                 " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
@@ -395,3 +412,12 @@ class Writing:
             moved = "1 low-importance memory" if evicted == 1 else f"{evicted} low-importance memories"
             message += f" {moved} moved to the trash (restorable for {self.settings.trash_days} days)."
         return message
+
+
+def _valid_from(req: AddRequest, now: datetime) -> datetime:
+    """When what a request says became true: its valid_from, else when it was said (created_at), else now."""
+    return req.valid_from or req.created_at or now
+
+
+def _replaces(old_id: str) -> str:
+    return f" It replaces {old_id}, kept as history (include_history)."
