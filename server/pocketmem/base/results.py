@@ -116,8 +116,10 @@ class AddResult(BaseModel):
     core: bool = False
     superseded: str | None = Field(None, description="id of the memory this one replaced")
     evicted: list[EvictedItem] = Field(default_factory=list)
-    reason: Literal["low_confidence", "temporary", "secret"] | None = Field(
-        None, description="why it was discarded: low_confidence, temporary (temporary mode) or secret"
+    reason: Literal["low_confidence", "temporary", "secret", "rejected"] | None = Field(
+        None,
+        description="why it was discarded: low_confidence, temporary (temporary mode), secret or rejected (the "
+        "user rejected it when asked)",
     )
     redacted: list[str] = Field(
         default_factory=list,

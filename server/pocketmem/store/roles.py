@@ -205,7 +205,13 @@ class PendingReads(Protocol):
         """Pending items to show now: status pending, or snoozed with the cooldown over."""
 
     @abstractmethod
-    async def find_pending_by_hash(self, user_id: str, content_hash: str) -> PendingItem | None: ...
+    async def find_pending_by_hash(
+        self,
+        user_id: str,
+        content_hash: str,
+        statuses: Sequence[PendingStatus] = (PendingStatus.pending, PendingStatus.snoozed),
+    ) -> PendingItem | None:
+        """One item with this content hash in one of `statuses` (by default the open ones: waiting or snoozed)."""
 
     @abstractmethod
     async def all_pending(self, user_id: str) -> list[PendingItem]: ...

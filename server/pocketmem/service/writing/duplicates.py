@@ -38,9 +38,10 @@ class Duplicates:
         self.sameness = sameness
 
     async def near_duplicate(
-        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None
+        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None, *, skip: str | None = None
     ) -> Memory | None:
-        """Inside a transaction: an active memory that already says what `content` says (the rules above)."""
+        """Inside a transaction: an active memory that already says what `content` says (the rules above), other
+        than `skip` (the memory a correction supersedes: a new version often says less than the old one)."""
         sig = signature(content)
         if not sig:
             return None
@@ -67,6 +68,8 @@ class Duplicates:
         # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
         same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
+            if memory.id == skip:
+                continue
             if signature(memory.content) == sig:
                 return memory
             if not facts_agree(content, memory.content):

@@ -18,6 +18,7 @@ from pocketmem.base.results import ConfirmResult
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Transactions
+from pocketmem.store.roles import WriteTx
 
 MAX_SNOOZE_HOURS = 24 * 90
 
@@ -66,10 +67,11 @@ class Pending:
         vector = await self.writing.vectors.embed_or_defer(req.content, req.keywords)
         async with self.store.write(user_id=user_id) as tx:
             require_open(await tx.get_pending(user_id, pending_id), pending_id)
+            # Settled first, so that store_in settles only the other items asking the same.
+            await tx.update_pending(user_id, pending_id, status=PendingStatus.confirmed, updated_at=now)
+            req, changed = await self._still_supersedable(tx, user_id, req)
             result = await self.writing.store_in(tx, user_id, req, vector, now)
-            await tx.update_pending(
-                user_id, pending_id, status=PendingStatus.confirmed, memory_id=result.memory_id, updated_at=now
-            )
+            await tx.update_pending(user_id, pending_id, memory_id=result.memory_id, updated_at=now)
             await tx.add_event(
                 user_id, EventKind.confirmed, now, memory_id=result.memory_id, payload={"pending_id": pending_id}
             )
@@ -79,8 +81,21 @@ class Pending:
             status=PendingStatus.confirmed,
             pending_id=pending_id,
             memory_id=result.memory_id,
-            message=result.message,
+            message=result.message + changed,
         )
+
+    async def _still_supersedable(self, tx: WriteTx, user_id: str, req: AddRequest) -> tuple[AddRequest, str]:
+        """Inside a transaction: the request as it can be stored now. The memory it was to supersede was checked
+        when it was proposed (writing.supersede_target); if that memory has changed since (superseded, forgotten,
+        made core), the user's yes still stores it, without superseding anything, and the sentence says so."""
+        try:
+            await self.writing.supersede_target(tx, user_id, req.supersedes)
+        except (NotFound, Conflict) as exc:
+            reason = str(exc).removeprefix("supersedes: ")
+            return req.model_copy(update={"supersedes": None}), (
+                f" Nothing was superseded, as the memory it was to replace changed after it was proposed: {reason}."
+            )
+        return req, ""
 
     async def _reject(self, user_id: str, pending_id: str) -> ConfirmResult:
         now = self.clock.now()

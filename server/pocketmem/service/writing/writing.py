@@ -3,6 +3,10 @@
 Write path (design "Write path"):
     by confidence (core/routing.py)         -> stored, pending until confirm_pending, or discarded (logged)
     same normalised content as an active memory -> duplicate: the existing one is reinforced
+    supersedes                              -> checked first, pending or not (`supersede_target`); the old memory
+                                               is closed by the new one, or by the duplicate that already says it
+    same content as a rejected pending item -> discarded (reason rejected): the user is not asked again
+    stored (or found as a duplicate)        -> open pending items with that content are settled (confirmed with it)
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
 
@@ -199,10 +203,13 @@ class Writing:
         return result
 
     async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
-        """Inside a transaction: a pending candidate (or the duplicate it already is)."""
+        """Inside a transaction: a pending candidate (or the duplicate it already is, or the answer that the user
+        rejected it before). `supersedes` is checked as for a stored memory."""
+        await self.supersede_target(tx, user_id, req.supersedes)
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
-        if existing is not None:
+        # A duplicate that would supersede another memory is still a question: confirming it closes the other.
+        if existing is not None and req.supersedes in (None, existing.id):
             return await self.duplicates.reinforce(tx, user_id, existing, req, now)
         waiting = await tx.find_pending_by_hash(user_id, digest)
         if waiting is not None:
@@ -211,6 +218,9 @@ class Writing:
                 pending_id=waiting.id,
                 message="Already waiting for the user's confirmation (confirm_pending).",
             )
+        declined = await tx.find_pending_by_hash(user_id, digest, (PendingStatus.rejected,))
+        if declined is not None:
+            return await self._declined_in(tx, user_id, req, declined, now)
         candidate = req.model_dump(mode="json", exclude={"operation_id"})
         candidate["content_hash"] = digest
         item = PendingItem(
@@ -242,8 +252,28 @@ class Writing:
             ),
         )
 
-    async def _superseded(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
-        """The memory a request supersedes, checked: it exists, is active and is not core."""
+    async def _declined_in(
+        self, tx: EventWrites, user_id: str, req: AddRequest, declined: PendingItem, now: datetime
+    ) -> AddResult:
+        """Inside a transaction: log a candidate the user already rejected when asked; it is not asked again."""
+        await tx.add_event(
+            user_id, EventKind.discarded, now, operation_id=req.operation_id,
+            payload={"content": req.content, "confidence": req.confidence, "rejected": declined.id},
+        )
+        return AddResult(
+            status="discarded",
+            reason="rejected",
+            message=(
+                f"Not stored: the user rejected this memory when asked (pending {declined.id}), so it is not asked "
+                f"again. Save it only if the user now says it plainly (confidence >= "
+                f"{self.settings.store_threshold:g})."
+            ),
+        )
+
+    async def supersede_target(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
+        """The memory a request supersedes, checked: it exists, is active and is not core (else NotFound or
+        Conflict). The one rule for every write that supersedes: stored, pending, and confirm_pending's check
+        that the target is still one."""
         if memory_id is None:
             return None
         old = await tx.get_memory(user_id, memory_id)
@@ -259,6 +289,40 @@ class Writing:
                 "(mode append or replace) instead"
             )
         return old
+
+    async def _supersede_in(
+        self, tx: WriteTx, user_id: str, old: Memory, by: Memory, valid_from: datetime, req: AddRequest,
+        now: datetime,
+    ) -> None:
+        """Inside a transaction: `old` becomes history, closed at `valid_from` by `by` (the new memory, or the
+        duplicate that already says the new content). `by` keeps one link back: an earlier one it has stays."""
+        await tx.set_status(user_id, old.id, Status.superseded, updated_at=now, valid_until=valid_from)
+        if by.supersedes is None:
+            await tx.update_memory(user_id, by.id, supersedes=old.id, updated_at=now)
+        await tx.add_event(
+            user_id, EventKind.updated, now, memory_id=by.id, operation_id=req.operation_id,
+            payload={"supersedes": old.id},
+        )
+
+    async def _settle_pending_in(self, tx: WriteTx, user_id: str, digest: str, memory_id: str, now: datetime) -> str:
+        """Inside a transaction: open pending items asking about content now remembered as `memory_id` are
+        confirmed with it (the user is not asked about what is stored); the sentence that says so, or ""."""
+        settled: list[str] = []
+        while (item := await tx.find_pending_by_hash(user_id, digest)) is not None and item.id not in settled:
+            await tx.update_pending(
+                user_id, item.id, status=PendingStatus.confirmed, memory_id=memory_id, updated_at=now
+            )
+            await tx.add_event(
+                user_id, EventKind.confirmed, now, memory_id=memory_id,
+                payload={"pending_id": item.id, "by": "stored"},
+            )
+            settled.append(item.id)
+        if not settled:
+            return ""
+        return (
+            f" It also settles pending {', '.join(settled)}, which asked the user about the same memory: "
+            "confirmed with it, no longer asked."
+        )
 
     def _new_memory(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> Memory:
         scores = fill_scores(req.category, req.scores)
@@ -282,7 +346,7 @@ class Writing:
             source_ref=req.source_ref,
             created_at=created,
             updated_at=now,
-            valid_from=req.valid_from or created,
+            valid_from=_valid_from(req, now),
             status=Status.active,
             supersedes=req.supersedes,
             expires_at=expires_at,
@@ -296,15 +360,23 @@ class Writing:
         self, tx: WriteTx, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
         *, cap: bool = True,
     ) -> AddResult:
-        """Inside a transaction: store (or find the duplicate), supersede, and enforce the cap unless `cap` is off
-        (a batch enforces it once, after all its writes)."""
+        """Inside a transaction: store (or find the duplicate), supersede, settle pending items asking the same,
+        and enforce the cap unless `cap` is off (a batch enforces it once, after all its writes)."""
         digest = content_hash(req.content)
+        old = await self.supersede_target(tx, user_id, req.supersedes)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
-        if existing is None and req.supersedes is None:
-            existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector)
+        if existing is None:
+            existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector, skip=req.supersedes)
         if existing is not None:
-            return await self.duplicates.reinforce(tx, user_id, existing, req, now)
-        old = await self._superseded(tx, user_id, req.supersedes)
+            result = await self.duplicates.reinforce(tx, user_id, existing, req, now)
+            message = result.message
+            if old is not None and old.id == existing.id:
+                old = None  # the same content as the memory it supersedes is that memory: nothing to close
+            if old is not None:  # the duplicate already says what replaces `old`
+                await self._supersede_in(tx, user_id, old, existing, _valid_from(req, now), req, now)
+                message += _replaces(old.id)
+            message += await self._settle_pending_in(tx, user_id, digest, existing.id, now)
+            return result.model_copy(update={"superseded": old.id if old else None, "message": message})
         memory = self._new_memory(user_id, req, digest, now)
         await self._ensure_user(tx, user_id, now)
         await tx.insert_memory(memory, vector, indexed_text(memory.content, memory.keywords))
@@ -313,11 +385,8 @@ class Writing:
             payload={"category": memory.category.value, "core": memory.core, "importance": round(memory.importance, 4)},
         )
         if old is not None:
-            await tx.set_status(user_id, old.id, Status.superseded, updated_at=now, valid_until=memory.valid_from)
-            await tx.add_event(
-                user_id, EventKind.updated, now, memory_id=memory.id, operation_id=req.operation_id,
-                payload={"supersedes": old.id},
-            )
+            await self._supersede_in(tx, user_id, old, memory, _valid_from(req, now), req, now)
+        settled = await self._settle_pending_in(tx, user_id, digest, memory.id, now)
         evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
         return AddResult(
             status="stored",
@@ -326,14 +395,14 @@ class Writing:
             core=memory.core,
             superseded=old.id if old else None,
             evicted=evicted,
-            message=self._stored_message(memory, old, vector is None, len(evicted)),
+            message=self._stored_message(memory, old, vector is None, len(evicted)) + settled,
         )
 
     def _stored_message(self, memory: Memory, old: Memory | None, no_vector: bool, evicted: int) -> str:
         kind = "core memory" if is_core(memory.scores) else f"{memory.category.value} memory"
         message = f"Stored as {'an' if kind[0] in 'aeiou' else 'a'} {kind} (importance {memory.importance:.2f})."
         if old is not None:
-            message += f" It replaces {old.id}, kept as history (include_history)."
+            message += _replaces(old.id)
         if no_vector:
             message += (
                 " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
@@ -343,3 +412,12 @@ class Writing:
             moved = "1 low-importance memory" if evicted == 1 else f"{evicted} low-importance memories"
             message += f" {moved} moved to the trash (restorable for {self.settings.trash_days} days)."
         return message
+
+
+def _valid_from(req: AddRequest, now: datetime) -> datetime:
+    """When what a request says became true: its valid_from, else when it was said (created_at), else now."""
+    return req.valid_from or req.created_at or now
+
+
+def _replaces(old_id: str) -> str:
+    return f" It replaces {old_id}, kept as history (include_history)."

@@ -58,11 +58,16 @@ class PendingQueries:
             (user_id, d.ts(now), limit),
         )
 
-    async def find_pending_by_hash(self, user_id: str, content_hash: str) -> PendingItem | None:
+    async def find_pending_by_hash(
+        self,
+        user_id: str,
+        content_hash: str,
+        statuses: Sequence[PendingStatus] = (PendingStatus.pending, PendingStatus.snoozed),
+    ) -> PendingItem | None:
         d = self.dialect
+        wanted, values = d.in_list("status", statuses)
         found = await self._pending(
-            d.sql("user_id = {p} and content_hash = {p} and status in ('pending', 'snoozed') limit 1"),
-            (user_id, content_hash),
+            d.sql(f"user_id = {{p}} and content_hash = {{p}} and {wanted} limit 1"), (user_id, content_hash, *values)
         )
         return found[0] if found else None
 

@@ -1,0 +1,170 @@
+"""Pending memories and the write path around them, through the SDK's own client in process, on both backends:
+`supersedes` is checked when an item is made, the user's yes stores it even when its target changed since, a
+rejected memory is not asked again, storing content settles the item asking it, and a duplicate still closes
+the memory it supersedes."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from mcp import Client
+
+from pocketmem.app import PocketMem
+from pocketmem.base.models import PendingStatus
+from pocketmem.service.writing.add_request import AddRequest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.backends]
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def error(client: Client, name: str, args: dict) -> str:
+    result = await client.call_tool(name, args)
+    assert result.is_error, result.structured_content
+    return result.content[0].text
+
+
+async def memory(client: Client, memory_id: str) -> dict:
+    return json.loads((await client.read_resource(f"memory://memories/{memory_id}")).contents[0].text)
+
+
+async def listed(client: Client, status: str) -> list[str]:
+    return [i["content"] for i in (await call(client, "list_memories", {"status": status, "limit": 500}))["items"]]
+
+
+async def asked(client: Client) -> list[str]:
+    recalled = await call(client, "recall_memories", {"query": "你好"})
+    return [p["content"] for p in recalled["pending_confirmations"]]
+
+
+async def test_a_pending_add_checks_supersedes_as_a_stored_one_does(app: PocketMem, client: Client):
+    core = await call(client, "add_memory", {"content": "用户对花生过敏", "scores": {"persistence": 1}})
+    others = await app.writing.add("alice", AddRequest(content="alice 每天跑步5公里"))
+    for target, pattern in [
+        (core["memory_id"], rf"supersedes: memory {core['memory_id']} is a core memory; change it with "
+                            r"patch_core_memory"),
+        ("no-such-id", r"supersedes: no memory with id 'no-such-id'"),
+        (others.memory_id, rf"supersedes: no memory with id '{others.memory_id}'"),  # another user's memory
+    ]:
+        args = {"content": "用户对花生不再过敏", "supersedes": target}
+        stored = await error(client, "add_memory", {**args, "confidence": 1})
+        pending = await error(client, "add_memory", {**args, "confidence": 0.7})
+        assert re.search(pattern, pending), pending
+        assert pending == stored  # one rule, one message
+    assert await listed(client, "pending") == [] and await asked(client) == []
+
+
+async def test_the_users_yes_stores_it_even_when_its_target_changed_since(client: Client):
+    run5 = await call(client, "add_memory", {"content": "用户每天跑步5公里"})
+    tea = await call(client, "add_memory", {"content": "用户喜欢喝绿茶"})
+    run10 = await call(client, "add_memory", {"content": "用户每天跑步10公里", "supersedes": run5["memory_id"],
+                                              "confidence": 0.7})
+    black = await call(client, "add_memory", {"content": "用户改喝红茶了", "supersedes": tea["memory_id"],
+                                               "confidence": 0.7})
+    assert run10["status"] == black["status"] == "pending"
+    run8 = await call(client, "add_memory", {"content": "用户每天跑步8公里", "supersedes": run5["memory_id"]})
+    await call(client, "forget_memory", {"memory_id": tea["memory_id"]})
+
+    for item, target in [(run10, run5), (black, tea)]:
+        confirmed = await call(client, "confirm_pending", {"pending_id": item["pending_id"], "action": "confirm"})
+        assert confirmed["status"] == "confirmed" and confirmed["memory_id"]
+        assert "Nothing was superseded, as the memory it was to replace changed after it was proposed" in (
+            confirmed["message"]
+        ), confirmed["message"]
+        assert target["memory_id"] in confirmed["message"]
+        stored = await memory(client, confirmed["memory_id"])
+        assert stored["status"] == "active" and stored["supersedes"] is None
+    assert (await memory(client, run5["memory_id"]))["status"] == "superseded"  # still by the 8 km memory
+    assert (await memory(client, run8["memory_id"]))["supersedes"] == run5["memory_id"]
+    assert (await memory(client, tea["memory_id"]))["status"] == "trashed"
+    assert await asked(client) == [] and await listed(client, "pending") == []
+
+
+async def test_a_rejected_memory_is_not_asked_again(client: Client):
+    first = await call(client, "add_memory", {"content": "用户也许在学吉他", "confidence": 0.7})
+    rejected = await call(client, "confirm_pending", {"pending_id": first["pending_id"], "action": "reject"})
+    assert rejected["message"] == "Rejected; it will not be asked again."
+
+    again = await call(client, "add_memory", {"content": "用户也许在学吉他。", "confidence": 0.7})
+    assert (again["status"], again["reason"], again["pending_id"]) == ("discarded", "rejected", None)
+    assert "the user rejected this memory when asked" in again["message"] and first["pending_id"] in again["message"]
+    assert await asked(client) == [] and await listed(client, "pending") == []
+
+    said = await call(client, "add_memory", {"content": "用户也许在学吉他", "confidence": 0.9})  # not a question
+    assert said["status"] == "stored"
+    assert await listed(client, "active") == ["用户也许在学吉他"]
+
+
+async def test_storing_content_settles_the_pending_item_asking_it(app: PocketMem, client: Client):
+    beijing = await call(client, "add_memory", {"content": "用户住在北京", "confidence": 0.7})
+    cat = await call(client, "add_memory", {"content": "用户养了一只猫", "confidence": 0.7})
+    await call(client, "confirm_pending", {"pending_id": cat["pending_id"], "action": "snooze", "snooze_hours": 1})
+    assert await asked(client) == ["用户住在北京"]
+
+    stored = await call(client, "add_memory", {"content": "用户住在北京"})
+    known = await call(client, "add_memory", {"content": "用户住在北京。"})  # a duplicate settles nothing new
+    restated = await call(client, "add_memory", {"content": "用户养了一只猫"})
+    assert (stored["status"], known["status"], restated["status"]) == ("stored", "duplicate", "stored")
+    assert f"It also settles pending {beijing['pending_id']}" in stored["message"]
+    assert "settles" not in known["message"]
+    assert f"It also settles pending {cat['pending_id']}" in restated["message"]
+
+    assert await asked(client) == [] and await listed(client, "pending") == []
+    async with app.store.read() as r:
+        items = {i.id: i for i in await r.all_pending("global")}
+    assert (items[beijing["pending_id"]].status, items[beijing["pending_id"]].memory_id) == (
+        PendingStatus.confirmed, stored["memory_id"],
+    )
+    assert (items[cat["pending_id"]].status, items[cat["pending_id"]].memory_id) == (
+        PendingStatus.confirmed, restated["memory_id"],
+    )
+    late = await error(client, "confirm_pending", {"pending_id": beijing["pending_id"], "action": "confirm"})
+    assert f"was already confirmed as memory {stored['memory_id']}" in late
+    assert await listed(client, "active") == ["用户养了一只猫", "用户住在北京"]
+
+
+async def test_supersedes_closes_the_old_memory_when_the_new_content_is_already_remembered(client: Client):
+    green = await call(client, "add_memory", {"content": "用户喜欢喝绿茶"})
+    black = await call(client, "add_memory", {"content": "用户改喝红茶了"})
+    back = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": black["memory_id"]})
+    assert (back["status"], back["memory_id"], back["superseded"]) == (
+        "duplicate", green["memory_id"], black["memory_id"],
+    )
+    assert f"It replaces {black['memory_id']}" in back["message"]
+    old = await memory(client, black["memory_id"])
+    assert old["status"] == "superseded" and old["valid_until"]
+    assert (await memory(client, green["memory_id"]))["supersedes"] == black["memory_id"]
+    assert await listed(client, "active") == ["用户喜欢喝绿茶"]
+
+    # At pending confidence it is a question like any other; the user's yes closes the old memory the same way.
+    oolong = await call(client, "add_memory", {"content": "用户最近只喝乌龙茶"})
+    asked_back = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": oolong["memory_id"],
+                                                   "confidence": 0.7})
+    assert asked_back["status"] == "pending"
+    yes = await call(client, "confirm_pending", {"pending_id": asked_back["pending_id"], "action": "confirm"})
+    assert yes["memory_id"] == green["memory_id"] and f"It replaces {oolong['memory_id']}" in yes["message"]
+    assert (await memory(client, oolong["memory_id"]))["status"] == "superseded"
+    assert await listed(client, "active") == ["用户喜欢喝绿茶"]
+
+    # A near-duplicate (it says less than what is known) closes the old memory the same way.
+    known = await call(client, "add_memory", {"content": "用户不喜欢香菜，吃到会很反感"})
+    eats = await call(client, "add_memory", {"content": "用户开始吃香菜了"})
+    again = await call(client, "add_memory", {"content": "用户不喜欢香菜", "supersedes": eats["memory_id"]})
+    assert (again["status"], again["memory_id"], again["superseded"]) == (
+        "duplicate", known["memory_id"], eats["memory_id"],
+    )
+    assert (await memory(client, eats["memory_id"]))["status"] == "superseded"
+    # ... but the memory being replaced is no duplicate of its own new version: that one is stored.
+    shorter = await call(client, "add_memory", {"content": "用户不喜欢香菜", "supersedes": known["memory_id"]})
+    assert shorter["status"] == "stored" and shorter["superseded"] == known["memory_id"]
+
+    # The same content as the memory it supersedes is that memory: nothing is closed.
+    same = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": green["memory_id"]})
+    assert (same["status"], same["memory_id"], same["superseded"]) == ("duplicate", green["memory_id"], None)
+    assert (await memory(client, green["memory_id"]))["status"] == "active"
