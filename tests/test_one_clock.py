@@ -86,6 +86,13 @@ async def test_the_page_its_trash_and_the_forget_message_agree_on_the_day(late_a
 
 
 @pytest.mark.anyio
+async def test_a_snoozed_confirmation_comes_back_at_a_time_in_the_zone(late_app):
+    pending = await late_app.writing.add(USER, AddRequest(content="用户可能喜欢爵士乐", confidence=0.7))
+    snoozed = await late_app.pending.confirm_pending(USER, pending.pending_id or "", "snooze", 24)
+    assert snoozed.message.endswith("after 2026-11-28 01:17 +08:00."), snoozed.message
+
+
+@pytest.mark.anyio
 @pytest.mark.backends
 async def test_insights_charts_end_on_the_day_in_the_zone(late_app):
     await late_app.writing.add(USER, AddRequest(content="用户住在杭州", category=Category.fact))

@@ -15,6 +15,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
+from pocketmem.core.shown_time import absolute
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Transactions
@@ -123,5 +124,5 @@ class Pending:
             status=PendingStatus.snoozed,
             pending_id=pending_id,
             cooldown_until=until,
-            message=f"Snoozed; it comes back in recall results after {until:%Y-%m-%d %H:%M} UTC.",
+            message=f"Snoozed; it comes back in recall results after {absolute(until, self.writing.settings.zone)}.",
         )
