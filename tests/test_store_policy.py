@@ -55,6 +55,17 @@ async def test_eviction_order_is_the_current_importance_of_scoring_py(app, clock
     assert [m.id for m in by_info] != [m.id for m in expected]
 
 
+async def test_a_memory_dated_centuries_ago_is_evicted_not_an_error(app, clock):
+    """The decay of a memory from the year 1000 is the floor on both backends (PostgreSQL's exp underflowed)."""
+    from datetime import UTC, datetime
+
+    old = await app.writing.add(USER, AddRequest(content="很久以前的事", created_at=datetime(1000, 1, 2, tzinfo=UTC)))
+    await app.writing.add(USER, AddRequest(content="用户最近在学吉他"))
+    async with app.store.read() as r:
+        [candidate] = await r.eviction_candidates(USER, 1, clock.now(), exclude=[])
+    assert candidate.id == old.memory_id
+
+
 async def test_the_core_rule_is_scorings(app, clock):
     ids = await fill(app, clock)
     async with app.store.read() as r:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
 
 from pocketmem.base.errors import InvalidInput
 
@@ -59,6 +61,11 @@ def not_a_number(value: Any) -> Any:
     if isinstance(value, bool | int | float):
         raise ValueError("must be an ISO 8601 date or time such as 2026-05-01T09:00+08:00, not a number")  # noqa: TRY004 - pydantic wants ValueError
     return value
+
+
+# An ISO 8601 instant as a pydantic field; JSON numbers are refused (expires_at=-1 is not a date). The range is
+# checked by `accept`.
+Instant = Annotated[datetime, BeforeValidator(not_a_number)]
 
 
 def encode(when: datetime) -> str:

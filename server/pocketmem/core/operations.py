@@ -18,12 +18,16 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Memory
+from pocketmem.core import instants
+from pocketmem.core.instants import Instant
+from pocketmem.core.text import clean_text
 
 MAX_OPERATIONS = 20
 MAX_REASON_CHARS = 500
@@ -55,7 +59,7 @@ class AddOp(_Op):
     scores: ScoresOut | None = None
     confidence: Unit
     keywords: list[str] = Field(default_factory=list)
-    due_at: datetime | None = None
+    due_at: Instant | None = None
 
 
 class UpdateOp(_Op):
@@ -66,7 +70,7 @@ class UpdateOp(_Op):
     scores: ScoresOut | None = None
     confidence: Unit
     keywords: list[str] | None = None
-    due_at: datetime | None = None
+    due_at: Instant | None = None
 
 
 class PatchOp(_Op):
@@ -209,12 +213,15 @@ def check_answer(
     targeted: dict[str, int] = {}
     for i, op in enumerate(parsed.operations):
         where = f"operations[{i}]"
-        for field in ("content", "patch"):
-            value = getattr(op, field, None)
-            if isinstance(value, str) and len(value.strip()) > max_content_chars:
-                problems.append(f"{where}.{field}: {len(value.strip())} characters; at most {max_content_chars}")
-        if getattr(op, "due_at", None) is not None and op.due_at.tzinfo is None:  # type: ignore[union-attr]
-            op = op.model_copy(update={"due_at": op.due_at.replace(tzinfo=zone)})  # type: ignore[union-attr]
+        try:  # what the write would refuse, found here so that the model is asked again
+            for field in ("content", "patch"):
+                if isinstance(value := getattr(op, field, None), str):
+                    clean_text(value, f"{where}.{field}", max_chars=max_content_chars)
+            if (due := getattr(op, "due_at", None)) is not None:
+                op = op.model_copy(update={"due_at": instants.accept(f"{where}.due_at", due, zone)})
+        except InvalidInput as exc:
+            problems.append(str(exc))
+            continue
         if not isinstance(op, Targeted):
             checked.append(Checked(op))
             continue

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, NamedTuple, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
@@ -39,7 +39,7 @@ from pocketmem.base.results import (
     RestoreResult,
     TrashList,
 )
-from pocketmem.core.instants import not_a_number
+from pocketmem.core.instants import Instant
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
@@ -80,8 +80,6 @@ TOOLS: dict[str, Declaration] = {
 }
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-# An ISO 8601 instant; JSON numbers are refused (expires_at=-1 is not a date). Range checks happen in the service.
-Instant = Annotated[datetime, BeforeValidator(not_a_number)]
 MemoryId = Annotated[str, Field(min_length=1, max_length=64)]
 Why = Annotated[str | None, Field(max_length=500)]
 Limit = Annotated[int, Field(ge=1, le=500)]

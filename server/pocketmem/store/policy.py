@@ -8,6 +8,8 @@ both eviction orders to scoring.py.
 
 from __future__ import annotations
 
+import math
+
 from pocketmem.core.scoring import CORE_PERSISTENCE, DECAY_RATE_PER_DAY, TIME_COEF_FLOOR
 from pocketmem.store.sql.dialect import Dialect
 
@@ -16,9 +18,11 @@ __all__ = ["CORE_PERSISTENCE", "time_coef_sql"]
 
 def time_coef_sql(d: Dialect, days: str) -> tuple[str, list[float]]:
     """`scoring.time_coef` of a non-core row as SQL over the expression `days`, and its parameters:
-    max(TIME_COEF_FLOOR, exp(-DECAY_RATE_PER_DAY * (1 - persistence) * max(0, days)))."""
+    max(TIME_COEF_FLOOR, exp(-DECAY_RATE_PER_DAY * (1 - persistence) * max(0, days))), written as
+    exp(max(ln TIME_COEF_FLOOR, ...)): the same number, and the exponent never so low that PostgreSQL's exp
+    underflows (an error there, not 0) for a memory dated centuries ago."""
     number = d.sql("cast({p} as double precision)")
     return (
-        f"{d.greatest}({number}, exp(-{number} * (1 - persistence) * {d.greatest}(0, {days})))",
-        [TIME_COEF_FLOOR, DECAY_RATE_PER_DAY],
+        f"exp({d.greatest}({number}, -{number} * (1 - persistence) * {d.greatest}(0, {days})))",
+        [math.log(TIME_COEF_FLOOR), DECAY_RATE_PER_DAY],
     )
