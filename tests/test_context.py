@@ -185,3 +185,20 @@ async def test_the_prompt_tells_the_truth(tmp_path, clock, lang, make_settings):
     assert case["placeholder"] not in text and "API key" not in text
     assert case["done"] in text
     assert case["new"] in text and case["old"] not in text
+
+
+@pytest.mark.parametrize(("locale", "message", "relevant"), [
+    ("en", "晚饭想吃火锅，记得别放香菜", "[Relevant memories about the user]"),
+    ("zh", "Hotpot for dinner, no cilantro please", "[关于用户的相关记忆]"),
+])
+async def test_the_prompt_speaks_the_locale_set(tmp_path, clock, locale, message, relevant, make_settings):
+    """POCKETMEM_LOCALE decides the prompt's labels as it decides recall's; only `auto` follows the message."""
+    settings = make_settings(tmp_path, locale=locale)
+    async with PocketMem(settings, clock=clock) as app:
+        await app.writing.add(USER, AddRequest(content="用户不喜欢香菜 (cilantro)", keywords=["香菜", "cilantro"]))
+        todo = AddRequest(content="周报还没写", category=Category.todo, due_at=clock.now() - timedelta(hours=1))
+        await app.writing.add(USER, todo)
+        package = await app.context.build(USER, message)
+    assert relevant in package.text, package.text
+    reminder = next(line for line in package.text.splitlines() if "周报还没写" in line)
+    assert ("已逾期" in reminder) == (locale == "zh") and ("overdue" in reminder) == (locale == "en"), reminder

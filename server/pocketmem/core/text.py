@@ -251,6 +251,11 @@ def guess_language(text: str) -> str:
     return "zh" if cjk and cjk * 4 >= latin else "en"
 
 
+def shown_language(locale: str, text: str) -> str:
+    """The language of what a person or the model reads: POCKETMEM_LOCALE, or with `auto` that of `text`."""
+    return locale if locale != "auto" else guess_language(text)
+
+
 def has_cjk(text: str) -> bool:
     return bool(_CJK_CHAR.search(text))
 

@@ -25,7 +25,7 @@ from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
 from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line
 from pocketmem.core.profile_text import profile_summary
-from pocketmem.core.text import guess_language
+from pocketmem.core.text import shown_language
 from pocketmem.core.tokens_estimate import estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
 from pocketmem.service.profile.profile import Profile
@@ -54,7 +54,7 @@ class ContextBuilder:
         self.files = files
 
     async def build(self, user_id: str, message: str, context: Sequence[str] = ()) -> Package:
-        lang = guess_language(message)
+        lang = shown_language(self.settings.locale, message)
         zh = lang == "zh"
         await self.files.check(user_id)
         trigger = long_term_trigger("\n".join([message, *context]))

@@ -30,7 +30,15 @@ from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
-from pocketmem.core.text import clean_text, guess_language, named_words, segmenter, stem_word, weighted_query_terms
+from pocketmem.core.text import (
+    clean_text,
+    guess_language,
+    named_words,
+    segmenter,
+    shown_language,
+    stem_word,
+    weighted_query_terms,
+)
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.recall import fallback, versions
 from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVectors, gather_candidates
@@ -219,7 +227,7 @@ class Retrieval:
             raise InvalidInput("top_k", "must be between 1 and 50")
         if req.temporary or self.settings.temporary:
             return RecallResult(memories=[], injection="", temporary=True)
-        locale = self.settings.locale if self.settings.locale != "auto" else guess_language(q.message)
+        locale = shown_language(self.settings.locale, q.message)
         # 我以前…用过什么 asks for earlier versions as include_history does (core/timeexpr.py)
         history = req.include_history or q.time.earlier
         statuses = (Status.active, Status.superseded) if history else (Status.active,)
