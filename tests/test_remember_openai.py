@@ -186,6 +186,23 @@ async def test_an_unreachable_endpoint_says_what_to_check(tmp_path, clock, make_
     assert "POCKETMEM_LLM_BASE_URL" in result.content[0].text
 
 
+async def test_an_answer_in_content_parts_is_read_and_a_strange_one_is_a_clear_error(app, fake):
+    """Some endpoints answer `content` as a list of parts; one that is neither text nor parts is named."""
+    def answer(content: object) -> Reply:
+        message = {"role": "assistant", "content": content}
+        return Reply(status=200, body={"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                                       "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+
+    parts = [{"type": "text", "text": ops({"op": "ADD", "content": "用户不吃香菜", "category": "preference",
+                                            "confidence": 0.9})}]
+    fake.script_chat(answer(parts), answer({"text": "?"}))
+    async with connect(app, "legacy") as client:
+        read = await call(client, [{"role": "user", "content": "我不吃香菜"}])
+        strange = await call(client, [{"role": "user", "content": "今天天气不错"}])
+    assert not read.is_error and read.structured_content["items"][0]["status"] == "stored"
+    assert strange.is_error and "returned a malformed answer" in strange.content[0].text, strange.content[0].text
+
+
 async def test_an_endpoint_without_structured_output_still_works(app, fake):
     fake.script_chat(
         Reply(status=400, body={"error": {"message": "response_format json_schema is not supported", "type": "x"}}),

@@ -117,7 +117,7 @@ class OpenAIChatModel:
                 response = await client.chat.completions.create(
                     model=self.model, messages=messages, timeout=timeout_seconds
                 )
-            content = response.choices[0].message.content
+            content = _text_of(response.choices[0].message.content)
             model = getattr(response, "model", None) or self.model
         except openai.APITimeoutError:
             raise ProviderUnavailable(
@@ -164,3 +164,13 @@ def configured_model(settings: Settings) -> OpenAIChatModel | None:
 
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _text_of(content: Any) -> str | None:
+    """An answer's text: a string, or the text parts of a list of content parts (some endpoints answer so)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        return "".join(text for text in texts if isinstance(text, str))
+    raise TypeError(f"message.content is {type(content).__name__}, not text")
