@@ -38,6 +38,9 @@ def test_hints_name_commands_not_tools(capsys, tmp_path):
     assert "restore(memory_id)" not in forgotten.stderr
     no_pending = run_cli(capsys, tmp_path, "pending", "confirm", "nosuchpending")
     assert "`pocketmem pending`" in no_pending.stderr and "list_memories" not in no_pending.stderr
+    not_in_trash = run_cli(capsys, tmp_path, "restore", "abcdefgh")
+    assert not_in_trash.returncode == 2 and "`pocketmem trash`" in not_in_trash.stderr, not_in_trash.stderr
+    assert "list_trash" not in not_in_trash.stderr
 
 
 def test_a_unique_prefix_of_8_characters_is_an_id(capsys, tmp_path):

@@ -165,6 +165,7 @@ FOR_PEOPLE = (
     (re.compile(r"list_memories\(category='todo'\)"), "`pocketmem list --category todo`"),
     (re.compile(r"list_memories or recall_memories"), "`pocketmem list` or `pocketmem search`"),
     (re.compile(r"(?<![`\w])list_memories(?![\w(])"), "`pocketmem list`"),
+    (re.compile(r"(?<![`\w])list_trash(?![\w(])"), "`pocketmem trash`"),
     (re.compile(r"then call confirm_pending with action confirm, reject or snooze"),
      "then run `pocketmem pending confirm ID` or `pocketmem pending reject ID`"),
     (re.compile(r"\(confirm_pending\)"), "(`pocketmem pending`)"),
