@@ -74,6 +74,13 @@ def test_export_ends_with_one_line_for_people(capsys, tmp_path):
     assert out.stderr.strip().splitlines()[-1] == (
         "exported 1 memory of 1 user (0 tombstones, 0 revisions, 0 pending, 0 profiles, 0 events) to stdout"
     )
+    (tmp_path / "md").mkdir()
+    (tmp_path / "md" / "User.md").write_text("mine\n", encoding="utf-8")
+    for extra in ((), ("--markdown", str(tmp_path / "md"))):
+        mistyped = run_cli(capsys, tmp_path, "export", "--user", "Global", *extra)
+        assert mistyped.returncode == 2 and mistyped.stdout == "", mistyped.stderr
+        assert "--user: no user 'Global' in this store; it holds global" in mistyped.stderr
+    assert (tmp_path / "md" / "User.md").read_text(encoding="utf-8") == "mine\n"
 
 
 def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):

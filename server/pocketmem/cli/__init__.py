@@ -145,6 +145,12 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
         check_target(args.output, "-o")
     skipped: list[dict[str, str]] = []
     async with PocketMem(settings) as app:
+        if args.user:
+            async with app.store.read() as reader:
+                held = await reader.user_ids()
+            if args.user not in held:  # a mistyped user would export an empty file, or an empty card over a file
+                holds = ", ".join(held) or "none"
+                raise InvalidInput("--user", f"no user {args.user!r} in this store; it holds {holds}")
         if args.markdown is not None:
             for path in await app.profile_files.export_markdown(args.user or settings.user, args.markdown):
                 print(f"wrote {path}", file=sys.stderr)
