@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
@@ -102,3 +102,17 @@ def server_params(home: Path, **env: str) -> StdioServerParameters:
     base = {**checkout_env(), "POCKETMEM_HOME": str(home), "POCKETMEM_TZ": "Asia/Shanghai"}
     base.update(env)
     return StdioServerParameters(command=sys.executable, args=["-m", "pocketmem", "serve"], env=base)
+
+
+async def call(client: Client, name: str, args: dict) -> dict:
+    """A tool call that must succeed: its structured result."""
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def error(client: Client, name: str, args: dict) -> str:
+    """A tool call that must fail: its error text."""
+    result = await client.call_tool(name, args)
+    assert result.is_error, result.structured_content
+    return result.content[0].text

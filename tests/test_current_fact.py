@@ -9,17 +9,13 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
 
+from .helpers import call
+
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 OLD = "用户住在北京朝阳区，离公司很近。"
 NEW = "用户上个月搬到杭州了。"
 QUESTION = "我还住在北京朝阳区吗？"
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def write_chain(client: Client, clock, *contents: str) -> list[str]:

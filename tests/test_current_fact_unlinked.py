@@ -9,13 +9,9 @@ from mcp import Client
 
 from pocketmem.core.slots import describe, shared_slots
 
+from .helpers import call
+
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def write(client: Client, clock, *contents: str) -> list[str]:

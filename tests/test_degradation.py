@@ -25,7 +25,7 @@ from pocketmem.service.writing import embed_queue
 from pocketmem.service.writing.embed_queue import EmbedQueue
 from tests.fake_openai import FakeOpenAI
 
-from .helpers import MakeSettings
+from .helpers import MakeSettings, call
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -43,12 +43,6 @@ def openai_settings(make_settings: MakeSettings, tmp_path, fake: FakeOpenAI):
         tmp_path, embedder="openai", embed_model="fake-embed", embed_base_url=fake.base_url,
         embed_api_key="sk-test", embed_timeout=2.0,
     )
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def missing(app: PocketMem) -> list[str]:

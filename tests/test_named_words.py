@@ -14,7 +14,7 @@ from pocketmem.base.config import Settings
 from pocketmem.core import termstats
 from pocketmem.core.text import named_words, single_nouns, weighted_query_terms
 
-from .helpers import MakeSettings
+from .helpers import MakeSettings, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -36,12 +36,6 @@ STORE = (
 @pytest.fixture(params=["default", "hash"])
 def settings(request: pytest.FixtureRequest, tmp_path: Path, make_settings: MakeSettings) -> Settings:
     return make_settings(tmp_path) if request.param == "default" else make_settings(tmp_path, embedder="hash")
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def store(client: Client) -> dict[str, str]:

@@ -23,6 +23,7 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.service.writing.embed_queue import BATCH
 
+from .helpers import call
 from .servers import checkout_env, run_cli
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -51,12 +52,6 @@ class GatedEncoder(UniversalSentenceEncoder):
     async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         await self.gate.wait()
         return await super()._embed_batch(texts)
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 def many_facts(count: int) -> list[str]:

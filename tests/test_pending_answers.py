@@ -15,19 +15,9 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import PendingStatus
 from pocketmem.service.writing.add_request import AddRequest
 
+from .helpers import call, error
+
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
-
-
-async def error(client: Client, name: str, args: dict) -> str:
-    result = await client.call_tool(name, args)
-    assert result.is_error, result.structured_content
-    return result.content[0].text
 
 
 async def memory(client: Client, memory_id: str) -> dict:

@@ -19,7 +19,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START
+from .helpers import START, call, error
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
@@ -29,18 +29,6 @@ PROFILE = {
                 "priorities": "先跑测试"},
     "identity": {"name": "小王", "background": "后端工程师", "tech": "Python、PostgreSQL", "collaboration": "先给结论"},
 }
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
-
-
-async def error(client: Client, name: str, args: dict) -> str:
-    result = await client.call_tool(name, args)
-    assert result.is_error, result.structured_content
-    return result.content[0].text
 
 
 async def read(client: Client, uri: str) -> str:

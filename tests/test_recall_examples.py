@@ -17,6 +17,8 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
 
+from .helpers import call
+
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 EVERYDAY = [
@@ -34,12 +36,6 @@ async def client(tmp_path, clock, make_settings) -> AsyncIterator[Client]:
     settings = make_settings(tmp_path, embedder="use")
     async with Client(build_server(settings, app=PocketMem(settings, clock=clock))) as c:
         yield c
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def store(client: Client, target: str, *, others: list[str] = EVERYDAY, **extra: object) -> str:

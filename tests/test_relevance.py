@@ -13,13 +13,9 @@ from mcp import Client
 from pocketmem.mcp.server import build_server
 from pocketmem.service.writing.add_request import AddRequest
 
+from .helpers import call
+
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def add(client: Client, content: str, *, core: bool = False, keywords: list[str] | None = None) -> str:

@@ -12,17 +12,11 @@ from mcp import Client
 
 from pocketmem.core.timeexpr import parse
 
-from .helpers import SHANGHAI, START
+from .helpers import SHANGHAI, START, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 TODAY = START.date()  # Thursday 2026-11-26, Asia/Shanghai
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def add(client: Client, content: str, **extra) -> str:

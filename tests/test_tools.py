@@ -12,6 +12,8 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.mcp.server import build_server
 
+from .helpers import call, error
+
 pytestmark = [pytest.mark.anyio]
 
 CONTRACT_TOOLS = {
@@ -44,18 +46,6 @@ ARGUMENTS = {
     "remember_conversation": {"messages", "hints"},
     "update_profile": {"persona", "identity", "confirmed"},
 }
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
-
-
-async def error(client: Client, name: str, args: dict) -> str:
-    result = await client.call_tool(name, args)
-    assert result.is_error, result.structured_content
-    return result.content[0].text
 
 
 async def state(client: Client) -> dict:

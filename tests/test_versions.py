@@ -8,15 +8,11 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
+from .helpers import call
+
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
 CHAIN = ("用户写前端用 Vue。", "用户写前端改用 React 了。", "用户写前端现在用 Svelte。")
-
-
-async def call(client: Client, name: str, args: dict) -> dict:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def write(client: Client, clock, *contents: str, linked: bool) -> list[str]:
