@@ -44,7 +44,7 @@ KNOWN = {
 
 
 def check(text: str, known=KNOWN, max_chars: int = 2000):
-    return check_answer(text, known, max_content_chars=max_chars, zone=SHANGHAI)
+    return check_answer(text, known, max_content_chars=max_chars, zone=SHANGHAI, now=NOW)
 
 
 def problems(text: str, known=KNOWN, max_chars: int = 2000) -> list[str]:
@@ -106,6 +106,8 @@ def test_common_shape_slips_are_forgiven(text):
          "operations[1].memory_id: 'm2' is already the target of operations[0]"),
         (ops({"op": "ADD", "content": "长" * 51, "category": "fact", "confidence": 0.9}),
          "operations[0].content: is 51 characters; the limit is 50"),
+        (ops({"op": "PATCH", "memory_id": "m1", "patch": "胃" * 32, "confidence": 0.9}),  # 6 + 13 + 32 > 50
+         "operations[0].patch: would make the memory 51 characters (limit 50)"),
         (ops({"op": "ADD", "content": "   ", "category": "fact", "confidence": 0.9}),
          "operations[0].content: must not be empty, or only whitespace or invisible characters"),
         (ops({"op": "ADD", "content": "交报告", "category": "todo", "confidence": 0.9, "due_at": -1}),

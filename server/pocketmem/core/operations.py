@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -27,7 +27,7 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Memory
 from pocketmem.core import instants
 from pocketmem.core.instants import Instant
-from pocketmem.core.text import clean_text
+from pocketmem.core.text import clean_text, patched_text
 
 MAX_OPERATIONS = 20
 MAX_REASON_CHARS = 500
@@ -196,6 +196,7 @@ def check_answer(
     *,
     max_content_chars: int,
     zone: tzinfo,
+    now: datetime,
 ) -> list[Checked]:
     """Parse and check a whole answer against the memories the LLM was shown (label -> memory).
 
@@ -241,6 +242,12 @@ def check_answer(
             problems.append(f"{where}: {op.memory_id} is a core memory; use PATCH to change it, not UPDATE")
         elif isinstance(op, PatchOp) and not memory.core:
             problems.append(f"{where}: {op.memory_id} is not a core memory; use UPDATE to change it, not PATCH")
+        elif isinstance(op, PatchOp):
+            try:
+                patched_text(memory.content, op.patch.strip(), op.mode, now, zone,
+                             field=f"{where}.patch", max_chars=max_content_chars)
+            except InvalidInput as exc:
+                problems.append(str(exc))
         checked.append(Checked(op, memory))
     if problems:
         raise InvalidAnswer(problems)

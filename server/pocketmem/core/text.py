@@ -19,6 +19,7 @@ import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from datetime import datetime, tzinfo
 from functools import cache, lru_cache
 from typing import Any
 
@@ -249,6 +250,27 @@ def guess_language(text: str) -> str:
     cjk = len(_CJK_CHAR.findall(text))
     latin = len(_LATIN_LETTER.findall(text))
     return "zh" if cjk and cjk * 4 >= latin else "en"
+
+
+def patched_text(
+    content: str, patch: str, mode: str, now: datetime, zone: tzinfo, *, field: str = "patch", max_chars: int
+) -> str:
+    """The text a core memory's patch makes: the patch itself (replace), or the content with the patch appended
+    with its day in `zone` (你很爱吃辣。（2026-11-26：最近胃炎）). Longer than `max_chars`: InvalidInput on `field`."""
+    day = now.astimezone(zone).date().isoformat()
+    if mode == "replace":
+        text = patch
+    elif has_cjk(content) or has_cjk(patch):
+        text = f"{content.rstrip()}（{day}：{patch}）"
+    else:
+        text = f"{content.rstrip()} ({day}: {patch})"
+    if len(text) > max_chars:
+        raise InvalidInput(
+            field,
+            f"would make the memory {len(text)} characters (limit {max_chars}); "
+            "use mode 'replace' with a rewritten, shorter memory",
+        )
+    return text
 
 
 def shown_language(locale: str, text: str) -> str:

@@ -291,7 +291,8 @@ class Extraction:
     # -- ask and check --------------------------------------------------------------------------
     def check(self, prepared: Prepared, text: str) -> list[Checked]:
         return check_answer(
-            text, prepared.known, max_content_chars=self.settings.max_content_chars, zone=self.settings.zone
+            text, prepared.known, max_content_chars=self.settings.max_content_chars, zone=self.settings.zone,
+            now=self.clock.now(),
         )
 
     def retry_request(self, prepared: Prepared, bad_answer: str, error: InvalidAnswer) -> ChatRequest:

@@ -93,12 +93,7 @@ async def apply_batch(writing: Writing, patching: Patching, user_id: str, steps:
             reason = _reason(step.reason, i)
             async with store.read() as reader:
                 memory = require_core(await reader.get_memory(user_id, step.memory_id), step.memory_id)
-            new_content = patching.patched(memory.content, patch, step.mode, now)
-            if len(new_content) > settings.max_content_chars:
-                raise InvalidInput(
-                    f"steps[{i}].patch",
-                    f"would make the memory {len(new_content)} characters (limit {settings.max_content_chars})",
-                )
+            new_content = patching.patched(memory.content, patch, step.mode, now, f"steps[{i}].patch")
             vector = await vectors.embed(new_content, memory.keywords)
             ready.append((PatchStep(step.memory_id, patch, step.mode, reason, redacted, new_content), vector))
         elif isinstance(step, ForgetStep):

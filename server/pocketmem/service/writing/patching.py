@@ -16,7 +16,7 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView, PatchResult
 from pocketmem.core import privacy
-from pocketmem.core.text import clean_text, content_hash, has_cjk
+from pocketmem.core.text import clean_text, content_hash, patched_text
 from pocketmem.service.shared.rows import indexed_text, new_id
 from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS
 from pocketmem.service.writing.vectors import Vectors
@@ -60,12 +60,6 @@ class Patching:
         memory = require_core(memory, memory_id)
         now = self.clock.now()
         new_content = self.patched(memory.content, patch, mode, now)
-        if len(new_content) > self.settings.max_content_chars:
-            raise InvalidInput(
-                "patch",
-                f"would make the memory {len(new_content)} characters (limit {self.settings.max_content_chars}); "
-                "use mode 'replace' with a rewritten, shorter memory",
-            )
         vector = await self.vectors.embed(new_content, memory.keywords)
         async with self.store.write(user_id=user_id) as tx:
             return await self.patch_in(
@@ -83,14 +77,11 @@ class Patching:
             )
         return screened.text, screened.kinds
 
-    def patched(self, content: str, patch: str, mode: str, now: datetime) -> str:
-        """The text a patch makes: the patch itself (replace), or the content with the dated patch appended."""
-        if mode == "replace":
-            return patch
-        day = now.astimezone(self.settings.zone).date().isoformat()
-        if has_cjk(content) or has_cjk(patch):
-            return f"{content.rstrip()}（{day}：{patch}）"
-        return f"{content.rstrip()} ({day}: {patch})"
+    def patched(self, content: str, patch: str, mode: str, now: datetime, field: str = "patch") -> str:
+        """The text a patch makes (text.patched_text: its form and its length limit)."""
+        return patched_text(
+            content, patch, mode, now, self.settings.zone, field=field, max_chars=self.settings.max_content_chars
+        )
 
     async def patch_in(
         self, tx: MemoryTx, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
