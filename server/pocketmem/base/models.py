@@ -50,6 +50,9 @@ class PendingStatus(StrEnum):
     snoozed = "snoozed"
 
 
+OPEN_PENDING = (PendingStatus.pending, PendingStatus.snoozed)  # still a question for the user
+
+
 class EventKind(StrEnum):
     created = "created"
     updated = "updated"  # a new memory superseded an older one

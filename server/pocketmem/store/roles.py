@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from pocketmem.base.models import (
+    OPEN_PENDING,
     ApiToken,
     DeleteReason,
     Event,
@@ -209,7 +210,7 @@ class PendingReads(Protocol):
         self,
         user_id: str,
         content_hash: str,
-        statuses: Sequence[PendingStatus] = (PendingStatus.pending, PendingStatus.snoozed),
+        statuses: Sequence[PendingStatus] = OPEN_PENDING,
     ) -> PendingItem | None:
         """One item with this content hash in one of `statuses` (by default the open ones: waiting or snoozed)."""
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Category, PendingStatus, Status
+from pocketmem.base.models import OPEN_PENDING, Category, Status
 from pocketmem.base.results import MemoryList, MemoryView, PendingView
 from pocketmem.core.scoring import importance_now
 from pocketmem.core.text import clean_text
@@ -72,9 +72,8 @@ async def list_pending(
 ) -> MemoryList:
     """Open candidates, filtered before paging so `total` and every page agree with the filter; `counts` per
     category over the time range and text (before the category filter)."""
-    open_ = (PendingStatus.pending, PendingStatus.snoozed)
-    _, every = await reader.list_pending(user_id, open_, limit=1, offset=0)
-    pending, _ = await reader.list_pending(user_id, open_, limit=max(every, 1), offset=0)
+    _, every = await reader.list_pending(user_id, OPEN_PENDING, limit=1, offset=0)
+    pending, _ = await reader.list_pending(user_id, OPEN_PENDING, limit=max(every, 1), offset=0)
     needle = text.casefold() if text else None
     in_range = [
         view for view in map(PendingView.of, pending)

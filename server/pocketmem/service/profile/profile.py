@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, InvalidInput
-from pocketmem.base.models import Category, EventKind, PendingItem, PendingStatus, ProfileRevision
+from pocketmem.base.models import OPEN_PENDING, Category, EventKind, PendingItem, PendingStatus, ProfileRevision
 from pocketmem.base.results import ConfirmResult
 from pocketmem.core import privacy
 from pocketmem.core.profile_text import (
@@ -216,7 +216,7 @@ class Profile:
         now = self.clock.now()
         async with self.store.write(user_id=user_id) as tx:
             item = await tx.get_pending(user_id, pending_id)
-            if item is None or item.status not in (PendingStatus.pending, PendingStatus.snoozed):
+            if item is None or item.status not in OPEN_PENDING:
                 raise Conflict(f"pending {pending_id} was settled meanwhile; see list_memories(status='pending')")
             changes = {
                 s: {k: str(v) for k, v in f.items()} for s, f in item.candidate["profile"].items() if s in SECTIONS

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.errors import Conflict, InvalidInput, NotFound
-from pocketmem.base.models import EventKind, PendingItem, PendingStatus
+from pocketmem.base.models import OPEN_PENDING, EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.writing.add_request import AddRequest
@@ -28,7 +28,7 @@ def require_open(item: PendingItem | None, pending_id: str) -> PendingItem:
     """The pending item, if it exists and is still waiting; otherwise NotFound or Conflict."""
     if item is None:
         raise NotFound(f"pending_id: no pending memory with id {pending_id!r}; see list_memories(status='pending')")
-    if item.status not in (PendingStatus.pending, PendingStatus.snoozed):
+    if item.status not in OPEN_PENDING:
         detail = f" as memory {item.memory_id}" if item.memory_id else ""
         raise Conflict(f"pending {pending_id} was already {item.status.value}{detail}")
     return item

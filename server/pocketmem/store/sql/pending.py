@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pocketmem.base.models import PendingItem, PendingStatus
+from pocketmem.base.models import OPEN_PENDING, PendingItem, PendingStatus
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.records import (
     PENDING_COLUMNS,
@@ -62,7 +62,7 @@ class PendingQueries:
         self,
         user_id: str,
         content_hash: str,
-        statuses: Sequence[PendingStatus] = (PendingStatus.pending, PendingStatus.snoozed),
+        statuses: Sequence[PendingStatus] = OPEN_PENDING,
     ) -> PendingItem | None:
         d = self.dialect
         wanted, values = d.in_list("status", statuses)
