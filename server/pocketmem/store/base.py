@@ -146,6 +146,12 @@ class VectorAdmin(MetaAdmin, Protocol):
         memory that has gained a vector meanwhile as it is."""
 
 
+def keyword_rows_added(n: int) -> str:
+    """The line `mend_indexes` reports for memories given back their keyword row (both backends)."""
+    what, its = ("1 memory", "its") if n == 1 else (f"{n} memories", "their")
+    return f"{what} had no keyword row: indexed again from {its} text"
+
+
 class Checks(Protocol):
     """Integrity checks and housekeeping, for `pocketmem doctor`, maintenance and recall's `degraded`."""
 

@@ -21,7 +21,7 @@ import anyio
 
 from pocketmem.base.config import mask_url
 from pocketmem.base.errors import StoreError
-from pocketmem.store.base import Store
+from pocketmem.store.base import Store, keyword_rows_added
 from pocketmem.store.postgres import instants_check
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres.records import lexemes, vector_text
@@ -276,10 +276,7 @@ class PostgresStore(Store):
                     "update memories set lexemes = array_to_tsvector(%s::text[]) where user_id = %s and id = %s",
                     (lexemes(user_id, terms, keyword_terms), user_id, memory_id),
                 )
-        if not rows:
-            return []
-        what, its = ("1 memory", "its") if len(rows) == 1 else (f"{len(rows)} memories", "their")
-        return [f"{what} had no keyword row: indexed again from {its} text"]
+        return [keyword_rows_added(len(rows))] if rows else []
 
     async def health(self) -> dict[str, Any]:
         async with self.read() as reader:

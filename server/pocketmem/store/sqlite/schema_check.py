@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from pocketmem.store.base import keyword_rows_added
 from pocketmem.store.sqlite.driver import connect
 
 DERIVED = ("memory_counts", "memories_fts", "memories_fts_vocab", "user_terms")
@@ -119,27 +120,31 @@ async def repair(db: aiosqlite.Connection, upto: str | None = None, *, derived_o
     return found
 
 
+# What disagrees with the memories, counted by `SQLiteStore.health` and mended by `mend`.
+KEYWORD_ORPHANS = "from memories_fts where rowid not in (select rowid from memories)"
+KEYWORD_GAPS = "from memories m where not exists (select 1 from memories_fts f where f.rowid = m.rowid)"
+ACTIVE_PER_USER = "select user_id, count(*) as n from memories where status = 'active' group by user_id"
+COUNT_MISMATCHES = (
+    f"select count(*) from ({ACTIVE_PER_USER}) c full join memory_counts k using (user_id) "
+    "where coalesce(k.active, 0) != coalesce(c.n, 0)"
+)
+
+
 async def mend(db: aiosqlite.Connection) -> list[str]:
     """Inside the caller's transaction: the derived rows made to agree with the memories again (keyword rows
     without a memory removed, memories without a keyword row indexed from their text, the term counts and the
     active counts recounted when they differ); what was mended, a line each."""
     done = []
-    cursor = await db.execute("delete from memories_fts where rowid not in (select rowid from memories)")
+    cursor = await db.execute(f"delete {KEYWORD_ORPHANS}")
     if removed := max(0, cursor.rowcount):
         done.append(f"{_count(removed, 'keyword row')} without a memory removed")
     if filled := await _refill_keyword_index(db):
-        what, its = ("1 memory", "its") if filled == 1 else (f"{filled} memories", "their")
-        done.append(f"{what} had no keyword row: indexed again from {its} text")
+        done.append(keyword_rows_added(filled))
     if removed or filled:
         await _recount_terms(db)
-    active = "select user_id, count(*) as n from memories where status = 'active' group by user_id"
-    wrong = await db.execute_fetchall(
-        f"select count(*) from ({active}) c full join memory_counts k using (user_id) "
-        "where coalesce(k.active, 0) != coalesce(c.n, 0)"
-    )
-    if users := list(wrong)[0][0]:
+    if users := list(await db.execute_fetchall(COUNT_MISMATCHES))[0][0]:
         await db.execute("delete from memory_counts")
-        await db.execute(f"insert into memory_counts (user_id, active) {active}")
+        await db.execute(f"insert into memory_counts (user_id, active) {ACTIVE_PER_USER}")
         done.append(f"the active count of {_count(users, 'user')} recounted")
     return done
 
@@ -155,9 +160,7 @@ async def _refill_keyword_index(db: aiosqlite.Connection) -> int:
     # The rowids first: the keyword index is not written while a query over it is still open.
     missing = [
         row[0]
-        for row in await db.execute_fetchall(
-            "select m.rowid from memories m where not exists (select 1 from memories_fts f where f.rowid = m.rowid)"
-        )
+        for row in await db.execute_fetchall(f"select m.rowid {KEYWORD_GAPS}")
     ]
     for start in range(0, len(missing), 500):
         chunk = missing[start : start + 500]

@@ -500,29 +500,14 @@ class SQLiteStore(Store):
             integrity = [r[0] for r in await conn.execute_fetchall("pragma integrity_check")]
             memories = list(await conn.execute_fetchall("select count(*) from memories"))[0][0]
             fts = list(await conn.execute_fetchall("select count(*) from memories_fts"))[0][0]
-            fts_orphans = list(
-                await conn.execute_fetchall(
-                    "select count(*) from memories_fts f left join "
-                    "memories m on m.rowid = f.rowid where m.rowid is null"
-                )
-            )[0][0]
-            fts_gaps = list(
-                await conn.execute_fetchall(
-                    "select count(*) from memories m "
-                    "where not exists (select 1 from memories_fts f where f.rowid = m.rowid)"
-                )
-            )[0][0]
+            fts_orphans = list(await conn.execute_fetchall(f"select count(*) {schema_check.KEYWORD_ORPHANS}"))[0][0]
+            fts_gaps = list(await conn.execute_fetchall(f"select count(*) {schema_check.KEYWORD_GAPS}"))[0][0]
             vectors = None
             vector_mismatch = None
             if self.vectors_available:
                 vectors = list(await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
                 vector_mismatch = list(await conn.execute_fetchall(_VECTOR_MISMATCHES))[0][0]
-            count_mismatches = list(
-                await conn.execute_fetchall(
-                    "select count(*) from (select user_id, count(*) as n from memories where status = 'active' "
-                    "group by user_id) c left join memory_counts k using (user_id) where coalesce(k.active, 0) != c.n"
-                )
-            )[0][0]
+            count_mismatches = list(await conn.execute_fetchall(schema_check.COUNT_MISMATCHES))[0][0]
             migrations = [
                 r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")
             ]
