@@ -15,8 +15,10 @@ gets the test's database URL (`Backend.env`).
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -58,6 +60,40 @@ def server_env(backend: Backend, home: Path, **extra: str) -> dict[str, str]:
         **backend.env(home),
         **extra,
     }
+
+
+class RawStdio:
+    """`pocketmem serve` driven by raw lines, as a host writes them: `send` a line (a newline is added), `reply`
+    reads the next message out (30 s at most); `close` kills the server and returns its stderr."""
+
+    def __init__(self, backend: Backend, home: Path) -> None:
+        self.server = subprocess.Popen(
+            [sys.executable, "-m", "pocketmem", "serve"], env=server_env(backend, home),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+
+    def send(self, line: str | bytes) -> None:
+        assert self.server.stdin is not None
+        self.server.stdin.write((line if isinstance(line, bytes) else line.encode()) + b"\n")
+        self.server.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        assert self.server.stdout is not None
+        ready, _, _ = select.select([self.server.stdout], [], [], 30)
+        assert ready, "no reply"
+        return json.loads(self.server.stdout.readline())
+
+    def handshake(self) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"},
+        }}))
+        assert self.reply()["id"] == 1
+        self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def close(self) -> bytes:
+        self.server.kill()
+        _, stderr = self.server.communicate(timeout=30)
+        return stderr
 
 
 def cli(backend: Backend, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

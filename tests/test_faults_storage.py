@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import sqlite3
 import subprocess
@@ -23,7 +22,7 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START
-from .servers import FACTS, cli, crashed_store, server_env
+from .servers import FACTS, RawStdio, cli, crashed_store, server_env
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
@@ -158,56 +157,31 @@ def test_start_up_failures_are_one_line_with_a_fix_and_a_non_zero_exit(tmp_path,
 
 @pytest.mark.slow
 def test_stdio_answers_an_over_deep_or_broken_line_with_a_parse_error(tmp_path, backend):
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(backend, tmp_path / "home"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )
-
-    def send(line: str | bytes) -> None:
-        assert server.stdin is not None
-        server.stdin.write(line if isinstance(line, bytes) else line.encode())
-        server.stdin.flush()
-
-    def reply() -> dict:
-        assert server.stdout is not None
-        ready, _, _ = select.select([server.stdout], [], [], 30)
-        assert ready, "no reply"
-        return json.loads(server.stdout.readline())
-
+    raw = RawStdio(backend, tmp_path / "home")
+    send, reply = raw.send, raw.reply
     try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"},
-        }}) + "\n")
-        assert reply()["id"] == 1
-        send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        raw.handshake()
         deep = "[" * 100_000 + "]" * 100_000
         send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall_memories","arguments":'
-             '{"query":' + deep + "}}}\n")
+             '{"query":' + deep + "}}}")
         error = reply()
         assert error["id"] is None and error["error"]["code"] == -32700
-        send("{oops\n")
+        send("{oops")
         assert reply()["error"]["code"] == -32700
         # Bytes that are not UTF-8 are refused as HTTP refuses them (400), never stored as U+FFFD.
         send(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add_memory","arguments":'
-             b'{"content":"\xff\xfe user likes tea"}}}\n')
+             b'{"content":"\xff\xfe user likes tea"}}}')
         refused = reply()
         assert refused["id"] is None and refused["error"]["code"] == -32700
         assert "UTF-8" in refused["error"]["message"]
         send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-            "name": "list_memories", "arguments": {}}}) + "\n")
+            "name": "list_memories", "arguments": {}}}))
         listed = reply()
         assert listed["id"] == 5 and listed["result"]["structuredContent"]["total"] == 0  # nothing was stored
-        send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}) + "\n")
+        send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
         assert reply()["id"] == 3  # still serving
     finally:
-        server.kill()
-        server.wait()
-        for pipe in (server.stdin, server.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except BrokenPipeError:
-                    pass
+        raw.close()
 
 
 async def test_a_store_another_process_is_setting_up_is_opened_once_it_is_done(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import select
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ from mcp import Client
 from pocketmem.core.text import UNPAIRED_SURROGATE
 
 from .helpers import server_params
-from .servers import checkout_env, server_env
+from .servers import RawStdio, checkout_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -37,7 +36,6 @@ async def test_memories_survive_a_server_restart(tmp_path, mode):
 
 
 async def test_a_bad_setting_stops_the_server_with_a_clear_message(tmp_path):
-    import subprocess
 
     env = {**checkout_env(), "POCKETMEM_HOME": str(tmp_path), "POCKETMEM_MAX_ACTIVE": "-5"}
     with anyio.fail_after(60):
@@ -53,33 +51,15 @@ async def test_a_bad_setting_stops_the_server_with_a_clear_message(tmp_path):
 def test_a_request_the_sdk_cannot_parse_is_answered_with_its_id(tmp_path, backend):
     """Lines the SDK's parser refuses though they are JSON (an escaped lone surrogate, 200 levels of nesting) are
     answered with the request's id, so the host stops waiting; nothing is stored, the server goes on."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pocketmem", "serve"], env=server_env(backend, tmp_path / "home"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-
-    def send(line: str) -> None:
-        assert server.stdin is not None
-        server.stdin.write(line.encode() + b"\n")
-        server.stdin.flush()
-
-    def reply() -> dict:
-        assert server.stdout is not None
-        ready, _, _ = select.select([server.stdout], [], [], 30)
-        assert ready, "no reply"
-        return json.loads(server.stdout.readline())
+    raw = RawStdio(backend, tmp_path / "home")
+    send, reply = raw.send, raw.reply
 
     def add_memory(keywords: str) -> str:
         return ('{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"add_memory","arguments":'
                 '{"content":"user likes oolong tea","keywords":' + keywords + "}}}")
 
     try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"},
-        }}))
-        assert reply()["id"] == 1
-        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
-
+        raw.handshake()
         send('{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"add_memory",'
              '"arguments":{"content":"user likes oolong\\ud800 tea"}}}')
         assert reply() == {"jsonrpc": "2.0", "id": 77, "error": {"code": -32602, "message": (
@@ -110,6 +90,5 @@ def test_a_request_the_sdk_cannot_parse_is_answered_with_its_id(tmp_path, backen
         listed = reply()
         assert listed["id"] == 5 and listed["result"]["structuredContent"]["total"] == 0  # nothing was stored
     finally:
-        server.kill()
-        _, stderr = server.communicate(timeout=30)
+        stderr = raw.close()
     assert b"oolong" not in stderr and b"ud800" not in stderr and b"\xed\xa0\x80" not in stderr
