@@ -9,9 +9,9 @@ Inside a transaction (`Store.read()` hands out every read role, `Store.write()` 
     TrashReads / TrashWrites       tombstones, restoring, purging
     UpkeepReads                    what maintenance and the embed queue scan for
     BrowseReads                    the management page's lists and charts
-    SyncFeed / SyncWrites          changes in commit order; applying changes made elsewhere
+    SyncFeed / SyncWrites          changes in commit order; applying changes made elsewhere (store/transfer_roles.py)
     TokenReads / TokenWrites       API tokens
-    ImportWrites                   rows copied in as they are (import)
+    ImportWrites                   rows copied in as they are (import; store/transfer_roles.py)
     MetaReads / MetaWrites         store_meta
     ProfileReader / ProfileWriter  the profile layer (store/profile_base.py)
 
@@ -27,7 +27,7 @@ here once (`WriteTx`, `ReadTx`...) since Python has no intersection types.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -46,6 +46,7 @@ from pocketmem.base.models import (
     Usage,
 )
 from pocketmem.store.profile_base import ProfileReader, ProfileWriter
+from pocketmem.store.transfer_roles import ImportWrites, SyncFeed, SyncWrites
 from pocketmem.store.types import BrowseFilter, Holder, IndexedText, MemoryFilter, ScoreRow, StoreStats
 
 
@@ -318,28 +319,6 @@ class BrowseReads(Protocol):
         read through the importance index, unlike StoreWriter.eviction_candidates which recomputes every row."""
 
 
-class SyncFeed(Protocol):
-    """A store's changes in commit order, for sync."""
-
-    @abstractmethod
-    async def change_marker(self) -> str:
-        """A position in this store's change order: `changed_*(since=marker)` returns everything changed
-        after this transaction's snapshot (and perhaps a little before)."""
-
-    @abstractmethod
-    async def changed_memories(
-        self, user_id: str, since: str | None, after: str | None, limit: int
-    ) -> list[tuple[str, Memory]]:
-        """(key, memory) for memories changed at or after `since` (None: from the beginning), by key;
-        `after` is the last key of the previous page. Keys sort as text."""
-
-    @abstractmethod
-    async def changed_tombstones(
-        self, user_id: str, since: str | None, after: str | None, limit: int
-    ) -> list[tuple[str, Tombstone]]:
-        """(key, tombstone) for tombstones written or changed (restored_at, purged_at) at or after `since`."""
-
-
 class TokenReads(Protocol):
     """API tokens. Looked up by their id before the user is known (the id is the public part of a presented
     token), so these are the only reads not scoped by a user id."""
@@ -475,43 +454,6 @@ class TrashWrites(Protocol):
         marked purged_at = `when`. False when there was nothing to delete."""
 
 
-class ImportWrites(Protocol):
-    """Rows copied in as they are (import, restore from export): nothing recomputed."""
-
-    @abstractmethod
-    async def put_usage(self, usage: Usage) -> None:
-        """Create or overwrite a usage row."""
-
-    # Import: insert a row unless one with the same id exists; True when inserted.
-    @abstractmethod
-    async def import_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> bool: ...
-
-    async def import_memories(
-        self, rows: Sequence[tuple[Memory, Sequence[float] | None, IndexedText]]
-    ) -> list[bool]:
-        """import_memory for a batch (one round trip per statement where the backend allows); True per inserted row."""
-        return [await self.import_memory(memory, vector, text) for memory, vector, text in rows]
-
-    @abstractmethod
-    async def import_tombstone(self, tombstone: Tombstone) -> bool: ...
-
-    @abstractmethod
-    async def import_revision(self, revision: Revision) -> bool: ...
-
-    @abstractmethod
-    async def import_pending(self, item: PendingItem) -> bool: ...
-
-    @abstractmethod
-    async def import_event(self, event: Event, nth: int = 0) -> bool:
-        """Insert an event that is the `nth` (from 0) of its identical copies (same user, kind, memory,
-        operation, payload and time) in the file, unless the store already holds more than `nth` of them;
-        keeps the event's id when that id is free."""
-
-    @abstractmethod
-    async def import_user(self, user: Mapping[str, Any]) -> bool:
-        """Insert a users row (user_id, display_name, identity_confirmed, persona, created_at, updated_at)."""
-
-
 class TokenWrites(Protocol):
     """Writing API tokens."""
 
@@ -527,38 +469,13 @@ class TokenWrites(Protocol):
         """Record when the token was last used."""
 
 
-class SyncWrites(Protocol):
-    """Applying changes that came from another store."""
-
-    @abstractmethod
-    async def upsert_memory(
-        self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
-    ) -> None:
-        """Insert the memory, or overwrite every column of the row with its id (same user). Without a
-        vector an existing row keeps its own. `record_change=False`: a copy of a change made elsewhere,
-        left out of this store's change order."""
-
-    @abstractmethod
-    async def upsert_tombstone(self, tombstone: Tombstone, *, record_change: bool = True) -> bool:
-        """Insert the tombstone, or fill in the stored one's empty restored_at, purged_at and
-        cloud_synced_at from it. True when anything changed."""
-
-    @abstractmethod
-    async def mark_tombstones_synced(self, user_id: str, tombstone_ids: Sequence[str], when: datetime) -> None:
-        """cloud_synced_at = `when` where it is empty; not a change in the change order."""
-
-    @abstractmethod
-    async def remove_memory(self, user_id: str, memory_id: str) -> bool:
-        """Delete a memory's row, vector, keyword row, revisions and usage, leaving its tombstones as they
-        are (the trash handed over to the cloud library). False when there was nothing to delete."""
-
-
 class MetaWrites(Protocol):
     """store_meta inside a transaction."""
 
     @abstractmethod
     async def put_meta(self, key: str, value: str) -> None:
         """Set a store_meta value inside the transaction."""
+
 
 # -- roles inside a write transaction, and roles needed together -------------------------------
 
