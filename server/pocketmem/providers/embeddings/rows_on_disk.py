@@ -1,0 +1,95 @@
+"""The default encoder's embedding table read from a file, row by row, instead of held in memory.
+
+The multilingual encoder looks each token's row up in a table of 129,010 rows of 512 bytes (65 MB), of which
+a user's texts ever touch a few thousand. Held in memory it was the largest part of the server's resident
+memory (docs/speed.md, *Memory*). Once loaded, the table is written to the user's cache folder (the same
+bytes, checked against the loaded table on every start) and the encoder reads the rows a batch needs with
+`os.pread`: the operating system's page cache keeps the hot ones, and they no longer count against the
+server. The vectors are the same to the bit (tests/test_neural_default.py).
+
+Where the cache folder cannot be written, the table stays in memory as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import platformdirs
+
+log = logging.getLogger("pocketmem.embeddings")
+# Bytes compared at a time when the cache file is checked against the loaded table.
+CHUNK = 1 << 20
+
+
+class RowsOnDisk:
+    """Rows of a 2-D uint8 table stored as raw bytes in a file; `rows[ids]` reads those rows, as numpy would."""
+
+    def __init__(self, path: Path, shape: tuple[int, int]) -> None:
+        self.path = path
+        self.shape = shape
+        self.dtype = np.dtype(np.uint8)
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def __getitem__(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
+        width = self.shape[1]
+        wanted, back = np.unique(ids, return_inverse=True)
+        rows = np.empty((len(wanted), width), dtype=np.uint8)
+        for k, row in enumerate(wanted.tolist()):
+            data = os.pread(self._fd, width, row * width)
+            if len(data) != width:
+                raise OSError(f"{self.path} ends before row {row}")
+            rows[k] = np.frombuffer(data, dtype=np.uint8)
+        return rows[back.reshape(ids.shape)]
+
+
+def cache_file(name: str) -> Path:
+    return Path(platformdirs.user_cache_dir("pocketmem")) / name
+
+
+def rows_on_disk(table: npt.NDArray[np.uint8], name: str) -> RowsOnDisk | None:
+    """The table as RowsOnDisk, its file in the cache folder written or checked first; None (keep the table in
+    memory) when the folder cannot be written or read."""
+    path = cache_file(name)
+    try:
+        if not _holds(path, table):
+            _write(path, table)
+        return RowsOnDisk(path, (table.shape[0], table.shape[1]))
+    except OSError as exc:
+        log.warning("the encoder's table stays in memory (%s: %s)", path.parent, exc.strerror or exc)
+        return None
+
+
+def _holds(path: Path, table: npt.NDArray[np.uint8]) -> bool:
+    """Does the file hold exactly the table's bytes? (a file cut short or changed is written again) Read in
+    chunks, so the check holds no second copy of the table."""
+    try:
+        if path.stat().st_size != table.nbytes:
+            return False
+        wanted = np.ascontiguousarray(table).data.cast("B")
+        with path.open("rb") as file:
+            for start in range(0, table.nbytes, CHUNK):
+                if file.read(CHUNK) != wanted[start : start + CHUNK]:
+                    return False
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _write(path: Path, table: npt.NDArray[np.uint8]) -> None:
+    """Write the table whole or not at all: into a temporary file, then renamed over the name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(np.ascontiguousarray(table).data.cast("B"))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
