@@ -110,6 +110,21 @@ async def test_tool_descriptions_follow_the_settings(tmp_path, clock, make_setti
     assert not any("14 days" in text or "7 days" in text or "0.85" in text for text in described.values())
 
 
+async def test_the_add_description_says_every_memory_waits_when_all_are_confirmed(tmp_path, clock, make_settings):
+    settings = make_settings(tmp_path, confirm_all=True)
+    app = PocketMem(settings, clock=clock)
+    await app.open()
+    try:
+        async with Client(build_server(settings, app=app)) as client:
+            described = {t.name: t.description for t in (await client.list_tools()).tools}
+            added = await call(client, "add_memory", {"content": "用户喜欢爬山", "confidence": 1.0})
+    finally:
+        await app.close()
+    assert added["status"] == "pending"
+    assert "stores" not in described["add_memory"]
+    assert ">= 0.6 waits for the user's yes (every memory is confirmed first)" in described["add_memory"]
+
+
 async def test_resources_and_prompts_are_the_contract(client):
     assert {str(r.uri) for r in (await client.list_resources()).resources} == {
         "memory://user-card", "memory://stats", "memory://review", "memory://persona", "memory://project",

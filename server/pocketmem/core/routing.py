@@ -23,3 +23,16 @@ def route(confidence: float, settings: Settings) -> Route:
     if confidence < settings.store_threshold or settings.confirm_all:
         return "pending"
     return "store"
+
+
+def routing_rule(settings: Settings) -> str:
+    """`route` in words, for the add tool's description (it changes with the settings as the rule does)."""
+    if settings.confirm_all:
+        return (
+            f"confidence >= {settings.pending_threshold:g} waits for the user's yes (every memory is confirmed "
+            "first), lower is dropped."
+        )
+    return (
+        f"confidence >= {settings.store_threshold:g} stores, >= {settings.pending_threshold:g} waits for the "
+        "user's yes, lower is dropped."
+    )

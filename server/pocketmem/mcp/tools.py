@@ -40,6 +40,7 @@ from pocketmem.base.results import (
     TrashList,
 )
 from pocketmem.core.instants import Instant
+from pocketmem.core.routing import routing_rule
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
@@ -97,8 +98,9 @@ class ScoresIn(BaseModel):
 
 
 def describe(text: str, settings: Settings) -> str:
-    """A tool description with today's settings in place of `{episode_days}`, `{store_threshold}`..."""
-    return " ".join(text.split()).format(**settings.model_dump())
+    """A tool description with today's settings in place of `{episode_days}`, `{trash_days}`..., and the
+    confidence routing in words in place of `{routing}`."""
+    return " ".join(text.split()).format(**settings.model_dump(), routing=routing_rule(settings))
 
 
 def declare(mcp: MCPServer, settings: Settings) -> Callable[[F], F]:
@@ -222,8 +224,7 @@ def add_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[AddR
         temporary: Annotated[bool, Field(description="Off the record.")] = False,
     ) -> AddResult:
         """Remember a preference, fact, lesson, goal, person, todo (due_at) or episode (chat summary, expires
-        in {episode_days} days). confidence >= {store_threshold} stores, >= {pending_threshold} waits for the
-        user's yes, lower is dropped. Secrets are redacted or refused."""
+        in {episode_days} days). {routing} Secrets are redacted or refused."""
         request = AddRequest(
             content=content,
             category=category,
