@@ -124,3 +124,17 @@ async def test_the_card_keeps_open_todos_however_many_are_done(app, clock):
         await app.todos.set_done(USER, done, True)
     await todo(app, "预约牙医", due_at=START + timedelta(days=3))
     assert "预约牙医" in await app.user_card(USER)
+
+
+async def test_an_overdue_todo_beyond_the_reminders_shown_keeps_its_mark_wherever_it_is_shown(app, clock):
+    """Five overdue todos: three fill the reminders; the one asked about is recalled as a line of its own and
+    still says it is overdue, in recall's injection and in memory_context (both its recalled and recent lines)."""
+    for day, content in enumerate(["交水费", "交电费", "交燃气费", "给奶奶买降压药", "续交车险"], start=10):
+        await todo(app, content, keywords=["降压药", "奶奶"] if "奶奶" in content else [],
+                   due_at=datetime(2026, 11, day, 18, 0, tzinfo=SHANGHAI))
+    result = await app.retrieval.recall(USER, RecallRequest(query="奶奶的药买了吗", keywords=["降压药", "奶奶"]))
+    assert len(result.reminders) == 3 and "给奶奶买降压药" not in {r.content for r in result.reminders}
+    assert "提醒（已逾期：截止 2026-11-13 18:00）“给奶奶买降压药”" in result.injection
+    package = await app.context.build(USER, "奶奶的药买了吗")
+    assert "提醒（已逾期：截止 2026-11-13 18:00）“给奶奶买降压药”" in package.text
+    assert "提醒（已逾期：截止 2026-11-14 18:00）“续交车险”" in package.text

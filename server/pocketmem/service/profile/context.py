@@ -19,8 +19,8 @@ from datetime import timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.models import Memory
-from pocketmem.base.results import RecallResult
+from pocketmem.base.models import Memory, Status
+from pocketmem.base.results import RecallHit, RecallResult
 from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
 from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line
@@ -32,6 +32,7 @@ from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
 from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT
+from pocketmem.service.upkeep.todos import due_label
 from pocketmem.store.base import Transactions
 from pocketmem.store.types import MemoryFilter
 
@@ -70,7 +71,8 @@ class ContextBuilder:
         system = await self._system(user_id, lang, sh.system, temporary=result.temporary)
         recent = await self._recent(user_id, result, lang)
         evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
-            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None) for h in result.memories
+            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None, self._due(h, lang))
+            for h in result.memories
         ])
         footer = (
             "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
@@ -78,9 +80,15 @@ class ContextBuilder:
         )
         return assemble(system, recent, evidence, sh, estimate_tokens, footer)
 
-    def _line(self, content: str, days: int, lang: str, outdated: bool = False, done: bool = False) -> str:
-        item = InjectionItem(content=" ".join(content.split()), days=days, outdated=outdated, done=done)
+    def _line(
+        self, content: str, days: int, lang: str, outdated: bool = False, done: bool = False, due: str | None = None
+    ) -> str:
+        item = InjectionItem(content=" ".join(content.split()), days=days, outdated=outdated, done=done, reminder=due)
         return injection_line(item, lang)
+
+    def _due(self, shown: Memory | RecallHit, lang: str) -> str | None:
+        outdated = shown.outdated if isinstance(shown, RecallHit) else shown.status != Status.active
+        return None if outdated else due_label(shown, self.clock.now(), self.settings.zone, lang)
 
     async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> str:
         if temporary:
@@ -118,7 +126,10 @@ class ContextBuilder:
                 )
             zone = self.settings.zone
             lines += [
-                self._line(m.content, calendar_days(m.valid_from, now, zone), lang, done=m.completed_at is not None)
+                self._line(
+                    m.content, calendar_days(m.created_at, now, zone), lang, done=m.completed_at is not None,
+                    due=self._due(m, lang),
+                )
                 for m in current_only([m for m in fresh if not m.core and not privacy.is_shell(m.content)])
                 if m.id not in shown
             ]

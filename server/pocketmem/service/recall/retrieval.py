@@ -46,7 +46,7 @@ from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
 from pocketmem.service.shared.usercard import render_user_card
-from pocketmem.service.upkeep.todos import due_reminders, reminder_view
+from pocketmem.service.upkeep.todos import due_label, due_reminders, reminder_view
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreReader
 
@@ -319,9 +319,10 @@ class Retrieval:
             + [
                 InjectionItem(
                     content=r.memory.content,
-                    days=calendar_days(r.memory.valid_from, now, self.settings.zone),
+                    days=calendar_days(r.memory.created_at, now, self.settings.zone),
                     outdated=r.outdated,
                     done=r.memory.completed_at is not None,
+                    reminder=None if r.outdated else due_label(r.memory, now, self.settings.zone, locale),
                 )
                 for r in ranked
                 if r.memory.id not in reminded
@@ -350,7 +351,7 @@ class Retrieval:
 
     def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
         now = self.clock.now()
-        days = calendar_days(r.memory.valid_from, now, self.settings.zone)
+        days = calendar_days(r.memory.created_at, now, self.settings.zone)
         return RecallHit(
             id=r.memory.id,
             content=r.memory.content,

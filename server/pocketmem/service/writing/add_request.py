@@ -82,9 +82,27 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
     req = req.model_copy(update=dates)
     if req.created_at is not None and req.created_at > now + timedelta(days=1):
         raise InvalidInput("created_at", "is in the future; leave it out to use the current time")
+    if req.valid_from is not None and req.valid_from > now + timedelta(days=1):
+        raise InvalidInput(
+            "valid_from", "is in the future; a fact is stored once it holds (a plan is a todo with due_at)"
+        )
+    _refuse_expired(req, settings, now)
     if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
         raise InvalidInput("remind_at", "must not be after due_at")
     return req.model_copy(update={"content": content, "keywords": keywords, **side})
+
+
+def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
+    """A memory that would have expired already is refused: stored, it would be listed but never recalled."""
+    if req.expires_at is not None and req.expires_at <= now:
+        raise InvalidInput("expires_at", "is already past; nothing would be remembered")
+    if req.expires_at is None and req.category == Category.episode and req.created_at is not None:
+        if req.created_at + timedelta(days=settings.episode_days) <= now:
+            raise InvalidInput(
+                "created_at",
+                f"an episode older than {settings.episode_days} days (POCKETMEM_EPISODE_DAYS) has already expired; "
+                "store it as another category, or leave created_at out",
+            )
 
 
 def request_hash(req: AddRequest) -> str:
