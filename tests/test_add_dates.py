@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from .helpers import START, call, error, dump
+from .helpers import START, call, dump, error
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 

@@ -11,7 +11,6 @@ import pytest
 
 from pocketmem.base.models import Category, Memory, Scores, Status
 from pocketmem.core.operations import (
-    OPERATIONS_SCHEMA,
     AddOp,
     BoostOp,
     InvalidAnswer,
@@ -19,6 +18,7 @@ from pocketmem.core.operations import (
     SkipOp,
     UpdateOp,
     check_answer,
+    operations_schema,
 )
 from pocketmem.core.rubric import EXAMPLE_ANSWER_EN, EXAMPLE_ANSWER_ZH, agent_rubric, server_rubric
 
@@ -146,10 +146,10 @@ def test_the_example_in_the_prompt_passes_the_real_checks(example):
 
 
 def test_the_schema_describes_every_operation():
-    text = json.dumps(OPERATIONS_SCHEMA)
+    text = json.dumps(operations_schema())
     for name in ("ADD", "UPDATE", "PATCH", "BOOST", "FORGET", "SKIP"):
         assert f'"{name}"' in text
-    assert OPERATIONS_SCHEMA["required"] == ["operations"]
+    assert operations_schema()["required"] == ["operations"]
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])

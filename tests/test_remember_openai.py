@@ -15,7 +15,7 @@ from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Status
-from pocketmem.core.operations import OPERATIONS_SCHEMA
+from pocketmem.core.operations import operations_schema
 from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
 from pocketmem.service.extraction.extraction import ConversationMessage
@@ -115,7 +115,7 @@ async def test_the_configured_model_updates_and_patches(app, fake, mode):
     body = request.json
     assert body["model"] == MODEL and body["temperature"] == 0
     assert body["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "memory_operations", "schema": OPERATIONS_SCHEMA},
+        "type": "json_schema", "json_schema": {"name": "memory_operations", "schema": operations_schema()},
     }
     system, user = body["messages"]
     assert system == {"role": "system", "content": server_rubric("zh")}

@@ -45,7 +45,6 @@ from pocketmem.service.writing.trash import Trash
 from pocketmem.service.writing.vectors import Vectors
 from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
-from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -55,6 +54,8 @@ def make_library(settings: Settings) -> Store | None:
     """The cloud library named by POCKETMEM_CLOUD_URL, opened without waiting for it."""
     if settings.cloud_url is None:
         return None
+    from pocketmem.store.postgres.store import PostgresStore  # imported only when a PostgreSQL store is named
+
     return PostgresStore(
         settings.cloud_url.get_secret_value(), pool_size=min(settings.pg_pool_size, 4), wait=False,
         timeout=settings.cloud_timeout,
@@ -64,6 +65,8 @@ def make_library(settings: Settings) -> Store | None:
 def make_store(settings: Settings) -> Store:
     """PostgreSQL when POCKETMEM_DATABASE_URL is set, else the SQLite file."""
     if settings.database_url is not None:
+        from pocketmem.store.postgres.store import PostgresStore  # imported only when a PostgreSQL store is named
+
         return PostgresStore(settings.database_url.get_secret_value(), pool_size=settings.pg_pool_size)
     return SQLiteStore(settings.db_path)
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -36,8 +37,9 @@ MAX_ERRORS_SHOWN = 8
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
+# The models are built on first use (defer_build), not when the server starts: only remember_conversation reads them.
 class ScoresOut(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     emotion: Unit | None = None
     info: Unit | None = None
@@ -47,7 +49,7 @@ class ScoresOut(BaseModel):
 
 class _Op(BaseModel):
     # Extra fields (an echoed id, a comment) are ignored: only missing or wrong ones cost a retry.
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
 
@@ -113,10 +115,15 @@ Targeted = UpdateOp | PatchOp | BoostOp | ForgetOp
 
 
 class OperationList(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     operations: list[Operation] = Field(max_length=MAX_OPERATIONS)
 
 
-OPERATIONS_SCHEMA: dict[str, Any] = OperationList.model_json_schema()
+@cache
+def operations_schema() -> dict[str, Any]:
+    """The JSON schema the LLM's answer is asked to follow (built on first use)."""
+    return OperationList.model_json_schema()
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from pocketmem.base.models import Category, Memory, Status
 from pocketmem.base.results import AddResult, EvictedItem, ForgetResult, PatchResult
 from pocketmem.core import privacy
 from pocketmem.core.operations import (
-    OPERATIONS_SCHEMA,
     AddOp,
     BoostOp,
     Checked,
@@ -40,6 +39,7 @@ from pocketmem.core.operations import (
     SkipOp,
     UpdateOp,
     check_answer,
+    operations_schema,
 )
 from pocketmem.core.routing import route
 from pocketmem.core.rubric import Language, server_rubric
@@ -215,7 +215,7 @@ class Extraction:
             system=system,
             turns=(ChatTurn("user", prompt),),
             max_tokens=MAX_ANSWER_TOKENS,
-            schema=OPERATIONS_SCHEMA,
+            schema=operations_schema(),
             schema_name="memory_operations",
         )
         return Prepared(user_id=user_id, language=language, known=known, request=request)
