@@ -14,9 +14,9 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.errors import InvalidInput
+from pocketmem.base.files import write_atomically
 from pocketmem.base.models import Category, Status
 from pocketmem.service.recall.retrieval import RecallRequest
-from pocketmem.service.transfer.exporting import atomic_write
 from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, dump
@@ -173,12 +173,12 @@ async def test_markdown_export_writes_the_four_profile_files(app, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted(text)  # no temporary files left
 
 
-def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
+def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_one(tmp_path):
     target = tmp_path / "User.md"
     target.write_text("old card", encoding="utf-8")
 
     with pytest.raises(TypeError):
-        atomic_write(target, 42)  # type: ignore[arg-type]
+        write_atomically(target, 42)  # type: ignore[arg-type]  # fails inside the write, after the temporary file
     assert target.read_text(encoding="utf-8") == "old card"
     assert [p.name for p in tmp_path.iterdir()] == ["User.md"]
 

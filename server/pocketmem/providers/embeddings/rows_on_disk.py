@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import platformdirs
+
+from pocketmem.base.files import write_atomically
 
 log = logging.getLogger("pocketmem.embeddings")
 # Bytes compared at a time when the cache file is checked against the loaded table.
@@ -81,15 +82,4 @@ def _holds(path: Path, table: npt.NDArray[np.uint8]) -> bool:
 
 
 def _write(path: Path, table: npt.NDArray[np.uint8]) -> None:
-    """Write the table whole or not at all: into a temporary file, then renamed over the name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(np.ascontiguousarray(table).data.cast("B"))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, np.ascontiguousarray(table).data.cast("B"))

@@ -33,10 +33,8 @@ import asyncio
 import codecs
 import json
 import logging
-import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +46,7 @@ from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, UnreadableRow
+from pocketmem.base.files import write_atomically
 from pocketmem.base.models import (
     Event,
     EventKind,
@@ -118,17 +117,7 @@ def _line(kind: str, body: dict[str, Any]) -> str:
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
     check_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text.encode("utf-8"))
 
 
 def check_target(path: Path, field: str = "output") -> None:
