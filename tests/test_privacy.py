@@ -15,6 +15,8 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
+from .helpers import call, error
+
 pytestmark = [pytest.mark.anyio]
 USER = "global"
 
@@ -52,6 +54,24 @@ SECRETS = [
     ("card 5500-0000-0000-0004 expires soon", "card_number", "5500-0000-0000-0004"),
     ("身份证号11010519491231002X", "id_number", "11010519491231002X"),
     ("SSN 123-45-6789", "id_number", "123-45-6789"),
+    # a few words between the name and the value
+    ("我的 gmail 密码换成了 Tr0ub4dor&3 以后登录用它", "password", "Tr0ub4dor&3"),
+    ("The password for my work laptop is Tr0ub4dor&3, changed monthly", "password", "Tr0ub4dor&3"),
+    ("家里 WiFi 的密码叫 sunshine123，客人来了告诉他们", "password", "sunshine123"),
+    ("服务器密码改成了 Zz!2024corp", "password", "Zz!2024corp"),
+    ("路由器密码设成 qwe!@#123 了", "password", "qwe!@#123"),
+    ("密码现在是 Abc12345", "password", "Abc12345"),
+    ("路由器密码叫 88888888，贴在背面", "password", "88888888"),
+    ("the wifi password is now Sunshine2024, tell guests", "password", "Sunshine2024"),
+    ("my password was changed to Hunter22x last week", "password", "Hunter22x"),
+    # a login pair, a command line, token prefixes
+    ("Login for the NAS: admin / Passw0rd!2024, web UI on port 5000", "password", "Passw0rd!2024"),
+    ("NAS 登录 admin / Passw0rd!2024", "password", "Passw0rd!2024"),
+    ("连接命令 mysql -uroot -pS3cretPass9 -h 10.0.0.5", "password", "S3cretPass9"),
+    ("sshpass -p 'S3cr3t pass' ssh root@host", "password", "S3cr3t pass"),
+    ("Hugging Face 下载用 hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 这个令牌", "api_key",
+     "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"),
+    ("GitLab 的 glpat-AbCdEfGhIjKlMnOpQrSt 用于 CI 部署", "api_key", "glpat-AbCdEfGhIjKlMnOpQrSt"),
 ]
 
 NOT_SECRETS = [
@@ -67,6 +87,24 @@ NOT_SECRETS = [
     "My secret: chocolate",
     "I like shopping: books",
     "the API key lives in the vault",
+    # passwords mentioned, none given
+    "用户忘了 gmail 密码",
+    "I changed my password yesterday",
+    "密码要求至少8位",
+    "the password policy is strict",
+    "the password for the wifi is on the fridge",
+    "the password for github is stored in 1Password",
+    "The password for the router is written on the back",
+    "the password was changed to something stronger",
+    "I moved my password to 1Password",
+    "密码长度为 128 位",
+    "密码改成了 12 位以上",
+    "the token for CI is refreshed every 10 minutes",
+    "Login options: email / mobile.",
+    "login success rate: clicks / 1000",
+    "sign in with Google / GitHub",
+    "mysql -u root -p mydb",  # a lone -p: mysql asks for the password
+    "mysql -h db -P3306",
 ]
 
 
@@ -76,6 +114,12 @@ def test_each_kind_of_secret_is_found_and_redacted(text, kind, secret):
     assert screened.kinds == [kind]
     assert secret not in screened.text
     assert ("【已隐去的" in screened.text) or ("[redacted " in screened.text)
+
+
+@pytest.mark.parametrize(("text", "kind", "secret"), SECRETS)
+def test_screening_screened_text_changes_nothing(text, kind, secret):
+    once = screen(text).text
+    assert screen(once).text == once  # an import of an export, a patch of a redacted memory
 
 
 @pytest.mark.parametrize("text", NOT_SECRETS)
@@ -209,3 +253,60 @@ async def test_a_secret_with_only_its_name_around_it_is_refused_and_says_why(cli
     assert (kept.structured_content["status"], kept.structured_content["redacted"]) == ("stored", ["password"])
     listed = (await client.call_tool("list_memories", {})).structured_content["items"]
     assert [item["content"] for item in listed] == ["公司 VPN 的密码是 【已隐去的密码】，每季度换一次"]
+
+
+# (what the user says, its secret, a recall that finds it: query and keywords)
+PHRASED = [
+    ("我的 gmail 密码换成了 Tr0ub4dor&3 以后登录用它", "Tr0ub4dor&3", "gmail 登录不上了", ["gmail"]),
+    ("The password for my work laptop is Hunter22!x, changed monthly", "Hunter22!x",
+     "what's my laptop password?", ["laptop"]),
+    ("家里 WiFi 的密码叫 sunshine123，客人来了告诉他们", "sunshine123", "WiFi 密码多少", ["WiFi"]),
+    ("Login for the NAS: admin / Passw0rd!2024, web UI on port 5000", "Passw0rd!2024",
+     "how do I open the NAS web UI", ["NAS"]),
+    ("数据库连接命令 mysql -uroot -pS3cretPass9 -h 10.0.0.5", "S3cretPass9", "怎么连数据库", ["mysql"]),
+    ("Hugging Face 下载模型用 hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 这个令牌，放在 CI 变量里",
+     "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "怎么下载 Hugging Face 模型", ["Hugging Face"]),
+    ("GitLab 的 glpat-AbCdEfGhIjKlMnOpQrSt 用于 CI 部署", "glpat-AbCdEfGhIjKlMnOpQrSt", "CI 部署用什么",
+     ["GitLab"]),
+]
+
+
+@pytest.mark.backends
+async def test_phrased_secrets_are_stored_redacted_and_never_recalled(client: Client):
+    for content, _, _, _ in PHRASED:
+        added = await call(client, "add_memory", {"content": content, "confidence": 0.95})
+        assert added["status"] == "stored" and added["redacted"], (content, added)
+    secrets = [secret for _, secret, _, _ in PHRASED]
+    for content, _, query, keywords in PHRASED:
+        recalled = await call(client, "recall_memories", {"query": query, "keywords": keywords})
+        assert "已隐去的" in recalled["injection"] or "[redacted " in recalled["injection"], (content, recalled)
+        shown = json.dumps(recalled, ensure_ascii=False)
+        assert [s for s in secrets if s in shown] == []
+    listed = json.dumps(await call(client, "list_memories", {"limit": 50}), ensure_ascii=False)
+    assert [s for s in secrets if s in listed] == []
+
+
+@pytest.mark.backends
+async def test_phrased_secrets_are_kept_out_of_patches_pending_and_the_profile(client: Client):
+    core = await call(client, "add_memory", {"content": "用户的核心偏好：喜欢简洁回答", "confidence": 0.95,
+                                              "scores": {"persistence": 1}})
+    refused = await error(client, "patch_core_memory", {
+        "memory_id": core["memory_id"], "patch": "服务器密码改成了 Zz!2024corp", "mode": "append"})
+    assert "patch: contains a password" in refused
+    patched = await call(client, "patch_core_memory", {
+        "memory_id": core["memory_id"], "patch": "服务器密码改成了 Zz!2024corp，每季度轮换一次", "mode": "append",
+        "reason": "用户说新密码是 Zz!2024corp"})
+    assert patched["redacted"] == ["password"]
+    pending = await call(client, "add_memory", {
+        "content": "The password for the staging box is Hunter22!x, rotated weekly", "confidence": 0.7})
+    assert (pending["status"], pending["redacted"]) == ("pending", ["password"])
+    tech = "Python；家里 WiFi 的密码叫 sunshine123，常在家办公"
+    await call(client, "update_profile", {"identity": {"name": "小王", "tech": tech}})
+    shown = json.dumps([
+        await call(client, "list_memories", {}),
+        await call(client, "list_memories", {"status": "pending"}),
+        (await client.read_resource(f"memory://memories/{core['memory_id']}")).contents[0].text,
+        (await client.read_resource("memory://user-card")).contents[0].text,
+    ], ensure_ascii=False)
+    assert "每季度轮换一次" in shown and "rotated weekly" in shown and "常在家办公" in shown
+    assert "Zz!2024corp" not in shown and "Hunter22!x" not in shown and "sunshine123" not in shown

@@ -4,12 +4,15 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
 ("I forgot my password" is fine; "my password is hunter2!" is not):
 
     api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA),
-                 GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_),
-                 Google (AIza...), JSON web tokens; `api_key = ...`, `secret: ...`, `token=...`,
-                 `aws_secret_access_key`
+                 GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-, gldt-, glrt-, ...), Hugging Face
+                 (hf_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_), Google (AIza...), JSON web tokens;
+                 `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`
     password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…,
                  支付密码…, PIN码是 4455; a bare space also separates when the value has a digit
-                 (WiFi密码 Sunshine2024x)
+                 (WiFi密码 Sunshine2024x); a few words may come between when the value has a digit or symbol
+                 (the password for my laptop is …, the password is now …, changed to …, 密码换成了…, 改成了…,
+                 设成…, 密码叫…); `user / password` after a login word (Login for the NAS: admin / …);
+                 `mysql -p<password>` (and mysqldump, mariadb, ...), `sshpass -p <password>`
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
     card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
     id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date); US SSNs (123-45-6789)
@@ -51,6 +54,8 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_live_[A-Za-z0-9]{16,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
@@ -68,12 +73,24 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
     # only the password is redacted
     ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
+    # a password on a command line: `mysql -uroot -pS3cret` (-p glued to its value; a lone -p asks for it),
+    # `sshpass -p S3cret`
+    (
+        "password",
+        re.compile(
+            r"(?<![\w-])(?:(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump|-admin)?)(?:[ \t]+\S+)*?[ \t]+-p"
+            r"|sshpass[ \t]+-p[ \t]*)"
+            r"(?!\[redacted )(?P<secret>'[^'\n]*'|\"[^\"\n]*\""
+            r"|[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})"
+        ),
+    ),
 ]
 
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
 # count; after a word ("is", 是, 为) the value must look like a secret (a digit or symbol, or 8+ Latin
-# letters), so "my password is in 1Password" or 密码是生日 are left alone. Generic names (secret, token,
-# 密钥) need a token-like value: 8+ characters with a digit.
+# letters), so "my password is in 1Password" or 密码是生日 are left alone; after a few words (the password for
+# my laptop is, is now, 换成了, 叫) it needs a digit or symbol. Generic names (secret, token, 密钥) need a
+# token-like value: 8+ characters with a digit.
 _LATIN = r"(?<![A-Za-z])(?:{})(?![A-Za-z])"
 _NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
     ("password", False, re.compile(_LATIN.format(r"password|passwd|passphrase|passcode|pin|pwd|pw"), re.IGNORECASE)),
@@ -97,10 +114,38 @@ _NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
     ),
     ("api_key", True, re.compile(r"密钥|秘钥|令牌")),
 ]
-_SEPARATOR = re.compile(r"\s*(?:[:=：]|\bis\b|\bwas\b|是|為|为)\s*|\s+", re.IGNORECASE)
+# What leads from a name to its value, tried in this order; each asks its own of the value (_fits).
+_EN_LINK = (
+    r"(?:(?:is|was|has\s+been|had\s+been|will\s+be|got)\s+)?(?:now\s+)?"
+    r"(?:(?:changed|set|reset|updated|switched|rotated)\s+to|is|was|now)"
+)
+_SEPARATORS: list[tuple[str, re.Pattern[str]]] = [
+    ("explicit", re.compile(r"\s*[:=：]\s*")),
+    ("word", re.compile(r"\s*(?:\bis\b|\bwas\b|是|為|为)\s*", re.IGNORECASE)),
+    # a few words between: `the password for my work laptop is`, `is now`, `changed to`, 换成了, 改为, 设成, 叫
+    (
+        "words",
+        re.compile(
+            rf"(?:\s+(?:for|of|on|at|to|in)(?:\s+[^\s:=：,，。;；]+){{1,4}}?)?\s+{_EN_LINK}(?![A-Za-z])\s*[:：]?\s*"
+            r"|\s*(?:现在|已经|已|都|就|也|又|刚|最近)?\s*"
+            r"(?:(?:换|改|设|設|设置|設置|设定|設定|重置|更新|更改|修改|变|變)(?:成|为|為)了?|叫做?|叫作|是|為|为)"
+            r"\s*[:：]?\s*",
+            re.IGNORECASE,
+        ),
+    ),
+    ("bare", re.compile(r"\s+")),
+]
 # Removed before searching: they hide a secret from the patterns without changing what a reader sees.
 INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e\u034f")
-_VALUE = re.compile(r"[\"'“‘]?([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})")
+# A value never starts at a placeholder: screening text already screened changes nothing.
+_VALUE = re.compile(r"[\"'“‘]?(?!\[redacted )([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})")
+# `user / password` after a login word: Login for the NAS: admin / Passw0rd!2024, 登录 root / Abc12345
+_LOGIN_PAIR = re.compile(
+    r"(?:(?<![A-Za-z])(?:log[ -]?in|sign[ -]?in|credentials?|creds|account)(?![A-Za-z])|登录|登陆|登入|账号|帐号|帳號)"
+    r"[^\n:：，。；;/]{0,40}?[:：\s]\s*(?=[\w.@+\-]*[A-Za-z])[\w.@+\-]{1,64}\s*/\s*"
+    r"(?!\[redacted )(?P<secret>[^\s/,，。；;\"'`“”‘’\u3400-\u9fff]{3,})(?!/)",
+    re.IGNORECASE,
+)
 _CARD = re.compile(r"(?<![\dA-Za-z])(?:\d[ -]?){12,18}\d(?![\dA-Za-z])")
 _CN_ID = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
 _SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)")
@@ -116,7 +161,10 @@ def _scoped(pattern: re.Pattern[str]) -> str:
 
 # Matches where any pattern above matches: one scan that rules out most texts before each pattern runs.
 _ANY = re.compile(
-    "|".join(_scoped(p) for p in [*(p for _, p in _TOKEN_PATTERNS), *(p for _, _, p in _NAMED), _CARD, _CN_ID, _SSN])
+    "|".join(
+        _scoped(p)
+        for p in [*(p for _, p in _TOKEN_PATTERNS), *(p for _, _, p in _NAMED), _LOGIN_PAIR, _CARD, _CN_ID, _SSN]
+    )
 )
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _CN_ID_CHECK = "10X98765432"
@@ -167,6 +215,28 @@ def _looks_secret(value: str, token_like: bool) -> bool:
     return bool(re.search(r"[\d\W_]", value)) or (value.isascii() and len(value) >= 8)
 
 
+def _fits(how: str, value: str, token_like: bool) -> bool:
+    """Does `value`, reached from a secret's name by separator `how`, look like the secret itself?
+
+    After ':' or '=' any 3 characters make a password; after a word (is, 是) it must look like one; after a few
+    words, a password needs a digit or symbol (`the password for it is written down` is talk); after a bare
+    space, 4+ characters with a digit (`password manager`, `token bucket` are talk)."""
+    if len(value) < 3:
+        return False
+    if how == "explicit":
+        return not token_like or _looks_secret(value, token_like)
+    if how == "word" or token_like:
+        return _looks_secret(value, token_like) and (how != "bare" or len(value) >= 4)
+    if how == "words":  # and a letter or digit: `the password is now ...` gives none
+        return re.search(r"[\d\W_]", value) is not None and re.search(r"[^\W_]", value) is not None
+    return len(value) >= 4 and any(c.isdigit() for c in value)
+
+
+def _login_password(value: str) -> bool:
+    """The value after `user /`: a digit or a symbol in it, and not only a number (`clicks / 1000`, `12.5%`)."""
+    return re.search(r"[\d\W_]", value) is not None and re.fullmatch(r"[\d.,%]+", value) is None
+
+
 def normalised(text: str) -> tuple[str, list[int]]:
     """NFKC text without invisible characters, and for each of its characters the index it came from."""
     out: list[str] = []
@@ -204,17 +274,13 @@ def _find(text: str) -> list[Finding]:
             add(kind, *m.span("secret" if "secret" in pattern.groupindex else 0))
     for kind, token_like, names in _NAMED:
         for m in names.finditer(text):
-            sep = _SEPARATOR.match(text, m.end())
-            value = _VALUE.match(text, sep.end()) if sep is not None else None
-            if sep is None or value is None:
-                continue
-            secret = value.group(1).rstrip(".!?)")
-            explicit = any(c in sep.group() for c in ":=：")
-            bare = not sep.group().strip()
-            if bare and not (len(secret) >= 4 and any(c.isdigit() for c in secret)):
-                continue  # "password manager", "token bucket": a bare space needs a value with a digit
-            if len(secret) >= 3 and ((explicit and not token_like) or _looks_secret(secret, token_like)):
-                add(kind, value.start(1), value.start(1) + len(secret))
+            span = _named_value(text, m.end(), token_like)
+            if span is not None:
+                add(kind, *span)
+    for m in _LOGIN_PAIR.finditer(text):
+        secret = m.group("secret").rstrip(".!?)")
+        if len(secret) >= 4 and _login_password(secret):
+            add("password", m.start("secret"), m.start("secret") + len(secret))
     for m in _CN_ID.finditer(text):
         if cn_id_ok(m.group()):
             add("id_number", m.start(), m.end())
@@ -225,6 +291,19 @@ def _find(text: str) -> list[Finding]:
     for m in _SSN.finditer(text):
         add("id_number", m.start(), m.end())
     return sorted(found, key=lambda f: f.start)
+
+
+def _named_value(text: str, at: int, token_like: bool) -> tuple[int, int] | None:
+    """The span of the value that a secret's name ending at `at` leads to, if there is one."""
+    for how, separator in _SEPARATORS:
+        sep = separator.match(text, at)
+        value = _VALUE.match(text, sep.end()) if sep is not None else None
+        if value is None:
+            continue
+        secret = value.group(1).rstrip(".!?)")
+        if _fits(how, secret, token_like):
+            return value.start(1), value.start(1) + len(secret)
+    return None
 
 
 def placeholder(kind: str, zh: bool) -> str:
