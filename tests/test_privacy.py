@@ -81,6 +81,8 @@ NOT_SECRETS = [
     "用户不喜欢香菜，吃到会很反感。",
     "Docker 构建要用 proxy-env",
     "订单号 4111111111111112",  # fails the Luhn check
+    "实验结果是 0.08578109844893689",  # the digits of a fraction, Luhn-valid as a run of their own
+    "喜欢蓝色的杯子0.08578109844893689",
     "身份证 110105194912310021",  # wrong checksum
     "手机号 13800138000",
     "the meeting is on 2026-11-28 at 10:00",

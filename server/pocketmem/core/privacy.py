@@ -146,8 +146,9 @@ _LOGIN_PAIR = re.compile(
     r"(?!\[redacted )(?P<secret>[^\s/,，。；;\"'`“”‘’\u3400-\u9fff]{3,})(?!/)",
     re.IGNORECASE,
 )
-_CARD = re.compile(r"(?<![\dA-Za-z])(?:\d[ -]?){12,18}\d(?![\dA-Za-z])")
-_CN_ID = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
+# A run of digits is not a number on its own when it is part of a decimal (0.0857810984489368 is a fraction).
+_CARD = re.compile(r"(?<![\dA-Za-z.])(?:\d[ -]?){12,18}\d(?![\dA-Za-z]|\.\d)")
+_CN_ID = re.compile(r"(?<![\dA-Za-z.])\d{17}[\dXx](?![\dA-Za-z]|\.\d)")
 _SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)")
 
 
