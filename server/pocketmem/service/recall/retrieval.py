@@ -378,7 +378,7 @@ class Retrieval:
 
     async def _card_only(self, user_id: str, locale: str, pending: list, health: fallback.Health) -> RecallResult:
         now = self.clock.now()
-        card = await render_user_card(self.store, user_id, self.settings, now)
+        card = await render_user_card(self.store, user_id, self.settings, now, locale)
         await self.uses.record(user_id, [], health.messages(), now)
         return RecallResult(
             memories=[],

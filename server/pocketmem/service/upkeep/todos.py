@@ -20,6 +20,7 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, ReminderView
 from pocketmem.core import privacy
+from pocketmem.core.formatting import due_label, is_overdue
 from pocketmem.core.shown_time import absolute
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import MemoryReads
@@ -27,20 +28,6 @@ from pocketmem.store.roles import MemoryReads
 MAX_REASON_CHARS = 500
 
 REMINDERS_SHOWN = 3
-
-
-def is_overdue(todo: Memory, now: datetime) -> bool:
-    return todo.due_at is not None and todo.due_at < now
-
-
-def reminder_label(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> str:
-    """截止 2026-11-28 18:00 / 已逾期：截止 … ; due 2026-11-28 18:00 / overdue since … ; 待办 / to do."""
-    if todo.due_at is None:
-        return "待办" if locale == "zh" else "to do"
-    when = f"{todo.due_at.astimezone(zone):%Y-%m-%d %H:%M}"
-    if locale == "zh":
-        return f"已逾期：截止 {when}" if is_overdue(todo, now) else f"截止 {when}"
-    return f"overdue since {when}" if is_overdue(todo, now) else f"due {when}"
 
 
 async def due_reminders(
@@ -56,8 +43,8 @@ def reminder_view(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> Rem
         content=todo.content,
         due_at=todo.due_at,
         remind_at=todo.remind_at,
-        overdue=is_overdue(todo, now),
-        label=reminder_label(todo, now, zone, locale),
+        overdue=is_overdue(todo.due_at, now),
+        label=due_label(todo.due_at, now, zone, locale),
     )
 
 
