@@ -110,9 +110,9 @@ async def test_the_timer_announces_todos_turning_overdue(tmp_path, clock, make_s
             await subscribe(client, CARD)
             await inbox.quiet()
             assert inbox.uris == []
-            clock.advance(days=2)  # nothing was written, but the card now says (overdue)
+            clock.advance(days=2)  # nothing was written, but the card now says 已逾期 (overdue)
             await inbox.expect(1)
-            assert "(overdue)" in (await client.read_resource(CARD)).contents[0].text
+            assert "（已逾期：截止" in (await client.read_resource(CARD)).contents[0].text
     finally:
         await app.close()
 

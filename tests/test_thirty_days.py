@@ -141,7 +141,7 @@ async def walk(app: PocketMem, client: Client, clock, card_updates: list[str]) -
             assert recall["injection"].splitlines()[0].startswith("提醒（")
         if day == 4:
             card = (await client.read_resource("memory://user-card")).contents[0].text
-            assert "周五前把季度报告发给王总 — due 2026-11-29 10:00 (overdue)" in card
+            assert "周五前把季度报告发给王总（已逾期：截止 2026-11-29 10:00）" in card
         if day == 5:
             await call(client, "mark_memory", {"memory_id": ids["report"], "action": "complete"})
             card = (await client.read_resource("memory://user-card")).contents[0].text

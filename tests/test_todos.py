@@ -46,7 +46,7 @@ async def test_a_reminder_appears_when_due_and_turns_overdue(app, clock):
     assert [(r.id, r.overdue) for r in result.reminders] == [(report, True)]
     assert result.injection.splitlines()[0] == "Reminder (overdue since 2026-11-28 10:00): “周五前把季度报告发给王总”"
     card = await app.user_card(USER)
-    assert "周五前把季度报告发给王总 — due 2026-11-28 10:00 (overdue)" in card
+    assert "周五前把季度报告发给王总（已逾期：截止 2026-11-28 10:00）" in card
     assert "- 找时间给猫买猫砂" in card
     assert undated not in {r.id for r in result.reminders}
 

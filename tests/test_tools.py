@@ -176,7 +176,7 @@ async def test_prompts_render(client):
     await call(client, "add_memory", {"content": "用户不喜欢香菜", "keywords": ["香菜"], "scores": {"persistence": 1}})
     block = await client.get_prompt("memory_context", {"message": "香菜能吃吗"})
     text = block.messages[0].content.text
-    assert "今天的对话摘要“用户不喜欢香菜”" in text and "# User card" in text
+    assert "今天的对话摘要“用户不喜欢香菜”" in text and "# 用户卡" in text
     rubric = (await client.get_prompt("extract_memories", {})).messages[0].content.text
     assert "persistence" in rubric and "supersedes" in rubric and "keywords" in rubric
     english = (await client.get_prompt("extract_memories", {"conversation": "I hate cilantro."})).messages[0]

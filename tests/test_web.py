@@ -488,6 +488,26 @@ async def test_a_foreign_host_name_is_refused(app, browser):
     assert page.status_code == 421
 
 
+@pytest.mark.parametrize(("accept", "host", "sign_in"), [
+    ("zh-CN,zh;q=0.9", "pocketmem：本服务器不响应这个主机名", "pocketmem：请先登录"),
+    ("en-US,en;q=0.9", "pocketmem: this server does not answer to that host name", "pocketmem: sign in first"),
+])
+async def test_refusals_before_any_page_speak_the_page_language(app, accept, host, sign_in):
+    local = await add(app, "本机用户的记忆")
+    await TokenService(app.store, app.clock).create("alice")  # tokens exist: the local user signs in too
+    async with make_browser(app) as client:
+        lang = {"Accept-Language": accept}
+        for path in ("/ui/memories", "/ui/login"):
+            foreign = await client.get(path, headers={**lang, "Host": "attacker.example"})
+            assert (foreign.status_code, foreign.text) == (421, host)
+            assert foreign.headers["content-type"].startswith("text/plain; charset=utf-8")
+        posted = await client.post(f"/ui/memories/{local}/forget", data={"csrf": "x"}, headers=lang)
+        assert (posted.status_code, posted.text) == (401, sign_in)
+        chosen = await client.post(f"/ui/memories/{local}/forget?lang=zh", data={"csrf": "x"})
+        assert (chosen.status_code, chosen.text) == (401, "pocketmem：请先登录")
+    assert (await app.get_memory(USER, local))["status"] == "active"
+
+
 @pytest.mark.backends
 async def test_never_anonymous_asks_for_a_sign_in_even_without_tokens(app):
     async with make_browser(app, Anonymous.never) as client:

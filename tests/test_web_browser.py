@@ -272,3 +272,54 @@ def test_the_chinese_page_speaks_chinese_everywhere(ui_server: tuple[str, Path])
             expect(first).to_have_text("3天前" if lang == "zh" else "3 days ago")
             context.close()
         browser.close()
+
+
+async def seed_long_text(home: Path) -> dict[str, str]:
+    """Memories no window is wide enough for: a 330-character token, a long URL (trashed with a long reason), long
+    Chinese text, a pending one, and a profile whose values are long tokens."""
+    token = "Supercalifragilisticexpialidocious_very_long_token_without_spaces_" * 5
+    async with PocketMem(settings_for(home)) as pm:
+        user = pm.settings.user
+        ids: dict[str, str] = {}
+        for key, content, category in [
+            ("token", token, Category.context), ("url", "https://example.com/" + "a1b2c3d4" * 40, Category.fact),
+            ("chinese", "用户的女儿叫朵朵，今年五岁，在海淀区的一所幼儿园上中班，每周三下午有舞蹈课，喜欢画画" * 4,
+             Category.person), ("todo", "交物业费" + token, Category.todo),
+        ]:
+            ids[key] = (await pm.writing.add(user, AddRequest(content=content, category=category))).memory_id or ""
+        await pm.writing.add(user, AddRequest(content="maybe " + token, confidence=0.7))
+        await pm.trash.forget(user, ids["url"], token)
+        await pm.profile.update(user, {"role": token[:290]}, {"name": token[:290]}, confirmed=True)
+    return ids
+
+
+_OVERFLOW = """() => ({
+  width: document.documentElement.scrollWidth,
+  wrapped: [...document.querySelectorAll('th, .tag, td.num')].filter((e) => {
+    const range = document.createRange();
+    range.selectNodeContents(e);
+    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1;
+  }).map((e) => e.textContent.trim()),
+})"""
+
+
+def test_long_text_never_widens_the_page(ui_server: tuple[str, Path]) -> None:
+    """A long unbroken token or URL breaks inside its cell: no view grows past the window, and labels, numbers and
+    category badges stay on one line (使用次数, 人物)."""
+    from playwright.sync_api import sync_playwright
+
+    base, home = ui_server
+    ids = asyncio.run(seed_long_text(home))
+    paths = ["/memories", "/memories?q=Supercalifragilisticexpialidocious&mode=recall", "/todos", "/trash",
+             "/pending", "/insights", "/profile", *(f"/memories/{i}" for i in ids.values())]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        for locale in ("zh-CN", "en-US"):
+            context = browser.new_context(locale=locale, viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            for path in paths:
+                page.goto(f"{base}{path}")
+                seen = page.evaluate(_OVERFLOW)
+                assert seen == {"width": 1280, "wrapped": []}, (locale, path, seen)
+            context.close()
+        browser.close()

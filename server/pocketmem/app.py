@@ -19,6 +19,7 @@ from pocketmem.base.models import EventKind
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.base.results import MemoryView
 from pocketmem.core.scoring import importance_now
+from pocketmem.core.text import shown_language
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.extraction.extraction import Extraction
 from pocketmem.service.manage.browse import Browse
@@ -31,7 +32,7 @@ from pocketmem.service.profile.project_summary import ProjectSummary
 from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.recall.retrieval import Retrieval, warm_up
 from pocketmem.service.shared.calibration import Calibration
-from pocketmem.service.shared.usercard import TEMPORARY_CARD, render_user_card
+from pocketmem.service.shared.usercard import render_user_card, temporary_card
 from pocketmem.service.transfer.exporting import Exporter
 from pocketmem.service.transfer.sync import Sync
 from pocketmem.service.upkeep.doctor import Doctor
@@ -213,7 +214,7 @@ class PocketMem:
 
     async def user_card(self, user_id: str) -> str:
         if self.settings.temporary:
-            return TEMPORARY_CARD
+            return temporary_card(shown_language(self.settings.locale, ""))
         await self.profile_files.check(user_id)  # a person's edit of User.md shows at once
         return await render_user_card(self.store, user_id, self.settings, self.clock.now())
 

@@ -22,6 +22,21 @@ def calendar_days(when: datetime, now: datetime, zone: tzinfo) -> int:
     return max(0, (now.astimezone(zone).date() - when.astimezone(zone).date()).days)
 
 
+def is_overdue(due_at: datetime | None, now: datetime) -> bool:
+    return due_at is not None and due_at < now
+
+
+def due_label(due_at: datetime | None, now: datetime, zone: tzinfo, locale: str) -> str:
+    """A todo's time as recall's reminders and the user card show it: 截止 2026-11-28 18:00 / 已逾期：截止 … ;
+    due 2026-11-28 18:00 / overdue since … ; 待办 / to do (no due time)."""
+    if due_at is None:
+        return "待办" if locale == "zh" else "to do"
+    when = f"{due_at.astimezone(zone):%Y-%m-%d %H:%M}"
+    if locale == "zh":
+        return f"已逾期：截止 {when}" if is_overdue(due_at, now) else f"截止 {when}"
+    return f"overdue since {when}" if is_overdue(due_at, now) else f"due {when}"
+
+
 def age_label(days: int, locale: str) -> str:
     if locale == "zh":
         if days == 0:

@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -40,6 +40,25 @@ POLL_SECONDS = 3
 Handler = Callable[[Request, "Page"], Awaitable[Response]]
 
 
+def page_locale(request: Request) -> str:
+    """The page's language: ?lang= or the browser's Accept-Language (web/i18n.py)."""
+    return pick_locale(request.headers.get("accept-language"), request.query_params.get("lang"))
+
+
+def refusal(request: Request, key: str, status_code: int) -> Response:
+    """A refusal given before there is a page to render (a wrong host, a change without a session): one line of
+    plain text, in the page's language."""
+    locale = page_locale(request)
+    return PlainTextResponse(translator(locale)(key), status_code=status_code, headers={"Content-Language": locale})
+
+
+def wrong_host(access: WebAccess, request: Request) -> Response | None:
+    """421 for a Host this server does not answer to (DNS rebinding), on every page, signed in or not."""
+    if access.host_allowed(request.headers.get("host")):
+        return None
+    return refusal(request, "refused.host", 421)
+
+
 class Page:
     """What a handler gets besides the request: the visitor, the app, and a renderer in their language."""
 
@@ -49,7 +68,7 @@ class Page:
         self.visitor = visitor
         self.pm = web.pm
         self.user = visitor.user_id
-        self.locale = pick_locale(request.headers.get("accept-language"), request.query_params.get("lang"))
+        self.locale = page_locale(request)
         self.t = translator(self.locale)
         self.base = request.scope.get("root_path", "").rstrip("/")
         self.now = self.pm.clock.now()
@@ -97,15 +116,15 @@ class WebUI:
 
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
-            if not self.access.host_allowed(request.headers.get("host")):
-                return Response("pocketmem: this server does not answer to that host name", status_code=421)
+            if (refused := wrong_host(self.access, request)) is not None:
+                return refused
             visitor = await self.access.visitor(request.cookies.get(COOKIE))
             if visitor is None:
                 base = request.scope.get("root_path", "").rstrip("/")
                 if request.headers.get("hx-request"):  # a polled fragment: send the whole page to the sign-in
                     return Response(status_code=200, headers={"HX-Redirect": f"{base}/login"})
                 if change:
-                    return Response("pocketmem: sign in first", status_code=401)
+                    return refusal(request, "refused.sign_in", 401)
                 return RedirectResponse(f"{base}/login", status_code=303)
             page = Page(self, request, visitor)
             try:

@@ -29,6 +29,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
         ),
         "粘贴一个令牌（用 {cmd} 命令创建）。之后页面只显示该用户的记忆。",
     ),
+    "refused.sign_in": ("pocketmem: sign in first", "pocketmem：请先登录"),
+    "refused.host": ("pocketmem: this server does not answer to that host name", "pocketmem：本服务器不响应这个主机名"),
     "sign_in.bad": ("That token is not valid or has been revoked.", "令牌无效或已被吊销。"),
     "token": ("Token", "令牌"),
     "search": ("Search", "搜索"),

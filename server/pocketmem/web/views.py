@@ -10,7 +10,7 @@ from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category
@@ -19,7 +19,7 @@ from pocketmem.service.manage.browse import BrowseQuery
 from pocketmem.service.manage.curation import SCORE_NAMES
 from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
-from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
+from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of, wrong_host
 from pocketmem.web.i18n import MESSAGES
 
 PAGE_SIZES = (20, 50, 100, 200)
@@ -104,8 +104,8 @@ def public(
     web: WebUI, handler: Callable[[Request, Page], Awaitable[Response]]
 ) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        if not web.access.host_allowed(request.headers.get("host")):
-            return PlainTextResponse("pocketmem: this server does not answer to that host name", status_code=421)
+        if (refused := wrong_host(web.access, request)) is not None:
+            return refused
         return await handler(request, Page(web, request, Visitor(user_id="", csrf="")))
 
     return endpoint

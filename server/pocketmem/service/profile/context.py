@@ -31,8 +31,8 @@ from pocketmem.core.triggers import long_term_trigger
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
 from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
-from pocketmem.service.shared.usercard import CARD_CORE_LIMIT
-from pocketmem.service.upkeep.todos import due_label
+from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_WORDS, temporary_card, who_lines
+from pocketmem.service.upkeep.todos import open_todo_label
 from pocketmem.store.base import Transactions
 from pocketmem.store.types import MemoryFilter
 
@@ -88,25 +88,27 @@ class ContextBuilder:
 
     def _due(self, shown: Memory | RecallHit, lang: str) -> str | None:
         outdated = shown.outdated if isinstance(shown, RecallHit) else shown.status != Status.active
-        return None if outdated else due_label(shown, self.clock.now(), self.settings.zone, lang)
+        return None if outdated else open_todo_label(shown, self.clock.now(), self.settings.zone, lang)
 
     async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> str:
         if temporary:
-            return "# User card\n\n## Temporary mode\n- Memories are off: nothing is recalled or stored."
+            return temporary_card(lang)
+        words = CARD_WORDS[lang]
         state = await self.profile.state(user_id)
         async with self.store.read() as reader:
             core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
         persona = profile_summary("persona", state.persona, lang)
-        who = profile_summary("identity", state.identity, lang) or [f"id: {user_id}"]
-        fixed = (["# Persona", *[f"- {p}" for p in persona], ""] if persona else []) + [
-            "# User card", "", "## Who", *[f"- {w}" for w in who],
+        who = who_lines(user_id, state.identity, lang)
+        fixed = ([f"# {words['persona']}", *[f"- {p}" for p in persona], ""] if persona else []) + [
+            f"# {words['title']}", "", f"## {words['who']}", *[f"- {w}" for w in who],
         ]
         onboarding = await self.profile.onboarding(user_id, lang)
         tail = ["", onboarding] if onboarding else []
-        room = limit - estimate_tokens("\n".join(fixed + tail)) - estimate_tokens("## Core memories")
+        core_heading = f"## {words['core']}"
+        room = limit - estimate_tokens("\n".join(fixed + tail)) - estimate_tokens(core_heading)
         lines = fit_lines([f"- {' '.join(m.content.split())}" for m in core], max(0, room), estimate_tokens,
                           lambda n: f"- … +{n}")
-        body = fixed + (["", "## Core memories", *lines] if lines else []) + tail
+        body = fixed + (["", core_heading, *lines] if lines else []) + tail
         return "\n".join(body)
 
     async def _recent(self, user_id: str, result: RecallResult, lang: str) -> Block:

@@ -46,7 +46,7 @@ from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
 from pocketmem.service.shared.usercard import render_user_card
-from pocketmem.service.upkeep.todos import due_label, due_reminders, reminder_view
+from pocketmem.service.upkeep.todos import due_reminders, open_todo_label, reminder_view
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreReader
 
@@ -322,7 +322,7 @@ class Retrieval:
                     days=calendar_days(r.memory.created_at, now, self.settings.zone),
                     outdated=r.outdated,
                     done=r.memory.completed_at is not None,
-                    reminder=None if r.outdated else due_label(r.memory, now, self.settings.zone, locale),
+                    reminder=None if r.outdated else open_todo_label(r.memory, now, self.settings.zone, locale),
                 )
                 for r in ranked
                 if r.memory.id not in reminded
@@ -379,7 +379,7 @@ class Retrieval:
 
     async def _card_only(self, user_id: str, locale: str, pending: list, health: fallback.Health) -> RecallResult:
         now = self.clock.now()
-        card = await render_user_card(self.store, user_id, self.settings, now)
+        card = await render_user_card(self.store, user_id, self.settings, now, locale)
         await self.uses.record(user_id, [], health.messages(), now)
         return RecallResult(
             memories=[],

@@ -1,45 +1,77 @@
-"""The user card (`memory://user-card`): who the user is, core memories and open todos, in <= 2 KB of Markdown."""
+"""The user card (`memory://user-card`): who the user is, core memories and open todos, in <= 2 KB of Markdown.
+
+Everything on it (headings, labels, the todos' due times) is in one language, the one core/text.shown_language
+gives: POCKETMEM_LOCALE, or with `auto` the language of the message asked about (recall, memory_context) or,
+read on its own, of the card's own content. memory_context shows the persona and the card under the same words.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from pocketmem.base.config import Settings
-from pocketmem.core.formatting import user_card
+from pocketmem.core.formatting import due_label, user_card
 from pocketmem.core.profile_text import profile_summary
-from pocketmem.core.text import has_cjk
+from pocketmem.core.text import shown_language
 from pocketmem.store.base import Transactions
 
 CARD_CORE_LIMIT = 60
 CARD_TODO_LIMIT = 20
-TEMPORARY_CARD = user_card("User card", [("Temporary mode", ["Memories are off: nothing is recalled or stored."])])
+
+# The card's words by shown language; the Chinese headings are those of User.md and Persona.md.
+CARD_WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "User card", "who": "Who", "core": "Core memories", "todos": "Open todos", "persona": "Persona",
+        "id": "id: {}", "temporary": "Temporary mode", "off": "Memories are off: nothing is recalled or stored.",
+    },
+    "zh": {
+        "title": "用户卡", "who": "身份", "core": "核心记忆", "todos": "待办", "persona": "人设",
+        "id": "用户 id：{}", "temporary": "临时模式", "off": "记忆已关闭：不会回忆，也不会记下任何内容。",
+    },
+}
 
 
-async def render_user_card(store: Transactions, user_id: str, settings: Settings, now: datetime) -> str:
+def temporary_card(lang: str) -> str:
+    words = CARD_WORDS[lang]
+    return user_card(words["title"], [(words["temporary"], [words["off"]])])
+
+
+def who_lines(user_id: str, identity: Mapping[str, object], lang: str, display_name: str | None = None) -> list[str]:
+    """The identity the user confirmed (称呼、职业背景、技术偏好、协作习惯); a display name stands in for a missing
+    name, and the bare id shows only when there is nothing else."""
+    values = {k: str(v) for k, v in identity.items() if v}
+    if display_name and not values.get("name"):
+        values["name"] = display_name
+    return profile_summary("identity", values, lang) or [CARD_WORDS[lang]["id"].format(user_id)]
+
+
+async def render_user_card(
+    store: Transactions, user_id: str, settings: Settings, now: datetime, lang: str | None = None
+) -> str:
+    """The card in `lang`; without one (the resource, the Markdown export), in the language shown_language gives
+    for the card's own content."""
     async with store.read() as reader:
         user = await reader.get_user(user_id)
         identity = (await reader.get_profile(user_id)).get("identity", {})
         core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
         todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
-    zone = settings.zone
-    # The identity the user confirmed (称呼、职业背景、技术偏好、协作习惯); the bare id only when there is none.
-    lang = "zh" if any(has_cjk(str(v)) for v in identity.values()) else "en"
-    who = profile_summary("identity", {k: str(v) for k, v in identity.items()}, lang) or [f"id: {user_id}"]
-    if user and user.get("display_name") and not identity.get("name"):
-        who.insert(0, f"name: {user['display_name']}")
+    if lang is None:
+        said = [*map(str, identity.values()), *(m.content for m in core), *(t.content for t in todos)]
+        lang = shown_language(settings.locale, "\n".join(said))
+    words = CARD_WORDS[lang]
     open_todos = []
     for todo in sorted(todos, key=lambda t: (t.due_at is None, t.due_at or t.created_at)):
-        if todo.due_at is not None:
-            due = todo.due_at.astimezone(zone)
-            flag = " (overdue)" if todo.due_at < now else ""
-            open_todos.append(f"{todo.content} — due {due:%Y-%m-%d %H:%M}{flag}")
-        else:
+        if todo.due_at is None:
             open_todos.append(todo.content)
+            continue
+        label = due_label(todo.due_at, now, settings.zone, lang)
+        open_todos.append(f"{todo.content}（{label}）" if lang == "zh" else f"{todo.content} ({label})")
     return user_card(
-        "User card",
+        words["title"],
         [
-            ("Who", who),
-            ("Core memories", [m.content for m in core]),
-            ("Open todos", open_todos),
+            (words["who"], who_lines(user_id, identity, lang, user.get("display_name") if user else None)),
+            (words["core"], [m.content for m in core]),
+            (words["todos"], open_todos),
         ],
     )

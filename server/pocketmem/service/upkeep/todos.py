@@ -20,6 +20,7 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, RecallHit, ReminderView
 from pocketmem.core import privacy
+from pocketmem.core.formatting import due_label, is_overdue
 from pocketmem.core.shown_time import absolute
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import MemoryReads
@@ -29,27 +30,13 @@ MAX_REASON_CHARS = 500
 REMINDERS_SHOWN = 3
 
 
-def is_overdue(due_at: datetime | None, now: datetime) -> bool:
-    return due_at is not None and due_at < now
-
-
-def reminder_label(due_at: datetime | None, now: datetime, zone: tzinfo, locale: str) -> str:
-    """截止 2026-11-28 18:00 / 已逾期：截止 … ; due 2026-11-28 18:00 / overdue since … ; 待办 / to do."""
-    if due_at is None:
-        return "待办" if locale == "zh" else "to do"
-    when = f"{due_at.astimezone(zone):%Y-%m-%d %H:%M}"
-    if locale == "zh":
-        return f"已逾期：截止 {when}" if is_overdue(due_at, now) else f"截止 {when}"
-    return f"overdue since {when}" if is_overdue(due_at, now) else f"due {when}"
-
-
-def due_label(shown: Memory | RecallHit, now: datetime, zone: tzinfo, locale: str) -> str | None:
-    """The reminder label of an open todo with a due time wherever it is shown (a recalled line, a recent one),
-    so a todo beyond the reminders shown keeps its due time and overdue mark. None for any other memory; the
-    caller leaves out a todo that is no longer current (outdated)."""
+def open_todo_label(shown: Memory | RecallHit, now: datetime, zone: tzinfo, locale: str) -> str | None:
+    """The due label of an open todo with a due time wherever it is shown (a recalled line, a recent one), so a
+    todo beyond the reminders shown keeps its due time and overdue mark. None for any other memory; the caller
+    leaves out a todo that is no longer current (outdated)."""
     if shown.category != Category.todo or shown.completed_at is not None or shown.due_at is None:
         return None
-    return reminder_label(shown.due_at, now, zone, locale)
+    return due_label(shown.due_at, now, zone, locale)
 
 
 async def due_reminders(
@@ -66,7 +53,7 @@ def reminder_view(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> Rem
         due_at=todo.due_at,
         remind_at=todo.remind_at,
         overdue=is_overdue(todo.due_at, now),
-        label=reminder_label(todo.due_at, now, zone, locale),
+        label=due_label(todo.due_at, now, zone, locale),
     )
 
 
