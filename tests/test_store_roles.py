@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from pocketmem.store import base, roles
+from pocketmem.store import base, roles, transfer_roles
 from pocketmem.store.base import Store
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.postgres.tx import PostgresTx
@@ -17,7 +17,7 @@ from pocketmem.store.sqlite.tx import SQLiteTx
 
 def _roles() -> list[type]:
     return [
-        cls for module in (roles, base) for _, cls in inspect.getmembers(module, inspect.isclass)
+        cls for module in (roles, transfer_roles, base) for _, cls in inspect.getmembers(module, inspect.isclass)
         if cls.__module__ == module.__name__ and getattr(cls, "_is_protocol", False)
     ]
 

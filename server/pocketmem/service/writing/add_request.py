@@ -93,9 +93,8 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
 
 
 def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
-    """A memory that would have expired already is refused: stored, it would be listed but never recalled."""
-    if req.expires_at is not None and req.expires_at <= now:
-        raise InvalidInput("expires_at", "is already past; nothing would be remembered")
+    """An episode that would have expired already is refused: stored, it would be listed but never recalled. (An
+    explicit expires_at is the caller's own: maintenance moves the memory to the trash when it passes.)"""
     if req.expires_at is None and req.category == Category.episode and req.created_at is not None:
         if req.created_at + timedelta(days=settings.episode_days) <= now:
             raise InvalidInput(
