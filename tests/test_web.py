@@ -12,6 +12,7 @@ import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import anyio
 import httpx2
 import pytest
 
@@ -592,3 +593,31 @@ async def test_every_chart_has_a_legend_in_the_pages_language(app, browser):
     assert page.text.count("<svg") == 4 and page.text.count('<ul class="legend">') == 4
     for words in ("事实", "被召回", "已用位置", "空余位置", "达到上限时先被淘汰"):
         assert words in page.text, words
+
+
+@pytest.mark.backends
+async def test_concurrent_first_sign_ins_agree_on_one_session_key(app):
+    """Several workers (each its own access object) sign their first visitors in at once: every session they hand
+    out holds everywhere, because the signing key is created once and never overwritten."""
+    from pocketmem.web.access import SECRET_META
+
+    alice = (await TokenService(app.store, app.clock).create("alice")).token
+    workers = [make_browser(app) for _ in range(6)]
+
+    cookies: list[str] = []
+
+    async def sign_in(worker: httpx2.AsyncClient) -> None:
+        signed = await worker.post("/ui/login", data={"token": alice})
+        assert signed.status_code == 303
+        cookies.append(signed.cookies["pocketmem_ui"])
+
+    async with anyio.create_task_group() as tasks:
+        for worker in workers * 2:
+            tasks.start_soon(sign_in, worker)
+    key = await app.store.get_meta(SECRET_META)
+    assert await app.store.claim_meta(SECRET_META, "00" * 32) == key  # kept, not overwritten
+    for worker in workers:
+        for cookie in cookies:
+            page = await worker.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})
+            assert page.status_code == 200 and 'id="user">alice<' in page.text
+        await worker.aclose()
