@@ -88,7 +88,10 @@ async def test_list_filters_sorts_and_pages(app, browser, clock):
 async def test_bad_list_parameters_are_refused_with_the_field_and_rule(app, browser):
     for query, field in (("sort=bogus", "sort"), ("page=0", "page"), ("per_page=5000", "per_page"),
                          ("category=nonsense", "category"), ("since=yesterday", "since"),
-                         ("since=2026-11-27&until=2026-11-20", "until")):
+                         ("since=2026-11-27&until=2026-11-20", "until"),
+                         # outside the years a store keeps, as list_memories refuses them (checked in UTC)
+                         ("since=0999-01-01", "since"), ("until=9999-12-31", "until"), ("until=0001-01-01", "until"),
+                         ("since=1000-01-01", "since")):
         page = await browser.get(f"/memories?{query}")
         assert page.status_code == 400, query
         assert re.search(rf'id="error">{field}: ', page.text), (query, page.text[-600:])
@@ -535,6 +538,10 @@ async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
     assert big.status_code == 400 and "form: is larger than" in big.text
     assert (await app.get_memory(USER, memory_id))["status"] == "active"
+    for language, said in (("en", "form: is larger than"), ("zh-CN", "“表单”的值不对")):  # before signing in too
+        sign_in = await browser.client.post("/ui/login", data={"token": "x" * 1_100_000},
+                                            headers={"Accept-Language": language})
+        assert sign_in.status_code == 400 and said in sign_in.text and "pocketmem_ui" not in sign_in.cookies
 
 
 @pytest.mark.backends

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, PocketmemError
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
@@ -106,7 +106,11 @@ def public(
     async def endpoint(request: Request) -> Response:
         if not web.access.host_allowed(request.headers.get("host")):
             return PlainTextResponse("pocketmem: this server does not answer to that host name", status_code=421)
-        return await handler(request, Page(web, request, Visitor(user_id="", csrf="")))
+        page = Page(web, request, Visitor(user_id="", csrf=""))
+        try:
+            return await handler(request, page)
+        except PocketmemError as exc:  # e.g. a sign-in form over MAX_FORM_BYTES
+            return page.failed(exc)
 
     return endpoint
 
