@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -342,3 +343,44 @@ async def test_malformed_requests_get_clean_errors(tmp_path, backend):
         async with server.connect(alice) as client:
             assert await contents(client) == []
         assert server.errors == []
+
+
+@pytest.mark.slow
+async def test_revoking_a_token_ends_its_open_event_stream_and_its_notifications(home, backend):
+    """A stateful session's GET event stream, subscribed to memory://memories, opened with a token that is then
+    revoked from another process: it hears nothing more of the user's writes, and the stream ends."""
+    phone, laptop = create_token(backend, home, "carol", "phone"), create_token(backend, home, "carol", "laptop")
+    with ServerProcess(backend, home, "http") as server:
+        async with httpx2.AsyncClient(timeout=30, headers=bearer(phone)) as http:
+            opened = await http.post(server.url, json=INITIALIZE, headers=JSON_HEADERS)
+            session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
+            await http.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            subscribed = await http.post(server.url, headers=session, json={
+                "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "memory://memories"}})
+            assert subscribed.status_code == 200
+            heard: list[str] = []
+            first = anyio.Event()
+
+            async def listen() -> None:
+                stream_headers = {**session, "accept": "text/event-stream"}
+                async with http.stream("GET", server.url, headers=stream_headers, timeout=None) as stream:
+                    assert stream.status_code == 200
+                    async for line in stream.aiter_lines():
+                        if line.startswith("data:") and "notifications/resources/updated" in line:
+                            heard.append(line)
+                            first.set()
+
+            with anyio.fail_after(60):  # the task group ends when the stream does: the server closes it
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(listen)
+                    async with connect(server.url, laptop) as other:
+                        while not first.is_set():  # the stream works: the laptop's writes are announced on it
+                            await add(other, "carol 周五去杭州")
+                            await anyio.sleep(0.2)
+                        revoked = cli(backend, home, "token", "revoke", phone.split("_")[1])
+                        assert revoked.returncode == 0, revoked.stderr
+                        before = len(heard)
+                        for n in range(3):
+                            await add(other, f"carol 买牛奶 {n}")
+            assert heard[before:] == []
+        assert "Traceback" not in server.log()

@@ -15,14 +15,17 @@ from mcp.server.subscriptions import ResourceUpdated
 
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
+from pocketmem.mcp import http
 from pocketmem.mcp.notifications import UserScopedBus
 from pocketmem.mcp.server import build_server
 from pocketmem.service.writing.add_request import AddRequest
 
+from .asgi import serve_in_process
 from .helpers import START
 
 pytestmark = [pytest.mark.anyio]
 CARD = "memory://user-card"
+MEMORIES = "memory://memories"
 
 
 class Inbox:
@@ -235,3 +238,27 @@ async def test_listen_streams_hear_about_each_memory(app, settings, clock):
                 tasks.cancel_scope.cancel()
 
         await _memory_lifecycle(client, app, clock, heard, listen)
+
+
+@pytest.mark.backends
+async def test_a_revoked_tokens_subscriptions_hear_nothing_more(tmp_path, backend, monkeypatch):
+    """Checked as each notification is sent: both eras, before the server gets round to closing the sessions."""
+    monkeypatch.setattr(http, "SESSION_CHECK_SECONDS", 3600)
+    async with serve_in_process(backend, tmp_path, "http") as server:
+        phone, laptop = await server.create_token("carol", "phone"), await server.create_token("carol", "laptop")
+        inbox = Inbox()
+        async with (server.connect(phone, mode="legacy", message_handler=inbox) as legacy,
+                    server.connect(phone, mode="auto") as modern, server.connect(laptop) as other,
+                    modern.listen(resource_subscriptions=[MEMORIES]) as subscription):
+            await subscribe(legacy, MEMORIES)
+            await other.call_tool("add_memory", {"content": "carol 周五去杭州"})
+            await inbox.expect(1)
+            with anyio.fail_after(5):
+                assert await anext(aiter(subscription)) == ResourceUpdated(uri=MEMORIES)
+            await server.revoke_token(phone)
+            await other.call_tool("add_memory", {"content": "carol 买牛奶"})
+            await inbox.quiet()
+            assert inbox.uris == [MEMORIES]
+            with anyio.move_on_after(0.2):
+                event = await anext(aiter(subscription))
+                raise AssertionError(f"a revoked token's listen stream heard {event}")

@@ -12,6 +12,7 @@ import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import anyio
 import httpx2
 import pytest
 
@@ -87,7 +88,10 @@ async def test_list_filters_sorts_and_pages(app, browser, clock):
 async def test_bad_list_parameters_are_refused_with_the_field_and_rule(app, browser):
     for query, field in (("sort=bogus", "sort"), ("page=0", "page"), ("per_page=5000", "per_page"),
                          ("category=nonsense", "category"), ("since=yesterday", "since"),
-                         ("since=2026-11-27&until=2026-11-20", "until")):
+                         ("since=2026-11-27&until=2026-11-20", "until"),
+                         # outside the years a store keeps, as list_memories refuses them (checked in UTC)
+                         ("since=0999-01-01", "since"), ("until=9999-12-31", "until"), ("until=0001-01-01", "until"),
+                         ("since=1000-01-01", "since")):
         page = await browser.get(f"/memories?{query}")
         assert page.status_code == 400, query
         assert re.search(rf'id="error">{field}: ', page.text), (query, page.text[-600:])
@@ -554,6 +558,10 @@ async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
     assert big.status_code == 400 and "form: is larger than" in big.text
     assert (await app.get_memory(USER, memory_id))["status"] == "active"
+    for language, said in (("en", "form: is larger than"), ("zh-CN", "“表单”的值不对")):  # before signing in too
+        sign_in = await browser.client.post("/ui/login", data={"token": "x" * 1_100_000},
+                                            headers={"Accept-Language": language})
+        assert sign_in.status_code == 400 and said in sign_in.text and "pocketmem_ui" not in sign_in.cookies
 
 
 @pytest.mark.backends
@@ -612,3 +620,31 @@ async def test_every_chart_has_a_legend_in_the_pages_language(app, browser):
     assert page.text.count("<svg") == 4 and page.text.count('<ul class="legend">') == 4
     for words in ("事实", "被召回", "已用位置", "空余位置", "达到上限时先被淘汰"):
         assert words in page.text, words
+
+
+@pytest.mark.backends
+async def test_concurrent_first_sign_ins_agree_on_one_session_key(app):
+    """Several workers (each its own access object) sign their first visitors in at once: every session they hand
+    out holds everywhere, because the signing key is created once and never overwritten."""
+    from pocketmem.web.access import SECRET_META
+
+    alice = (await TokenService(app.store, app.clock).create("alice")).token
+    workers = [make_browser(app) for _ in range(6)]
+
+    cookies: list[str] = []
+
+    async def sign_in(worker: httpx2.AsyncClient) -> None:
+        signed = await worker.post("/ui/login", data={"token": alice})
+        assert signed.status_code == 303
+        cookies.append(signed.cookies["pocketmem_ui"])
+
+    async with anyio.create_task_group() as tasks:
+        for worker in workers * 2:
+            tasks.start_soon(sign_in, worker)
+    key = await app.store.get_meta(SECRET_META)
+    assert await app.store.claim_meta(SECRET_META, "00" * 32) == key  # kept, not overwritten
+    for worker in workers:
+        for cookie in cookies:
+            page = await worker.get("/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})
+            assert page.status_code == 200 and 'id="user">alice<' in page.text
+        await worker.aclose()

@@ -73,6 +73,22 @@ def test_ui_serves_the_local_user_until_a_token_exists(ui_process: tuple[str, Pa
         assert again.status_code == 303 and again.headers["location"] == "/ui/login"
 
 
+@pytest.mark.slow
+@pytest.mark.backends
+def test_out_of_range_dates_and_an_oversized_sign_in_are_400_pages(ui_process: tuple[str, Path]) -> None:
+    url, home = ui_process
+    with httpx2.Client(base_url=url) as http:
+        for query, field in (("since=0999-01-01", "since"), ("until=9999-12-31", "until"),
+                             ("until=0001-01-01", "until")):
+            page = http.get(f"/ui/memories?{query}")
+            assert page.status_code == 400 and f'id="error">{field}: must be between the years 1000' in page.text
+        zh = http.get("/ui/memories?since=0999-01-01", headers={"Accept-Language": "zh-CN"})
+        assert zh.status_code == 400 and "“起始日期”的值不对" in zh.text
+        big = http.post("/ui/login", data={"token": "x" * 1_100_000}, headers={"Accept-Language": "zh-CN"})
+        assert big.status_code == 400 and "“表单”的值不对" in big.text
+    assert "Traceback" not in (home.parent / "ui.log").read_text(errors="replace")
+
+
 @pytest.mark.anyio
 @pytest.mark.backends
 async def test_serve_http_with_ui_mounts_the_page_beside_mcp(tmp_path: Path, backend: Backend) -> None:

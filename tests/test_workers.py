@@ -113,3 +113,35 @@ def test_workers_need_streamable_http(tmp_path, capsys):
     assert out.returncode == 2 and "--workers apply to --transport http" in out.stderr
     out = run_cli(capsys, tmp_path / "home", "serve", "--transport", "http", "--workers", "0")
     assert out.returncode == 2 and "--workers must be between 1 and" in out.stderr
+
+
+@pytest.mark.backends
+async def test_concurrent_first_sign_ins_on_two_workers_all_stay_signed_in(tmp_path, backend):
+    """The key that signs page sessions is made on the first sign-in; racing workers must all keep the same one."""
+    home = tmp_path / "home"
+    token = create_token(backend, home, "alice")
+    with ServerProcess(backend, home, "http", "--workers", "2", "--ui") as server:
+        assert server.proc is not None
+        wait_for(lambda: len(workers_of(server.proc.pid)) == 2)
+        login = f"{server.base}/ui/login"
+
+        async def sign_in() -> str:
+            async with httpx2.AsyncClient() as http:
+                signed = await http.post(login, data={"token": token})
+                assert signed.status_code == 303, signed.text
+                return signed.cookies["pocketmem_ui"]
+
+        cookies: list[str] = []
+
+        async def one() -> None:
+            cookies.append(await sign_in())
+
+        async with anyio.create_task_group() as tasks:
+            for _ in range(12):
+                tasks.start_soon(one)
+        cookies.append(await sign_in())  # and one more once the key exists
+        async with httpx2.AsyncClient() as http:
+            for cookie in cookies:
+                for _ in range(6):  # each load may be answered by the other worker
+                    page = await http.get(f"{server.base}/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})
+                    assert page.status_code == 200 and 'id="user">alice<' in page.text

@@ -21,6 +21,11 @@ always on (`ServedNames`): loopback names are allowed on a loopback host, otherw
 and every --allowed-host; the Host and Origin headers are parsed (scheme, host, numeric port), never
 prefix-matched, so `http://127.0.0.1:8765.evil.example` or `http://127.0.0.1:8765@evil.example` is
 refused. Request bodies are capped at POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
+
+Revoking a token (`pocketmem token revoke`, from any process) ends what it opened: its next request gets 401,
+a notification is never sent to a client that subscribed with it (checked as it is sent), and every
+stateful streamable-HTTP session it made is closed, its open event stream with it, within
+SESSION_CHECK_SECONDS.
 """
 
 from __future__ import annotations
@@ -34,13 +39,17 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -50,6 +59,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import ConfigError
+from pocketmem.mcp.notifications import Clients
 from pocketmem.mcp.server import build_server
 from pocketmem.mcp.workers import MAX_WORKERS, Supervisor, adopt_socket
 from pocketmem.service.manage.tokens import SCOPE, Anonymous, TokenService
@@ -63,6 +73,9 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 # SSE streams stay open; on Ctrl-C give them this long before closing them.
 GRACEFUL_SHUTDOWN_SECONDS = 3
+# How often the tokens of open stateful sessions are re-read, to close those of a revoked token.
+SESSION_CHECK_SECONDS = 1.0
+TOKEN_CLIENT = "pocketmem:"  # + the token's id: the SDK's client_id, so a session stays with its token
 
 
 class AuthMode(StrEnum):
@@ -230,7 +243,62 @@ class StoreTokenVerifier(TokenVerifier):
         if record is None:
             return None
         # client_id is per token, so an MCP session opened with one token cannot be used with another.
-        return AccessToken(token=token, client_id=f"pocketmem:{record.id}", subject=record.user_id, scopes=[SCOPE])
+        return AccessToken(token=token, client_id=f"{TOKEN_CLIENT}{record.id}", subject=record.user_id, scopes=[SCOPE])
+
+    async def revoked(self, clients: set[str]) -> set[str]:
+        """The clients among `clients` whose token is no longer active (the process-local identity never is)."""
+        ids = {client: client.removeprefix(TOKEN_CLIENT) for client in clients
+               if client.startswith(TOKEN_CLIENT) and client != LocalAccess.CLIENT_ID}
+        inactive = await self.tokens.inactive(set(ids.values())) if ids else set()
+        return {client for client, token_id in ids.items() if token_id in inactive}
+
+    def clients(self) -> Clients:
+        return Clients(current=_current_client, revoked=self.revoked)
+
+
+def _current_client() -> str | None:
+    token = get_access_token()
+    return token.client_id if token is not None else None
+
+
+async def end_revoked_sessions(manager: StreamableHTTPSessionManager, verifier: StoreTokenVerifier) -> None:
+    """Close every stateful session whose token has been revoked, with its open streams: the client sees its
+    event stream end, and the session id answers 404 from then on."""
+    # The SDK keeps who opened each session, and the sessions, in private attributes; it has no public way to
+    # end a session from the server's side.
+    owners = {sid: owner["client_id"] for sid, owner in manager._session_owners.items()}  # noqa: SLF001
+    if not owners:
+        return
+    revoked = await verifier.revoked(set(owners.values()))
+    for session_id, client in owners.items():
+        transport = manager._server_instances.get(session_id)  # noqa: SLF001
+        if client in revoked and transport is not None:
+            log.info("closing session %s: its token was revoked", session_id[:8])
+            await manager._discard_session(session_id, transport)  # noqa: SLF001
+
+
+async def _close_revoked_sessions(manager: StreamableHTTPSessionManager, verifier: StoreTokenVerifier) -> None:
+    while True:
+        await anyio.sleep(SESSION_CHECK_SECONDS)
+        try:
+            await end_revoked_sessions(manager, verifier)
+        except Exception:  # noqa: BLE001 - the store is down: requests are refused meanwhile (fail closed)
+            log.warning("token check of open sessions failed: the store is unavailable", exc_info=True)
+
+
+def _closing_revoked_sessions(starlette: Starlette, manager: StreamableHTTPSessionManager,
+                              verifier: StoreTokenVerifier) -> None:
+    """Run `_close_revoked_sessions` for as long as the app serves (inside its lifespan)."""
+    inner = starlette.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with inner(app) as state, anyio.create_task_group() as tasks:
+            tasks.start_soon(_close_revoked_sessions, manager, verifier)
+            yield state
+            tasks.cancel_scope.cancel()
+
+    starlette.router.lifespan_context = lifespan
 
 
 class LocalAccessMiddleware:
@@ -275,7 +343,8 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
     """The ASGI app for one transport; `app` must be open while it serves."""
     tokens = TokenService(app.store, app.clock)
     local = LocalAccess(settings.user) if anonymous is not Anonymous.never else None
-    mcp = build_server(settings, app=app, token_verifier=StoreTokenVerifier(tokens, local))
+    verifier = StoreTokenVerifier(tokens, local)
+    mcp = build_server(settings, app=app, token_verifier=verifier, clients=verifier.clients())
     served = transport_security(options.host, options.allowed_hosts)
     # The Host / Origin checks are HeaderGuard's (strict parsing); the SDK still checks Content-Type.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -289,6 +358,8 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             stateless_http=options.stateless,
             json_response=options.stateless,
         )
+        if not options.stateless:
+            _closing_revoked_sessions(starlette, mcp.session_manager, verifier)
     else:
         starlette = mcp.sse_app(
             sse_path=SSE_PATH,

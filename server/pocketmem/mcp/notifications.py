@@ -8,6 +8,10 @@ protocol eras.
     2026-07-28: the client opens a `subscriptions/listen` stream; the SDK's ListenHandler serves it over
                a bus that remembers each stream's user, so one user's changes never wake another's client.
 
+Only while the client's bearer token is active: the token each subscription was made with is re-read before a
+notification goes out, and a revoked token's sessions and streams get nothing more (mcp/http.py also ends its
+stateful sessions, streams included, within SESSION_CHECK_SECONDS).
+
 When does a resource change? After every committed write (store.on_commit) for a user someone is
 watching, each watched resource is rendered again and compared with the last one sent: a new core memory, a patch,
 a todo added or completed, an expiry, a restore... all change it; a recall does not. The maintenance
@@ -21,7 +25,8 @@ import hashlib
 import json
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -53,16 +58,30 @@ def watchable(uri: str) -> bool:
 QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind.used, EventKind.discarded})
 
 
-class UserScopedBus:
-    """A SubscriptionBus whose listeners belong to the user of the request that opened them."""
+async def _none_revoked(clients: set[str]) -> set[str]:
+    return set()
 
-    def __init__(self, current_user: Callable[[], str]) -> None:
+
+@dataclass(frozen=True)
+class Clients:
+    """Which client (bearer token) the current request comes from, and which of some clients have lost their
+    token since they subscribed. Without a token verifier (stdio) there is one client and none is revoked."""
+
+    current: Callable[[], str | None] = lambda: None
+    revoked: Callable[[set[str]], Awaitable[set[str]]] = _none_revoked
+
+
+class UserScopedBus:
+    """A SubscriptionBus whose listeners belong to the user (and client) of the request that opened them."""
+
+    def __init__(self, current_user: Callable[[], str], clients: Clients | None = None) -> None:
         self._current_user = current_user
-        self._listeners: dict[object, tuple[str, Callable[[ServerEvent], None]]] = {}
+        self._clients = clients or Clients()
+        self._listeners: dict[object, tuple[str, str | None, Callable[[ServerEvent], None]]] = {}
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         token = object()
-        self._listeners[token] = (self._current_user(), listener)
+        self._listeners[token] = (self._current_user(), self._clients.current(), listener)
 
         def unsubscribe() -> None:
             self._listeners.pop(token, None)
@@ -73,12 +92,13 @@ class UserScopedBus:
         """Everyone (tool or prompt list changes are the same for all users)."""
         await self._deliver(event, None)
 
-    async def publish_to(self, user_id: str, event: ServerEvent) -> None:
-        await self._deliver(event, user_id)
+    async def publish_to(self, user_id: str, event: ServerEvent, revoked: Collection[str] = ()) -> None:
+        """`user_id`'s listeners, but not those opened with a `revoked` client."""
+        await self._deliver(event, user_id, revoked)
 
-    async def _deliver(self, event: ServerEvent, user_id: str | None) -> None:
-        for owner, listener in list(self._listeners.values()):
-            if user_id is None or owner == user_id:
+    async def _deliver(self, event: ServerEvent, user_id: str | None, revoked: Collection[str] = ()) -> None:
+        for owner, client, listener in list(self._listeners.values()):
+            if (user_id is None or owner == user_id) and client not in revoked:
                 try:
                     listener(event)
                 except Exception:  # one broken stream must not starve the others
@@ -86,18 +106,24 @@ class UserScopedBus:
         await anyio.lowlevel.checkpoint()
 
     def users(self) -> set[str]:
-        return {owner for owner, _ in self._listeners.values()}
+        return {owner for owner, _, _ in self._listeners.values()}
+
+    def clients(self, user_id: str) -> set[str]:
+        return {client for owner, client, _ in self._listeners.values() if owner == user_id and client is not None}
 
 
 class CardNotifier:
-    def __init__(self, app: PocketMem, bus: UserScopedBus, current_user: Callable[[], str]) -> None:
+    def __init__(
+        self, app: PocketMem, bus: UserScopedBus, current_user: Callable[[], str], clients: Clients | None = None
+    ) -> None:
         self._app = app
         self._bus = bus
         self._current_user = current_user
+        self._clients = clients or Clients()
         self._listen = ListenHandler(bus)
-        # legacy connections subscribed to watched resources: id(connection) -> (weak reference, user, uris); a
-        # connection that goes away without unsubscribing drops out by itself
-        self._sessions: dict[int, tuple[Callable[[], Any], str, set[str]]] = {}
+        # legacy connections subscribed to watched resources: id(connection) -> (weak reference, user, client, uris);
+        # a connection that goes away without unsubscribing drops out by itself
+        self._sessions: dict[int, tuple[Callable[[], Any], str, str | None, set[str]]] = {}
         self._listens: dict[object, tuple[str, frozenset[str]]] = {}  # open listen streams: user, memory uris
         self._sent: dict[str, dict[str, str]] = {}  # user -> uri -> fingerprint last known to subscribers
         self._locks: dict[str, anyio.Lock] = {}
@@ -117,17 +143,17 @@ class CardNotifier:
         if watchable(params.uri):
             user = self._current_user()
             key = _key(ctx)
-            _, _, uris = self._sessions.get(key, (None, user, set()))
-            self._sessions[key] = (_reference(ctx), user, uris | {params.uri})
+            _, _, _, uris = self._sessions.get(key, (None, user, None, set()))
+            self._sessions[key] = (_reference(ctx), user, self._clients.current(), uris | {params.uri})
             await self._prime(user)  # the new URI's first fingerprint
         # Other resources are accepted and never announced (like a subscription to a URI that never changes).
         return types.EmptyResult()
 
     async def _unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         entry = self._sessions.get(_key(ctx))
-        if entry is not None and params.uri in entry[2]:
-            entry[2].discard(params.uri)
-            if not entry[2]:
+        if entry is not None and params.uri in entry[3]:
+            entry[3].discard(params.uri)
+            if not entry[3]:
                 self._sessions.pop(_key(ctx), None)
         return types.EmptyResult()
 
@@ -145,7 +171,7 @@ class CardNotifier:
 
     # -- watching -------------------------------------------------------------------------------
     def watched(self) -> set[str]:
-        return {user for ref, user, _ in self._sessions.values() if ref() is not None} | self._bus.users()
+        return {user for ref, user, _, _ in self._sessions.values() if ref() is not None} | self._bus.users()
 
     async def _prime(self, user_id: str) -> None:
         async with self._lock(user_id):
@@ -167,12 +193,27 @@ class CardNotifier:
             before = self._sent.get(user_id, {})
             changed = [uri for uri, print_ in fingerprints.items() if uri in before and before[uri] != print_]
             self._sent[user_id] = fingerprints
+        if not changed:
+            return
+        revoked = await self._revoked(user_id)
         for uri in changed:
-            await self._notify(user_id, uri)
+            await self._notify(user_id, uri, revoked)
+
+    async def _revoked(self, user_id: str) -> set[str]:
+        """The clients watching `user_id` whose token has been revoked since they subscribed."""
+        clients = {client for _, owner, client, _ in self._sessions.values() if owner == user_id and client}
+        clients |= self._bus.clients(user_id)
+        if not clients:
+            return set()
+        try:
+            return await self._clients.revoked(clients)
+        except Exception:  # fail closed: a store error must never let a revoked token's client hear of a change
+            log.warning("token check failed: the store is unavailable; changes not announced", exc_info=True)
+            return clients
 
     def _memory_uris(self, user_id: str) -> set[str]:
         """The memory://memories/{id} URIs this user's connections subscribed to."""
-        legacy = {uri for ref, user, uris in self._sessions.values() if user == user_id and ref() is not None
+        legacy = {uri for ref, user, _, uris in self._sessions.values() if user == user_id and ref() is not None
                   for uri in uris}
         listening = {uri for user, uris in self._listens.values() if user == user_id for uri in uris}
         return {uri for uri in legacy | listening if uri.startswith(ONE_MEMORY)}
@@ -193,12 +234,12 @@ class CardNotifier:
     def _lock(self, user_id: str) -> anyio.Lock:
         return self._locks.setdefault(user_id, anyio.Lock())
 
-    async def _notify(self, user_id: str, uri: str) -> None:
-        for key, (ref, owner, uris) in list(self._sessions.items()):
+    async def _notify(self, user_id: str, uri: str, revoked: set[str]) -> None:
+        for key, (ref, owner, client, uris) in list(self._sessions.items()):
             if owner != user_id or uri not in uris:
                 continue
             connection = ref()
-            if connection is None:
+            if connection is None or client in revoked:  # a revoked token's session never hears again
                 self._sessions.pop(key, None)
                 continue
             try:
@@ -206,7 +247,7 @@ class CardNotifier:
             except Exception:  # a closed session stops being notified
                 log.debug("dropping a closed subscription", exc_info=True)
                 self._sessions.pop(key, None)
-        await self._bus.publish_to(user_id, ResourceUpdated(uri=uri))
+        await self._bus.publish_to(user_id, ResourceUpdated(uri=uri), revoked)
 
 
 def _steady(value: Any) -> str:

@@ -18,7 +18,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.mcp.calls import PocketMCPServer
-from pocketmem.mcp.notifications import CardNotifier, UserScopedBus
+from pocketmem.mcp.notifications import CardNotifier, Clients, UserScopedBus
 from pocketmem.mcp.profile_resources import register_profile_resources
 from pocketmem.mcp.profile_tools import register_profile_tools
 from pocketmem.mcp.prompts import register_prompts
@@ -85,12 +85,14 @@ def build_server(
     clock: Clock | None = None,
     app: PocketMem | None = None,
     token_verifier: TokenVerifier | None = None,
+    clients: Clients | None = None,
 ) -> MCPServer:
-    """The MCP server. With a token verifier (network transports) every HTTP request needs a bearer token."""
+    """The MCP server. With a token verifier (network transports) every HTTP request needs a bearer token, and
+    `clients` tells which token a subscription came with, so a revoked one is not notified."""
     app = app or PocketMem(settings, clock=clock)
     current_user = current_user_resolver(settings)
-    bus = UserScopedBus(current_user)
-    notifier = CardNotifier(app, bus, current_user)
+    bus = UserScopedBus(current_user, clients)
+    notifier = CardNotifier(app, bus, current_user, clients)
 
     async def after_maintenance(*_: object) -> None:
         await app.profile_files.sync_all()  # edits people saved in the Markdown files

@@ -111,6 +111,11 @@ class MetaAdmin(Protocol):
     @abstractmethod
     async def set_meta(self, key: str, value: str) -> None: ...
 
+    @abstractmethod
+    async def claim_meta(self, key: str, value: str) -> str:
+        """Store `value` under `key` unless a value is already there (never overwritten); return the value kept,
+        so callers racing to create it (workers, coroutines) all end up with the same one."""
+
 
 class VectorAdmin(MetaAdmin, Protocol):
     """The vector index: created for the embedder's size, rebuilt by reindex, vectors written in bulk."""

@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 COOKIE = "pocketmem_ui"
 SESSION_DAYS = 7
-# The key that signs session cookies and CSRF tokens, kept in the store so every worker and restart agrees.
+# The key that signs session cookies and CSRF tokens, kept in the store so every worker and restart agrees;
+# made on first use and only inserted, never overwritten (store.claim_meta), so racing first sign-ins share it.
 SECRET_META = "ui_session_secret"
 
 
@@ -113,11 +114,7 @@ class WebAccess:
     async def _sign(self, text: str) -> str:
         if self._key is None:
             store = self.tokens.store
-            value = await store.get_meta(SECRET_META)
-            if value is None:
-                await store.set_meta(SECRET_META, secrets.token_hex(32))
-                value = await store.get_meta(SECRET_META)
-            assert value is not None
+            value = await store.get_meta(SECRET_META) or await store.claim_meta(SECRET_META, secrets.token_hex(32))
             self._key = bytes.fromhex(value)
         return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
 

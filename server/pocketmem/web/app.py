@@ -86,6 +86,13 @@ class Page:
         )
         return HTMLResponse(html, status_code=status_code, headers=_NO_STORE)
 
+    def failed(self, exc: PocketmemError) -> HTMLResponse:
+        """The error page for a refused request: the status for the error's kind, the message in the page's language."""
+        status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
+        if status == 500:
+            log.warning("web: %s failed", self.request.url.path, exc_info=True)
+        return self.render("error.html", status_code=status, message=error_text(exc, self.t, self.locale))
+
     def back(self, path: str, msg: str | None = None) -> RedirectResponse:
         url = f"{self.base}{path}"
         if msg:
@@ -132,10 +139,7 @@ class WebUI:
                     return page.render("error.html", status_code=403, message=page.t(problem))
                 return await handler(request, page)
             except PocketmemError as exc:
-                status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
-                if status == 500:
-                    log.warning("web: %s failed", request.url.path, exc_info=True)
-                return page.render("error.html", status_code=status, message=error_text(exc, page.t, page.locale))
+                return page.failed(exc)
 
         return endpoint
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, PocketmemError
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
@@ -106,7 +106,11 @@ def public(
     async def endpoint(request: Request) -> Response:
         if (refused := wrong_host(web.access, request)) is not None:
             return refused
-        return await handler(request, Page(web, request, Visitor(user_id="", csrf="")))
+        page = Page(web, request, Visitor(user_id="", csrf=""))
+        try:
+            return await handler(request, page)
+        except PocketmemError as exc:  # e.g. a sign-in form over MAX_FORM_BYTES
+            return page.failed(exc)
 
     return endpoint
 

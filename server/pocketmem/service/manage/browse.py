@@ -23,6 +23,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, NotFound
 from pocketmem.base.models import Category, Event, EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView
+from pocketmem.core import instants
 from pocketmem.core.scoring import days_between, importance, importance_now
 from pocketmem.core.shown_time import day
 from pocketmem.core.text import clean_text, query_terms
@@ -49,7 +50,8 @@ ALL_STATUSES = (Status.active, Status.superseded, Status.trashed)
 
 
 class BrowseQuery(BaseModel):
-    """What the list asks for; every field optional. Dates are calendar days in the user's time zone."""
+    """What the list asks for; every field optional. Dates are calendar days in the user's time zone, within the
+    years instants.accept takes (checked in UTC, like list_memories' since / until)."""
 
     q: str | None = None
     mode: Literal["text", "recall"] = "text"
@@ -126,8 +128,10 @@ class Browse:
     def _filter(self, query: BrowseQuery, text: str | None) -> BrowseFilter:
         statuses = ALL_STATUSES if query.status == "all" else (Status(query.status),)
         zone = self.settings.zone
-        since = datetime.combine(query.since, time(0), zone) if query.since else None
-        until = datetime.combine(query.until + timedelta(days=1), time(0), zone) if query.until else None
+        since = instants.accept("since", datetime.combine(query.since, time(0), zone), zone) if query.since else None
+        until = None
+        if query.until:  # the day's start is checked, the filter ends where the next day starts
+            until = instants.accept("until", datetime.combine(query.until, time(0), zone), zone) + timedelta(days=1)
         if since and until and until <= since:
             raise InvalidInput("until", "must be the same day as since or later")
         return BrowseFilter(

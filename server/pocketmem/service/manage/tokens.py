@@ -153,6 +153,12 @@ class TokenService:
         assert updated is not None
         return updated
 
+    async def inactive(self, token_ids: set[str]) -> set[str]:
+        """The ids among `token_ids` that no longer open anything (revoked, or unknown), read together."""
+        async with self.store.read() as reader:
+            records = {token_id: await reader.get_token(token_id) for token_id in token_ids}
+        return {token_id for token_id, record in records.items() if record is None or not record.active}
+
     async def verify(self, token: str) -> ApiToken | None:
         """The active record the token belongs to, or None. Never raises for a bad token."""
         token_id = token_id_of(token)

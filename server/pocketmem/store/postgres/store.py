@@ -193,6 +193,14 @@ class PostgresStore(Store):
         async with self.write() as tx:
             await tx.put_meta(key, value)
 
+    async def claim_meta(self, key: str, value: str) -> str:
+        async with self.open_write() as tx:
+            await tx.execute(
+                "insert into store_meta (key, value) values (%s, %s) on conflict (key) do nothing", (key, value)
+            )
+            row = await tx.fetch_one("select value from store_meta where key = %s", (key,))
+        return str(row[0])
+
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
         dims = int(dimensions)
         async with self.open_write() as tx:

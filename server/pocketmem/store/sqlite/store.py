@@ -397,6 +397,14 @@ class SQLiteStore(Store):
                 (key, value),
             )
 
+    async def claim_meta(self, key: str, value: str) -> str:
+        async with self.open_write() as tx:
+            await tx.execute(
+                "insert into store_meta (key, value) values (?, ?) on conflict (key) do nothing", (key, value)
+            )
+            row = await tx.fetch_one("select value from store_meta where key = ?", (key,))
+        return str(row[0])
+
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
         try:
             await self._prepare_vectors(embed_tag, dimensions)
