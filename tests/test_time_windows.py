@@ -51,6 +51,22 @@ async def test_a_weekday_of_next_week(client: Client):
     assert await recalled(client, "今天天气不错") == []
 
 
+async def test_tomorrow_and_the_day_after(client: Client):
+    await todos(client)
+    assert await recalled(client, "明天有什么安排") == ["周五前要把季度报告交给王经理"]
+    assert await recalled(client, "what do I have tomorrow?") == ["周五前要把季度报告交给王经理"]
+    assert await recalled(client, "后天要做什么") == ["Renew the passport"]
+
+
+async def test_the_todo_due_on_the_day_named_comes_before_one_due_on_another_day(client: Client):
+    """Both say 周六; 下周六 names next Saturday, so the todo due then comes first, and each line says its date."""
+    await add(client, "这周六下午去看牙医", category="todo", due_at="2026-11-28T15:00:00+08:00")
+    await add(client, "下周六上午带朵朵去打疫苗", category="todo", due_at="2026-12-05T10:00:00+08:00")
+    answer = await call(client, "recall_memories", {"query": "下周六有什么安排"})
+    assert [m["content"] for m in answer["memories"]][0] == "下周六上午带朵朵去打疫苗"
+    assert "提醒（截止 2026-12-05 10:00）“下周六上午带朵朵去打疫苗”" in answer["injection"]
+
+
 async def test_the_last_time_something_happened(client: Client, clock):
     clock.set(datetime(2026, 11, 18, 15, 0, tzinfo=SHANGHAI))
     await add(client, "用户去医院复查了血常规，结果正常。", category="episode")
@@ -100,6 +116,11 @@ async def test_a_day_of_the_month_named_without_its_month(client: Client, clock)
         ("上周六去哪了", (date(2026, 11, 21), date(2026, 11, 21))),
         ("what's on my list next week", (date(2026, 11, 30), date(2026, 12, 6))),
         ("next Saturday?", (date(2026, 12, 5), date(2026, 12, 5))),
+        ("明天有什么安排", (date(2026, 11, 27), date(2026, 11, 27))),
+        ("明晚有空吗", (date(2026, 11, 27), date(2026, 11, 27))),
+        ("后天要做什么", (date(2026, 11, 28), date(2026, 11, 28))),
+        ("what do I have tomorrow?", (date(2026, 11, 27), date(2026, 11, 27))),
+        ("and the day after tomorrow", (date(2026, 11, 28), date(2026, 11, 28))),
         ("在5月2号我们聊了什么", (date(2026, 5, 2), date(2026, 5, 2))),
         ("on the 2nd of May", (date(2026, 5, 2), date(2026, 5, 2))),
         ("2025-05-02 说了什么", (date(2025, 5, 2), date(2025, 5, 2))),

@@ -18,7 +18,8 @@ For each candidate memory:
 Questions about the past (timeexpr.py: 上次…什么时候, "what did we talk about last week"):
 episodes and events get TEMPORAL_BONUS, and those dated inside a named window (上周, 3天前) are
 relevant by their date alone, as are every memory of a named day and the todos due in a window asked about
-(candidates.py chooses them).
+(candidates.py chooses them). A todo due inside the window an agenda question names (下周六有什么安排) gets the
+same two bonuses, so one due on another day (这周六) that shares the words does not come first.
 
 Relevance decides *whether* a memory is recalled (so a fresh, important but unrelated memory
 is not); the score decides the order (so among relevant ones the newer fact wins).
@@ -97,12 +98,15 @@ def freshness(age_days: float) -> float:
 
 
 def rank(candidates: Sequence[Candidate], query: Mapping[str, float], *, weights: Weights, now: datetime,
-         temporal: bool = False) -> list[Ranked]:
-    """Score every (admitted) candidate, best first."""
+         temporal: bool = False, agenda: bool = False) -> list[Ranked]:
+    """Score every (admitted) candidate, best first. `temporal`: the query asks about the past; `agenda`: it asks
+    what lies in the window it names (下周六有什么安排), where a todo due inside it is timed as an episode is."""
     out: list[Ranked] = []
     for candidate in candidates:
         memory, ev = candidate.memory, candidate.evidence
-        timed = temporal and memory.category in TIMED_CATEGORIES
+        timed = (temporal and memory.category in TIMED_CATEGORIES) or (
+            agenda and memory.category == Category.todo and candidate.in_window
+        )
         age = (now - memory.valid_from).total_seconds() / 86400.0
         fresh = freshness(age)
         imp = importance_now(memory, now)

@@ -3,6 +3,7 @@
     上次我们聊面试是什么时候      -> intent: the user asks about the past (favour episodes and events)
     上周我们聊了什么              -> intent + window: last Monday..Sunday
     3天前 / 两个月前 / yesterday / last month / 去年 -> a window of dates
+    明天 / 后天 / tomorrow / the day after tomorrow -> that day (a question about it asks what is due then)
 
     5月2号 / 4月27日 / 五月二号 / May 2nd / 2026-05-02 / 去年5月2号 -> that day; the most recent past one when no
                                            year is written, the coming one when the message looks ahead (下周, 安排,
@@ -225,6 +226,10 @@ def parse(text: str, today: date) -> TimeQuery:
     elif (m := _AGO_EN.search(lowered)) is not None:
         n = m.group(1)
         window = _ago_window(int(n) if n.isdigit() else _EN_NUM[n], m.group(2), today)
+    elif "后天" in text or "day after tomorrow" in lowered:
+        window = (today + timedelta(days=2), today + timedelta(days=2))
+    elif re.search(r"明天|明早|明晚|tomorrow", lowered):
+        window = (today + timedelta(days=1), today + timedelta(days=1))
     elif "前天" in text or "day before yesterday" in lowered:
         window = (today - timedelta(days=2), today - timedelta(days=2))
     elif "昨天" in text or "昨晚" in text or "yesterday" in lowered:

@@ -303,7 +303,8 @@ class Retrieval:
             return []
         candidates = await versions.bring_current(reader, user_id, candidates, statuses)
         admitted = [c for c in _usable(candidates, req.categories, now) if self.rules.passes(c, health)]
-        ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
+        ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,
+                      agenda=q.time.agenda)
         pool = ranked[:SHADOW_POOL]
         if len(pool) > 1 and vector is not None:
             # In the same snapshot: the pairs must be the memories just ranked.
@@ -346,7 +347,8 @@ class Retrieval:
         async with self.library.cloud.read() as reader:
             candidates = await gather_candidates(reader, user_id, q, encoding, statuses, health, self.rules)
         admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
-        ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent)
+        ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,
+                      agenda=q.time.agenda)
         return await self.library.new_to_the_notebook(user_id, ranked)
 
     def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
