@@ -34,6 +34,7 @@ from pocketmem.base.models import DeleteReason, EventKind, Memory, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.transfer.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
+from pocketmem.service.upkeep.unsent import LIBRARY_KEY, position_key
 from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import Store
 
@@ -118,8 +119,8 @@ class Sync:
                 library_id = await tx.meta("library_id") or uuid.uuid4().hex
                 await tx.put_meta("library_id", library_id)
         self._library_id = library_id
-        if await self.local.get_meta("sync.library_id") != library_id:
-            await self.local.set_meta("sync.library_id", library_id)
+        if await self.local.get_meta(LIBRARY_KEY) != library_id:
+            await self.local.set_meta(LIBRARY_KEY, library_id)
         tag = await self.library.get_meta("embedder")
         if tag is None:
             dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
@@ -132,7 +133,7 @@ class Sync:
             )
 
     def _key(self, user_id: str, direction: str) -> str:
-        return f"sync.{self._library_id}.{user_id}.{direction}"
+        return position_key(self._library_id, user_id, direction)
 
     async def _sync_user(self, user_id: str) -> UserSyncReport:
         out = UserSyncReport(user_id=user_id)
@@ -321,7 +322,7 @@ class Sync:
     async def pending_uploads(self, user_id: str) -> int:
         library_id = self._library_id or await self._known_library_id()
         async with self.local.read() as reader:
-            since = await reader.meta(f"sync.{library_id}.{user_id}.push") if library_id else None
+            since = await reader.meta(position_key(library_id, user_id, "push")) if library_id else None
             changed = await reader.changed_memories(user_id, since, None, PENDING_LIMIT)
             count = sum(
                 1 for _, m in changed if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
@@ -335,7 +336,7 @@ class Sync:
     async def _known_library_id(self) -> str | None:
         """The library's id as recorded by an earlier sync (the library itself may be unreachable now)."""
         async with self.local.read() as reader:
-            raw = await reader.meta("sync.library_id")
+            raw = await reader.meta(LIBRARY_KEY)
         return raw
 
     # -- the server's timer -------------------------------------------------------------------------
