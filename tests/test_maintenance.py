@@ -267,3 +267,26 @@ async def test_a_restored_episode_does_not_expire_again(app, clock):
     assert (await app.maintenance.run()).users[0].expired == []
     hits = await app.retrieval.recall(USER, RecallRequest(query="搬家的事", keywords=["搬家"]))
     assert [m.id for m in hits.memories] == [episode]
+
+
+async def test_the_purge_query_leaves_what_sync_has_yet_to_carry(make_settings, tmp_path, clock):
+    from pocketmem.store.types import Unsent
+
+    async with PocketMem(make_settings(tmp_path, max_active=2), clock=clock) as app:
+        evicted = await add(app, "用户小时候在成都住过", scores={"info": 0.1, "judge": 0.1})
+        clock.advance(minutes=1)
+        await add(app, "用户喜欢爬山", scores={"info": 0.9})
+        forgotten = await add(app, "用户想学滑雪", scores={"info": 0.95})
+        await app.trash.forget(USER, forgotten, None)
+        clock.advance(days=8)
+
+        async def purgeable(unsent: Unsent | None) -> set[str]:
+            async with app.store.read() as r:
+                return {m.id for m in await r.purgeable_memories(USER, clock.now(), 10, unsent)}
+
+        async with app.store.read() as r:
+            pushed = await r.change_marker()  # a push that started now would carry both
+        assert await purgeable(None) == {evicted, forgotten}
+        assert await purgeable(Unsent(reasons=(DeleteReason.evicted,), since=None)) == {forgotten}
+        assert await purgeable(Unsent(reasons=(DeleteReason.evicted,), since=pushed)) == {evicted, forgotten}
+        assert await purgeable(Unsent(reasons=None, since=None)) == set()

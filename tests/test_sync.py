@@ -259,7 +259,7 @@ async def test_a_slow_or_absent_library_leaves_recall_on_time(tmp_path, library_
             assert [h.source for h in down.memories] == ["local"]
 
 
-async def test_an_unreachable_library_fails_the_run_and_keeps_the_local_purge(
+async def test_an_unreachable_library_fails_the_run_and_the_trash_waits_for_its_handover(
     tmp_path, postgres, library_db, make_settings
 ):
     clock = FixedClock(START)
@@ -276,14 +276,15 @@ async def test_an_unreachable_library_fails_the_run_and_keeps_the_local_purge(
             status = (await a.stats(USER))["sync"]
             assert status["last_error"] and status["consecutive_failures"] == 1 and status["pending_uploads"] >= 1
             clock.advance(days=8)
-            assert (await a.maintenance.run()).users[0].purged == [gone]
+            assert (await a.maintenance.run()).users[0].purged == []  # the library is to keep the trash
 
             proxy.refuse = False
             await synced(a)
             status = (await a.stats(USER))["sync"]
             assert status["last_error"] is None and status["consecutive_failures"] == 0
             assert status["pending_uploads"] == 0
-            assert await library_rows(a, Status.trashed) == {}  # purged before it could be handed over
+            assert set(await library_rows(a, Status.trashed)) == {gone}
+            assert await rows(a.store, Status.trashed) == {}
 
 
 def test_backoff_doubles_after_failures_up_to_an_hour():
@@ -416,3 +417,34 @@ async def test_the_server_syncs_on_a_timer(tmp_path, library_url, make_settings)
                 await anyio.sleep(0.05)
         stats = await client.read_resource("memory://stats")
         assert '"sync"' in stats.contents[0].text
+
+
+async def test_an_evicted_memory_waits_in_the_trash_until_it_has_reached_the_library(
+    tmp_path, postgres, library_db, make_settings
+):
+    clock = FixedClock(START)
+    async with Proxy(postgres.socket_path) as proxy:
+        url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
+        async with device(make_settings, tmp_path, "a", url, clock, max_active=2, cloud_timeout=1) as a:
+            first = await add(a, "用户喜欢爬山", scores={"info": 0.9})
+            await synced(a)
+            proxy.refuse = True  # a week offline: everything below is acknowledged, nothing reaches the library
+            proxy.cut()
+            offline = []
+            for text in ("用户小时候在成都住过", "用户在学吉他", "用户每天跑步五公里"):
+                clock.advance(minutes=1)
+                offline.append(await add(a, text, scores={"info": 0.5}))
+            gone = await add(a, "用户的临时密码提示是生日", scores={"info": 0.95})
+            await a.trash.forget(USER, gone, None)
+            evicted = set(await rows(a.store, Status.trashed)) - {gone}
+            assert len(evicted) >= 2
+            assert not (await a.sync.run()).ok
+            clock.advance(days=8)
+            assert (await a.maintenance.run()).users[0].purged == [gone]  # a delete is purged on time
+            assert set(await rows(a.store, Status.trashed)) == evicted
+
+            proxy.refuse = False
+            await synced(a)
+            assert set(await library_rows(a)) == {first, *offline}
+            assert set((await a.maintenance.run()).users[0].purged) == evicted  # now they may go
+            assert set(await library_rows(a)) == {first, *offline}

@@ -58,6 +58,9 @@ async def _stats(settings: Settings) -> int:
     return 0
 
 
+PLACES = {"library": "the cloud library", "notebook": "this notebook"}  # a skipped row's `where`, in words
+
+
 async def _sync(settings: Settings) -> int:
     from pocketmem.app import PocketMem, dumps
 
@@ -70,9 +73,19 @@ async def _sync(settings: Settings) -> int:
         with progress_bar("syncing", "users") as progress:
             report = await app.sync.run(progress)
     print(dumps(report.model_dump(mode="json")))
-    print(f"synced {counted(len(report.users), 'user')}: " + ("ok" if report.ok else f"failed: {report.error}"),
-          file=sys.stderr)
-    return 0 if report.ok else 1
+    outcome = f"failed: {report.error}" if not report.ok else "ok"
+    if report.ok and report.skipped:
+        outcome = f"ok but for {counted(report.skipped, 'row')} left out"
+    print(f"synced {counted(len(report.users), 'user')}: {outcome}", file=sys.stderr)
+    for user in report.users:
+        for row in user.skipped:
+            place = PLACES[row["where"]]
+            print(
+                f"pocketmem: left out {row['table']} row {row['id']} of user {user.user_id!r} in {place}: "
+                f"{row['why']}; {row['advice']}",
+                file=sys.stderr,
+            )
+    return 0 if report.ok and not report.skipped else 1
 
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:

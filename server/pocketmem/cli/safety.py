@@ -36,7 +36,7 @@ async def allow_maintenance(app: Any, now: datetime, args: argparse.Namespace) -
     """Show what a run at `now` would purge for good; with --now in the future, ask (or need --yes)."""
     from pocketmem.service.manage.safety import purge_preview
 
-    doomed = await purge_preview(app.store, now)
+    doomed = await purge_preview(app.store, app.settings, now)
     shown = absolute(now, app.settings.zone)  # a time a person sees: POCKETMEM_TZ, with its offset
     total = sum(len(items) for items in doomed.values())
     future = now > datetime.now(now.tzinfo) + FUTURE_SLACK

@@ -47,7 +47,7 @@ from pocketmem.base.models import (
 )
 from pocketmem.store.profile_base import ProfileReader, ProfileWriter
 from pocketmem.store.transfer_roles import ImportWrites, SyncFeed, SyncWrites
-from pocketmem.store.types import BrowseFilter, Holder, IndexedText, MemoryFilter, ScoreRow, StoreStats
+from pocketmem.store.types import BrowseFilter, Holder, IndexedText, MemoryFilter, ScoreRow, StoreStats, Unsent
 
 
 class MemoryReads(Protocol):
@@ -281,8 +281,10 @@ class UpkeepReads(Protocol):
         """Active or superseded non-core memories whose expires_at is at or before `now`."""
 
     @abstractmethod
-    async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
-        """Trashed memories whose purge_at is at or before `now`."""
+    async def purgeable_memories(
+        self, user_id: str, now: datetime, limit: int, unsent: Unsent | None = None
+    ) -> list[Memory]:
+        """Trashed memories whose purge_at is at or before `now`, but for those `unsent` names."""
 
 
 class BrowseReads(Protocol):

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Event, Memory, PendingItem, Revision, Tombstone, Usage
 from pocketmem.store.types import IndexedText
 
@@ -27,15 +28,17 @@ class SyncFeed(Protocol):
     @abstractmethod
     async def changed_memories(
         self, user_id: str, since: str | None, after: str | None, limit: int
-    ) -> list[tuple[str, Memory]]:
+    ) -> list[tuple[str, Memory | UnreadableRow]]:
         """(key, memory) for memories changed at or after `since` (None: from the beginning), by key;
-        `after` is the last key of the previous page. Keys sort as text."""
+        `after` is the last key of the previous page. Keys sort as text. A row that cannot be read comes as
+        the UnreadableRow naming it, in its place."""
 
     @abstractmethod
     async def changed_tombstones(
         self, user_id: str, since: str | None, after: str | None, limit: int
-    ) -> list[tuple[str, Tombstone]]:
-        """(key, tombstone) for tombstones written or changed (restored_at, purged_at) at or after `since`."""
+    ) -> list[tuple[str, Tombstone | UnreadableRow]]:
+        """(key, tombstone) for tombstones written or changed (restored_at, purged_at) at or after `since`;
+        unreadable rows as in changed_memories."""
 
 
 class ImportWrites(Protocol):
@@ -82,8 +85,9 @@ class SyncWrites(Protocol):
     async def upsert_memory(
         self, memory: Memory, vector: Sequence[float] | None, text: IndexedText, *, record_change: bool = True
     ) -> None:
-        """Insert the memory, or overwrite every column of the row with its id (same user). Without a
-        vector an existing row keeps its own. `record_change=False`: a copy of a change made elsewhere,
+        """Insert the memory, or overwrite every column of the row with its id (same user; Conflict when the
+        id is another user's, and nothing is written). Without a vector an existing row keeps its own.
+        `record_change=False`: a copy of a change made elsewhere,
         left out of this store's change order."""
 
     @abstractmethod

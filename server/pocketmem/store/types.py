@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pocketmem.base.models import Category, EventKind, Scores, Status
+from pocketmem.base.models import Category, DeleteReason, EventKind, Scores, Status
 
 # After a write commits: {user_id: the event kinds that transaction wrote}.
 CommitListener = Callable[[Mapping[str, frozenset[EventKind]]], Awaitable[None]]
@@ -23,6 +23,16 @@ class IndexedText:
 
     terms: str
     keyword_terms: str
+
+
+@dataclass(frozen=True)
+class Unsent:
+    """Trashed memories a purge leaves alone because sync has yet to carry them to the cloud library: those
+    with one of `reasons` (every reason when None) last changed at or after `since`, a position in the store's
+    change order (store/base.py; None: from the beginning, nothing has been carried yet)."""
+
+    reasons: tuple[DeleteReason, ...] | None
+    since: str | None
 
 
 @dataclass(frozen=True, slots=True)

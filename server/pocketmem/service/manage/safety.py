@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Memory, Status
+from pocketmem.service.upkeep.unsent import unsent
 from pocketmem.store.base import Transactions
 
 PREVIEW_LIMIT = 10_000
@@ -28,12 +29,14 @@ class CapOverflow(BaseModel):
         return self.active + self.incoming - self.max_active
 
 
-async def purge_preview(store: Transactions, now: datetime, limit: int = PREVIEW_LIMIT) -> dict[str, list[Memory]]:
+async def purge_preview(
+    store: Transactions, settings: Settings, now: datetime, limit: int = PREVIEW_LIMIT
+) -> dict[str, list[Memory]]:
     """Per user, the trashed memories a maintenance run at `now` deletes for good (purge_at <= now)."""
     out: dict[str, list[Memory]] = {}
     async with store.read() as reader:
         for user_id in await reader.user_ids():
-            doomed = await reader.purgeable_memories(user_id, now, limit)
+            doomed = await reader.purgeable_memories(user_id, now, limit, await unsent(settings, reader, user_id))
             if doomed:
                 out[user_id] = doomed
     return out

@@ -82,6 +82,13 @@ class StoreDamaged(Failure):
     label = "store damaged"
 
 
+class LibraryFailed(Failure):
+    """The cloud library could not answer this call's question (service/recall/library.py): its hits are
+    missing, not just fewer; the notebook's own answer stands."""
+
+    label = "cloud library"
+
+
 class BookkeepingFailed(Failure):
     """A write recall makes on the side (reinforcing the memories the agent used) failed."""
 

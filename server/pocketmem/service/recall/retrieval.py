@@ -42,7 +42,7 @@ from pocketmem.core.text import (
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.recall import fallback, versions
 from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVectors, gather_candidates
-from pocketmem.service.recall.library import LibraryRecall
+from pocketmem.service.recall.library import LibraryHits, LibraryRecall
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
 from pocketmem.service.shared.usercard import render_user_card
@@ -266,7 +266,10 @@ class Retrieval:
         hits = [self._hit(r, locale, req.explain) for r in ranked]
         if asked is not None and len(ranked) < top_k:
             # Local first: the library's hits fill what room the notebook leaves.
-            extra = (await asked.result())[: top_k - len(ranked)]
+            answer = await asked.result()
+            if answer.problem:
+                health.fail(fallback.LibraryFailed(answer.problem))
+            extra = answer.ranked[: top_k - len(ranked)]
             hits += [self._hit(r, locale, req.explain, source="library") for r in extra]
             ranked = [*ranked, *extra]
         if req.record:
@@ -340,7 +343,7 @@ class Retrieval:
         statuses: tuple[Status, ...],
         now: datetime,
         categories: Sequence[Category] | None,
-    ) -> list[Ranked]:
+    ) -> LibraryHits:
         """Large-library recall: the same candidates and ranking, over the cloud library."""
         assert self.library is not None
         health = fallback.Health()  # the library's own: its failures are not the notebook's
@@ -349,7 +352,7 @@ class Retrieval:
         admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,
                       agenda=q.time.agenda)
-        return await self.library.new_to_the_notebook(user_id, ranked)
+        return LibraryHits(await self.library.new_to_the_notebook(user_id, ranked), health.describe())
 
     def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
         now = self.clock.now()

@@ -11,7 +11,9 @@ One run, for every user of the notebook (rules in sync_rules.py):
                 here quietly (they are not sent back); the cap then evicts as after any write
 
 Positions are opaque change markers of each store (store/base.py), taken when a pass starts and
-saved only when it completes, in the notebook, per library and user. Idempotent: a second run
+saved only when it completes without leaving a row out, in the notebook, per library and user. A row
+that cannot be read or applied (a newer release's value, an id another user holds) is left out and
+reported in the user's `skipped`; the rest of the user's rows and every other user go on. Idempotent: a second run
 uploads nothing. When the library is unreachable the run fails, the timer retries with backoff,
 and the notebook's own maintenance (the 7-day purge) goes on regardless.
 """
@@ -22,18 +24,19 @@ import json
 import logging
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import anyio
 from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock, to_iso
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import EmbedderMismatch, PocketmemError
-from pocketmem.base.models import DeleteReason, EventKind, Memory, Status
+from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, UnreadableRow
+from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.transfer.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
+from pocketmem.service.upkeep.unsent import LIBRARY_KEY, position_key
 from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import Store
 
@@ -44,6 +47,12 @@ STATE_KEY = "sync.state"
 MAX_BACKOFF = 3600.0
 FIRST_RUN_DELAY = 1.0
 PENDING_LIMIT = 10_000
+Side = Literal["notebook", "library"]
+ADVICE: dict[Side, str] = {
+    "notebook": "run `pocketmem doctor --repair` on this device, then sync again",
+    "library": "correct or remove that row in the cloud library (a newer pocketmem may have written it: upgrade "
+    "this device), then sync again",
+}
 
 
 class UserSyncReport(BaseModel):
@@ -54,6 +63,16 @@ class UserSyncReport(BaseModel):
     downloaded: int = 0
     tombstones_downloaded: int = 0
     evicted: int = 0
+    skipped: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="rows that could not be read or applied (table, id, where, why, advice); the rest went on",
+    )
+
+    def skip(self, table: str, row_id: str, where: Side, why: str) -> None:
+        """A row left out: it stays where it is, and travels once it is readable and changes again."""
+        log.warning("sync of %s: %s row %s in the %s skipped: %s", self.user_id, table, row_id, where, why)
+        advice = ADVICE[where]
+        self.skipped.append({"table": table, "id": row_id, "where": where, "why": why, "advice": advice})
 
 
 class SyncReport(BaseModel):
@@ -67,6 +86,10 @@ class SyncReport(BaseModel):
     @property
     def uploaded(self) -> int:
         return sum(u.uploaded + u.tombstones_uploaded + u.trash_handed_over for u in self.users)
+
+    @property
+    def skipped(self) -> int:
+        return sum(len(u.skipped) for u in self.users)
 
 
 class Sync:
@@ -118,8 +141,8 @@ class Sync:
                 library_id = await tx.meta("library_id") or uuid.uuid4().hex
                 await tx.put_meta("library_id", library_id)
         self._library_id = library_id
-        if await self.local.get_meta("sync.library_id") != library_id:
-            await self.local.set_meta("sync.library_id", library_id)
+        if await self.local.get_meta(LIBRARY_KEY) != library_id:
+            await self.local.set_meta(LIBRARY_KEY, library_id)
         tag = await self.library.get_meta("embedder")
         if tag is None:
             dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
@@ -132,7 +155,7 @@ class Sync:
             )
 
     def _key(self, user_id: str, direction: str) -> str:
-        return f"sync.{self._library_id}.{user_id}.{direction}"
+        return position_key(self._library_id, user_id, direction)
 
     async def _sync_user(self, user_id: str) -> UserSyncReport:
         out = UserSyncReport(user_id=user_id)
@@ -147,6 +170,7 @@ class Sync:
     # -- push -------------------------------------------------------------------------------------
     async def _push(self, user_id: str, out: UserSyncReport) -> None:
         key = self._key(user_id, "push")
+        skipped_before = len(out.skipped)
         async with self.local.read() as reader:
             since = await reader.meta(key)
             marker = await reader.change_marker()
@@ -156,33 +180,38 @@ class Sync:
                 page = await reader.changed_memories(user_id, since, after, PAGE)
                 memories = [
                     sync_view(m)
-                    for _, m in page
+                    for m in _readable(page, out, "notebook")
                     if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
                 ]
                 vectors = await reader.memory_vectors(user_id, [m.id for m in memories])
                 revisions = [r for m in memories if m.core for r in await reader.list_revisions(user_id, m.id)]
             if not page:
                 break
-            out.uploaded += await self._send(memories, vectors, revisions)
+            out.uploaded += (await self._send(memories, vectors, revisions, out))[0]
             after = page[-1][0]
         after = None
         while True:
             async with self.local.read() as reader:
-                tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
-            if not tombstones:
+                page_of_tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
+            if not page_of_tombstones:
                 break
+            tombstones = _readable(page_of_tombstones, out, "notebook")
             async with self.library.write(user_id=user_id) as tx:
-                for _, tombstone in tombstones:
+                for tombstone in tombstones:
                     if await apply_tombstone(tx, tombstone, library=True, record_change=True):
                         out.tombstones_uploaded += 1
             async with self.local.write(user_id=user_id) as tx:
-                await tx.mark_tombstones_synced(user_id, [t.tombstone_id for _, t in tombstones], self.clock.now())
-            after = tombstones[-1][0]
-        async with self.local.write() as tx:
-            await tx.put_meta(key, marker)
+                await tx.mark_tombstones_synced(user_id, [t.tombstone_id for t in tombstones], self.clock.now())
+            after = page_of_tombstones[-1][0]
+        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
+            async with self.local.write() as tx:
+                await tx.put_meta(key, marker)
 
-    async def _send(self, memories: list[Memory], vectors: dict[str, list[float]], revisions: list[Any]) -> int:
-        """One library transaction: land each memory (and its revisions); the count of those that changed it."""
+    async def _send(
+        self, memories: list[Memory], vectors: dict[str, list[float]], revisions: list[Any], out: UserSyncReport
+    ) -> tuple[int, set[str]]:
+        """One library transaction: land each memory (and its revisions); the count of those that changed it,
+        and the ids of those the library would not take (reported in `out`)."""
         missing = [m for m in memories if m.id not in vectors]
         if missing:
             for memory, vector in zip(
@@ -190,14 +219,20 @@ class Sync:
             ):
                 vectors[memory.id] = vector
         changed = 0
+        refused: set[str] = set()
         async with self.library.write() as tx:
             await tx.lock_users(m.user_id for m in memories)
             for memory in memories:
-                if await apply_memory(tx, memory, vectors.get(memory.id), library=True, record_change=True):
-                    changed += 1
+                try:
+                    if await apply_memory(tx, memory, vectors.get(memory.id), library=True, record_change=True):
+                        changed += 1
+                except (Conflict, UnreadableRow) as exc:  # checked before anything is written
+                    out.skip("memories", memory.id, "library", _why(exc))
+                    refused.add(memory.id)
             for revision in revisions:
-                await tx.import_revision(revision)
-        return changed
+                if revision.memory_id not in refused:
+                    await tx.import_revision(revision)
+        return changed, refused
 
     async def _hand_over_trash(self, user_id: str, out: UserSyncReport) -> None:
         after: str | None = None
@@ -209,7 +244,8 @@ class Sync:
             if not trash:
                 return
             after = trash[-1].id
-            await self._send([sync_view(m) for m in trash], vectors, [])
+            _, refused = await self._send([sync_view(m) for m in trash], vectors, [], out)
+            trash = [m for m in trash if m.id not in refused]
             async with self.library.write(user_id=user_id) as tx:
                 for tombstone in tombstones:
                     await apply_tombstone(tx, tombstone, library=True, record_change=True)
@@ -233,6 +269,7 @@ class Sync:
     # -- pull -------------------------------------------------------------------------------------
     async def _pull(self, user_id: str, out: UserSyncReport) -> None:
         key = self._key(user_id, "pull")
+        skipped_before = len(out.skipped)
         async with self.local.read() as reader:
             since = await reader.meta(key)
         async with self.library.read() as reader:
@@ -241,17 +278,21 @@ class Sync:
         while True:
             async with self.library.read() as reader:
                 page = await reader.changed_memories(user_id, since, after, PAGE)
-                vectors = await reader.memory_vectors(user_id, [m.id for _, m in page])
-                revisions = [r for _, m in page if m.core for r in await reader.list_revisions(user_id, m.id)]
+                memories = _readable(page, out, "library")
+                vectors = await reader.memory_vectors(user_id, [m.id for m in memories])
+                revisions = [r for m in memories if m.core for r in await reader.list_revisions(user_id, m.id)]
             if not page:
                 break
             now = self.clock.now()
             async with self.local.write(user_id=user_id) as tx:
                 landed: list[str] = []
-                for _, memory in page:
+                for memory in memories:
                     incoming = sync_view(memory)  # a library served by a pocketmem server may evict too
-                    if await apply_memory(tx, incoming, vectors.get(memory.id), library=False, record_change=False):
-                        landed.append(memory.id)
+                    try:
+                        if await apply_memory(tx, incoming, vectors.get(memory.id), library=False, record_change=False):
+                            landed.append(memory.id)
+                    except (Conflict, UnreadableRow) as exc:  # checked before anything is written
+                        out.skip("memories", memory.id, "notebook", _why(exc))
                 for revision in revisions:
                     if revision.memory_id in landed:
                         await tx.import_revision(revision)
@@ -264,20 +305,21 @@ class Sync:
         after = None
         while True:
             async with self.library.read() as reader:
-                tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
-            if not tombstones:
+                page_of_tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
+            if not page_of_tombstones:
                 break
             now = self.clock.now()
             async with self.local.write(user_id=user_id) as tx:
-                for _, tombstone in tombstones:
+                for tombstone in _readable(page_of_tombstones, out, "library"):
                     if tombstone.reason == DeleteReason.evicted:
                         continue  # another notebook's capacity, not a delete
                     landed_copy = tombstone.model_copy(update={"cloud_synced_at": tombstone.cloud_synced_at or now})
                     if await apply_tombstone(tx, landed_copy, library=False, record_change=False):
                         out.tombstones_downloaded += 1
-            after = tombstones[-1][0]
-        async with self.local.write() as tx:
-            await tx.put_meta(key, marker)
+            after = page_of_tombstones[-1][0]
+        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
+            async with self.local.write() as tx:
+                await tx.put_meta(key, marker)
 
     # -- state ------------------------------------------------------------------------------------
     async def _save_state(self, report: SyncReport) -> None:
@@ -292,6 +334,7 @@ class Sync:
                 "ok": report.ok,
                 "uploaded": report.uploaded,
                 "downloaded": sum(u.downloaded + u.tombstones_downloaded for u in report.users),
+                "skipped": report.skipped,
             },
         }
         try:
@@ -321,10 +364,12 @@ class Sync:
     async def pending_uploads(self, user_id: str) -> int:
         library_id = self._library_id or await self._known_library_id()
         async with self.local.read() as reader:
-            since = await reader.meta(f"sync.{library_id}.{user_id}.push") if library_id else None
+            since = await reader.meta(position_key(library_id, user_id, "push")) if library_id else None
             changed = await reader.changed_memories(user_id, since, None, PENDING_LIMIT)
             count = sum(
-                1 for _, m in changed if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
+                1
+                for _, m in changed
+                if isinstance(m, UnreadableRow) or m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
             )
             count += sum(1 for t in await reader.all_tombstones(user_id) if t.cloud_synced_at is None)
             if self.settings.sync_trash:
@@ -335,7 +380,7 @@ class Sync:
     async def _known_library_id(self) -> str | None:
         """The library's id as recorded by an earlier sync (the library itself may be unreachable now)."""
         async with self.local.read() as reader:
-            raw = await reader.meta("sync.library_id")
+            raw = await reader.meta(LIBRARY_KEY)
         return raw
 
     # -- the server's timer -------------------------------------------------------------------------
@@ -349,6 +394,24 @@ class Sync:
                 log.exception("sync run failed")
                 self.failures += 1
             await anyio.sleep(backoff(interval, self.failures))
+
+
+Row = TypeVar("Row", Memory, Tombstone)
+
+
+def _readable(page: list[tuple[str, Row | UnreadableRow]], out: UserSyncReport, where: Side) -> list[Row]:
+    """The rows of a page of changes that can be read; the others are reported in `out` and left out."""
+    rows: list[Row] = []
+    for _, row in page:
+        if isinstance(row, UnreadableRow):
+            out.skip(row.table, row.row_id, where, row.why)
+        else:
+            rows.append(row)
+    return rows
+
+
+def _why(exc: Conflict | UnreadableRow) -> str:
+    return exc.why if isinstance(exc, UnreadableRow) else str(exc)
 
 
 def backoff(interval: float, failures: int) -> float:

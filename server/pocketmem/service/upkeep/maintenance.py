@@ -5,7 +5,8 @@ One run, for every user, at one instant `now`:
     1. expire   active or superseded non-core memories whose expires_at has come (episodes: created_at
                 + POCKETMEM_EPISODE_DAYS) move to the trash, reason `expired`, restorable until purged
     2. purge    trashed memories whose purge_at has come are deleted for good, with their vector, keyword
-                row, revisions and usage; their tombstones stay (marked purged_at), event `purged`
+                row, revisions and usage; their tombstones stay (marked purged_at), event `purged`. With a
+                cloud library, what sync has yet to carry there waits (unsent.py: evicted memories not pushed)
     3. rescore  stored time_coef / importance are refreshed to the formula at `now` (scoring.py); they
                 feed the candidate order of recall. The values follow from the formula, so the log gets
                 one `rescored` event with the count per user and run (per 500 memories), not one per memory;
@@ -35,6 +36,7 @@ from pocketmem.base.models import DeleteReason, EventKind, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.scoring import importance
+from pocketmem.service.upkeep.unsent import unsent
 from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import UpkeepStore
 from pocketmem.store.types import ScoreRow
@@ -144,7 +146,7 @@ class Maintenance:
         done: list[str] = []
         while True:
             async with self.store.write(user_id=user_id) as tx:
-                batch = await tx.purgeable_memories(user_id, now, BATCH)
+                batch = await tx.purgeable_memories(user_id, now, BATCH, await unsent(self.settings, tx, user_id))
                 for memory in batch:
                     if await tx.purge_memory(user_id, memory.id, now):
                         await tx.add_event(

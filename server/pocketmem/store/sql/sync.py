@@ -7,11 +7,11 @@ copied from elsewhere is written with its vector and keyword rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pocketmem.base.errors import StoreError
+from pocketmem.base.errors import Conflict, StoreError, UnreadableRow
 from pocketmem.base.models import Memory, Tombstone
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
@@ -29,6 +29,17 @@ def parse_key(key: str | None) -> tuple[int, str]:
         return -1, ""
     position, _, row_id = key.partition(".")
     return int(position), row_id
+
+
+T = TypeVar("T")
+
+
+def _or_unreadable(read: Callable[[Sequence[Any]], T], row: Sequence[Any]) -> T | UnreadableRow:
+    """One row of a page of changes, or what stops it being read: the other rows of the page still travel."""
+    try:
+        return read(row)
+    except UnreadableRow as exc:
+        return exc
 
 
 class SyncQueries(Queries):
@@ -56,23 +67,29 @@ class SyncQueries(Queries):
 
     async def changed_memories(
         self, user_id: str, since: str | None, after: str | None, limit: int
-    ) -> list[tuple[str, Memory]]:
+    ) -> list[tuple[str, Memory | UnreadableRow]]:
         where, params = self._page("id", since, after)
         rows = await self._all(
             f"select {self._sync_column}, {self._memory_columns} from memories where {where}",
             (user_id, *params, limit),
         )
-        return [(change_key(r[0], r[1]), self._to_memory(r[1:])) for r in rows]
+        return [(change_key(r[0], r[1]), _or_unreadable(self._to_memory, r[1:])) for r in rows]
 
     async def changed_tombstones(
         self, user_id: str, since: str | None, after: str | None, limit: int
-    ) -> list[tuple[str, Tombstone]]:
+    ) -> list[tuple[str, Tombstone | UnreadableRow]]:
         where, params = self._page("tombstone_id", since, after)
         rows = await self._all(
             f"select {self._sync_column}, {TOMBSTONE_COLUMNS} from memory_tombstones where {where}",
             (user_id, *params, limit),
         )
-        return [(change_key(r[0], r[1]), tombstone_from_row(r[1:], self.dialect)) for r in rows]
+        return [(change_key(r[0], r[1]), _or_unreadable(self._to_tombstone, r[1:])) for r in rows]
+
+    def _to_tombstone(self, row: Sequence[Any]) -> Tombstone:
+        try:
+            return tombstone_from_row(row, self.dialect)
+        except ValueError as exc:  # a reason or time this release cannot read
+            raise UnreadableRow("memory_tombstones", str(row[2]), str(row[0]), str(exc)) from None
 
     async def meta(self, key: str) -> str | None:
         row = await self._one(self.dialect.sql("select value from store_meta where key = {p}"), (key,))
@@ -103,7 +120,7 @@ class SyncQueries(Queries):
                 await self.insert_memory(memory, vector, text)
                 return
             if row[0] != memory.user_id:
-                raise StoreError(f"memory id {memory.id} belongs to another user")
+                raise Conflict(f"memory id {memory.id} belongs to another user")
             await self._overwrite_copy(row[1], memory, vector, text)
         finally:
             if not record_change:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Memory, PendingItem, Status, Usage
@@ -17,7 +17,7 @@ from pocketmem.core.instants import decode as from_iso
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import USAGE_COLUMNS, usage_from_row
-from pocketmem.store.types import IndexedText, ScoreRow
+from pocketmem.store.types import IndexedText, ScoreRow, Unsent
 
 # The same expression as the partial index memories_open_todos (m002), so SQLite can use it.
 _OPEN_TODO = "status = 'active' and category = 'todo' and completed_at is null"
@@ -25,6 +25,8 @@ _TODO_TIME = "coalesce(remind_at, due_at)"
 
 
 class UpkeepQueries(Queries):
+    _sync_column: ClassVar[str]  # the change order's column (store/sql/sync.py)
+
     if TYPE_CHECKING:
 
         def _current_importance(self, now: datetime) -> tuple[str, list[Any]]: ...
@@ -81,12 +83,20 @@ class UpkeepQueries(Queries):
             (user_id, d.ts(now), CORE_PERSISTENCE, limit),
         )
 
-    async def purgeable_memories(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+    async def purgeable_memories(
+        self, user_id: str, now: datetime, limit: int, unsent: Unsent | None = None
+    ) -> list[Memory]:
         d = self.dialect
+        held = ""
+        held_params: list[Any] = []
+        if unsent is not None:  # left alone: rows of the named reasons changed at or after `since`
+            reasons, held_params = d.in_list("delete_reason", unsent.reasons) if unsent.reasons else ("1 = 1", [])
+            held = f"and not ({reasons} and {self._sync_column} >= {d.placeholder}) "
+            held_params.append(int(unsent.since or 0))
         return await self._memories(
-            d.sql(f"status = 'trashed' and purge_at <= {{p}} and user_id = {{p}} order by purge_at, {d.by_text('id')} "
-                  "limit {p}"),
-            (d.ts(now), user_id, limit),
+            d.sql(f"status = 'trashed' and purge_at <= {{p}} and user_id = {{p}} {held}"
+                  f"order by purge_at, {d.by_text('id')} limit {{p}}"),
+            (d.ts(now), user_id, *held_params, limit),
         )
 
     async def eviction_candidates(
