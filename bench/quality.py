@@ -320,7 +320,7 @@ def borrowed_context(data: dict[str, Any], seed: int = 5) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append",
-                        help="eval_a ... eval_l (repeatable; default: every eval_*.json in bench/data but UNREAD)")
+                        help="eval_a ... eval_m (repeatable; default: every eval_*.json in bench/data but UNREAD)")
     parser.add_argument("--embedder", default="use", help="use (the default), hash, local, openai")
     parser.add_argument("--embed-model")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
