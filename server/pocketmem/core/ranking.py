@@ -100,12 +100,13 @@ def freshness(age_days: float) -> float:
 def rank(candidates: Sequence[Candidate], query: Mapping[str, float], *, weights: Weights, now: datetime,
          temporal: bool = False, agenda: bool = False) -> list[Ranked]:
     """Score every (admitted) candidate, best first. `temporal`: the query asks about the past; `agenda`: it asks
-    what lies in the window it names (下周六有什么安排), where a todo due inside it is timed as an episode is."""
+    what lies in the window it names; when it does not ask about the past (下周六有什么安排, not 上周六来了哪些人),
+    a todo due inside the window is timed as an episode is."""
     out: list[Ranked] = []
     for candidate in candidates:
         memory, ev = candidate.memory, candidate.evidence
         timed = (temporal and memory.category in TIMED_CATEGORIES) or (
-            agenda and memory.category == Category.todo and candidate.in_window
+            agenda and not temporal and memory.category == Category.todo and candidate.in_window
         )
         age = (now - memory.valid_from).total_seconds() / 86400.0
         fresh = freshness(age)
