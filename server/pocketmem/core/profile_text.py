@@ -78,6 +78,7 @@ class Section:
     fields: dict[str, str] = field(default_factory=dict)
     memories: list[MemoryLine] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # every non-blank line as written (views compare these)
+    present: bool = False  # its heading is in the file (a section missing from a person's file was not edited)
 
 
 @dataclass
@@ -205,6 +206,8 @@ def parse(name: str, text: str) -> Parsed:
             current = _spec_for(name, heading.group(1))
             if current is None:
                 problems.append(f"line {number}: unknown section {heading.group(1)!r}")
+            else:
+                sections[current.key].present = True
             continue
         if current is None:
             problems.append(f"line {number}: text outside a section: {line[:60]!r}")

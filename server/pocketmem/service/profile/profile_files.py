@@ -17,24 +17,28 @@ difference between the recorded text and the file (a three-way merge, field by f
                                                      Insights.md: nothing (it only shows the hot lessons)
 
 When both sides changed, the person's edit wins for what the person touched; everything the person did not
-touch keeps the store's newer value. What the person touched is judged against the version pocketmem wrote
-that is nearest to their file (of the last five written): an editor left open across one of pocketmem's writes
-does not undo that write. A line is deleted when that version and the last one written have it and the person's
-file does not: a line pocketmem added after the version the person opened stays. A file identical to an earlier
-version edits nothing of it: what it lacks of the last version was deleted. Anything that cannot be
-taken in (an unknown field, a line outside a section, a read-only section changed, a secret under
+touch keeps the store's newer value. What the person touched is judged against the newest version written, or
+against an older one (of the last five) when the file holds exactly that version's memory lines: an editor left
+open across one of pocketmem's writes does not undo that write, while a file that drops lines deletes those lines.
+A file identical to an earlier version edits nothing of it: what it lacks of the last version was deleted. A line
+without an id comment whose text is a line written is that memory (editors that strip comments). Anything that
+cannot be taken in (an unknown field, a line outside a section, a read-only section changed, a secret under
 POCKETMEM_SECRETS=refuse, a memory no longer active) is reported: the person's whole file is kept beside it
 as `<name>.rejected-<UTC time>.md`, a `profile_file_rejected` event lists the problems, and the rest of the
-edit is still taken in. Then the file is written again from the store. A deleted file is simply written again.
+edit is still taken in. Then the file is written again from the store. A deleted file is simply written again; a
+section missing from the file (an emptied file, the title alone) is left as it is; a file cut off inside a line of
+a text written is reported and nothing in it taken in.
 
 One store keeps a folder: the first to write it leaves its id in `.pocketmem-store`, and another store over
-the same POCKETMEM_HOME (a second database file, a synced device) leaves that folder alone.
+the same POCKETMEM_HOME (a second database file, a synced device) leaves that folder alone. Processes of one store
+share its id (claimed once in store_meta), so starting two at once on a new home claims the folder for both.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import stat
 import time
 import uuid
@@ -53,7 +57,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.instants import UnreadableInstant
-from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
+from pocketmem.core.profile_text import FILES, MemoryLine, Parsed, Section, md_text, parse, render
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
@@ -96,12 +100,49 @@ def _distance(a: Parsed, b: Parsed) -> int:
     return total
 
 
-def _closest_base(name: str, theirs: Parsed, written: list[str]) -> Parsed:
-    """The version pocketmem wrote that the person most likely started from: of the last few written, the one
-    nearest to their file (the newest on a tie). An editor left open across a write then counts as an edit of
-    the older version, and the store's newer values survive wherever the person changed nothing."""
-    versions = [parse(name, text) for text in written]
-    return min(versions, key=lambda v: _distance(v, theirs))
+def _held(parsed: Parsed, keys: set[str]) -> set[tuple[str, str]]:
+    """The memory lines a version holds in the sections `keys`, by section and id."""
+    return {(key, line.memory_id) for key in keys for line in parsed.sections[key].memories if line.memory_id}
+
+
+def _closest_base(theirs: Parsed, versions: list[Parsed]) -> Parsed:
+    """The version pocketmem wrote that the person most likely started from (`versions`: the last few written,
+    newest first). An editor left open across a write saves the version it opened with the person's edit: the
+    same memory lines (text changed, lines added, none deleted), fields changed. So an older version counts only
+    when the file holds exactly its memory lines; of those and the newest, the one nearest to the file (the newest
+    on a tie). A file that drops lines is judged against the newest version: its deletions are what the person
+    saw and removed."""
+    keys = {key for key, s in theirs.sections.items() if s.kind == "memories" and s.present}
+    held = _held(theirs, keys)
+    stale = [v for v in versions[1:] if _held(v, keys) == held]
+    return min([versions[0], *stale], key=lambda v: _distance(v, theirs))
+
+
+def _restore_ids(theirs: Parsed, versions: list[Parsed]) -> None:
+    """A line without an id comment whose text is a line pocketmem wrote (newest version first) is that memory,
+    once: some Markdown editors drop comments, which must not read as deleting and re-adding every line."""
+    for key, section in theirs.sections.items():
+        if section.kind != "memories":
+            continue
+        known: dict[str, list[str]] = {}
+        taken = {line.memory_id for line in section.memories if line.memory_id}
+        for version in versions:
+            for line in version.sections[key].memories:
+                if line.memory_id and line.memory_id not in taken:
+                    known.setdefault(line.text, []).append(line.memory_id)
+                    taken.add(line.memory_id)
+        section.memories = [
+            MemoryLine(line.text, known[line.text].pop(0)) if not line.memory_id and known.get(line.text) else line
+            for line in section.memories
+        ]
+
+
+def _cut_short(text: str, written: list[str]) -> bool:
+    """The file is the start of a text pocketmem wrote, ending inside one of its lines: a save an editor or a sync
+    client broke off, not a person's edit."""
+    return bool(text) and not text.endswith("\n") and any(
+        len(w) > len(text) and w.startswith(text) and w[len(text)] != "\n" for w in written
+    )
 
 
 def _not_a_file(path: Path) -> str | None:
@@ -114,6 +155,26 @@ def _not_a_file(path: Path) -> str | None:
         return None
     return ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
             else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
+
+
+def _claim_folder(owner: Path, store_id: str) -> str:
+    """The id of the store that keeps the folder: the one in `owner`, or `store_id` written there now when there is
+    none. The file appears whole or not at all (written aside, then linked in place, which fails when another
+    process got there first), so a process starting at the same moment never reads it half-written."""
+    try:
+        return owner.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    owner.parent.mkdir(parents=True, exist_ok=True)
+    aside = owner.with_name(f"{owner.name}.{uuid.uuid4().hex}")
+    aside.write_text(store_id + "\n", encoding="utf-8")
+    try:
+        os.link(aside, owner)
+    except FileExistsError:
+        pass
+    finally:
+        aside.unlink()
+    return owner.read_text(encoding="utf-8").strip()
 
 
 def _hash(data: bytes) -> str:
@@ -264,17 +325,11 @@ class ProfileFiles:
         if user_id in self._owned:
             return self._owned[user_id]
         if self._store_id is None:
-            self._store_id = await self.store.get_meta(STORE_ID_KEY)
-            if self._store_id is None:
-                self._store_id = uuid.uuid4().hex
-                await self.store.set_meta(STORE_ID_KEY, self._store_id)
+            # Only inserted, never overwritten: processes starting together on a new home share one id.
+            self._store_id = (await self.store.get_meta(STORE_ID_KEY)
+                              or await self.store.claim_meta(STORE_ID_KEY, uuid.uuid4().hex))
         owner = self.folder(user_id) / OWNER_FILE
-        try:
-            claimed = owner.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            owner.parent.mkdir(parents=True, exist_ok=True)
-            owner.write_text(self._store_id + "\n", encoding="utf-8")
-            claimed = self._store_id
+        claimed = await anyio.to_thread.run_sync(_claim_folder, owner, self._store_id)
         self._owned[user_id] = claimed == self._store_id
         if not self._owned[user_id]:
             log.warning("%s belongs to another pocketmem store; its profile files are left alone", owner.parent)
@@ -369,22 +424,30 @@ class ProfileFiles:
         if stored is not None and stored[1] == _hash(raw):
             return
         problems: list[str] = []
+        written = [stored[0], *stored[2]] if stored else [""]
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8-sig")  # without the byte order mark some editors put first
         except UnicodeDecodeError:
             problems.append(f"{name}: not UTF-8 text; nothing in it was taken in")
-            text = None
-        if text is not None:
-            theirs = parse(name, text)
-            written = [stored[0], *stored[2]] if stored else [""]
-            base = _closest_base(name, theirs, written)
-            newest = parse(name, written[0])
-            # A file identical to an earlier version changes nothing of it: the person deleted what came after.
-            opened = newest if _distance(base, theirs) == 0 else base
-            problems += [f"{name} {p}" for p in theirs.problems]
-            await self._apply(user_id, name, (base, opened, newest), theirs, stored is not None, report, problems)
+        else:
+            if _cut_short(text, written):
+                problems.append(f"{name} ends inside a line of the text pocketmem wrote: it looks cut short (an editor "
+                                "or a sync client stopped writing); nothing in it was taken in")
+            else:
+                await self._take_in_text(user_id, name, parse(name, text), written, report, problems)
         if problems:
             await self._keep_rejected(user_id, name, raw, problems, report)
+
+    async def _take_in_text(
+        self, user_id: str, name: str, theirs: Parsed, written: list[str], report: FileReport, problems: list[str],
+    ) -> None:
+        versions = [parse(name, text) for text in written]
+        _restore_ids(theirs, versions)
+        base, newest = _closest_base(theirs, versions), versions[0]
+        # A file identical to an earlier version changes nothing of it: the person deleted what came after.
+        opened = newest if _distance(base, theirs) == 0 else base
+        problems += [f"{name} {p}" for p in theirs.problems]
+        await self._apply(user_id, name, (base, opened, newest), theirs, written != [""], report, problems)
 
     async def _apply(
         self, user_id: str, name: str, bases: tuple[Parsed, Parsed, Parsed], theirs: Parsed, known: bool,
@@ -393,6 +456,8 @@ class ProfileFiles:
         base, opened, newest = bases
         for spec in FILES[name]:
             b, t = base.sections[spec.key], theirs.sections[spec.key]
+            if not t.present:
+                continue  # a section missing from the file (an emptied or cut-off file) is left as it is
             if spec.kind == "fields":
                 await self._apply_fields(user_id, name, spec.key, b, t, report, problems)
             elif spec.kind == "memories":
