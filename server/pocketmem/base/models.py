@@ -145,6 +145,22 @@ class PendingItem(BaseModel):
     updated_at: datetime
     memory_id: str | None = None
 
+    def candidate_fault(self) -> tuple[str, str] | None:
+        """(field, why) when the candidate is not one a write path makes, else None. add_memory's candidate is its
+        request (content, category, ...) with content_hash; a proposed profile change adds `profile` (section ->
+        fields). Listing, recall and confirm read `content` and `category`."""
+        content, category = self.candidate.get("content"), self.candidate.get("category", Category.fact.value)
+        if not isinstance(content, str) or not content.strip():
+            return "candidate.content", "must be the memory's text (a non-empty string)"
+        if not isinstance(category, str) or category not in {c.value for c in Category}:
+            return "candidate.category", f"must be one of {', '.join(Category)}"
+        profile = self.candidate.get("profile")
+        if profile is not None and not (
+            isinstance(profile, dict) and all(isinstance(fields, dict) for fields in profile.values())
+        ):
+            return "candidate.profile", "must map each profile section to its fields"
+        return None
+
 
 class Tombstone(BaseModel):
     tombstone_id: str

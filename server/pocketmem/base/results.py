@@ -209,17 +209,20 @@ class TrashItem(BaseModel):
     content: str
     category: Category
     deleted_at: datetime
-    purge_at: datetime
-    reason: DeleteReason
+    purge_at: datetime | None = Field(
+        None, description="null only for a row stored without one (an old import): it is kept until restored"
+    )
+    reason: DeleteReason | None = Field(None, description="null only for a row stored without one (an old import)")
 
     @classmethod
     def of(cls, memory: Memory) -> TrashItem:
-        assert memory.deleted_at is not None and memory.purge_at is not None and memory.delete_reason is not None
+        """Every trashed row the store holds, even one an older import stored without its dates or reason: its
+        last change stands for when it was deleted."""
         return cls(
             id=memory.id,
             content=memory.content,
             category=memory.category,
-            deleted_at=memory.deleted_at,
+            deleted_at=memory.deleted_at or memory.updated_at,
             purge_at=memory.purge_at,
             reason=memory.delete_reason,
         )

@@ -264,7 +264,7 @@ async def _trash(app: Any, user: str, args: argparse.Namespace) -> int:
         _json(result)
         return 0
     zone = app.settings.zone
-    rows = [[t.id, t.reason.value, _day(t.deleted_at, zone), _day(t.purge_at, zone), t.content]
+    rows = [[t.id, t.reason.value if t.reason else "-", _day(t.deleted_at, zone), _day(t.purge_at, zone), t.content]
             for t in result.items]
     _print_table(f"trash of {user}", ("id", "reason", "deleted", "purge at", "content"), rows,
                  f"the trash of user {user!r} is empty")

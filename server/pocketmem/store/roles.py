@@ -64,6 +64,10 @@ class MemoryReads(Protocol):
         """The user's memories with these ids, in any status, in the order of `memory_ids` (unknown ids left out)."""
 
     @abstractmethod
+    async def memory_owners(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """id -> user_id for the ids the store holds, whoever's they are (an id is unique across users)."""
+
+    @abstractmethod
     async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
         """One memory with this content hash in one of `statuses`, if any."""
 

@@ -259,15 +259,17 @@ class Exporter:
         memories = [r for r in records if isinstance(r, _MemoryRow)]
         others = [r for r in records if not isinstance(r, _MemoryRow)]
         async with self.store.read() as reader:
-            present = await _present(reader, memories)
+            owners = await _owners(reader, memories)
             purged = {
                 t.memory_id
                 for user_id in {m.memory.user_id for m in memories}
                 for t in await reader.all_tombstones(user_id)
                 if t.purged_at is not None
             }
-        fresh = [m for m in memories if m.memory.id not in present and m.memory.id not in purged]
-        report.skipped.add("memory", len(memories) - len(fresh))
+        foreign = [m for m in memories if owners.get(m.memory.id, m.memory.user_id) != m.memory.user_id]
+        report.refused += [_foreign(m) for m in foreign]
+        fresh = [m for m in memories if m.memory.id not in owners and m.memory.id not in purged]
+        report.skipped.add("memory", len(memories) - len(fresh) - len(foreign))
         now = self.clock.now()
         touched: dict[str, TypeCounts] = {}
         order = {kind: i for i, kind in enumerate(ROW_TYPES)}
@@ -371,16 +373,24 @@ def _user_of(record: Any) -> str:
     return str(record["user_id"] if isinstance(record, Mapping) else record.user_id)
 
 
-async def _present(reader: Any, rows: Sequence[_MemoryRow]) -> set[str]:
-    """Ids of these memories the store already holds (one query per user and chunk of ids)."""
-    by_user: dict[str, list[str]] = {}
-    for row in rows:
-        by_user.setdefault(row.memory.user_id, []).append(row.memory.id)
-    present: set[str] = set()
-    for user_id, ids in by_user.items():
-        for start in range(0, len(ids), SCAN_BATCH):
-            present.update(m.id for m in await reader.get_memories(user_id, ids[start : start + SCAN_BATCH]))
-    return present
+async def _owners(reader: Any, rows: Sequence[_MemoryRow]) -> dict[str, str]:
+    """id -> owner of these memories' ids the store already holds, whoever's (one query per chunk of ids)."""
+    ids = [row.memory.id for row in rows]
+    owners: dict[str, str] = {}
+    for start in range(0, len(ids), SCAN_BATCH):
+        owners.update(await reader.memory_owners(ids[start : start + SCAN_BATCH]))
+    return owners
+
+
+def _foreign(row: _MemoryRow) -> Refused:
+    """A memory whose id another user's memory holds (a file re-targeted to a new user id): never merged into
+    that memory, nor "already in the store". The other user is not named (the web page imports too)."""
+    return Refused(
+        line=row.line, type="memory", id=row.memory.id, field="id",
+        why=f"is the id of another user's memory in this store, so it cannot be imported for {row.memory.user_id!r}: "
+        "ids are unique across users. To copy memories to another user, give each a new id (32 hex digits) in the "
+        "file and import it again",
+    )
 
 
 def _kind(record: Any) -> str:
@@ -399,9 +409,10 @@ def _kind(record: Any) -> str:
 
 
 class _MemoryRow:
-    def __init__(self, memory: Memory, usage: Usage | None) -> None:
+    def __init__(self, memory: Memory, usage: Usage | None, line: int) -> None:
         self.memory = memory
         self.usage = usage
+        self.line = line  # in the file, for the report
 
 
 class _ProfileRow(BaseModel):
@@ -450,26 +461,22 @@ def parse(
                 raise InvalidInput(
                     where, f"the first line must be the {FORMAT} header; is this a pocketmem export?"
                 )
-            if not isinstance(row.get("version"), int) or row["version"] > VERSION:
-                raise InvalidInput(
-                    where,
-                    f"export format version {row.get('version')!r} is newer than {VERSION}; "
-                    "upgrade pocketmem",
-                )
+            version = row.get("version")
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise InvalidInput(f"{where}: version", f"must be a whole number (the format version), not {version!r}")
+            if version > VERSION:
+                raise InvalidInput(where, f"export format version {version} is newer than {VERSION}; upgrade pocketmem")
             header_seen = True
             continue
+        row_id = next((str(row[k]) for k in ("id", "tombstone_id", "user_id") if row.get(k) is not None), None)
         try:
-            if settings is None:
-                records.append(_record(kind, row, where))
-                continue
-            row_id = next((str(row[k]) for k in ("id", "tombstone_id", "user_id") if row.get(k) is not None), None)
-            try:
-                if (field := numeric_times(row)) is not None:
-                    raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
-                records.append(_nested_checked(_record(kind, row, where), settings, kind))
-            except InvalidInput as exc:
-                if refused is not None:
-                    refused.append(Refused(line=number, type=kind, id=shown_id(row_id), field=exc.field, why=exc.rule))
+            if settings is not None and (field := numeric_times(row)) is not None:
+                raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
+            record = _record(kind, row, where, number)
+            records.append(record if settings is None else _nested_checked(record, settings, kind))
+        except InvalidInput as exc:  # this record is left out (and reported); the others go on
+            if refused is not None:
+                refused.append(Refused(line=number, type=kind, id=shown_id(row_id), field=exc.field, why=exc.rule))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or kind
@@ -521,20 +528,22 @@ def _checked(record: Any, settings: Settings) -> Any:
     if isinstance(record, _MemoryRow):
         if record.usage is not None:
             check_values(record.usage, "usage")
-        return _MemoryRow(check_record(record.memory, settings), record.usage)
+        return _MemoryRow(check_record(record.memory, settings), record.usage, record.line)
     return check_record(record, settings)
 
 
-def _record(kind: str, row: dict[str, Any], where: str) -> Any:
+def _record(kind: str, row: dict[str, Any], where: str, line: int) -> Any:
     if kind == "memory":
         usage = row.pop("usage", None)
+        if usage is not None and not isinstance(usage, dict):
+            raise InvalidInput("usage", "must be null or an object (used_count, last_used_at, used_mark, ...)")
         memory = Memory.model_validate(row)
         usage_row = (
             Usage.model_validate({**usage, "user_id": memory.user_id, "memory_id": memory.id})
             if usage
             else None
         )
-        return _MemoryRow(memory, usage_row)
+        return _MemoryRow(memory, usage_row, line)
     if kind == "tombstone":
         return Tombstone.model_validate(row)
     if kind == "revision":

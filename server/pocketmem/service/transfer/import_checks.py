@@ -13,6 +13,10 @@
     secrets         screened like add_memory: redacted in content, revisions, pending candidates, reasons,
                     profile text and event payloads; a keyword that carries one is dropped; a memory that is
                     nothing but a secret (or any secret with POCKETMEM_SECRETS=refuse) is refused
+    pending         the candidate a write path makes: text `content`, a known `category`, a profile change's
+                    `profile` sections; a memory's candidate is a request add_memory takes
+    trash           a trashed memory names its delete_reason; a missing deleted_at is its updated_at, a missing
+                    purge_at trash_days after that
 
 `check_record` is pure apart from the settings it reads, so a batching import can call it per record.
 A refused record is reported (line, type, id, field, why) and the rest of the file is imported.
@@ -22,17 +26,26 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from pocketmem.base.config import USER_ID_PATTERN, Settings
 from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Event, Memory, PendingItem, ProfileRevision, Revision, Tombstone
+from pocketmem.base.models import (
+    DeleteReason,
+    Event,
+    Memory,
+    PendingItem,
+    ProfileRevision,
+    Revision,
+    Status,
+    Tombstone,
+)
 from pocketmem.core import instants, privacy
 from pocketmem.core.text import clean_text, content_hash
-from pocketmem.service.writing.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_SOURCE_CHARS
+from pocketmem.service.writing.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_SOURCE_CHARS, AddRequest
 
 MAX_ID_CHARS = 64
 MAX_COUNT = 1_000_000_000
@@ -133,10 +146,7 @@ def check_record(record: Any, settings: Settings) -> Any:
         })
     if isinstance(record, PendingItem):
         _times(record)
-        candidate = dict(record.candidate)
-        if isinstance(candidate.get("content"), str):
-            candidate["content"] = _memory_text(candidate["content"], "candidate.content", settings)
-        return record.model_copy(update={"candidate": _payload(candidate)})
+        return record.model_copy(update={"candidate": _candidate(record, settings)})
     if isinstance(record, Event):
         _times(record)
         return record.model_copy(update={
@@ -159,8 +169,41 @@ def check_record(record: Any, settings: Settings) -> Any:
     return row
 
 
+def _candidate(item: PendingItem, settings: Settings) -> dict[str, Any]:
+    """A candidate as a write path makes it (PendingItem.candidate_fault), its content held to add_memory's rules.
+    A memory's candidate is also a request add_memory takes, since confirming it makes one; its content_hash is
+    computed again, as a memory's is."""
+    if (fault := item.candidate_fault()) is not None:
+        raise InvalidInput(*fault)
+    candidate = dict(item.candidate)
+    candidate["content"] = _memory_text(candidate["content"], "candidate.content", settings)
+    if "profile" not in candidate:
+        try:
+            AddRequest.model_validate({k: v for k, v in candidate.items() if k != "content_hash"})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InvalidInput(".".join(["candidate", *map(str, first["loc"])]), first["msg"]) from None
+        candidate["content_hash"] = content_hash(candidate["content"])
+    return dict(_payload(candidate))
+
+
+def _trashed(memory: Memory, settings: Settings) -> dict[str, Any]:
+    """A trashed memory's deleted_at, purge_at and delete_reason, which the trash listing and the purge need.
+    A missing time is filled (deleted when last changed, purged trash_days later); a missing reason cannot be
+    guessed and refuses the record."""
+    if memory.status != Status.trashed:
+        return {}
+    if memory.delete_reason is None:
+        raise InvalidInput(
+            "delete_reason", f"a trashed memory needs the reason it was deleted (one of {', '.join(DeleteReason)})"
+        )
+    deleted_at = memory.deleted_at or memory.updated_at
+    return {"deleted_at": deleted_at, "purge_at": memory.purge_at or deleted_at + timedelta(days=settings.trash_days)}
+
+
 def _memory(memory: Memory, settings: Settings) -> Memory:
     _times(memory)
+    trashed = _trashed(memory, settings)
     content = _memory_text(memory.content, "content", settings)
     if len(memory.keywords) > MAX_KEYWORDS:
         raise InvalidInput("keywords", f"at most {MAX_KEYWORDS} short terms, got {len(memory.keywords)}")
@@ -176,6 +219,7 @@ def _memory(memory: Memory, settings: Settings) -> Memory:
         # Always the content's own: a line edited by hand keeps its old hash, which would make the content it
         # no longer holds a "duplicate" of it.
         "content_hash": content_hash(content),
+        **trashed,
     }
     return memory.model_copy(update=update)
 

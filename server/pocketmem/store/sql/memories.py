@@ -57,6 +57,12 @@ class MemoryQueries:
         by_id = {m.id: m for m in found}
         return [by_id[i] for i in memory_ids if i in by_id]
 
+    async def memory_owners(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        if not memory_ids:
+            return {}
+        ids, params = self.dialect.in_list("id", memory_ids)
+        return {row[0]: row[1] for row in await self._all(f"select id, user_id from memories where {ids}", params)}
+
     async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
         d = self.dialect
         wanted, params = d.in_list("status", statuses)

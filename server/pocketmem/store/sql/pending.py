@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import OPEN_PENDING, PendingItem, PendingStatus
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.records import (
@@ -15,6 +17,8 @@ from pocketmem.store.sql.records import (
     pending_params,
     set_clause,
 )
+
+log = logging.getLogger(__name__)
 
 
 class PendingQueries:
@@ -27,8 +31,16 @@ class PendingQueries:
         async def _exec(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
     async def _pending(self, where: str, params: Sequence[Any]) -> list[PendingItem]:
+        """Rows that cannot be read are left out with a log line: one bad row must not hide the user's others
+        (listing, recall's pending_confirmations); export (all_pending) still names it."""
         rows = await self._all(f"select {PENDING_COLUMNS} from memory_pending where {where}", params)
-        return [pending_from_row(r, self.dialect) for r in rows]
+        items: list[PendingItem] = []
+        for row in rows:
+            try:
+                items.append(pending_from_row(row, self.dialect))
+            except UnreadableRow as exc:
+                log.warning("left out: %s", exc)
+        return items
 
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
         d = self.dialect

@@ -165,18 +165,25 @@ def memory_params(m: Memory, d: Dialect) -> tuple[Any, ...]:
 
 
 def pending_from_row(row: Sequence[Any], d: Dialect) -> PendingItem:
+    """A pending row, or UnreadableRow naming it when a value, or its candidate, is not what a write path makes."""
     id_, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at = row
-    return PendingItem(
-        id=id_,
-        user_id=user_id,
-        candidate=d.from_json(candidate),
-        confidence=confidence,
-        status=PendingStatus(status),
-        cooldown_until=d.dt(cooldown_until),
-        memory_id=memory_id,
-        created_at=d.from_column(created_at),
-        updated_at=d.from_column(updated_at),
-    )
+    try:
+        item = PendingItem(
+            id=id_,
+            user_id=user_id,
+            candidate=d.from_json(candidate),
+            confidence=confidence,
+            status=PendingStatus(status),
+            cooldown_until=d.dt(cooldown_until),
+            memory_id=memory_id,
+            created_at=d.from_column(created_at),
+            updated_at=d.from_column(updated_at),
+        )
+    except ValueError as exc:  # pydantic's ValidationError, a bad status or time, JSON that is not JSON
+        raise UnreadableRow("memory_pending", str(user_id), str(id_), str(exc)) from None
+    if (fault := item.candidate_fault()) is not None:
+        raise UnreadableRow("memory_pending", item.user_id, item.id, " ".join(fault))
+    return item
 
 
 def pending_params(item: PendingItem, d: Dialect) -> tuple[Any, ...]:
@@ -255,15 +262,18 @@ def revision_params(r: Revision, d: Dialect) -> tuple[Any, ...]:
 
 
 def event_from_row(r: Sequence[Any], d: Dialect) -> Event:
-    return Event(
-        id=r[0],
-        user_id=r[1],
-        kind=EventKind(r[2]),
-        memory_id=r[3],
-        operation_id=r[4],
-        payload=d.from_json(r[5]),
-        created_at=d.from_column(r[6]),
-    )
+    try:
+        return Event(
+            id=r[0],
+            user_id=r[1],
+            kind=EventKind(r[2]),
+            memory_id=r[3],
+            operation_id=r[4],
+            payload=d.from_json(r[5]),
+            created_at=d.from_column(r[6]),
+        )
+    except ValueError as exc:  # a kind no version wrote, a bad time or payload: name the row
+        raise UnreadableRow("memory_events", str(r[1]), str(r[0]), str(exc)) from None
 
 
 def usage_from_row(r: Sequence[Any], d: Dialect) -> Usage:
