@@ -59,10 +59,11 @@ class Doctor:
         report["embedder"] = await self._embedder()
         if isinstance(self.store, SQLiteStore):
             report["repaired"] += self.store.rebuilt
-            if repair:
-                report["repaired"] += await self._step("recreating missing tables", self.store.repair_schema) or []
+        if repair:
+            report["repaired"] += await self._step("recreating missing tables and columns", self.store.repair_schema) or []
+            if isinstance(self.store, SQLiteStore):
                 report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
-            self.problems += await self._step("checking the schema", self.store.schema_problems) or []
+        self.problems += await self._step("checking the schema", self.store.schema_problems) or []
         if repair:
             report["repaired"] += await self._step("mending the indexes", self.store.mend_indexes) or []
         store = await self._step("reading the store's health", self.store.health)

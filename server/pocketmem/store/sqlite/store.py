@@ -233,7 +233,10 @@ class SQLiteStore(Store):
     async def repair_schema(self) -> list[str]:
         conn = self._require(self._writer)
         async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
-            done = [f"{d.type} {d.name} was {d.problem}: recreated" for d in await schema_check.repair(conn)]
+            done = [
+                f"{d.type} {d.name} was {d.problem}: {'added' if d.type == 'column' else 'recreated'}"
+                for d in await schema_check.repair(conn)
+            ]
             found = [str(r[0]) for r in await conn.execute_fetchall("pragma quick_check")]
             if found != ["ok"]:  # an index that disagrees with its table is rebuilt from the table
                 await conn.execute("reindex")
