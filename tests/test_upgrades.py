@@ -37,7 +37,8 @@ def unpack(fixture: Path, home: Path) -> Path:
 def schema(db: Path) -> set[tuple[str, str]]:
     """Every table, index and trigger by name, and every column of a table as `column table.name`."""
     with sqlite3.connect(db) as conn:
-        found = {(r[0], r[1]) for r in conn.execute("select type, name from sqlite_master where name not like 'sqlite_%'")}
+        named = conn.execute("select type, name from sqlite_master where name not like 'sqlite_%'")
+        found = {(r[0], r[1]) for r in named}
         plain = conn.execute("select name from sqlite_master where type = 'table' and sql not like 'create virtual%'")
         for (table,) in plain.fetchall():
             found |= {("column", f"{table}.{r[1]}") for r in conn.execute(f'pragma table_info("{table}")')}

@@ -22,9 +22,8 @@ import anyio
 from pocketmem.base.config import mask_url
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, keyword_rows_added
-from pocketmem.store.postgres import instants_check
+from pocketmem.store.postgres import instants_check, schema_check
 from pocketmem.store.postgres import migrations as postgres_migrations
-from pocketmem.store.postgres import schema_check
 from pocketmem.store.postgres.records import lexemes, vector_text
 from pocketmem.store.postgres.tx import PostgresTx
 

@@ -5,8 +5,9 @@ from it (a first-release file: m001 was later given `memory_counts` and two inde
 hand) is told apart by name: a table that is missing, an index or trigger that is missing or defined otherwise, a
 column of a table that is missing (m009 was later given `profile_files.earlier`: a migration edited in place
 reaches no store that had already run it). Repair recreates each from the reference, adds a missing column with
-the reference's type and default (`alter table add column`), and refills the derived tables from the memories they derive from:
-`memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms` (term counts).
+the reference's type and default (`alter table add column`), and refills the derived tables from the memories
+they derive from: `memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms`
+(term counts).
 A table holding data of its own that is missing is recreated empty, and the report says so. Rows of derived
 tables that are there but disagree with the memories are mended (`mend`): keyword rows without a memory removed,
 memories without a keyword row indexed again the same way, term and active counts recounted. The vector table is
@@ -65,7 +66,9 @@ async def _objects(db: aiosqlite.Connection) -> dict[str, SchemaObject]:
     objects = {row[0]: SchemaObject(row[0], row[1], row[2]) for row in rows}
     # FTS5 keeps its data in shadow tables named after it: they come and go with the virtual table.
     virtual = [o.name for o in objects.values() if o.sql.lower().startswith("create virtual table")]
-    objects = {n: o for n, o in objects.items() if not any(n.startswith(f"{v}_") and n != f"{v}_vocab" for v in virtual)}
+    objects = {
+        n: o for n, o in objects.items() if not any(n.startswith(f"{v}_") and n != f"{v}_vocab" for v in virtual)
+    }
     for name, o in objects.items():
         if o.type == "table" and name not in virtual:  # a virtual table's columns are its module's
             objects[name] = SchemaObject(name, o.type, o.sql, await _columns(db, name))

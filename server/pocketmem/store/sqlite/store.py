@@ -121,7 +121,14 @@ class SQLiteStore(Store):
         if self._writer is not None:
             return
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(self.path).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise StoreError(
+                    f"{folder} is a file, not a folder: the memory store cannot be kept in it (POCKETMEM_HOME must "
+                    "name a folder); move that file away, or set POCKETMEM_HOME to a folder"
+                ) from None
         # Servers starting together on a new file race to switch it to WAL and create its tables; a statement
         # that finds its snapshot stale fails as locked without waiting, so the whole opening is tried again.
         for attempt in range(LOCK_RETRIES + 1):
