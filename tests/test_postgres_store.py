@@ -38,7 +38,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
             tg.start_soon(store.open)
     try:
         health = await stores[0].health()
-        assert health["schema"] == "pg005_category_uses" and health["schema_current"]
+        assert health["schema"] == "pg007_schema_gaps" and health["schema_current"]
         async with stores[1].read() as r:
             assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
@@ -47,10 +47,38 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
                 "pg006_profile",
                 "pg004_use_index",
                 "pg005_category_uses",
+                "pg007_schema_gaps",
             ]
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_column_added_to_a_migration_after_its_release_reaches_every_database(make_settings, tmp_path, clock):
+    """pg006_profile was given `profile_files.earlier` after its release: a database made by that release gets
+    it from pg007_schema_gaps, and doctor names a column that is missing still and adds it with --repair."""
+    settings = make_settings(tmp_path, profile_files="on")
+    url = settings.database_url.get_secret_value()
+    store = PostgresStore(url)
+    await store.open()
+    try:
+        async with store.write() as tx:  # as the first profile release left it
+            await tx.execute("alter table profile_files drop column earlier")
+            await tx.execute("delete from schema_migrations where name = 'pg007_schema_gaps'")
+    finally:
+        await store.close()
+    async with PocketMem(settings, clock=clock) as app:
+        await app.writing.add(USER, AddRequest(content="用户住在杭州"))
+        async with app.store.read() as r:  # the profile files were written after the add
+            assert await r.fetch_all("select count(*) from profile_files where earlier = '[]'") == [(4,)]
+        async with app.store.write() as tx:
+            await tx.execute("alter table profile_files drop column earlier")
+        report = await app.doctor()
+        assert report["problems"] == [
+            "column profile_files.earlier is missing (added with its default value): run `pocketmem doctor --repair`"
+        ]
+        report = await app.doctor(repair=True)
+        assert report["ok"] and report["repaired"] == ["column profile_files.earlier was missing: added"]
 
 
 async def test_term_counters_follow_every_write_and_fold(app, clock):

@@ -19,7 +19,7 @@ from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import connect
 
 from .helpers import START
-from .servers import checkout_env
+from .servers import checkout_env, cli
 
 pytestmark = [pytest.mark.anyio]
 
@@ -35,9 +35,14 @@ def unpack(fixture: Path, home: Path) -> Path:
 
 
 def schema(db: Path) -> set[tuple[str, str]]:
+    """Every table, index and trigger by name, and every column of a table as `column table.name`."""
     with sqlite3.connect(db) as conn:
-        found = conn.execute("select type, name from sqlite_master where name not like 'sqlite_%'")
-        return {(r[0], r[1]) for r in found}
+        named = conn.execute("select type, name from sqlite_master where name not like 'sqlite_%'")
+        found = {(r[0], r[1]) for r in named}
+        plain = conn.execute("select name from sqlite_master where type = 'table' and sql not like 'create virtual%'")
+        for (table,) in plain.fetchall():
+            found |= {("column", f"{table}.{r[1]}") for r in conn.execute(f'pragma table_info("{table}")')}
+        return found
 
 
 def test_there_is_a_fixture_for_the_first_and_the_latest_release():
@@ -61,6 +66,12 @@ async def test_an_old_store_upgrades_reindexes_writes_recalls_and_passes_doctor(
         report = await app.doctor()
         assert report["ok"], report["problems"]
         assert report["store"]["count_mismatches"] == 0 and report["store"]["keyword_orphans"] == 0
+    # The profile files are written after the write (a store without `profile_files.earlier` failed here).
+    files = sorted(p.name for p in (settings.home / "alice").glob("*.md"))
+    assert files == ["Insights.md", "Persona.md", "Project.md", "User.md"]
+    with sqlite3.connect(db) as conn:
+        written = conn.execute("select name from profile_files where user_id = 'alice' order by name").fetchall()
+    assert [r[0] for r in written] == files
     async with PocketMem(fresh, clock=FixedClock(START)) as app:
         await app.writing.add("alice", AddRequest(content="Alice plays the cello on Sundays"))
     assert schema(db) == schema(fresh.db_path)
@@ -133,3 +144,23 @@ async def test_doctor_repair_recreates_a_missing_derived_table_with_its_rows(tmp
         await app.close()
     assert rows(settings.db_path, "select user_id, term, docs from user_terms") == terms
     assert rows(settings.db_path, "select user_id, active from memory_counts") == [("alice", 3)]
+
+
+def test_doctor_names_a_column_missing_after_the_migrations_ran_and_repair_adds_it(tmp_path, backend, make_settings):
+    """A store whose migrations are all recorded but whose table lacks a column the schema has now (an edit by
+    hand, a migration changed after release): doctor names the column, `doctor --repair` adds it, writes land."""
+    settings = make_settings(tmp_path)
+    home = settings.home
+    assert cli(backend, home, "add", "Alice likes coriander", "--user", "alice").returncode == 0
+    with sqlite3.connect(settings.db_path) as conn:
+        conn.execute("alter table profile_files drop column earlier")
+    doctor = cli(backend, home, "doctor")
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    assert json.loads(doctor.stdout)["problems"] == [
+        "column profile_files.earlier is missing (added with its default value): run `pocketmem doctor --repair`"
+    ]
+    repaired = cli(backend, home, "doctor", "--repair")
+    report = json.loads(repaired.stdout)
+    assert report["ok"] and report["repaired"] == ["column profile_files.earlier was missing: added"]
+    added = cli(backend, home, "add", "Alice has a cat", "--user", "alice")
+    assert added.returncode == 0 and "ERROR" not in added.stderr, added.stderr

@@ -28,6 +28,7 @@ from pydantic_settings import (
 from pocketmem.base.errors import ConfigError
 
 ENV_PREFIX = "POCKETMEM_"
+DEFAULT_HOME = Path("~/.pocketmem")
 SYNC_SCOPES = ("memory", "memory.trash")
 USER_ID_PATTERN = r"^[A-Za-z0-9_.@:-]{1,64}$"
 
@@ -42,7 +43,9 @@ class Settings(BaseSettings):
     )
 
     # -- where things live -------------------------------------------------------------------
-    home: Path = Field(Path("~/.pocketmem"), description="Folder for the database and exports.")
+    home: Path = Field(
+        DEFAULT_HOME, description="Folder for the database and exports; empty or blank means the default."
+    )
     db: Path | None = Field(None, description="SQLite file; default $POCKETMEM_HOME/memory.db.")
     config: Path | None = Field(None, description="TOML file with the same keys (lower case, no prefix).")
     user: str = Field("global", pattern=USER_ID_PATTERN, description="User id for stdio connections.")
@@ -176,6 +179,11 @@ class Settings(BaseSettings):
     )
 
     # -- derived ---------------------------------------------------------------------------------
+    @field_validator("home", mode="before")
+    @classmethod
+    def _blank_home(cls, value: Any) -> Any:
+        return home_path(value) if isinstance(value, str) else value
+
     @field_validator("home", "db", "config", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
@@ -298,6 +306,12 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
+def home_path(value: str | None) -> Path:
+    """POCKETMEM_HOME as given; unset, empty or blank (shells often export empty variables) is the default home,
+    never the current folder or a folder named by spaces."""
+    return Path(value) if value is not None and value.strip() else DEFAULT_HOME
+
+
 def mask_url(url: str) -> str:
     """postgresql://user:secret@host/db -> postgresql://user:***@host/db (also a password=... parameter)."""
     masked = re.sub(r"(://[^:/@]*:)[^/?#]*@", r"\1***@", url)
@@ -312,8 +326,7 @@ def _toml_path() -> Path | None:
         if not path.is_file():
             raise ConfigError(f"POCKETMEM_CONFIG: no such file {path}")
         return path
-    home = Path(os.environ.get(ENV_PREFIX + "HOME", "~/.pocketmem")).expanduser()
-    default = home / "config.toml"
+    default = home_path(os.environ.get(ENV_PREFIX + "HOME")).expanduser() / "config.toml"
     return default if default.is_file() else None
 
 

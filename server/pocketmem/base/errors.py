@@ -10,6 +10,7 @@ the CLI into a one-line message and a non-zero exit.
     ├── ConfigError           a setting is missing or malformed (start-up)
     ├── EmbedderMismatch      the store's vectors were made by another embedder; run `pocketmem reindex`
     ├── ProviderUnavailable   an embedding / LLM endpoint cannot be reached or answered badly
+    ├── FileNotWritten        a file pocketmem writes (an export) could not be written; the old one is kept
     └── StoreError            the database cannot be opened or is not a pocketmem store
         └── UnreadableRow     one stored row cannot be read back (names table, user, id, why)
 """
@@ -48,6 +49,10 @@ class EmbedderMismatch(PocketmemError):
 
 class ProviderUnavailable(PocketmemError):
     """A remote embedding or LLM endpoint failed."""
+
+
+class FileNotWritten(PocketmemError):
+    """A file pocketmem writes beside the store (an export) could not be written; whatever was there is kept."""
 
 
 class StoreError(PocketmemError):

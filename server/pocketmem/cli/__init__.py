@@ -32,6 +32,7 @@ from pocketmem.cli.safety import (
     counted,
     export_summary,
     import_summary,
+    maintenance_failures,
     maintenance_summary,
 )
 from pocketmem.cli.support import (
@@ -39,6 +40,7 @@ from pocketmem.cli.support import (
     configure_logging,
     finish_parser,
     for_people,
+    port_number,
     warn_unknown_variables,
 )
 from pocketmem.core.shown_time import absolute
@@ -91,13 +93,17 @@ async def _sync(settings: Settings) -> int:
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """The report on stdout, exit 1 when it lists a problem; the doctor itself never ends in an error."""
     from pocketmem.app import PocketMem, dumps
+    from pocketmem.service.upkeep.doctor import restore_advice
 
     app = PocketMem(settings)
     try:
         await app.open(check_embedder=False)
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is the report
         why = str(exc) if isinstance(exc, PocketmemError) else f"{type(exc).__name__}: {exc}"
-        problem = f"the store cannot be opened ({why}): restore memory.db from a backup, or check its folder's access"
+        advice = restore_advice(settings)
+        if settings.database_url is None:
+            advice = f"check its folder's access, or {advice}"
+        problem = f"the store cannot be opened ({why}): {advice}"
         print(dumps({"database": settings.database_label, "ok": False, "error": why, "problems": [problem]}))
         return 1
     try:
@@ -140,13 +146,17 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
         with progress_bar("maintenance", "users") as progress:
             report = await app.maintenance.run(progress=progress)
         files = await app.profile_files.sync_all()
+        damage = app.store.damage
     out = report.model_dump(mode="json")
     edits = [vars(f) for f in files if f.taken_in or f.problems]
     if edits:
         out["profile_files"] = edits  # edits people saved in Persona.md, User.md, Project.md, Insights.md
     print(dumps(out))
     print(maintenance_summary(report, settings.zone), file=sys.stderr)
-    return 0
+    failed = maintenance_failures(report, damage)
+    for line in failed:
+        print(f"pocketmem: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
@@ -373,7 +383,9 @@ def _add_serve_commands(sub: Any) -> None:
                        help="stdio (default: the client starts this process), http (streamable HTTP at /mcp) "
                        "or sse (the older HTTP+SSE transport at /sse)")
     serve.add_argument("--host", default="127.0.0.1", help="address for http/sse (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port for http/sse (default 8765; 0 picks a free one)")
+    serve.add_argument(
+        "--port", type=port_number, default=8765, help="port for http/sse (default 8765; 0 picks a free one)"
+    )
     serve.add_argument(
         "--auth",
         choices=("auto", "token", "none"),
@@ -408,7 +420,7 @@ def _add_serve_commands(sub: Any) -> None:
     serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
     serve.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
     ui = sub.add_parser("ui", help="open the memory management page in the browser (127.0.0.1, a free port)")
-    ui.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    ui.add_argument("--port", type=port_number, default=0, help="port (default 0: a free one)")
     ui.add_argument("--no-browser", action="store_true", help="print the address without opening a browser")
 
 

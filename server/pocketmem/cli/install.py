@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pocketmem.base.config import Settings
 
@@ -34,25 +37,57 @@ def server_command() -> list[str]:
     return [sys.executable, "-m", "pocketmem", "serve"]
 
 
+# A POSIX TZ value with a fixed offset and no summer time: CST-8, <+0530>-5:30, UTC0.
+FIXED_OFFSET = re.compile(r"(?:[A-Za-z]{3,}|<[^>]+>)[+-]?\d{1,2}(?::\d{2}){0,2}")
+
+
 def machine_zone() -> str | None:
     """This machine's IANA time zone (TZ, /etc/timezone or the /etc/localtime link), or None if it cannot tell.
-    A host starts the server with a minimal environment, so the entry names the zone the person lives in."""
-    named = os.environ.get("TZ", "").lstrip(":")
-    if "/" in named or named == "UTC":
-        return named
+    A host starts the server with a minimal environment, so the entry names the zone the person lives in, as a
+    name the server accepts (POCKETMEM_TZ)."""
+    named = os.environ.get("TZ", "").strip()
+    if named:  # the zone this process runs in, whatever the files say
+        return _tz_variable(named.lstrip(":"))
     try:
         named = Path("/etc/timezone").read_text(encoding="utf-8").strip()
     except OSError:
         named = ""
-    if named:
-        return named
-    target = str(Path("/etc/localtime").resolve())
-    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else None
+    return _known(named) or _zone_of_file(Path("/etc/localtime"))
+
+
+def _tz_variable(value: str) -> str | None:
+    """TZ as a zone name: a name, a file under a zoneinfo folder (`:/usr/share/zoneinfo/Asia/Shanghai`), or a
+    fixed offset (`CST-8` -> Etc/GMT-8, the zone 8 hours ahead of UTC); None for a rule with summer time."""
+    if value.startswith("/"):
+        return _zone_of_file(Path(value))
+    if found := _known(value):
+        return found
+    if not FIXED_OFFSET.fullmatch(value):
+        return None
+    offset = datetime.now().astimezone().utcoffset() or timedelta(0)
+    hours, rest = divmod(int(offset.total_seconds()), 3600)
+    if rest:
+        return None  # no Etc zone is a fraction of an hour away from UTC
+    return "UTC" if hours == 0 else _known(f"Etc/GMT{-hours:+d}")
+
+
+def _zone_of_file(path: Path) -> str | None:
+    target = str(path.resolve())
+    return _known(target.split("zoneinfo/", 1)[1]) if "zoneinfo/" in target else None
+
+
+def _known(name: str) -> str | None:
+    """`name` when the server accepts it as POCKETMEM_TZ (an IANA zone), else None."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+    return name or None
 
 
 def client_config(host: str, settings: Settings) -> str:
     command, *args = server_command()
-    env = {"POCKETMEM_HOME": str(settings.home)}
+    env = {"POCKETMEM_HOME": str(settings.home.absolute())}  # the host starts the server in another folder
     zone = settings.tz or machine_zone()
     if zone:
         env["POCKETMEM_TZ"] = zone
@@ -71,8 +106,9 @@ async def _client_config(settings: Settings, args: argparse.Namespace) -> int:
     print(client_config(args.host, settings))
     print(f"# {HOSTS[args.host]}; then restart the host. Check with `pocketmem doctor`.", file=sys.stderr)
     if not settings.tz and not machine_zone():
-        print("# note: set POCKETMEM_TZ (e.g. Asia/Shanghai) in the entry: this machine's time zone is not known",
-              file=sys.stderr)
+        given = f" (TZ={os.environ['TZ']} names no IANA zone)" if os.environ.get("TZ", "").strip() else ""
+        print(f"# note: set POCKETMEM_TZ (e.g. Asia/Shanghai) in the entry: this machine's time zone is not known"
+              f"{given}", file=sys.stderr)
     if os.name != "nt" and not shutil.which("pocketmem"):
         print("# note: `pocketmem` is not on PATH here; the config above uses the full path, which is all hosts need",
               file=sys.stderr)

@@ -109,3 +109,19 @@ def maintenance_summary(report: Any, zone: tzinfo) -> str:
     return (f"maintenance at {absolute(report.now, zone)}: {counted(len(users), 'user')}, "
             f"{sum(len(u.expired) for u in users)} expired, {sum(len(u.purged) for u in users)} purged, "
             f"{sum(u.rescored for u in users)} rescored, {sum(len(u.evicted) for u in users)} evicted")
+
+
+def maintenance_failures(report: Any, damage: str | None) -> list[str]:
+    """A line for each step that failed or skipped a row, and for damage the store's check found; the exit code
+    of `pocketmem maintain` is 1 when there is one."""
+    lines = []
+    for user in report.users:
+        for row in user.skipped:
+            if "table" in row:  # one row that cannot be read: the step left it out
+                lines.append(f"maintenance of {user.user_id}: {row['step']} left out {row['table']} row {row['id']} "
+                             f"({row['why']}); run `pocketmem doctor --repair`")
+            else:
+                lines.append(f"maintenance of {user.user_id}: {row['step']} failed: {row['why']}")
+    if damage is not None:
+        lines.append(f"the memory store looks damaged ({damage}): run `pocketmem doctor`")
+    return lines

@@ -73,6 +73,19 @@ HELP: dict[str, tuple[str, str]] = {
 }
 
 
+def port_number(text: str) -> int:
+    """--port: 1..65535, or 0 for a free one (argparse names the option and exits 2 on anything else)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number: give a port 1..65535 (0: a free one)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: give 1..65535 (0: a free one)")
+    return port
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     """-v and --log-level; on a subcommand they default to nothing, so they never undo the top-level ones."""
     default: Any = None if top else argparse.SUPPRESS

@@ -178,6 +178,15 @@ class Checks(Protocol):
         """Integrity and index agreement, for `pocketmem doctor` and tests. `keyword_gaps` counts the memories
         the keyword index has no entry for (a recall by an exact word misses them)."""
 
+    @abstractmethod
+    async def schema_problems(self) -> list[str]:
+        """What the store lacks of the schema the migrations define (a table, index or column), a line each with
+        its repair, for `pocketmem doctor`."""
+
+    @abstractmethod
+    async def repair_schema(self) -> list[str]:
+        """`doctor --repair`: what `schema_problems` finds, recreated or added; what was done, a line each."""
+
     async def mend_indexes(self) -> list[str]:
         """`doctor --repair`: the indexes made to agree with the memories again (the memories the keyword index
         has no entry for indexed from their stored text, ...); what was mended, a line each. Backends override

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import errno
 import json
 import logging
 import re
@@ -45,7 +46,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput, UnreadableRow
+from pocketmem.base.errors import FileNotWritten, InvalidInput, UnreadableRow
 from pocketmem.base.files import write_atomically
 from pocketmem.base.models import (
     Event,
@@ -117,7 +118,13 @@ def _line(kind: str, body: dict[str, Any]) -> str:
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
     check_target(path)
-    write_atomically(path, text.encode("utf-8"))
+    try:
+        write_atomically(path, text.encode("utf-8"))
+    except OSError as exc:
+        kept = "the file there is kept as it was" if path.exists() else "no file was made"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise FileNotWritten(f"the disk holding {path} is full: {kept}; free some space and try again") from None
+        raise FileNotWritten(f"cannot write {path} ({exc.strerror or exc}): {kept}") from None
 
 
 def check_target(path: Path, field: str = "output") -> None:

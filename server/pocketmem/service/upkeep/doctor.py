@@ -19,7 +19,25 @@ from pocketmem.store.sqlite.store import SQLiteStore
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-REBUILD = "run `pocketmem doctor --repair`; if the problem stays, restore memory.db from a backup"
+# Restoring memory.db alone is not enough: a -wal left by a process that was killed replays over the restored file.
+RESTORE_SQLITE = (
+    "restore memory.db from a backup and remove memory.db-wal and memory.db-shm beside it (left there, the old "
+    "WAL replays over the restored file), or import a `pocketmem export` into a new POCKETMEM_HOME"
+)
+RESTORE_POSTGRES = (
+    "check that the PostgreSQL server in POCKETMEM_DATABASE_URL is running and reachable and that the URL's user, "
+    "password and database are right; if the database itself is lost, restore it with pg_restore, or import a "
+    "`pocketmem export`"
+)
+
+
+def restore_advice(settings: Settings) -> str:
+    """What to do when the store cannot be used, for its backend."""
+    return RESTORE_POSTGRES if settings.database_url is not None else RESTORE_SQLITE
+
+
+def rebuild_advice(settings: Settings) -> str:
+    return f"run `pocketmem doctor --repair`; if the problem stays, {restore_advice(settings)}"
 
 
 def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
@@ -45,11 +63,12 @@ class Doctor:
     def __init__(self, settings: Settings, store: Store, embedder: Embedder, clock: Clock) -> None:
         self.settings, self.store, self.embedder, self.clock = settings, store, embedder, clock
 
-    async def _step(self, what: str, fn: Callable[[], Awaitable[T]], advice: str = REBUILD) -> T | None:
+    async def _step(self, what: str, fn: Callable[[], Awaitable[T]], advice: str | None = None) -> T | None:
         try:
             return await fn()
         except Exception as exc:  # noqa: BLE001 - the doctor reports what it met, whatever it is
             log.debug("doctor: %s failed", what, exc_info=True)
+            advice = advice or rebuild_advice(self.settings)
             self.problems.append(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]}): {advice}")
             return None
 
@@ -59,10 +78,12 @@ class Doctor:
         report["embedder"] = await self._embedder()
         if isinstance(self.store, SQLiteStore):
             report["repaired"] += self.store.rebuilt
-            if repair:
-                report["repaired"] += await self._step("recreating missing tables", self.store.repair_schema) or []
+        if repair:
+            recreated = await self._step("recreating missing tables and columns", self.store.repair_schema)
+            report["repaired"] += recreated or []
+            if isinstance(self.store, SQLiteStore):
                 report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
-            self.problems += await self._step("checking the schema", self.store.schema_problems) or []
+        self.problems += await self._step("checking the schema", self.store.schema_problems) or []
         if repair:
             report["repaired"] += await self._step("mending the indexes", self.store.mend_indexes) or []
         store = await self._step("reading the store's health", self.store.health)
@@ -126,7 +147,7 @@ class Doctor:
             )
         if "error" not in store:
             if store["integrity"] != "ok":
-                problems.append(f"integrity_check: {store['integrity']}: {REBUILD}")
+                problems.append(f"integrity_check: {store['integrity']}: {rebuild_advice(self.settings)}")
             problems += vector_problems(report, postgres=self.settings.database_url is not None)
             if gaps := store["keyword_gaps"]:
                 has, them = ("has", "it") if gaps == 1 else ("have", "them")

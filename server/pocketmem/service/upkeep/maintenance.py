@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock, monotonic
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import UnreadableRow
+from pocketmem.base.errors import PocketmemError, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
@@ -119,7 +119,10 @@ class Maintenance:
                 log.warning("maintenance of %s: %s skipped: a stored time cannot be read: %s", user_id, name, exc)
                 report.skipped.append({"user_id": user_id, "step": name, "why": str(exc)})
             except Exception as exc:  # noqa: BLE001 - one user's fault must not stop maintenance for the others
-                log.exception("maintenance of %s: %s failed", user_id, name)
+                if isinstance(exc, PocketmemError):  # a named fault (a damaged or read-only store): its line says it
+                    log.error("maintenance of %s: %s failed: %s", user_id, name, exc)
+                else:
+                    log.exception("maintenance of %s: %s failed", user_id, name)
                 report.skipped.append({"user_id": user_id, "step": name, "why": f"{type(exc).__name__}: {exc}"})
         return report
 

@@ -377,6 +377,14 @@ async def pg005_category_uses(conn: Any) -> None:
     )
 
 
+async def pg007_schema_gaps(conn: Any) -> None:
+    """As the SQLite m010_schema_gaps, for columns: pg006_profile was later given `profile_files.earlier`. Every
+    column the migrations before this one define is added where missing (schema_check.py)."""
+    from pocketmem.store.postgres.schema_check import add_missing_columns
+
+    await add_missing_columns(conn, upto="pg007_schema_gaps")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
@@ -384,6 +392,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg006_profile", pg006_profile),
     ("pg004_use_index", pg004_use_index),
     ("pg005_category_uses", pg005_category_uses),
+    ("pg007_schema_gaps", pg007_schema_gaps),
 ]
 
 

@@ -22,7 +22,7 @@ import anyio
 from pocketmem.base.config import mask_url
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, keyword_rows_added
-from pocketmem.store.postgres import instants_check
+from pocketmem.store.postgres import instants_check, schema_check
 from pocketmem.store.postgres import migrations as postgres_migrations
 from pocketmem.store.postgres.records import lexemes, vector_text
 from pocketmem.store.postgres.tx import PostgresTx
@@ -272,6 +272,20 @@ class PostgresStore(Store):
                 return await instants_check.check(reader, repair=False)
         async with self.write() as tx:
             return await instants_check.check(tx, repair=True)
+
+    async def schema_problems(self) -> list[str]:
+        """Columns the migrations define that the database lacks (schema_check.py), one line each."""
+        async with self._require().connection() as conn, conn.transaction():
+            found = await schema_check.missing_columns(conn)
+        return [
+            f"column {table}.{column} is missing (added with its default value): run `pocketmem doctor --repair`"
+            for table, column, _ in found
+        ]
+
+    async def repair_schema(self) -> list[str]:
+        async with self._require().connection() as conn, conn.transaction():
+            await conn.execute("select pg_advisory_xact_lock(%s)", (postgres_migrations.MIGRATION_LOCK,))
+            return await schema_check.add_missing_columns(conn)
 
     async def mend_indexes(self) -> list[str]:
         """Lexemes for the memories that have terms but none (a hand edit): rebuilt from the stored terms."""

@@ -76,7 +76,13 @@ class FileWriteLock:
             return
         # A descriptor per acquisition: flock locks belong to the open file description, so two
         # holders in one process (another store object on the same file) also exclude each other.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except IsADirectoryError:
+            raise StoreError(
+                f"the write lock {self.path} is a folder, not a file: nothing was written. Remove that folder "
+                "(pocketmem creates the file itself) and try again"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

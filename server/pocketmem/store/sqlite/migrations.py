@@ -383,8 +383,9 @@ async def m007_use_index(db: aiosqlite.Connection) -> None:
 async def m010_schema_gaps(db: aiosqlite.Connection) -> None:
     """What a store made by an early release lacks although its migrations are recorded: m001 was later given
     `memory_counts` with its triggers and the indexes memories_core, memories_by_valid_from and a wider
-    memories_by_hash. Every object the migrations before this one define is created where missing (or redefined),
-    and the derived tables are filled from the memories (schema_check.py)."""
+    memories_by_hash; m009 was later given `profile_files.earlier`. Every object the migrations before this one
+    define is created where missing (or redefined), every column they define is added where missing, and the
+    derived tables are filled from the memories (schema_check.py)."""
     from pocketmem.store.sqlite import schema_check
 
     await schema_check.repair(db, upto="m010_schema_gaps")

@@ -2,9 +2,12 @@
 
 The reference is built by running the migrations on an empty in-memory database. A store whose schema drifted
 from it (a first-release file: m001 was later given `memory_counts` and two indexes; a keyword index dropped by
-hand) is told apart by name: a table that is missing, an index or trigger that is missing or defined otherwise.
-Repair recreates each from the reference and refills the derived tables from the memories they derive from:
-`memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms` (term counts).
+hand) is told apart by name: a table that is missing, an index or trigger that is missing or defined otherwise, a
+column of a table that is missing (m009 was later given `profile_files.earlier`: a migration edited in place
+reaches no store that had already run it). Repair recreates each from the reference, adds a missing column with
+the reference's type and default (`alter table add column`), and refills the derived tables from the memories
+they derive from: `memory_counts` (active memories per user), `memories_fts` (the keyword index), `user_terms`
+(term counts).
 A table holding data of its own that is missing is recreated empty, and the report says so. Rows of derived
 tables that are there but disagree with the memories are mended (`mend`): keyword rows without a memory removed,
 memories without a keyword row indexed again the same way, term and active counts recounted. The vector table is
@@ -30,17 +33,20 @@ class SchemaObject:
     name: str
     type: str  # table, index, trigger
     sql: str
+    columns: tuple[tuple[str, str], ...] = ()  # a table's (name, definition) from `pragma table_info`
 
 
 @dataclass(frozen=True)
 class Difference:
     name: str
-    type: str
+    type: str  # table, index, trigger, column ("table.column")
     problem: str  # "missing" or "defined otherwise"
 
     def line(self) -> str:
         what = "derived from the memories" if self.name in DERIVED else "its rows cannot be rebuilt"
-        if self.type != "table":
+        if self.type == "column":
+            what = "added with its default value"
+        elif self.type != "table":
             what = "rebuilt from the table"
         return f"{self.type} {self.name} is {self.problem} ({what}): run `pocketmem doctor --repair`"
 
@@ -60,7 +66,25 @@ async def _objects(db: aiosqlite.Connection) -> dict[str, SchemaObject]:
     objects = {row[0]: SchemaObject(row[0], row[1], row[2]) for row in rows}
     # FTS5 keeps its data in shadow tables named after it: they come and go with the virtual table.
     virtual = [o.name for o in objects.values() if o.sql.lower().startswith("create virtual table")]
-    return {n: o for n, o in objects.items() if not any(n.startswith(f"{v}_") and n != f"{v}_vocab" for v in virtual)}
+    objects = {
+        n: o for n, o in objects.items() if not any(n.startswith(f"{v}_") and n != f"{v}_vocab" for v in virtual)
+    }
+    for name, o in objects.items():
+        if o.type == "table" and name not in virtual:  # a virtual table's columns are its module's
+            objects[name] = SchemaObject(name, o.type, o.sql, await _columns(db, name))
+    return objects
+
+
+async def _columns(db: aiosqlite.Connection, table: str) -> tuple[tuple[str, str], ...]:
+    """Each column with the definition `alter table add column` gives it: type, and `not null` only with a
+    default (SQLite adds no other kind of not-null column to a table that has rows)."""
+    out = []
+    for _, name, kind, notnull, default, _ in await db.execute_fetchall(f'pragma table_info("{table}")'):
+        definition = f'"{name}" {kind}'
+        if default is not None:
+            definition += f" {'not null ' if notnull else ''}default {default}"
+        out.append((name, definition))
+    return tuple(out)
 
 
 async def reference(upto: str | None = None) -> dict[str, SchemaObject]:
@@ -89,6 +113,9 @@ async def differences(db: aiosqlite.Connection, upto: str | None = None) -> list
             out.append(Difference(name, want.type, "missing"))
         elif want.type in ("index", "trigger") and _normal(have.sql) != _normal(want.sql):
             out.append(Difference(name, want.type, "defined otherwise"))
+        elif want.type == "table" and have.columns:
+            there = {column for column, _ in have.columns}
+            out += [Difference(f"{name}.{c}", "column", "missing") for c, _ in want.columns if c not in there]
     return out
 
 
@@ -97,13 +124,17 @@ async def repair(db: aiosqlite.Connection, upto: str | None = None, *, derived_o
     `derived_only`: only what can be rebuilt from the memories (derived tables, indexes, triggers)."""
     found = await differences(db, upto)
     if derived_only:
-        found = [d for d in found if d.type != "table" or d.name in DERIVED]
+        found = [d for d in found if d.type not in ("table", "column") or d.name in DERIVED]
     if not found:
         return []
     wanted = await reference(upto)
-    order = {"table": 0, "index": 1, "trigger": 2}
-    # The keyword index before its vocabulary view; tables before the indexes and triggers on them.
-    for diff in sorted(found, key=lambda d: (order.get(d.type, 3), d.name.endswith("_vocab"))):
+    order = {"table": 0, "column": 1, "index": 2, "trigger": 3}
+    # The keyword index before its vocabulary view; tables and columns before the indexes and triggers on them.
+    for diff in sorted(found, key=lambda d: (order.get(d.type, 4), d.name.endswith("_vocab"))):
+        if diff.type == "column":
+            table, column = diff.name.split(".", 1)
+            await db.execute(f'alter table "{table}" add column {dict(wanted[table].columns)[column]}')
+            continue
         if diff.problem != "missing":
             await db.execute(f'drop {diff.type} if exists "{diff.name}"')
         await db.execute(wanted[diff.name].sql)

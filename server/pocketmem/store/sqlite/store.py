@@ -121,7 +121,14 @@ class SQLiteStore(Store):
         if self._writer is not None:
             return
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(self.path).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise StoreError(
+                    f"{folder} is a file, not a folder: the memory store cannot be kept in it (POCKETMEM_HOME must "
+                    "name a folder); move that file away, or set POCKETMEM_HOME to a folder"
+                ) from None
         # Servers starting together on a new file race to switch it to WAL and create its tables; a statement
         # that finds its snapshot stale fails as locked without waiting, so the whole opening is tried again.
         for attempt in range(LOCK_RETRIES + 1):
@@ -233,7 +240,10 @@ class SQLiteStore(Store):
     async def repair_schema(self) -> list[str]:
         conn = self._require(self._writer)
         async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
-            done = [f"{d.type} {d.name} was {d.problem}: recreated" for d in await schema_check.repair(conn)]
+            done = [
+                f"{d.type} {d.name} was {d.problem}: {'added' if d.type == 'column' else 'recreated'}"
+                for d in await schema_check.repair(conn)
+            ]
             found = [str(r[0]) for r in await conn.execute_fetchall("pragma quick_check")]
             if found != ["ok"]:  # an index that disagrees with its table is rebuilt from the table
                 await conn.execute("reindex")
