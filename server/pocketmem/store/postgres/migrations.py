@@ -378,11 +378,10 @@ async def pg005_category_uses(conn: Any) -> None:
 
 
 async def pg007_schema_gaps(conn: Any) -> None:
-    """As the SQLite m010_schema_gaps, for columns: pg006_profile was later given `profile_files.earlier`. Every
-    column the migrations before this one define is added where missing (schema_check.py)."""
-    from pocketmem.store.postgres.schema_check import add_missing_columns
-
-    await add_missing_columns(conn, upto="pg007_schema_gaps")
+    """pg006_profile was later given `profile_files.earlier`: a database that ran it before gets the column here.
+    (Plain DDL, so opening a store needs no more privileges than before; `doctor` compares every column with a
+    reference schema, schema_check.py, and `doctor --repair` adds any other.)"""
+    await conn.execute("alter table profile_files add column if not exists earlier jsonb not null default '[]'")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
