@@ -102,6 +102,11 @@ async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url
         async with a.library.read() as r:
             revisions = await r.list_revisions(USER, name)
         assert {rev.new_content for rev in revisions} >= {"用户叫林晓，英文名 Lin"}
+        # Both patches are history on every device, the losing one too.
+        for store in (a.store, b.store):
+            async with store.read() as r:
+                here = await r.list_revisions(USER, name)
+            assert {rev.id for rev in here} == {rev.id for rev in revisions}, store
 
         # Deleted on A and synced to B; restored on A later: it comes back on B too.
         ca.advance(minutes=1)

@@ -293,8 +293,14 @@ class Sync:
                             landed.append(memory.id)
                     except (Conflict, UnreadableRow) as exc:  # checked before anything is written
                         out.skip("memories", memory.id, "notebook", _why(exc))
+                # A core memory's history travels even when the notebook's own version won (two devices patched
+                # it): the losing patch's revision is history on every device.
+                held = set(landed) | {
+                    mid for mid in {r.memory_id for r in revisions} - set(landed)
+                    if await tx.get_memory(user_id, mid) is not None
+                }
                 for revision in revisions:
-                    if revision.memory_id in landed:
+                    if revision.memory_id in held:
                         await tx.import_revision(revision)
                 evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[])
                 if landed:
