@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.models import Memory, Status
+from pocketmem.base.models import Memory
 from pocketmem.base.results import RecallHit, RecallResult
 from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
@@ -71,7 +71,8 @@ class ContextBuilder:
         system = await self._system(user_id, lang, sh.system, temporary=result.temporary)
         recent = await self._recent(user_id, result, lang)
         evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
-            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None, self._due(h, lang))
+            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None,
+                       None if h.outdated else self._due(h, lang))
             for h in result.memories
         ])
         footer = (
@@ -87,8 +88,8 @@ class ContextBuilder:
         return injection_line(item, lang)
 
     def _due(self, shown: Memory | RecallHit, lang: str) -> str | None:
-        outdated = shown.outdated if isinstance(shown, RecallHit) else shown.status != Status.active
-        return None if outdated else open_todo_label(shown, self.clock.now(), self.settings.zone, lang)
+        """An open todo's due label (the caller leaves out an outdated hit; the recent lines are all active)."""
+        return open_todo_label(shown, self.clock.now(), self.settings.zone, lang)
 
     async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> str:
         if temporary:
