@@ -5,12 +5,14 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
 
     api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA),
                  GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-, gldt-, glrt-, ...), Hugging Face
-                 (hf_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_), Google (AIza...), JSON web tokens;
+                 (hf_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_), Google (AIza...), Alibaba Cloud (LTAI...),
+                 Tencent Cloud (AKID...), JSON web tokens;
                  `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`
     password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…,
                  支付密码…, PIN码是 4455; a bare space also separates when the value has a digit
                  (WiFi密码 Sunshine2024x); a few words may come between when the value has a digit or symbol
-                 (the password for my laptop is …, the password is now …, changed to …, 密码换成了…, 改成了…,
+                 (the password for my laptop is …, the password is now …, changed to …, I changed my password
+                 to …, 密码换成了…, 改成了…,
                  设成…, 密码叫…); `user / password` after a login word (Login for the NAS: admin / …);
                  `mysql -p<password>` (and mysqldump, mariadb, ...), `sshpass -p <password>`
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
@@ -52,6 +54,8 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])LTAI[0-9A-Za-z]{12,28}(?![0-9A-Za-z])")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])AKID[0-9A-Za-z]{30,36}(?![0-9A-Za-z])")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,}")),
@@ -73,6 +77,17 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
     # only the password is redacted
     ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
+    # the verb before the name: `I changed my wifi password to Tr0ub4dor&3` (the value has a digit or symbol, so
+    # `changed my password to something stronger` is talk)
+    (
+        "password",
+        re.compile(
+            r"(?<![A-Za-z])(?:changed|set|reset|updated|switched)\s+(?:(?:my|the|our|his|her|their)\s+)?"
+            r"(?:[\w-]+\s+){0,2}?(?:password|passwd|passphrase|passcode|pin)\s+to\s+"
+            r"(?!\[redacted )(?P<secret>(?=[^\s,;]*[0-9!@#$%^&*?_~+=])[^\s,;]{4,})",
+            re.IGNORECASE,
+        ),
+    ),
     # a password on a command line: `mysql -uroot -pS3cret` (-p glued to its value; a lone -p asks for it),
     # `sshpass -p S3cret`
     (
