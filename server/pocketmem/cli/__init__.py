@@ -61,6 +61,11 @@ async def _stats(settings: Settings) -> int:
 
 
 PLACES = {"library": "the cloud library", "notebook": "this notebook"}  # a skipped row's `where`, in words
+SETTLED = {  # a sync conflict's `resolution`, in words
+    "merged": "patched on two devices; both sides' appends are kept",
+    "later_wins": "patched on two devices with a replace; the later version is kept, the other side's patches "
+    "are in its revisions (pocketmem show)",
+}
 
 
 async def _sync(settings: Settings) -> int:
@@ -78,7 +83,13 @@ async def _sync(settings: Settings) -> int:
     outcome = f"failed: {report.error}" if not report.ok else "ok"
     if report.ok and report.skipped:
         outcome = f"ok but for {counted(report.skipped, 'row')} left out"
+    if report.ok and report.conflicts:
+        outcome += f", {counted(report.conflicts, 'core memory')} patched on two devices"
     print(f"synced {counted(len(report.users), 'user')}: {outcome}", file=sys.stderr)
+    for user in report.users:
+        for conflict in user.conflicts:
+            settled = SETTLED[conflict["resolution"]]
+            print(f"pocketmem: core memory {conflict['id']} of user {user.user_id!r} {settled}", file=sys.stderr)
     for user in report.users:
         for row in user.skipped:
             place = PLACES[row["where"]]

@@ -10,6 +10,10 @@ One run, for every user of the notebook (rules in sync_rules.py):
     3. pull     memories and tombstones changed in the library since the last complete pull, applied
                 here quietly (they are not sent back); the cap then evicts as after any write
 
+A core memory patched on two devices meets its other version where one lands on the other (core_merge.py):
+appends on both sides are joined into a new version that travels on; a replace lets the later version win.
+Either is listed in the user's `conflicts`.
+
 Positions are opaque change markers of each store (store/base.py), taken when a pass starts and
 saved only when it completes without leaving a row out, in the notebook, per library and user. A row
 that cannot be read or applied (a newer release's value, an id another user holds) is left out and
@@ -35,6 +39,7 @@ from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, Un
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.transfer.core_merge import Resolution
 from pocketmem.service.transfer.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
 from pocketmem.service.upkeep.unsent import LIBRARY_KEY, position_key
 from pocketmem.service.writing.trash import Trash
@@ -68,6 +73,20 @@ class UserSyncReport(BaseModel):
         description="rows that could not be read or applied (table, id, where, why, advice); the rest went on",
     )
 
+    conflicts: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="core memories patched on two devices (id, where, resolution: `merged` when both sides' "
+        "appends were kept, `later_wins` when a replace made the later version win as it is)",
+    )
+
+    def conflict(self, memory_id: str, where: Side, resolution: Resolution) -> None:
+        """A core memory both sides patched since their common version, as it was settled (once a run: its
+        push and its pull may both meet it)."""
+        if any(c["id"] == memory_id for c in self.conflicts):
+            return
+        log.info("sync of %s: core memory %s patched on two devices: %s", self.user_id, memory_id, resolution)
+        self.conflicts.append({"id": memory_id, "where": where, "resolution": resolution})
+
     def skip(self, table: str, row_id: str, where: Side, why: str) -> None:
         """A row left out: it stays where it is, and travels once it is readable and changes again."""
         log.warning("sync of %s: %s row %s in the %s skipped: %s", self.user_id, table, row_id, where, why)
@@ -90,6 +109,10 @@ class SyncReport(BaseModel):
     @property
     def skipped(self) -> int:
         return sum(len(u.skipped) for u in self.users)
+
+    @property
+    def conflicts(self) -> int:
+        return sum(len(u.conflicts) for u in self.users)
 
 
 class Sync:
@@ -224,11 +247,17 @@ class Sync:
             await tx.lock_users(m.user_id for m in memories)
             for memory in memories:
                 try:
-                    if await apply_memory(tx, memory, vectors.get(memory.id), library=True, record_change=True):
-                        changed += 1
+                    landing = await apply_memory(
+                        tx, memory, vectors.get(memory.id), library=True, record_change=True,
+                        revisions=[r for r in revisions if r.memory_id == memory.id], embed=self.embedder.embed,
+                    )
                 except (Conflict, UnreadableRow) as exc:  # checked before anything is written
                     out.skip("memories", memory.id, "library", _why(exc))
                     refused.add(memory.id)
+                    continue
+                changed += landing.changed
+                if landing.conflict:
+                    out.conflict(memory.id, "library", landing.conflict)
             for revision in revisions:
                 if revision.memory_id not in refused:
                     await tx.import_revision(revision)
@@ -289,10 +318,17 @@ class Sync:
                 for memory in memories:
                     incoming = sync_view(memory)  # a library served by a pocketmem server may evict too
                     try:
-                        if await apply_memory(tx, incoming, vectors.get(memory.id), library=False, record_change=False):
-                            landed.append(memory.id)
+                        landing = await apply_memory(
+                            tx, incoming, vectors.get(memory.id), library=False, record_change=False,
+                            revisions=[r for r in revisions if r.memory_id == memory.id], embed=self.embedder.embed,
+                        )
                     except (Conflict, UnreadableRow) as exc:  # checked before anything is written
                         out.skip("memories", memory.id, "notebook", _why(exc))
+                        continue
+                    if landing.changed:
+                        landed.append(memory.id)
+                    if landing.conflict:
+                        out.conflict(memory.id, "notebook", landing.conflict)
                 # A core memory's history travels even when the notebook's own version won (two devices patched
                 # it): the losing patch's revision is history on every device.
                 held = set(landed) | {
@@ -341,6 +377,7 @@ class Sync:
                 "uploaded": report.uploaded,
                 "downloaded": sum(u.downloaded + u.tombstones_downloaded for u in report.users),
                 "skipped": report.skipped,
+                "conflicts": report.conflicts,
             },
         }
         try:

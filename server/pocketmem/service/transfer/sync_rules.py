@@ -9,18 +9,22 @@
     purge         a purged tombstone purges the receiver's trashed copy too (deleted for good everywhere)
     trash         trashed content reaches the library only through the trash handover (scope memory.trash);
                   a notebook never receives trash it does not hold
+    core patches  two devices patched one active core memory: appends on both sides are joined, a replace on
+                  either side lets the later version win and is reported (core_merge.py)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
-from pocketmem.base.models import DeleteReason, Memory, Status, Tombstone
+from pocketmem.base.models import DeleteReason, Memory, Revision, Status, Tombstone
 from pocketmem.core.instants import encode as to_iso
 from pocketmem.service.shared.rows import embedding_text, indexed_text
+from pocketmem.service.transfer.core_merge import Resolution, settle
 from pocketmem.store.roles import StoreWriter
 
 SYNCED_FIELDS = (
@@ -66,6 +70,14 @@ def blocks(tombstone: Tombstone, incoming: Memory, *, library: bool) -> bool:
     return tombstone.deleted_at >= incoming.updated_at
 
 
+Embed = Callable[[str], Awaitable[Sequence[float]]]
+
+
+class Landing(NamedTuple):
+    changed: bool  # the store behind the transaction changed
+    conflict: Resolution | None = None  # both sides patched the core memory since their common version
+
+
 async def apply_memory(
     tx: StoreWriter,
     incoming: Memory,
@@ -73,24 +85,36 @@ async def apply_memory(
     *,
     library: bool,
     record_change: bool,
-) -> bool:
-    """Land one memory (its sync view) in the store behind `tx`; True when the store changed."""
+    revisions: Sequence[Revision],
+    embed: Embed,
+) -> Landing:
+    """Land one memory (its sync view, with the revisions that came with it) in the store behind `tx`."""
     user_id = incoming.user_id
     existing = await tx.get_memory(user_id, incoming.id)
     tombstones = await tx.tombstones_for(user_id, [incoming.id])
     if any(blocks(t, incoming, library=library) for t in tombstones):
-        return False
+        return Landing(False)
     if existing is None:
-        if incoming.status == Status.trashed and not library:
-            return False
-        if vector is None:
-            return False
+        if (incoming.status == Status.trashed and not library) or vector is None:
+            return Landing(False)
         await tx.upsert_memory(
             incoming, vector, indexed_text(incoming.content, incoming.keywords), record_change=record_change
         )
-        return True
-    if version(sync_view(existing)) >= version(incoming):
-        return False
+        return Landing(True)
+    ours = sync_view(existing)
+    incoming_wins = version(ours) < version(incoming)
+    conflict = None
+    if ours.core and incoming.core and Status.active == ours.status == incoming.status:
+        conflict = await settle(tx, ours, incoming, revisions, incoming_wins=incoming_wins, announce=record_change)
+    if conflict is not None and conflict.settled is not None:
+        # A new version made here: it travels on from here as any other change does.
+        incoming, incoming_wins, record_change = conflict.settled, True, True
+        vector = await embed(text_to_embed(incoming)) if incoming.content != existing.content else None
+        if conflict.revision is not None:
+            await tx.import_revision(conflict.revision)
+    resolution = conflict.resolution if conflict else None
+    if not incoming_wins:
+        return Landing(False, resolution)
     merged = incoming.model_copy(
         update={
             "use_count": max(existing.use_count, incoming.use_count),
@@ -109,7 +133,7 @@ async def apply_memory(
     await tx.upsert_memory(
         merged, vector, indexed_text(merged.content, merged.keywords), record_change=record_change
     )
-    return True
+    return Landing(True, resolution)
 
 
 async def apply_tombstone(
