@@ -58,8 +58,16 @@ def test_dns_rebinding_protection_is_always_on():
     assert not local.host_ok("memory.test") and not local.host_ok(None)
     proxied = transport_security("127.0.0.1", ("Memory.Test",))
     assert proxied.host_ok("memory.test") and proxied.host_ok("MEMORY.test:443")
-    assert proxied.origin_ok("https://memory.test") and proxied.origin_ok("http://memory.test:8080")
-    assert proxied.origin_ok(None)  # a same-origin request sends none
+    # An Origin names a served name on the port the request was sent to: the Host header's, or the scheme's default.
+    assert proxied.origin_ok("https://memory.test", "memory.test") and proxied.origin_ok("https://memory.test:443",
+                                                                                          "memory.test")
+    assert proxied.origin_ok("http://memory.test:8080", "memory.test:8080")
+    assert proxied.origin_ok("http://localhost:8765", "127.0.0.1:8765")  # both names of this server
+    assert not proxied.origin_ok("https://memory.test:8443", "memory.test")
+    assert not proxied.origin_ok("http://127.0.0.1:1", "127.0.0.1:8765")  # another service on this machine
+    assert not proxied.origin_ok("http://127.0.0.1", "127.0.0.1:8765")
+    assert not proxied.origin_ok("http://127.0.0.1:8765", None)
+    assert proxied.origin_ok(None, "memory.test")  # a same-origin request sends none
     lan = transport_security("192.168.1.20", ())
     assert lan.names == {"192.168.1.20"}
     with pytest.raises(ConfigError, match="--allowed-host"):
@@ -75,7 +83,7 @@ def test_dns_rebinding_protection_is_always_on():
 ])
 def test_an_origin_is_parsed_never_prefix_matched(origin):
     served = transport_security("127.0.0.1", ())
-    assert not served.origin_ok(origin)
+    assert not served.origin_ok(origin, "127.0.0.1:8765")
     assert not served.host_ok(origin.removeprefix("http://"))
 
 

@@ -406,6 +406,8 @@ async def test_export_and_import_only_the_users_own_rows(app, browser, settings)
     assert refused.status_code == 400, refused.text[-500:]
     empty = await browser.post("/import", files={"file": ("e.jsonl", b"", "text/plain")})
     assert empty.status_code == 400 and "file: " in empty.text
+    wide = await browser.post("/import", files={"file": ("w.jsonl", exported.text.encode("utf-16"), "text/plain")})
+    assert wide.status_code == 400 and "file: is UTF-16 or UTF-32 text" in wide.text  # as `pocketmem import` says
 
 
 @pytest.mark.backends
@@ -556,12 +558,12 @@ async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     memory_id = await add(app, "用户喜欢喝绿茶", category=Category.preference)
     await browser.get("/memories")
     big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
-    assert big.status_code == 400 and "form: is larger than" in big.text
+    assert big.status_code == 413 and "form: is larger than" in big.text
     assert (await app.get_memory(USER, memory_id))["status"] == "active"
     for language, said in (("en", "form: is larger than"), ("zh-CN", "“表单”的值不对")):  # before signing in too
         sign_in = await browser.client.post("/ui/login", data={"token": "x" * 1_100_000},
                                             headers={"Accept-Language": language})
-        assert sign_in.status_code == 400 and said in sign_in.text and "pocketmem_ui" not in sign_in.cookies
+        assert sign_in.status_code == 413 and said in sign_in.text and "pocketmem_ui" not in sign_in.cookies
 
 
 @pytest.mark.backends

@@ -20,7 +20,8 @@ that is sent is always checked, so a wrong one gets 401 everywhere. DNS-rebindin
 always on (`ServedNames`): loopback names are allowed on a loopback host, otherwise the bound address
 and every --allowed-host; the Host and Origin headers are parsed (scheme, host, numeric port), never
 prefix-matched, so `http://127.0.0.1:8765.evil.example` or `http://127.0.0.1:8765@evil.example` is
-refused. Request bodies are capped at POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
+refused, and an Origin must name the port the request was sent to (`http://127.0.0.1:1` is another site).
+Request bodies are capped at POCKETMEM_MAX_REQUEST_BYTES (413 beyond).
 
 Revoking a token (`pocketmem token revoke`, from any process) ends what it opened: its next request gets 401,
 a notification is never sent to a client that subscribed with it (checked as it is sent), and every
@@ -39,7 +40,7 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -53,7 +54,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pocketmem.app import PocketMem
@@ -134,17 +135,20 @@ def access_policy(host: str, mode: AuthMode, active_tokens: int, allowed_hosts: 
     return Anonymous.until_first_token
 
 
-def authority_host(value: str) -> str | None:
-    """The host of `host[:port]`, lower-case, an IPv6 address without brackets; None unless the value is exactly
-    that (a numeric port, no user, no path)."""
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def authority(value: str) -> tuple[str, int | None] | None:
+    """The host of `host[:port]` (lower-case, an IPv6 address without brackets) and its port, if any; None unless
+    the value is exactly that (a numeric port, no user, no path)."""
     try:
         parts = urlsplit("//" + value.strip())
-        parts.port  # noqa: B018 - raises ValueError unless the port is a number
+        port = parts.port  # raises ValueError unless the port is a number
     except ValueError:
         return None
     if parts.username is not None or parts.path or parts.query or parts.fragment or not parts.hostname:
         return None
-    return parts.hostname
+    return parts.hostname, port
 
 
 @dataclass(frozen=True)
@@ -154,18 +158,26 @@ class ServedNames:
     names: frozenset[str]
 
     def host_ok(self, header: str | None) -> bool:
-        return header is not None and authority_host(header) in self.names
+        named = authority(header) if header is not None else None
+        return named is not None and named[0] in self.names
 
-    def origin_ok(self, origin: str | None) -> bool:
-        """An Origin is absent (same-origin request) or exactly `http(s)://name[:port]` for a served name."""
+    def origin_ok(self, origin: str | None, host: str | None) -> bool:
+        """An Origin is absent (a same-origin request) or exactly `http(s)://name[:port]`: a served name, on the port
+        the request was sent to (the Host header's; without one, the default port of the Origin's scheme, as a
+        browser sends it to a public name on 443 behind a proxy)."""
         if origin is None:
             return True
         try:
             parts = urlsplit(origin.strip())
         except ValueError:
             return False
-        plain = not (parts.path or parts.query or parts.fragment)
-        return parts.scheme in ("http", "https") and plain and authority_host(parts.netloc) in self.names
+        default = DEFAULT_PORTS.get(parts.scheme)
+        named = authority(parts.netloc)
+        sent_to = authority(host or "")
+        if default is None or named is None or sent_to is None or parts.path or parts.query or parts.fragment:
+            return False
+        origin_port = default if named[1] is None else named[1]
+        return named[0] in self.names and origin_port == (default if sent_to[1] is None else sent_to[1])
 
 
 def transport_security(host: str, allowed_hosts: Sequence[str]) -> ServedNames:
@@ -188,24 +200,41 @@ def transport_security(host: str, allowed_hosts: Sequence[str]) -> ServedNames:
     return ServedNames(frozenset(name.strip("[]").lower() for name in names))
 
 
+# How a refused request is answered: (scope, 421 or 403) -> the response. In plain English by default; a page
+# mounted beside the transport answers for its own paths in its own language (NetworkOptions.mount).
+Refusal = Callable[[Scope, int], Response]
+
+
+def plain_refusal(scope: Scope, status: int) -> Response:
+    return PlainTextResponse("Invalid Host header" if status == 421 else "Invalid Origin header", status_code=status)
+
+
 class HeaderGuard:
     """DNS-rebinding protection for every request: a Host the server answers to (else 421) and, when sent, an
-    Origin naming it (else 403). It replaces the SDK's check, which matches prefixes."""
+    Origin naming it (else 403). It replaces the SDK's check, which matches prefixes. `answers` maps a path prefix
+    to how refusals under it are said (the management page's, in the page's language); elsewhere `plain_refusal`."""
 
-    def __init__(self, app: ASGIApp, served: ServedNames) -> None:
+    def __init__(self, app: ASGIApp, served: ServedNames, answers: Mapping[str, Refusal] | None = None) -> None:
         self.app = app
         self.served = served
+        self.answers = dict(answers or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = Headers(scope=scope)
-            if not self.served.host_ok(headers.get("host")):
-                await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
-                return
-            if not self.served.origin_ok(headers.get("origin")):
-                await PlainTextResponse("Invalid Origin header", status_code=403)(scope, receive, send)
+            host = headers.get("host")
+            refused = 421 if not self.served.host_ok(host) else None
+            if refused is None and not self.served.origin_ok(headers.get("origin"), host):
+                refused = 403
+            if refused is not None:
+                await self._answer(scope["path"])(scope, refused)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    def _answer(self, path: str) -> Refusal:
+        under = (say for prefix, say in self.answers.items()
+                 if path == prefix or path.startswith(prefix.rstrip("/") + "/"))
+        return next(under, plain_refusal)
 
 
 class LocalAccess:
@@ -325,8 +354,8 @@ class NetworkOptions:
     auth: AuthMode = AuthMode.auto
     allowed_hosts: tuple[str, ...] = ()
     # Extra routes mounted beside the transport, e.g. the management page under /ui (web.server.mount_page);
-    # a hook, so this layer never imports the page's.
-    mount: Callable[[Starlette, PocketMem, Anonymous, NetworkOptions], None] | None = None
+    # a hook, so this layer never imports the page's. It returns how refusals under its paths are said (HeaderGuard).
+    mount: Callable[[Starlette, PocketMem, Anonymous, NetworkOptions], Mapping[str, Refusal]] | None = None
     # Streamable HTTP without server-side sessions, JSON responses (any process can answer any request).
     stateless: bool = False
     workers: int = 1
@@ -368,9 +397,8 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             transport_security=security,
             host=options.host,
         )
-    if options.mount is not None:
-        options.mount(starlette, app, anonymous, options)
-    guarded = HeaderGuard(starlette, served)
+    answers = options.mount(starlette, app, anonymous, options) if options.mount is not None else {}
+    guarded = HeaderGuard(starlette, served, answers)
     if local is None:
         return guarded
 

@@ -14,9 +14,10 @@ The rules of the HTTP transport (mcp/http.py), applied to a browser:
                              worker and restart accepts it; the token's record is re-read on every
                              request, so revoking the token ends its sessions at once
     every change (POST)      carries the session's CSRF token (an HMAC of the session cookie; a form
-                             field or X-CSRF-Token header),
-                             and an Origin header, when sent, must name this server
-    every request            its Host header must be one the server answers to (DNS rebinding)
+                             field or X-CSRF-Token header)
+    every request            its Host header must be one the server answers to (DNS rebinding), and an
+                             Origin header, when sent, must name this server on the port the request was
+                             sent to: mcp/http.py's HeaderGuard around the whole page, as around /mcp
 """
 
 from __future__ import annotations
@@ -62,12 +63,6 @@ class WebAccess:
     local_user: str
     served: ServedNames  # the host names the server answers to, and the strict Host / Origin checks
     _key: bytes | None = field(default=None, repr=False)
-
-    def host_allowed(self, host_header: str | None) -> bool:
-        return self.served.host_ok(host_header)
-
-    def origin_allowed(self, origin: str | None) -> bool:
-        return self.served.origin_ok(origin)
 
     async def visitor(self, session: str | None) -> Visitor | None:
         """Who sends this request: the signed-in session, else the anonymous visitor where allowed."""

@@ -18,10 +18,14 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError
@@ -52,11 +56,47 @@ def refusal(request: Request, key: str, status_code: int) -> Response:
     return PlainTextResponse(translator(locale)(key), status_code=status_code, headers={"Content-Language": locale})
 
 
-def wrong_host(access: WebAccess, request: Request) -> Response | None:
-    """421 for a Host this server does not answer to (DNS rebinding), on every page, signed in or not."""
-    if access.host_allowed(request.headers.get("host")):
-        return None
-    return refusal(request, "refused.host", 421)
+def page_refusal(scope: Scope, status: int) -> Response:
+    """HeaderGuard's answer on the page's paths: 421 for a Host this server does not answer to (DNS rebinding),
+    403 for an Origin that is not this server, in the page's language (mcp/http.py, the same checks as /mcp)."""
+    return refusal(Request(scope), "refused.host" if status == 421 else "refused.origin", status)
+
+
+class FormTooLarge(InvalidInput):
+    """A posted body over the form's limit (413): declared by Content-Length, or counted as it arrives."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__("form", f"is larger than {limit} bytes")
+
+
+def form_limit(path: str) -> int:
+    return MAX_IMPORT_BYTES if path.endswith("/import") else MAX_FORM_BYTES
+
+
+class BodyLimit:
+    """Counts a request's body as it is received and stops reading it one byte past the form's limit
+    (FormTooLarge, shown as the page's 413), whether or not a Content-Length was sent: a chunked body has none."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = form_limit(scope["path"])
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise FormTooLarge(limit)
+            return message
+
+        await self.app(scope, counted, send)
 
 
 class Page:
@@ -103,7 +143,7 @@ class Page:
 _NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
              "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
              "frame-ancestors 'none'; form-action 'self'"}
-_STATUS = {InvalidInput: 400, NotFound: 404, Conflict: 409}
+_STATUS = {FormTooLarge: 413, InvalidInput: 400, NotFound: 404, Conflict: 409}  # the first that fits
 
 
 class WebUI:
@@ -119,12 +159,11 @@ class WebUI:
         self.env.filters["num"] = lambda v, d=3: f"{v:.{d}f}".rstrip("0").rstrip(".") if v is not None else "—"
 
     def page(self, handler: Handler, *, change: bool = False) -> Callable[[Request], Awaitable[Response]]:
-        """Wrap a handler with the access rules: host, visitor, CSRF and Origin on changes, errors as pages."""
+        """Wrap a handler with the access rules: visitor, CSRF on changes, errors as pages (Host and Origin are
+        HeaderGuard's, around the whole page)."""
 
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
-            if (refused := wrong_host(self.access, request)) is not None:
-                return refused
             visitor = await self.access.visitor(request.cookies.get(COOKIE))
             if visitor is None:
                 base = request.scope.get("root_path", "").rstrip("/")
@@ -133,42 +172,43 @@ class WebUI:
                 if change:
                     return refusal(request, "refused.sign_in", 401)
                 return RedirectResponse(f"{base}/login", status_code=303)
-            page = Page(self, request, visitor)
-            try:
-                if change and (problem := await self._refuse_change(request, visitor)) is not None:
-                    return page.render("error.html", status_code=403, message=page.t(problem))
-                return await handler(request, page)
-            except PocketmemError as exc:
-                return page.failed(exc)
+            return await self.answer(request, Page(self, request, visitor), handler, change=change)
 
         return endpoint
 
-    async def _refuse_change(self, request: Request, visitor: Visitor) -> str | None:
-        if not self.access.origin_allowed(request.headers.get("origin")):
-            return "error.csrf"
-        sent = request.headers.get("x-csrf-token")
-        if sent is None:
-            form = await form_of(request)
-            value = form.get("csrf")
-            sent = value if isinstance(value, str) else None
-        return None if self.access.csrf_ok(visitor, sent) else "error.csrf"
+    async def answer(self, request: Request, page: Page, handler: Handler, *, change: bool = False) -> Response:
+        """The handler's response, a refused change's or an error's page; an uploaded file is closed after it."""
+        try:
+            if change and not self.access.csrf_ok(page.visitor, await _csrf_sent(request)):
+                return page.render("error.html", status_code=403, message=page.t("error.csrf"))
+            return await handler(request, page)
+        except PocketmemError as exc:
+            return page.failed(exc)
+        finally:
+            await request.close()
 
 
-async def form_of(request: Request) -> dict[str, Any]:
-    """The posted form (cached on the request), size-checked."""
-    cached = request.scope.get("pocketmem.form")
-    if cached is not None:
-        return cached
-    limit = MAX_IMPORT_BYTES if request.url.path.endswith("/import") else MAX_FORM_BYTES
+async def _csrf_sent(request: Request) -> str | None:
+    sent = request.headers.get("x-csrf-token")
+    if sent is None:
+        value = (await form_of(request)).get("csrf")
+        sent = value if isinstance(value, str) else None
+    return sent
+
+
+async def form_of(request: Request) -> dict[str, str | UploadFile]:
+    """The posted form (Starlette keeps it on the request), size-checked: a declared length over the limit is
+    refused before anything is read, and BodyLimit counts what arrives. Uploaded files stay on disk (past 1 MB)
+    until the request is answered."""
+    limit = form_limit(request.url.path)
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise InvalidInput("form", f"is larger than {limit} bytes")
-    async with request.form(max_part_size=limit) as form:
-        values: dict[str, Any] = {}
-        for key, value in form.multi_items():
-            values[key] = await value.read() if hasattr(value, "read") else value
-    request.scope["pocketmem.form"] = values
-    return values
+        raise FormTooLarge(limit)
+    try:
+        form = await request.form(max_part_size=limit)
+    except HTTPException as exc:  # malformed multipart, too many fields: said as the page says a bad form
+        raise InvalidInput("form", exc.detail) from None
+    return dict(form.multi_items())
 
 
 def _known_message(key: str | None) -> str | None:
@@ -186,4 +226,4 @@ def build_web_app(pm: PocketMem, access: WebAccess) -> Starlette:
             routes.append(Route(path, views.public(web, handler), methods=methods))
         else:
             routes.append(Route(path, web.page(handler, change="POST" in methods), methods=methods))
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(BodyLimit)])

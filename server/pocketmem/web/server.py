@@ -2,7 +2,7 @@
 
 The same access rules as `pocketmem serve --transport http` on loopback with --auth auto, read from the
 same stored auth state: no sign-in until the first token is created, a token sign-in from then on (also
-after every token is revoked, until `pocketmem token allow-anonymous`). `mount_ui` puts the page under /ui of the HTTP
+after every token is revoked, until `pocketmem token allow-anonymous`). `mount_page` puts the page under /ui of the HTTP
 transport's app (`pocketmem serve --transport http --ui`).
 """
 
@@ -18,13 +18,22 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.mcp.http import AuthMode, NetworkOptions, access_policy, listen, transport_security
+from pocketmem.mcp.http import (
+    AuthMode,
+    HeaderGuard,
+    NetworkOptions,
+    Refusal,
+    access_policy,
+    listen,
+    transport_security,
+)
 from pocketmem.service.manage.tokens import Anonymous, TokenService
 from pocketmem.web.access import WebAccess
-from pocketmem.web.app import build_web_app
+from pocketmem.web.app import build_web_app, page_refusal
 
 log = logging.getLogger(__name__)
 
@@ -38,26 +47,27 @@ def make_access(pm: PocketMem, anonymous: Anonymous, host: str, allowed_hosts: t
     )
 
 
-def mount_ui(app: Starlette, pm: PocketMem, access: WebAccess) -> None:
-    """Serve the page under /ui of `app` (the HTTP transport's Starlette app)."""
+def mount_page(
+    app: Starlette, pm: PocketMem, anonymous: Anonymous, options: NetworkOptions
+) -> dict[str, Refusal]:
+    """The HTTP transport's hook (NetworkOptions.mount): the page under /ui of `app` with the transport's access
+    rules; the transport's HeaderGuard says its refusals on /ui in the page's language."""
+    access = make_access(pm, anonymous, options.host, options.allowed_hosts)
     app.router.routes.append(Mount(UI_PATH, app=build_web_app(pm, access)))
+    return {UI_PATH: page_refusal}
 
 
-def mount_page(app: Starlette, pm: PocketMem, anonymous: Anonymous, options: NetworkOptions) -> None:
-    """The HTTP transport's hook (NetworkOptions.mount): the page under /ui with the transport's access rules."""
-    mount_ui(app, pm, make_access(pm, anonymous, options.host, options.allowed_hosts))
-
-
-def ui_app(pm: PocketMem, access: WebAccess) -> Starlette:
-    """The standalone page: / redirects to /ui/."""
+def ui_app(pm: PocketMem, access: WebAccess) -> ASGIApp:
+    """The standalone page: / redirects to /ui/; the same HeaderGuard as `serve`'s, every refusal the page's."""
 
     async def to_ui(request: Request) -> RedirectResponse:
         return RedirectResponse(f"{UI_PATH}/memories", status_code=307)
 
-    return Starlette(routes=[Route("/", to_ui), Mount(UI_PATH, app=build_web_app(pm, access))])
+    page = Starlette(routes=[Route("/", to_ui), Mount(UI_PATH, app=build_web_app(pm, access))])
+    return HeaderGuard(page, access.served, {"/": page_refusal})
 
 
-async def standalone(pm: PocketMem, host: str) -> tuple[Starlette, bool]:
+async def standalone(pm: PocketMem, host: str) -> tuple[ASGIApp, bool]:
     """`pocketmem ui`'s app over an open store (--auth auto on `host`), and whether it opens without a sign-in."""
     tokens = TokenService(pm.store, pm.clock)
     anonymous = access_policy(host, AuthMode.auto, await tokens.count_active())

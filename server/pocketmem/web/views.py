@@ -9,17 +9,19 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from pydantic import ValidationError
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from pocketmem.base.errors import InvalidInput, PocketmemError
+from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
 from pocketmem.service.manage.curation import SCORE_NAMES
+from pocketmem.service.transfer.exporting import file_lines
 from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
-from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of, wrong_host
+from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
 from pocketmem.web.i18n import MESSAGES
 
 PAGE_SIZES = (20, 50, 100, 200)
@@ -44,10 +46,15 @@ def browse_query(params: dict[str, str]) -> BrowseQuery:
         raise _invalid(exc) from None
 
 
+def _text(form: dict[str, str | UploadFile], name: str) -> str | None:
+    value = form.get(name)
+    if isinstance(value, UploadFile):
+        raise InvalidInput(name, "must be text, not a file")
+    return value
+
+
 async def _field(request: Request, name: str, *, required: bool = True) -> str | None:
-    value = (await form_of(request)).get(name)
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", errors="replace")
+    value = _text(await form_of(request), name)
     if (value is None or value == "") and required:
         raise InvalidInput(name, "is required")
     return value or None
@@ -75,8 +82,6 @@ def _offset(request: Request, size: int) -> tuple[int, int]:
 async def login(request: Request, page: Page) -> Response:
     if request.method == "GET":
         return page.render("login.html")
-    if not page.web.access.origin_allowed(request.headers.get("origin")):
-        return page.render("error.html", status_code=403, message=page.t("error.csrf"))
     token = await _field(request, "token", required=False) or ""
     visitor = await page.web.access.sign_in(token)
     if visitor is None:
@@ -90,8 +95,6 @@ async def login(request: Request, page: Page) -> Response:
 
 
 async def logout(request: Request, page: Page) -> Response:
-    if not page.web.access.origin_allowed(request.headers.get("origin")):
-        return page.render("error.html", status_code=403, message=page.t("error.csrf"))
     response = RedirectResponse(f"{page.base}/login", status_code=303)
     response.delete_cookie(COOKIE, path=page.base or "/")
     return response
@@ -104,13 +107,7 @@ def public(
     web: WebUI, handler: Callable[[Request, Page], Awaitable[Response]]
 ) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        if (refused := wrong_host(web.access, request)) is not None:
-            return refused
-        page = Page(web, request, Visitor(user_id="", csrf=""))
-        try:
-            return await handler(request, page)
-        except PocketmemError as exc:  # e.g. a sign-in form over MAX_FORM_BYTES
-            return page.failed(exc)
+        return await web.answer(request, Page(web, request, Visitor(user_id="", csrf="")), handler)
 
     return endpoint
 
@@ -300,15 +297,10 @@ async def profile(request: Request, page: Page) -> Response:
     )
 
 
-def _profile_section(form: dict[str, Any], section: str) -> dict[str, str | None]:
-    """A section's fields from the form: a field not sent is kept (None), an emptied one ("") is removed."""
-    values: dict[str, str | None] = {}
-    for key in PROFILE_FIELDS[section]:
-        value = form.get(f"{section}.{key}")
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", errors="replace")
-        values[key] = value if isinstance(value, str) else None
-    return values
+def _profile_section(form: dict[str, str | UploadFile], section: str) -> dict[str, str | None]:
+    """A section's fields from the form: a field not sent is kept (None), an emptied one ("") is removed; other
+    names are not the profile's and change nothing."""
+    return {key: _text(form, f"{section}.{key}") for key in PROFILE_FIELDS[section]}
 
 
 async def update_profile(request: Request, page: Page) -> Response:
@@ -352,14 +344,12 @@ async def export_markdown(request: Request, page: Page) -> Response:
 
 
 async def import_file(request: Request, page: Page) -> Response:
+    """The upload is read a line at a time from where the form parser put it (a file on disk past 1 MB), by the
+    rules of `pocketmem import` (exporting.file_lines)."""
     upload = (await form_of(request)).get("file")
-    if not isinstance(upload, bytes) or not upload:
+    if not isinstance(upload, UploadFile) or not upload.size:
         raise InvalidInput("file", "choose a pocketmem export file (JSONL)")
-    try:
-        text = upload.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput("file", "is not UTF-8 text; choose a pocketmem export (JSONL)") from None
-    report = await page.pm.exporter.import_lines(text.splitlines(), only_user=page.user)
+    report = await page.pm.exporter.import_lines(file_lines(upload.file, "file"), only_user=page.user)
     return page.render("transfer.html", report=report)
 
 

@@ -145,10 +145,10 @@ class Profile:
         changes = {"persona": new_persona, "identity": new_identity}
         changed = _changed(state, changes)
         now = self.clock.now()
+        if not changed and (state.confirmed or not confirmed):  # confirming an unconfirmed profile is a change
+            return ProfileResult(status="unchanged", profile=await self.view(user_id), redacted=kinds,
+                                 message="Nothing new: the profile already says this.")
         if state.confirmed:
-            if not changed:
-                return ProfileResult(status="unchanged", profile=await self.view(user_id), redacted=kinds,
-                                     message="Nothing new: the profile already says this.")
             return await self._propose(user_id, changes, changed, kinds, now)
         async with self.store.write(user_id=user_id) as tx:
             await self.apply_in(tx, user_id, changes, "tool", now)
