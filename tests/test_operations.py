@@ -153,8 +153,8 @@ def test_the_schema_describes_every_operation():
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
-def test_one_rubric_for_the_prompt_and_the_server(language):
-    agent, server = agent_rubric(language), server_rubric(language)
+def test_one_rubric_for_the_prompt_and_the_server(language, settings):
+    agent, server = agent_rubric(language, settings), server_rubric(language, settings)
     shared = os.path.commonprefix([agent, server])
     # The whole rubric — categories, E/I/P/J with examples, confidence, when to update — is the same text;
     # only the closing part differs (tool calls for the agent, the JSON format for the server's LLM).

@@ -76,6 +76,35 @@ SECRETS = [
     ("Hugging Face 下载用 hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 这个令牌", "api_key",
      "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"),
     ("GitLab 的 glpat-AbCdEfGhIjKlMnOpQrSt 用于 CI 部署", "api_key", "glpat-AbCdEfGhIjKlMnOpQrSt"),
+    # environment variables, command-line credentials, headers
+    ("连数据库用 PGPASSWORD=Secr3t!x psql -h db -U app，每次部署都要", "password", "Secr3t!x"),
+    ("MYSQL_PWD='my pass 9' mysql -u root shop", "password", "my pass 9"),
+    ("REDIS_PASSWORD=r3dis! in the compose file", "password", "r3dis!"),
+    ("export JWT_SECRET=abcdef12345 before starting the app", "api_key", "abcdef12345"),
+    ("CI_DEPLOY_TOKEN=Zx81kLmq92 in the pipeline", "api_key", "Zx81kLmq92"),
+    ("Deploy with curl -u admin:Passw0rd!9 https://ci.example.com/job/build every Friday", "password",
+     "Passw0rd!9"),
+    ("curl -s --user bot:s3cr3tv4lue https://api.example.com/v1", "password", "s3cr3tv4lue"),
+    ("docker login -u sam -p Dock3rPass! registry.example.com before pushing images", "password", "Dock3rPass!"),
+    ("podman login --password=Pod9man! quay.io", "password", "Pod9man!"),
+    ("redis-cli -a R3disPass! -h cache.local is how Sam checks the cache", "password", "R3disPass!"),
+    ("Authorization: Basic YWRtaW46cGFzc3dvcmQxMjM= is the header for the legacy API", "password",
+     "YWRtaW46cGFzc3dvcmQxMjM="),
+    # webhooks: only the secret part of the URL
+    ("Slack webhook https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX posts to #alerts",
+     "api_key", "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("Discord https://discord.com/api/webhooks/123456789012345678/AbCdEfGhIjKlMnOpQrStUvWxYz-0123456789 通知",
+     "api_key", "AbCdEfGhIjKlMnOpQrStUvWxYz-0123456789"),
+    ("飞书机器人 https://open.feishu.cn/open-apis/bot/v2/hook/a1b2c3d4-e5f6-7890-abcd-ef1234567890发日报",
+     "api_key", "a1b2c3d4-e5f6-7890-abcd-ef1234567890"),
+    ("钉钉告警 https://oapi.dingtalk.com/robot/send?access_token=9f8e7d6c5b4a39281706f5e4d3c2b1a0 发到群里",
+     "api_key", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("钉钉加签 SEC9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0 放配置里", "api_key",
+     "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("企业微信机器人 https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-7a2b-4bc4-97a0-0ec2d1fa5aaa",
+     "api_key", "693a91f6-7a2b-4bc4-97a0-0ec2d1fa5aaa"),
+    ("用户身份证 110105 19491231 002X 办护照用过", "id_number", "110105 19491231 002X"),
+    ("身份证号 110105-19491231-002X", "id_number", "19491231-002X"),
 ]
 
 NOT_SECRETS = [
@@ -113,6 +142,22 @@ NOT_SECRETS = [
     "sign in with Google / GitHub",
     "mysql -u root -p mydb",  # a lone -p: mysql asks for the password
     "mysql -h db -P3306",
+    "use curl -u to send a user name and password",
+    "curl -u user:password is the syntax",
+    'curl -u "$API_USER:$API_PASS" https://api.example.com',
+    "run docker login before pushing images",
+    "docker login --password-stdin < token.txt",
+    "docker login -p flag is insecure",
+    "connect with redis-cli -a and the password",
+    "redis-cli -a",
+    "PGPASSWORD is an env var",
+    "set PGPASSWORD=$DB_PASS in CI",
+    "Basic auth is deprecated, send Authorization: Basic",
+    "the basic plan has 8GB/16GB RAM options",
+    "Slack webhooks start with https://hooks.slack.com/services/",
+    "飞书机器人的地址是 https://open.feishu.cn/open-apis/bot/v2/hook/ 加上机器人的 id",
+    "身份证 110105 19491231 0021",  # grouped, wrong checksum
+    "身份证 110105-19491331-0021",  # grouped, checksum right, month 13
 ]
 
 
@@ -278,15 +323,35 @@ PHRASED = [
      ["GitLab"]),
 ]
 
+# command lines, environment variables, headers, webhooks and grouped ID numbers, as users paste them
+PASTED = [
+    ("连数据库用 PGPASSWORD=Secr3t!x psql -h db -U app，每次部署都要", "Secr3t!x", "怎么连数据库", ["psql"]),
+    ("Deploy with curl -u admin:Passw0rd!9 https://ci.example.com/job/build every Friday", "Passw0rd!9",
+     "how do I trigger the CI build", ["curl"]),
+    ("docker login -u sam -p Dock3rPass! registry.example.com before pushing images", "Dock3rPass!",
+     "push the docker image", ["docker"]),
+    ("redis-cli -a R3disPass! -h cache.local is how Sam checks the cache", "R3disPass!", "check the redis cache",
+     ["redis"]),
+    ("Authorization: Basic YWRtaW46cGFzc3dvcmQxMjM= is the header for the legacy API", "YWRtaW46cGFzc3dvcmQxMjM=",
+     "legacy API header", ["legacy API"]),
+    ("飞书告警机器人 https://open.feishu.cn/open-apis/bot/v2/hook/a1b2c3d4-e5f6-7890-abcd-ef1234567890 每天发日报",
+     "a1b2c3d4-e5f6-7890-abcd-ef1234567890", "飞书日报机器人", ["飞书"]),
+    ("用户身份证 110105 19491231 002X 办护照用过", "19491231", "办护照要什么", ["护照"]),
+]
+
 
 @pytest.mark.backends
-async def test_phrased_secrets_are_stored_redacted_and_never_recalled(client: Client):
-    for content, _, _, _ in PHRASED:
+@pytest.mark.parametrize("table", [PHRASED, PASTED], ids=["phrased", "pasted"])
+async def test_phrased_secrets_are_stored_redacted_and_never_recalled(client: Client, table):
+    ids = []
+    for content, _, _, _ in table:
         added = await call(client, "add_memory", {"content": content, "confidence": 0.95})
         assert added["status"] == "stored" and added["redacted"], (content, added)
-    secrets = [secret for _, secret, _, _ in PHRASED]
-    for content, _, query, keywords in PHRASED:
+        ids.append(added["memory_id"])
+    secrets = [secret for _, secret, _, _ in table]
+    for memory_id, (content, _, query, keywords) in zip(ids, table, strict=True):
         recalled = await call(client, "recall_memories", {"query": query, "keywords": keywords})
+        assert memory_id in [m["id"] for m in recalled["memories"]], (content, recalled)
         assert "已隐去的" in recalled["injection"] or "[redacted " in recalled["injection"], (content, recalled)
         shown = json.dumps(recalled, ensure_ascii=False)
         assert [s for s in secrets if s in shown] == []

@@ -118,7 +118,7 @@ async def test_the_configured_model_updates_and_patches(app, fake, mode):
         "type": "json_schema", "json_schema": {"name": "memory_operations", "schema": operations_schema()},
     }
     system, user = body["messages"]
-    assert system == {"role": "system", "content": server_rubric("zh")}
+    assert system == {"role": "system", "content": server_rubric("zh", app.settings)}
     assert user["role"] == "user" and "用户：我上个月从北京搬到杭州了。" in user["content"]
     assert f"{label['用户住在北京']}（fact，记于 2026-11-26）：用户住在北京" in user["content"]
 
@@ -260,7 +260,7 @@ async def test_an_english_contradiction_supersedes(app, fake):
     updated = await get(app, item["memory_id"])
     assert updated.content == "The user works at Alibaba since November 2026 (left ByteDance)"
     body = fake.requests_to("/chat/completions")[0].json
-    assert body["messages"][0]["content"] == server_rubric("en")
+    assert body["messages"][0]["content"] == server_rubric("en", app.settings)
 
 
 def test_the_openai_package_is_not_imported_at_server_start(tmp_path):

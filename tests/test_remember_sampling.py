@@ -5,6 +5,7 @@ input_required rounds). No API key is configured anywhere in this file."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -147,7 +148,7 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
 
     # What the client's model was asked: the rubric, today's date, the related memories, the conversation.
     [request] = sampler.requests
-    assert request.system_prompt == server_rubric("zh")
+    assert request.system_prompt == server_rubric("zh", settings)
     prompt = request.messages[0].content.text
     assert prompt.startswith("今天是 2026-11-28（星期六），时区 Asia/Shanghai。")
     assert set(labels(prompt)) >= {"你很爱吃辣。", "用户住在北京", "用户喜欢喝乌龙茶", "用户今晚要加班"}
@@ -246,8 +247,8 @@ async def test_english_stays_english_and_chinese_stays_chinese(app, settings, mo
         english = await remember(client, [{"role": "user", "content": "Heads up: I'm allergic to peanuts."}])
         chinese = await remember(client, [{"role": "user", "content": "我对花生过敏，吃了会起疹子"}])
     # The English conversation got the English rubric, the Chinese one the Chinese rubric.
-    assert sampler.requests[0].system_prompt == server_rubric("en")
-    assert sampler.requests[1].system_prompt == server_rubric("zh")
+    assert sampler.requests[0].system_prompt == server_rubric("en", settings)
+    assert sampler.requests[1].system_prompt == server_rubric("zh", settings)
     # Stored exactly as the model wrote it: nothing on our side translates.
     assert (await get(app, english["items"][0]["memory_id"])).content == "The user is allergic to peanuts"
     assert (await get(app, chinese["items"][0]["memory_id"])).content == "用户对花生过敏，吃了会起疹子"
@@ -296,6 +297,23 @@ async def test_the_message_limit_is_a_setting(tmp_path, clock, mode, make_settin
         tool = next(t for t in (await client.list_tools()).tools if t.name == "remember_conversation")
         assert tool.input_schema["properties"]["messages"]["maxItems"] == 2
         assert "at most 2" in await failure(client, CONVERSATION[:3])
+
+
+async def test_the_rubric_the_model_gets_follows_the_settings(tmp_path, clock, mode, make_settings):
+    settings = make_settings(tmp_path, episode_days=5, trash_days=3, store_threshold=0.95, pending_threshold=0.4)
+    app = PocketMem(settings, clock=clock)
+    # the model scores as the rubric says: a plain statement, then an inference
+    sampler = ScriptedSampler([ops(
+        {"op": "ADD", "content": "用户搬到深圳了", "category": "fact", "confidence": 0.95},
+        {"op": "ADD", "content": "用户可能换了工作", "category": "fact", "confidence": 0.4},
+    )])
+    async with app, connect(app, settings, mode, sampler) as client:
+        result = await remember(client, [{"role": "user", "content": "我刚搬到深圳了，明天开始上新班"}])
+    system = sampler.requests[0].system_prompt
+    assert "（5 天后过期）" in system and "3 天内可恢复" in system
+    assert "用户明确说的 ≥0.95；你推测的 ≥0.4 且 <0.95（会先请用户确认）；拿不准（<0.4）就别记。" in system
+    assert not re.search(r"14 天|7 天|≥0\.9；|0\.6|0\.85|\"confidence\": 0\.9\b", system), system
+    assert [item["status"] for item in result["items"]] == ["stored", "pending"]
 
 
 async def test_hints_reach_the_model(app, settings, known, mode):

@@ -110,6 +110,29 @@ async def test_tool_descriptions_follow_the_settings(tmp_path, clock, make_setti
     assert not any("14 days" in text or "7 days" in text or "0.85" in text for text in described.values())
 
 
+async def test_the_extract_memories_prompt_follows_the_settings(tmp_path, clock, make_settings):
+    settings = make_settings(tmp_path, episode_days=5, trash_days=3, store_threshold=0.95, pending_threshold=0.4)
+    app = PocketMem(settings, clock=clock)
+    await app.open()
+    try:
+        async with Client(build_server(settings, app=app)) as client:
+            zh = (await client.get_prompt("extract_memories", {"language": "zh"})).messages[0].content.text
+            en = (await client.get_prompt("extract_memories", {"language": "en"})).messages[0].content.text
+            # what the rubric asks for a plain statement is stored, what it asks for an inference waits
+            plain = await call(client, "add_memory", {"content": "用户喜欢爬山", "confidence": 0.95})
+            inferred = await call(client, "add_memory", {"content": "用户可能喜欢露营", "confidence": 0.4})
+    finally:
+        await app.close()
+    assert "（5 天后过期）" in zh and "3 天内可恢复" in zh
+    assert "confidence：用户明确说的 ≥0.95；你推测的 ≥0.4 且 <0.95（会先请用户确认）；拿不准（<0.4）就别记。" in zh
+    assert "expires in 5 days" in en and "restorable for 3 days" in en
+    assert ("confidence: >= 0.95 when the user said it plainly; at least 0.4 and below 0.95 when you infer it "
+            "(the user is asked first); below 0.4 don't save.") in en
+    for text in (zh, en):
+        assert not re.search(r"\b14\b|\b7 (天|days)|0\.6|0\.85|≥0\.9；|>= 0\.9 ", text), text
+    assert (plain["status"], inferred["status"]) == ("stored", "pending")
+
+
 async def test_the_add_description_says_every_memory_waits_when_all_are_confirmed(tmp_path, clock, make_settings):
     settings = make_settings(tmp_path, confirm_all=True)
     app = PocketMem(settings, clock=clock)

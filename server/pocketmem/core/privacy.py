@@ -7,17 +7,21 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
                  GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-, gldt-, glrt-, ...), Hugging Face
                  (hf_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_), Google (AIza...), Alibaba Cloud (LTAI...),
                  Tencent Cloud (AKID...), JSON web tokens;
-                 `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`
+                 `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`, JWT_SECRET=..., CI_TOKEN=...;
+                 chat-bot webhooks (Slack, Discord, Feishu/Lark, DingTalk and its SEC... signing secret, WeCom)
     password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…,
                  支付密码…, PIN码是 4455; a bare space also separates when the value has a digit
                  (WiFi密码 Sunshine2024x); a few words may come between when the value has a digit or symbol
                  (the password for my laptop is …, the password is now …, changed to …, I changed my password
                  to …, 密码换成了…, 改成了…,
                  设成…, 密码叫…); `user / password` after a login word (Login for the NAS: admin / …);
-                 `mysql -p<password>` (and mysqldump, mariadb, ...), `sshpass -p <password>`
+                 `mysql -p<password>` (and mysqldump, mariadb, ...), `sshpass -p <password>`,
+                 `curl -u user:<password>`, `docker login -p <password>`, `redis-cli -a <password>`,
+                 PGPASSWORD=..., MYSQL_PWD=..., *_PASSWORD=...; `Authorization: Basic <base64>`
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
     card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
-    id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date); US SSNs (123-45-6789)
+    id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date; whole or in groups of
+                 6, 8 and 4); US SSNs (123-45-6789)
 
 Text is searched after normalising (NFKC, so full-width ｓｋ－ｐｒｏｊ－… reads as sk-proj-…; zero-width
 spaces, joiners, soft hyphens and word joiners removed, so a key split by them is still one key). Findings are
@@ -77,6 +81,65 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
     # only the password is redacted
     ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
+    # a password in an environment variable: `PGPASSWORD=S3cret psql`, `export MYSQL_PWD='…'`, REDIS_PASSWORD=…
+    # (the name in capitals; a reference such as $DB_PASS or <password> is not a value; PWD alone is the directory)
+    (
+        "password",
+        re.compile(
+            r"(?<![\w$])(?:[A-Z][A-Z0-9_]*)?(?:PASSWORD|PASSWD|PASSPHRASE|_PWD|_PASS)=(?![$<]|\[redacted |【)"
+            r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"`;&|,，。；\u3400-\u9fff]{3,})"
+        ),
+    ),
+    # a secret or token in an environment variable when the value looks like one: `JWT_SECRET=…`, `CI_TOKEN=…`
+    (
+        "api_key",
+        re.compile(
+            r"(?<![\w$])(?:[A-Z][A-Z0-9_]*)?(?:SECRET|TOKEN)=(?P<secret>['\"]?(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{8,}['\"]?)",
+            re.ASCII,
+        ),
+    ),
+    # `curl -u user:PASSWORD` / `--user user:PASSWORD`: only the password (`-u user` alone makes curl ask for it;
+    # user:password written out is the syntax, not a value)
+    (
+        "password",
+        re.compile(
+            r"(?<![\w-])curl(?:[ \t]+\S+)*?[ \t]+(?:-u[ \t]*|--user(?:[ \t]+|=))['\"]?[^\s:'\"]*:"
+            r"(?![$<]|\[redacted |【|(?:password|passwd|pass|pwd)(?![^\s'\"]))(?P<secret>[^\s'\"]+)"
+        ),
+    ),
+    # a registry or redis password on a command line: `docker login -u sam -p S3cret`, `--password=S3cret`
+    # (podman, nerdctl), `redis-cli -a S3cret`, `--pass S3cret`; unquoted, the value has a digit or symbol
+    # (`docker login -p flag` is talk), and --password-stdin reads it from elsewhere
+    (
+        "password",
+        re.compile(
+            r"(?<![\w-])(?:(?:docker|podman|nerdctl)[ \t]+login(?:[ \t]+\S+)*?[ \t]+(?:-p|--password)"
+            r"|redis-cli(?:[ \t]+\S+)*?[ \t]+(?:-a|--pass))(?:[ \t]+|=)(?!\[redacted |【)"
+            r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|(?=[^\s'\"`,，。；;【\u3400-\u9fff]*[\d!@#$%^&*?_~+=])"
+            r"[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})"
+        ),
+    ),
+    # `Authorization: Basic <base64 of user:password>` (12+ characters with a digit or padding: "basic plan" is talk)
+    (
+        "password",
+        re.compile(
+            r"(?<![A-Za-z])basic[ \t]+(?P<secret>(?=[A-Za-z0-9+/]*[0-9=])[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
+            re.IGNORECASE,
+        ),
+    ),
+    # a chat bot's webhook, whose URL is its credential: Slack, Discord, Feishu/Lark (飞书), DingTalk (钉钉),
+    # WeCom (企业微信); only the secret part; and a DingTalk robot's signing secret (SEC + 64 hex)
+    (
+        "api_key",
+        re.compile(
+            r"(?:hooks\.slack\.com/services/[A-Za-z0-9]+/[A-Za-z0-9]+/|discord(?:app)?\.com/api/webhooks/\d+/"
+            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/"
+            r"|oapi\.dingtalk\.com/robot/send\?(?:[^\s#]*?&)?access_token="
+            r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?(?:[^\s#]*?&)?key=)(?P<secret>[A-Za-z0-9_\-]{16,})",
+            re.IGNORECASE,
+        ),
+    ),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])SEC[0-9a-f]{64}(?![0-9A-Za-z])")),
     # the verb before the name: `I changed my wifi password to Tr0ub4dor&3` (the value has a digit or symbol, so
     # `changed my password to something stronger` is talk)
     (
@@ -163,7 +226,8 @@ _LOGIN_PAIR = re.compile(
 )
 # A run of digits is not a number on its own when it is part of a decimal (0.0857810984489368 is a fraction).
 _CARD = re.compile(r"(?<![\dA-Za-z.])(?:\d[ -]?){12,18}\d(?![\dA-Za-z]|\.\d)")
-_CN_ID = re.compile(r"(?<![\dA-Za-z.])\d{17}[\dXx](?![\dA-Za-z]|\.\d)")
+# written whole or in groups of 6, 8 and 4 (110105 19491231 002X, 110105-19491231-002X)
+_CN_ID = re.compile(r"(?<![\dA-Za-z.])\d{6}[ -]?\d{8}[ -]?\d{3}[\dXx](?![\dA-Za-z]|\.\d)")
 _SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)")
 
 
@@ -298,7 +362,7 @@ def _find(text: str) -> list[Finding]:
         if len(secret) >= 4 and _login_password(secret):
             add("password", m.start("secret"), m.start("secret") + len(secret))
     for m in _CN_ID.finditer(text):
-        if cn_id_ok(m.group()):
+        if cn_id_ok(re.sub(r"[ -]", "", m.group())):
             add("id_number", m.start(), m.end())
     for m in _CARD.finditer(text):
         digits = re.sub(r"[ -]", "", m.group())

@@ -15,6 +15,7 @@ from typing import Literal
 from pocketmem.base.config import Settings
 
 Route = Literal["store", "pending", "discard"]
+PLAIN_CONFIDENCE = 0.9  # what the rubric asks for a plain statement when the store threshold asks no more
 
 
 def route(confidence: float, settings: Settings) -> Route:
@@ -23,6 +24,12 @@ def route(confidence: float, settings: Settings) -> Route:
     if confidence < settings.store_threshold or settings.confirm_all:
         return "pending"
     return "store"
+
+
+def plain_confidence(settings: Settings) -> float:
+    """The confidence the extraction rubric asks for what the user said plainly: 0.9, or the store threshold
+    when that is higher, so that a plain statement is stored."""
+    return max(PLAIN_CONFIDENCE, settings.store_threshold)
 
 
 def routing_rule(settings: Settings) -> str:

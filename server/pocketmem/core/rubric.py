@@ -4,13 +4,18 @@ Two readers follow it: an agent using the `extract_memories` prompt (it turns ea
 into add_memory / patch_core_memory / forget_memory calls) and the LLM that
 `remember_conversation` asks (it answers the same decisions as JSON operations). Both get
 the same body — categories, E/I/P/J with examples, confidence, and when to update instead of
-adding — followed by the part that says how to act on it.
+adding — followed by the part that says how to act on it. The numbers in it (how long an episode lasts, how
+long the trash keeps a memory, the confidence to give) come from the settings in force, as the tool
+descriptions' do, so an agent that follows the rubric lands where the routing rule sends it.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any, Literal
+
+from pocketmem.base.config import Settings
+from pocketmem.core.routing import plain_confidence
 
 Language = Literal["zh", "en"]
 
@@ -21,7 +26,7 @@ _BODY_ZH = """\
 - preference 偏好/厌恶/习惯（“用户不喜欢香菜”）  - fact 关于用户的事实（工作、项目、技术栈）
 - lesson 踩过的坑和解决办法（“Docker 构建要用 proxy-env”）  - goal 计划和目标
 - person 用户生活中的人（“小白是用户养的猫”）  - todo 待办（写上 due_at）
-- event 有时间的事件（“下周二字节面试”）  - episode 本次对话摘要（14 天后过期）  - context 很快过时的情境
+- event 有时间的事件（“下周二字节面试”）  - episode 本次对话摘要（{episode_days} 天后过期）  - context 很快过时的情境
 不要记：寒暄、一时的情绪、助手自己说的话、密码/密钥/证件号等敏感信息。
 
 用用户说话的语言写记忆，不要翻译：用户说中文就写中文，说英文就写英文。每条一两句话，写清是谁（“用户……”），
@@ -33,7 +38,7 @@ _BODY_ZH = """\
 - persistence P：能保持多久。1 = 核心记忆：长期稳定的喜恶、慢性病、姓名、生日——永不衰减、不会被淘汰；
   长期计划约 0.5（“明年想考研”）；短期事实约 0.1（“今晚要加班”）
 - judge J：你对重要性的综合判断
-confidence：用户明确说的 ≥0.9；你推测的 0.6~0.85（会先请用户确认）；拿不准（<0.6）就别记。
+{confidence}
 keywords：每条 3~6 个短词帮助以后检索：同义词、上位概念、另一种语言的词（香菜 → coriander、忌口、饮食）。
 
 对已有记忆怎么做（先看已有的相关记忆）：
@@ -43,7 +48,7 @@ keywords：每条 3~6 个短词帮助以后检索：同义词、上位概念、�
 - PATCH：新信息和一条核心记忆（P=1）冲突或补充它：只写变化（“最近胃炎，暂时不吃辣”），以用户最新说法为准；
   会加上日期括号：你很爱吃辣。（2026-11-26：最近胃炎，暂时不吃辣）。
 - BOOST：某条已有记忆真正影响了助手的回复（只是聊到同一个话题不算）。
-- FORGET：用户要求忘掉，或某条记忆确定是错的又没有新内容可替代（进回收站，7 天内可恢复）。
+- FORGET：用户要求忘掉，或某条记忆确定是错的又没有新内容可替代（进回收站，{trash_days} 天内可恢复）。
 - SKIP：没有值得记的。
 两条看似矛盾的信息可能只是时间变化（“十天前很紧张”和“现在很放松”）：那就 ADD 新的，不删旧的。
 """
@@ -56,7 +61,7 @@ What to save (category):
 - preference (likes, dislikes, habits: "The user hates cilantro")  - fact (about the user, their work, projects, tools)
 - lesson (what failed and what fixed it)  - goal (plans and aims)  - person (people in their life: "Bai is the user's cat")
 - todo (with due_at)  - event (something at a time: "Interview at ByteDance next Tuesday")
-- episode (a summary of this conversation; expires in 14 days)  - context (situational, soon outdated)
+- episode (a summary of this conversation; expires in {episode_days} days)  - context (situational, soon outdated)
 Do not save: small talk, passing moods, the assistant's own words, passwords, keys or ID numbers.
 
 Write each memory in the language the user spoke — never translate: Chinese stays Chinese, English stays English.
@@ -68,7 +73,7 @@ Scores (0..1 each; left out, the category's defaults fill them):
 - persistence P: how long it stays true. 1 = core: stable likes and dislikes, chronic illness, name, birthday —
   never decays, never evicted. ~0.5 long-term plans ("wants to do a master's next year"); ~0.1 short-term facts ("working late tonight")
 - judge J: your overall judgement of importance
-confidence: >= 0.9 when the user said it plainly; 0.6-0.85 when you infer it (the user is asked first); below 0.6 don't save.
+{confidence}
 keywords: 3-6 short terms per memory to find it later: synonyms, the broader topic, the other language's words (cilantro -> 香菜, diet).
 
 What to do with what is already remembered (read the related memories first):
@@ -78,7 +83,7 @@ What to do with what is already remembered (read the related memories first):
 - PATCH: it contradicts or refines a core memory (P = 1): write only the change ("stomach trouble, no spicy food for now");
   the user's latest word wins, and a dated note is appended: Loves spicy food. (2026-11-26: stomach trouble, no spicy food for now)
 - BOOST: an existing memory really shaped the assistant's reply (merely touching the same topic does not count).
-- FORGET: the user asks to forget it, or it is certainly wrong and nothing replaces it (to the trash, restorable for 7 days).
+- FORGET: the user asks to forget it, or it is certainly wrong and nothing replaces it (to the trash, restorable for {trash_days} days).
 - SKIP: nothing worth remembering.
 Two statements that look contradictory may just be time passing ("was tense ten days ago", "relaxed now"): ADD the new one,
 don't delete the old.
@@ -109,13 +114,13 @@ Find the ids of existing memories with recall_memories or list_memories first.
 _SERVER_ZH = """
 只回答一个 JSON 对象，不要任何别的文字，格式：{{"operations": [操作, ...]}}。每个操作是下面之一
 （memory_id 用已有记忆前面的编号，如 "m1"；reason 用一句话说明理由）：
-- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": 0.95, "keywords": ["..."], "due_at": "ISO 8601，只用于 todo/event，可省略", "reason": "..."}}
-- {{"op": "UPDATE", "memory_id": "m2", "content": "完整的新内容", "confidence": 0.9, "reason": "..."}}（category、scores、keywords、due_at 可省略，省略时沿用旧的）
-- {{"op": "PATCH", "memory_id": "m1", "patch": "只写变化", "mode": "append", "confidence": 0.9, "reason": "..."}}（mode 为 replace 时 patch 是完整的新内容）
+- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": {plain}, "keywords": ["..."], "due_at": "ISO 8601，只用于 todo/event，可省略", "reason": "..."}}
+- {{"op": "UPDATE", "memory_id": "m2", "content": "完整的新内容", "confidence": {plain}, "reason": "..."}}（category、scores、keywords、due_at 可省略，省略时沿用旧的）
+- {{"op": "PATCH", "memory_id": "m1", "patch": "只写变化", "mode": "append", "confidence": {plain}, "reason": "..."}}（mode 为 replace 时 patch 是完整的新内容）
 - {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
-- {{"op": "FORGET", "memory_id": "m4", "confidence": 0.95, "reason": "..."}}
+- {{"op": "FORGET", "memory_id": "m4", "confidence": {plain}, "reason": "..."}}
 - {{"op": "SKIP", "reason": "..."}}
-- {{"op": "PROFILE", "identity": {{"tech": "..."}}, "persona": {{"tone": "..."}}, "confidence": 0.9, "reason": "..."}}（用户说自己的称呼 name、职业背景 background、技术偏好 tech、协作习惯 collaboration 变了，或要求助手的身份定位 role、语气 tone、边界 boundaries、禁区 taboos、优先行为 priorities 改变时；只写变化的字段，会等用户确认）
+- {{"op": "PROFILE", "identity": {{"tech": "..."}}, "persona": {{"tone": "..."}}, "confidence": {plain}, "reason": "..."}}（用户说自己的称呼 name、职业背景 background、技术偏好 tech、协作习惯 collaboration 变了，或要求助手的身份定位 role、语气 tone、边界 boundaries、禁区 taboos、优先行为 priorities 改变时；只写变化的字段，会等用户确认）
 一个记忆最多出现在一个操作里。没有值得记的就回答 {{"operations": [{{"op": "SKIP", "reason": "只是寒暄"}}]}}。
 例子（假设已有 m1 =“你很爱吃辣。”（核心）、m2 =“用户住在北京”；用户说搬到杭州了、最近胃炎、下周二上午面试）：
 {example}
@@ -124,13 +129,13 @@ _SERVER_ZH = """
 _SERVER_EN = """
 Answer with one JSON object and nothing else: {{"operations": [operation, ...]}}. Each operation is one of these
 (memory_id is the label in front of an existing memory, e.g. "m1"; reason is one sentence):
-- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": 0.95, "keywords": ["..."], "due_at": "ISO 8601, todo/event only, optional", "reason": "..."}}
-- {{"op": "UPDATE", "memory_id": "m2", "content": "the whole new memory", "confidence": 0.9, "reason": "..."}} (category, scores, keywords, due_at optional: left out, the old ones stay)
-- {{"op": "PATCH", "memory_id": "m1", "patch": "only the change", "mode": "append", "confidence": 0.9, "reason": "..."}} (with mode replace, patch is the whole new content)
+- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": {plain}, "keywords": ["..."], "due_at": "ISO 8601, todo/event only, optional", "reason": "..."}}
+- {{"op": "UPDATE", "memory_id": "m2", "content": "the whole new memory", "confidence": {plain}, "reason": "..."}} (category, scores, keywords, due_at optional: left out, the old ones stay)
+- {{"op": "PATCH", "memory_id": "m1", "patch": "only the change", "mode": "append", "confidence": {plain}, "reason": "..."}} (with mode replace, patch is the whole new content)
 - {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
-- {{"op": "FORGET", "memory_id": "m4", "confidence": 0.95, "reason": "..."}}
+- {{"op": "FORGET", "memory_id": "m4", "confidence": {plain}, "reason": "..."}}
 - {{"op": "SKIP", "reason": "..."}}
-- {{"op": "PROFILE", "identity": {{"tech": "..."}}, "persona": {{"tone": "..."}}, "confidence": 0.9, "reason": "..."}} (when the user's name, background, tech or collaboration habits change, or they ask the assistant to change its role, tone, boundaries, taboos or priorities; only the changed fields; it waits for the user's confirmation)
+- {{"op": "PROFILE", "identity": {{"tech": "..."}}, "persona": {{"tone": "..."}}, "confidence": {plain}, "reason": "..."}} (when the user's name, background, tech or collaboration habits change, or they ask the assistant to change its role, tone, boundaries, taboos or priorities; only the changed fields; it waits for the user's confirmation)
 A memory appears in at most one operation. With nothing worth remembering, answer {{"operations": [{{"op": "SKIP", "reason": "small talk"}}]}}.
 Example (say m1 = "Loves spicy food." (core) and m2 = "The user lives in Beijing" exist; the user said they moved to
 Hangzhou, have stomach trouble, and have an interview next Tuesday morning):
@@ -167,13 +172,43 @@ EXAMPLE_ANSWER_EN: dict[str, Any] = {
 }
 
 
-def agent_rubric(language: Language) -> str:
+def agent_rubric(language: Language, settings: Settings) -> str:
     """The `extract_memories` prompt: the rubric, then how to act on it with the tools."""
-    return _BODY_ZH + _AGENT_ZH if language == "zh" else _BODY_EN + _AGENT_EN
+    return _body(language, settings) + (_AGENT_ZH if language == "zh" else _AGENT_EN)
 
 
-def server_rubric(language: Language) -> str:
-    """The system prompt of `remember_conversation`: the rubric, then the JSON answer format with an example."""
+def server_rubric(language: Language, settings: Settings) -> str:
+    """The system prompt of `remember_conversation`: the rubric, then the JSON answer format with an example
+    whose confidences are those of things the user said plainly."""
+    plain = plain_confidence(settings)
+    example = EXAMPLE_ANSWER_ZH if language == "zh" else EXAMPLE_ANSWER_EN
+    answer = {"operations": [{**op, "confidence": plain} if "confidence" in op else op for op in example["operations"]]}
+    tail = _SERVER_ZH if language == "zh" else _SERVER_EN
+    return _body(language, settings) + tail.format(example=json.dumps(answer, ensure_ascii=False), plain=f"{plain:g}")
+
+
+def _body(language: Language, settings: Settings) -> str:
+    """The rubric's shared body with the settings' numbers in it."""
+    body = _BODY_ZH if language == "zh" else _BODY_EN
+    return body.format(
+        episode_days=settings.episode_days, trash_days=settings.trash_days,
+        confidence=_confidence_rule(language, settings),
+    )
+
+
+def _confidence_rule(language: Language, settings: Settings) -> str:
+    """What confidence to give: plainly said stores (`plain_confidence`), inferred waits for the user's yes
+    (at or above the pending threshold, below the store threshold), lower is not saved."""
+    plain, low, high = f"{plain_confidence(settings):g}", f"{settings.pending_threshold:g}", f"{settings.store_threshold:g}"
     if language == "zh":
-        return _BODY_ZH + _SERVER_ZH.format(example=json.dumps(EXAMPLE_ANSWER_ZH, ensure_ascii=False))
-    return _BODY_EN + _SERVER_EN.format(example=json.dumps(EXAMPLE_ANSWER_EN, ensure_ascii=False))
+        inferred = (
+            f"你推测的 ≥{low} 且 <{high}（会先请用户确认）" if settings.pending_threshold < settings.store_threshold
+            else f"你推测的也要 ≥{high} 才会保存（不会先请用户确认）"
+        )
+        return f"confidence：用户明确说的 ≥{plain}；{inferred}；拿不准（<{low}）就别记。"
+    inferred = (
+        f"at least {low} and below {high} when you infer it (the user is asked first)"
+        if settings.pending_threshold < settings.store_threshold
+        else f"an inference is saved only at {high} or more (nothing waits for the user's yes)"
+    )
+    return f"confidence: >= {plain} when the user said it plainly; {inferred}; below {low} don't save."

@@ -16,9 +16,6 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.core.rubric import agent_rubric
 from pocketmem.core.text import guess_language
 
-# The same rubric remember_conversation gives its LLM (rubric.py), with the tool calls that carry it out.
-EXTRACTION_RUBRIC_ZH = agent_rubric("zh")
-EXTRACTION_RUBRIC_EN = agent_rubric("en")
 # remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
 MAX_CONVERSATION_CHARS = 40_000
 
@@ -53,7 +50,9 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
                 f"{MAX_CONVERSATION_CHARS} — send the most recent messages only",
             )
         lang = language or (guess_language(conversation) if conversation else "zh")
-        rubric = EXTRACTION_RUBRIC_ZH if lang == "zh" else EXTRACTION_RUBRIC_EN
+        # The rubric remember_conversation gives its LLM (rubric.py) with the settings in force, then the tool
+        # calls that carry it out.
+        rubric = agent_rubric("zh" if lang == "zh" else "en", app.settings)
         if conversation:
             head = "对话：" if lang == "zh" else "Conversation:"
             return f"{rubric}\n{head}\n{conversation.strip()}\n"

@@ -209,7 +209,7 @@ class Extraction:
         language: Language = "zh" if guess_language(said) == "zh" else "en"
         related = await self._related(user_id, turns, keywords, hints.memory_ids, note)
         known = {f"m{i}": memory for i, memory in enumerate(related, start=1)}
-        system = server_rubric(language)
+        system = server_rubric(language, self.settings)
         prompt = self._prompt(turns, known, note, language)
         request = ChatRequest(
             system=system,
