@@ -103,7 +103,7 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "password",
         re.compile(
-            r"(?<![\w-])curl(?:[ \t]+\S+)*?[ \t]+(?:-u[ \t]*|--user(?:[ \t]+|=))['\"]?[^\s:'\"]*:"
+            r"(?<![\w-])curl(?:[ \t]+\S+){0,16}?[ \t]+(?:-u[ \t]*|--user(?:[ \t]+|=))['\"]?[^\s:'\"]*:"
             r"(?![$<]|\[redacted |【|(?:password|passwd|pass|pwd)(?![^\s'\"]))(?P<secret>[^\s'\"]+)"
         ),
     ),
@@ -113,8 +113,8 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "password",
         re.compile(
-            r"(?<![\w-])(?:(?:docker|podman|nerdctl)[ \t]+login(?:[ \t]+\S+)*?[ \t]+(?:-p|--password)"
-            r"|redis-cli(?:[ \t]+\S+)*?[ \t]+(?:-a|--pass))(?:[ \t]+|=)(?!\[redacted |【)"
+            r"(?<![\w-])(?:(?:docker|podman|nerdctl)[ \t]+login(?:[ \t]+\S+){0,16}?[ \t]+(?:-p|--password)"
+            r"|redis-cli(?:[ \t]+\S+){0,16}?[ \t]+(?:-a|--pass))(?:[ \t]+|=)(?!\[redacted |【)"
             r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|(?=[^\s'\"`,，。；;【\u3400-\u9fff]*[\d!@#$%^&*?_~+=])"
             r"[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})"
         ),
@@ -151,12 +151,14 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             re.IGNORECASE,
         ),
     ),
-    # a password on a command line: `mysql -uroot -pS3cret` (-p glued to its value; a lone -p asks for it),
+    # a password on a command line: `mysql -uroot -pS3cret` (-p glued to its value; a lone -p asks for it; at most
+    # 16 words between the program and its flag in this and the other command patterns, so a scan of a line of
+    # repeated commands stays linear),
     # `sshpass -p S3cret`
     (
         "password",
         re.compile(
-            r"(?<![\w-])(?:(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump|-admin)?)(?:[ \t]+\S+)*?[ \t]+-p"
+            r"(?<![\w-])(?:(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump|-admin)?)(?:[ \t]+\S+){0,16}?[ \t]+-p"
             r"|sshpass[ \t]+-p[ \t]*)"
             r"(?!\[redacted )(?P<secret>'[^'\n]*'|\"[^\"\n]*\""
             r"|[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})"
