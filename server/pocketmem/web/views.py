@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from pocketmem.base.errors import InvalidInput, PocketmemError
+from pocketmem.base.errors import InvalidInput, PocketmemError, StoreUnavailable
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
@@ -78,7 +78,10 @@ async def login(request: Request, page: Page) -> Response:
     if not page.web.access.origin_allowed(request.headers.get("origin")):
         return page.render("error.html", status_code=403, message=page.t("error.csrf"))
     token = await _field(request, "token", required=False) or ""
-    visitor = await page.web.access.sign_in(token)
+    try:
+        visitor = await page.web.access.sign_in(token)
+    except StoreUnavailable:
+        return page.store_down("login.html")
     if visitor is None:
         return page.render("login.html", status_code=401, error=page.t("sign_in.bad"))
     response = RedirectResponse(f"{page.base}/memories", status_code=303)
