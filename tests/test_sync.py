@@ -12,18 +12,21 @@ from datetime import timedelta
 
 import anyio
 import pytest
+from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Status
+from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.transfer.sync import backoff
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.postgres.store import PostgresStore
 from pocketmem.store.types import MemoryFilter
 
-from .helpers import START, MakeSettings
+from .helpers import START, MakeSettings, error
 from .pg import PgTestServer, Proxy
+from .servers import cli
 
 pytestmark = pytest.mark.anyio
 USER = "global"
@@ -174,6 +177,47 @@ async def test_the_trash_is_uploaded_once_then_cleared_keeping_tombstones(tmp_pa
         assert (await a.maintenance.run()).users[0].purged == []
         await synced(a)
         assert gone not in await rows(a.store) and await rows(a.store, Status.trashed) == {}
+
+
+async def test_a_restore_of_trash_handed_to_the_library_says_where_it_is_and_how_to_bring_it_back(
+    tmp_path, library_url, backend, make_settings
+):
+    ca, cb = FixedClock(START), FixedClock(START)
+    trash_scope = {"sync_scopes": "memory,memory.trash"}
+    async with (
+        device(make_settings, tmp_path, "a", library_url, ca, **trash_scope) as a,
+        device(make_settings, tmp_path, "b", library_url, cb) as b,  # keeps its trash on the device
+    ):
+        guitar = await add(a, "用户在学吉他")
+        swim = await add(a, "用户每周三游泳")
+        await synced(a)
+        await synced(b)
+        for memory_id in (guitar, swim):
+            await a.trash.forget(USER, memory_id, None)
+        assert (await synced(a)).users[0].trash_handed_over == 2
+        await synced(b)  # the deletes reach b, which holds both in its trash
+
+        # Where the memory is, and how to bring it back: the MCP tool and the CLI say the same.
+        async with Client(build_server(a.settings, app=a)) as client:
+            said = await error(client, "restore", {"memory_id": guitar})
+        env = {"POCKETMEM_DB": str(tmp_path / "a.db"), "POCKETMEM_CLOUD_URL": library_url,
+               "POCKETMEM_SYNC_SCOPES": "memory,memory.trash"}
+        out = await anyio.to_thread.run_sync(lambda: cli(backend, tmp_path / "home", "restore", guitar, **env))
+        assert out.returncode != 0 and guitar in out.stderr
+        for text in (said, out.stderr):
+            assert "may have been purged" not in text and "cloud library" in text, text
+            assert f"pocketmem restore {guitar}" in text and "next sync brings it back here" in text, text
+
+        # Both ways it names bring it back with the next sync: on a device holding it, and in the library itself.
+        ca.advance(hours=1)
+        cb.advance(hours=1)
+        await b.trash.restore(USER, guitar)
+        await synced(b)
+        library = make_settings(tmp_path, database_url=library_url, max_active=10_000)
+        async with PocketMem(library, clock=ca) as in_library:
+            await in_library.trash.restore(USER, swim)
+        await synced(a)
+        assert {guitar, swim} <= set(await rows(a.store))
 
 
 async def test_a_purge_without_the_trash_scope_reaches_the_library_and_the_other_device(

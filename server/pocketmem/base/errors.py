@@ -12,7 +12,9 @@ the CLI into a one-line message and a non-zero exit.
     ├── ProviderUnavailable   an embedding / LLM endpoint cannot be reached or answered badly
     ├── FileNotWritten        a file pocketmem writes (an export) could not be written; the old one is kept
     └── StoreError            the database cannot be opened or is not a pocketmem store
-        └── UnreadableRow     one stored row cannot be read back (names table, user, id, why)
+        ├── UnreadableRow     one stored row cannot be read back (names table, user, id, why)
+        └── StoreUnavailable  the store failed while checking who a request is (down, unreadable): refused
+                              as "try again", never as a wrong token (HTTP 503)
 """
 
 from __future__ import annotations
@@ -73,3 +75,8 @@ class UnreadableRow(StoreError):
 
     def as_report(self) -> dict[str, str]:
         return {"table": self.table, "user_id": self.user_id, "id": self.row_id, "why": self.why}
+
+
+class StoreUnavailable(StoreError):
+    """The store could not answer a check of who a request is (a token, a session, the auth state): the request is
+    refused, but as "try again later", never as if the token were wrong."""

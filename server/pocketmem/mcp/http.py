@@ -16,7 +16,9 @@ Exposed: bound to a non-loopback address, or named by a non-loopback --allowed-h
 server behind a reverse proxy is reachable from anywhere).
 
 A request without a token, where one is not needed, acts as POCKETMEM_USER (like stdio); a token
-that is sent is always checked, so a wrong one gets 401 everywhere. DNS-rebinding protection is
+that is sent is always checked, so a wrong one gets 401 everywhere. When the store cannot be read to check it
+(the database is down or the file unreadable), the request is refused with 503 and Retry-After
+(`StoreDownGuard`), never with the 401 of a wrong token. DNS-rebinding protection is
 always on (`ServedNames`): loopback names are allowed on a loopback host, otherwise the bound address
 and every --allowed-host; the Host and Origin headers are parsed (scheme, host, numeric port), never
 prefix-matched, so `http://127.0.0.1:8765.evil.example` or `http://127.0.0.1:8765@evil.example` is
@@ -54,16 +56,16 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import ConfigError
+from pocketmem.base.errors import ConfigError, StoreUnavailable
 from pocketmem.mcp.notifications import Clients
 from pocketmem.mcp.server import build_server
 from pocketmem.mcp.workers import MAX_WORKERS, Supervisor, adopt_socket
-from pocketmem.service.manage.tokens import SCOPE, Anonymous, TokenService
+from pocketmem.service.manage.tokens import RETRY_AFTER_SECONDS, SCOPE, Anonymous, TokenService
 
 log = logging.getLogger(__name__)
 
@@ -264,11 +266,7 @@ class StoreTokenVerifier(TokenVerifier):
     async def verify_token(self, token: str) -> AccessToken | None:
         if self.local is not None and self.local.matches(token):
             return AccessToken(token=token, client_id=LocalAccess.CLIENT_ID, subject=self.local.user_id, scopes=[SCOPE])
-        try:
-            record = await self.tokens.verify(token)
-        except Exception:  # fail closed: a store error must never let a request through
-            log.warning("token check failed: the store is unavailable", exc_info=True)
-            return None
+        record = await self.tokens.verify(token)  # StoreUnavailable when the store fails: StoreDownGuard's 503
         if record is None:
             return None
         # client_id is per token, so an MCP session opened with one token cannot be used with another.
@@ -330,8 +328,28 @@ def _closing_revoked_sessions(starlette: Starlette, manager: StreamableHTTPSessi
     starlette.router.lifespan_context = lifespan
 
 
+class StoreDownGuard:
+    """Fail closed, but honestly: a request whose token (or the auth state) cannot be checked because the store
+    fails gets 503 with Retry-After, not the 401 of a wrong token, which would make a host re-authenticate and
+    tell the person their token was revoked. Inside Starlette's error handler, around the auth middleware."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except StoreUnavailable as exc:  # raised before any response: the check comes first
+            body = {"error": "temporarily_unavailable", "error_description": f"pocketmem: {exc}"}
+            headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
+            await JSONResponse(body, status_code=503, headers=headers)(scope, receive, send)
+
+
 class LocalAccessMiddleware:
-    """Marks token-less requests with the process-local identity while the policy allows them."""
+    """Marks token-less requests to the transport's paths with the process-local identity while the policy allows
+    them (the page under /ui decides its visitors itself, web/access.py)."""
+
+    PATHS = frozenset(path.rstrip("/") for path in (MCP_PATH, SSE_PATH, SSE_MESSAGE_PATH))
 
     def __init__(self, app: ASGIApp, local: LocalAccess, allowed: Callable[[], Awaitable[bool]]) -> None:
         self.app = app
@@ -339,7 +357,8 @@ class LocalAccessMiddleware:
         self.allowed = allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not any(k == b"authorization" for k, _ in scope["headers"]):
+        if (scope["type"] == "http" and scope["path"].rstrip("/") in self.PATHS
+                and not any(k == b"authorization" for k, _ in scope["headers"])):
             if await self.allowed():
                 header = (b"authorization", f"Bearer {self.local.secret}".encode())
                 scope = {**scope, "headers": [*scope["headers"], header]}
@@ -398,11 +417,13 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
             host=options.host,
         )
     answers = options.mount(starlette, app, anonymous, options) if options.mount is not None else {}
-    guarded = HeaderGuard(starlette, served, answers)
-    if local is None:
-        return guarded
-
-    return LocalAccessMiddleware(guarded, local, functools.partial(tokens.serves_anonymous, anonymous))
+    # Outermost first: HeaderGuard, Starlette's error handler, StoreDownGuard, LocalAccessMiddleware, the SDK's auth.
+    if local is not None:
+        starlette.add_middleware(
+            LocalAccessMiddleware, local=local, allowed=functools.partial(tokens.serves_anonymous, anonymous)
+        )
+    starlette.add_middleware(StoreDownGuard)
+    return HeaderGuard(starlette, served, answers)
 
 
 def _describe(options: NetworkOptions, port: int, anonymous: Anonymous, active_tokens: int, open_: bool = True) -> str:

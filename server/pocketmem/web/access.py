@@ -18,23 +18,21 @@ The rules of the HTTP transport (mcp/http.py), applied to a browser:
     every request            its Host header must be one the server answers to (DNS rebinding), and an
                              Origin header, when sent, must name this server on the port the request was
                              sent to: mcp/http.py's HeaderGuard around the whole page, as around /mcp
+    the store fails          when the check cannot be made (the database is down, the file unreadable), the
+                             page says so with 503 in its language, never the sign-in form or "token revoked"
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import logging
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pocketmem.base.clock import Clock
-from pocketmem.base.models import ApiToken
 from pocketmem.mcp.http import ServedNames
-from pocketmem.service.manage.tokens import Anonymous, TokenService
-
-log = logging.getLogger(__name__)
+from pocketmem.service.manage.tokens import Anonymous, TokenService, access_check
 
 COOKIE = "pocketmem_ui"
 SESSION_DAYS = 7
@@ -65,11 +63,12 @@ class WebAccess:
     _key: bytes | None = field(default=None, repr=False)
 
     async def visitor(self, session: str | None) -> Visitor | None:
-        """Who sends this request: the signed-in session, else the anonymous visitor where allowed."""
+        """Who sends this request: the signed-in session, else the anonymous visitor where allowed. StoreUnavailable
+        when the store cannot say (the page then answers 503, not the sign-in form)."""
         if session:
             token_id = await self._session_token(session)
             if token_id is not None:
-                record = await self._active_token(token_id)
+                record = await self.tokens.active(token_id)
                 if record is not None:
                     return Visitor(record.user_id, await self._sign(f"csrf:{session}"), record.id, session)
         if await self.tokens.serves_anonymous(self.anonymous):
@@ -97,19 +96,11 @@ class WebAccess:
             return None
         return parts[0]
 
-    async def _active_token(self, token_id: str) -> ApiToken | None:
-        try:
-            async with self.tokens.store.read() as reader:
-                record = await reader.get_token(token_id)
-        except Exception:
-            log.warning("token check failed: the store is unavailable", exc_info=True)
-            return None
-        return record if record is not None and record.active else None
-
     async def _sign(self, text: str) -> str:
         if self._key is None:
             store = self.tokens.store
-            value = await store.get_meta(SECRET_META) or await store.claim_meta(SECRET_META, secrets.token_hex(32))
+            async with access_check("reading the session key"):
+                value = await store.get_meta(SECRET_META) or await store.claim_meta(SECRET_META, secrets.token_hex(32))
             self._key = bytes.fromhex(value)
         return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
 

@@ -28,8 +28,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pocketmem.app import PocketMem
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError
+from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError, StoreUnavailable
 from pocketmem.core.shown_time import absolute
+from pocketmem.service.manage.tokens import RETRY_AFTER_SECONDS
 from pocketmem.web.access import COOKIE, Visitor, WebAccess
 from pocketmem.web.i18n import MESSAGES, pick_locale, translator
 from pocketmem.web.present import error_text, event_sentence, moment, percent, review_why
@@ -133,6 +134,14 @@ class Page:
             log.warning("web: %s failed", self.request.url.path, exc_info=True)
         return self.render("error.html", status_code=status, message=error_text(exc, self.t, self.locale))
 
+    def store_down(self, template: str = "error.html") -> HTMLResponse:
+        """503 with Retry-After: the store cannot say who the visitor is (down, unreadable). Not the sign-in form:
+        nothing is known against the session or the token, and asking for it would send the person to fix them."""
+        text = self.t("error.store_down")
+        response = self.render(template, status_code=503, message=text, error=text)
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+
     def back(self, path: str, msg: str | None = None) -> RedirectResponse:
         url = f"{self.base}{path}"
         if msg:
@@ -164,7 +173,12 @@ class WebUI:
 
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
-            visitor = await self.access.visitor(request.cookies.get(COOKIE))
+            try:
+                visitor = await self.access.visitor(request.cookies.get(COOKIE))
+            except StoreUnavailable:
+                if request.headers.get("hx-trigger") == "live":  # the background poll: keep the page, poll again
+                    return Response(status_code=204, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+                return Page(self, request, Visitor(user_id="", csrf="")).store_down()
             if visitor is None:
                 base = request.scope.get("root_path", "").rstrip("/")
                 if request.headers.get("hx-request"):  # a polled fragment: send the whole page to the sign-in

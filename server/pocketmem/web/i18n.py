@@ -280,6 +280,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "pocketmem 内部出错，详情见服务器日志。",
     ),
     "error.rule": ("check it and try again", "请检查后重试"),
+    "error.store_down": (
+        "The memory store cannot be reached or read right now, so pocketmem cannot check who you are; nothing was "
+        "changed. This says nothing against your token or sign-in: try again in a moment.",
+        "暂时无法连接或读取记忆存储，无法核对你的身份；没有做任何更改。这并不说明你的令牌或登录有问题，请稍后再试。",
+    ),
     # the fields an error may name, where the page's own word for them differs or is missing
     "field.unknown": ("a value", "某一项"),
     "field.file": ("File", "文件"),

@@ -13,7 +13,7 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, StoreUnavailable
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
@@ -83,7 +83,10 @@ async def login(request: Request, page: Page) -> Response:
     if request.method == "GET":
         return page.render("login.html")
     token = await _field(request, "token", required=False) or ""
-    visitor = await page.web.access.sign_in(token)
+    try:
+        visitor = await page.web.access.sign_in(token)
+    except StoreUnavailable:
+        return page.store_down("login.html")
     if visitor is None:
         return page.render("login.html", status_code=401, error=page.t("sign_in.bad"))
     response = RedirectResponse(f"{page.base}/memories", status_code=303)

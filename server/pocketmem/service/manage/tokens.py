@@ -5,6 +5,10 @@ shows it and `revoke` takes it — and finds the stored record; the secret (256 
 never stored. The store keeps sha256(token), compared in constant time. Each token belongs to
 one user; a request carrying it acts as that user and sees nothing of anyone else's.
 
+A check of who a request is (`verify`, `active`, `serves_anonymous`) that cannot read the store raises
+StoreUnavailable: the request is refused (fail closed), but as "the store is unreachable, try again", never as
+a wrong or revoked token, which would send a host into re-authentication.
+
 Verification does the same work for every token it is shown, well-formed or not, known or not: one
 record lookup and one hash comparison, so its time tells nothing about which token ids exist.
 """
@@ -16,13 +20,15 @@ import hmac
 import logging
 import re
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import USER_ID_PATTERN
-from pocketmem.base.errors import InvalidInput, NotFound, PocketmemError
+from pocketmem.base.errors import InvalidInput, NotFound, PocketmemError, StoreError, StoreUnavailable
 from pocketmem.base.models import ApiToken, EventKind
 from pocketmem.core.text import clean_text
 from pocketmem.store.base import MetaStore
@@ -71,6 +77,27 @@ class NewToken:
 
 
 ANONYMOUS_KEY = "auth.anonymous"  # store_meta: "open" (operator allowed it) or "closed" (a token was created)
+
+
+# What a request refused because the store failed is told (HTTP 503), and how long it waits before trying again.
+STORE_DOWN = (
+    "the memory store cannot be reached or read right now, so the token could not be checked (this says "
+    "nothing against the token); try again shortly"
+)
+RETRY_AFTER_SECONDS = 10
+
+
+@asynccontextmanager
+async def access_check(what: str) -> AsyncIterator[None]:
+    """Around a read that decides who a request is: a store failure becomes StoreUnavailable (logged with its cause)."""
+    try:
+        yield
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        # One line for the expected (the store's own error says why); the traceback for anything else.
+        log.warning("%s failed, the store is unavailable: %s", what, exc, exc_info=not isinstance(exc, StoreError))
+        raise StoreUnavailable(STORE_DOWN) from exc
 
 
 class Anonymous(StrEnum):
@@ -124,14 +151,11 @@ class TokenService:
 
     async def serves_anonymous(self, policy: Anonymous) -> bool:
         """The one auth state of every surface (/mcp, the page, `pocketmem ui`): may this request without a
-        token act as POCKETMEM_USER now? Read from the store on every call; fails closed when it cannot be read."""
+        token act as POCKETMEM_USER now? Read from the store on every call; StoreUnavailable when it cannot be read."""
         if policy is not Anonymous.until_first_token:
             return policy is Anonymous.always
-        try:
+        async with access_check("reading the auth state"):
             return await self.anonymous_allowed()
-        except Exception:  # fail closed: when unsure whether tokens exist, ask for one
-            log.warning("could not read the auth state; asking for a token", exc_info=True)
-            return False
 
     async def allow_anonymous(self) -> int:
         """The operator's choice: loopback requests without a token are served again once no token is active.
@@ -159,10 +183,17 @@ class TokenService:
             records = {token_id: await reader.get_token(token_id) for token_id in token_ids}
         return {token_id for token_id, record in records.items() if record is None or not record.active}
 
+    async def active(self, token_id: str) -> ApiToken | None:
+        """The token's record while it is active (a signed-in page's session re-reads it on every request)."""
+        async with access_check("token check"), self.store.read() as reader:
+            record = await reader.get_token(token_id)
+        return record if record is not None and record.active else None
+
     async def verify(self, token: str) -> ApiToken | None:
-        """The active record the token belongs to, or None. Never raises for a bad token."""
+        """The active record the token belongs to, or None. Never raises for a bad token; StoreUnavailable when the
+        store cannot be read."""
         token_id = token_id_of(token)
-        async with self.store.read() as reader:
+        async with access_check("token check"), self.store.read() as reader:
             record = await reader.get_token(token_id or _NO_SUCH_ID)
         expected = record.token_hash if record is not None else _NO_SUCH_HASH
         matches = hmac.compare_digest(expected, hash_token(token[:MAX_TOKEN_CHARS]))

@@ -20,7 +20,7 @@ from pocketmem.core.shown_time import absolute
 from pocketmem.service.shared.rows import new_id, payload_hash
 from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS
 from pocketmem.store.base import Transactions
-from pocketmem.store.roles import TrashTx
+from pocketmem.store.roles import TrashReads, TrashTx
 from pocketmem.store.types import MemoryFilter
 
 
@@ -110,9 +110,7 @@ class Trash:
         async with self.store.write(user_id=user_id) as tx:
             memory = await tx.get_memory(user_id, memory_id)
             if memory is None:
-                raise NotFound(
-                    f"memory_id: nothing with id {memory_id!r} in the trash; it may have been purged. See list_trash"
-                )
+                raise NotFound(await self._not_here(tx, user_id, memory_id))
             if memory.status != Status.trashed:
                 raise Conflict(f"memory {memory_id} is {memory.status.value}, not in the trash; nothing to restore")
             successor = await tx.successor_of(user_id, memory_id)
@@ -133,6 +131,28 @@ class Trash:
             memory=MemoryView.of(restored),
             evicted=evicted,
             message="Restored." if status == Status.active else "Restored as history: a newer memory supersedes it.",
+        )
+
+    async def _not_here(self, tx: TrashReads, user_id: str, memory_id: str) -> str:
+        """Why there is nothing to restore. With the trash handed over to the cloud library (sync scope
+        memory.trash), the notebook keeps only the tombstone (cloud_synced_at set, neither restored nor purged):
+        the memory is in the library's trash, and a restore there comes back here with the next sync."""
+        handed = [
+            t for t in await tx.tombstones_for(user_id, [memory_id])
+            if t.cloud_synced_at is not None and t.restored_at is None and t.purged_at is None
+            and t.reason != DeleteReason.evicted
+        ]
+        if not handed or not self.settings.sync_trash:
+            return f"memory_id: nothing with id {memory_id!r} in the trash; it may have been purged. See list_trash"
+        due = max((t.purge_at for t in handed if t.purge_at is not None), default=None)
+        kept = f" (to be purged there from {absolute(due, self.settings.zone)})" if due is not None else ""
+        return (
+            f"memory_id: memory {memory_id} is no longer on this device: sync handed the trash over to the cloud "
+            f"library (POCKETMEM_SYNC_SCOPES includes memory.trash), and it is in the library's trash{kept}. Restore "
+            f"it there and the next sync brings it back here: `pocketmem restore {memory_id}` on a device that "
+            "still holds it in its trash (`pocketmem trash` lists it), or run against the library itself, with "
+            "POCKETMEM_DATABASE_URL set to this device's POCKETMEM_CLOUD_URL, POCKETMEM_CLOUD_URL unset and a "
+            "POCKETMEM_MAX_ACTIVE as large as the library holds"
         )
 
     async def list_trash(self, user_id: str, limit: int, offset: int) -> TrashList:
