@@ -1,5 +1,6 @@
-"""A store on a read-only mount reads: list, search and doctor answer, whether it was closed cleanly or left by a
-SIGKILL (with or without its -shm file), and a write says the store is read-only.
+"""A store on a read-only mount reads: list and search answer, whether it was closed cleanly or left by a SIGKILL
+(with or without its -shm file), doctor's report names the read-only mount (every add would fail) and nothing
+else that is not wrong, and a write says the store is read-only.
 
 The mount is real: a read-only bind mount inside a user and mount namespace (`unshare -rm`), so root's
 permission to write anything is no help, as on a read-only disk."""
@@ -79,12 +80,15 @@ async def test_a_store_on_a_read_only_mount_reads(tmp_path, state, backend, make
     assert "用户的猫叫小白" in [m["content"] for m in json.loads(out)["memories"]]
     code, out, err = found["doctor"]
     report = json.loads(out)
+    read_only = (f"{home} is on a read-only file system: the store can be read but nothing can be saved; remount it "
+                 "read-write, or copy the folder to a writable disk and point POCKETMEM_HOME there")
     if state == "closed-without-vector-index":
         assert code == 1 and report["problems"] == [
+            read_only,
             "the vector index is missing although sqlite-vec loads: run `pocketmem doctor --repair` "
             "(or `pocketmem reindex`) to rebuild it"]
     else:
-        assert code == 0 and report["ok"], report["problems"]
+        assert code == 1 and report["problems"] == [read_only]
     code, out, err = found["add"]
     assert code == 2 and "read-only" in err and "nothing was written" in err and "unexpected" not in err
     assert sorted(p.name for p in home.iterdir()) == before

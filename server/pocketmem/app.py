@@ -268,7 +268,11 @@ class PocketMem:
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
         """Every check of service/upkeep/doctor.py; a problem is a line of the report (`problems`), never an error."""
         report = await Doctor(self.settings, self.store, self.embedder, self.clock).run(repair=repair)
-        run = await self.embed_queue.load()
+        try:
+            run = await self.embed_queue.load()
+        except Exception:  # noqa: BLE001 - a store_meta that cannot be read is among the report's problems
+            log.debug("the re-embedding run cannot be read", exc_info=True)
+            run = None
         if run is not None and not run.finished:  # re-embedding after an upgrade, resumed by `serve`
             report["embedder"]["reembedding"] = {"to": run.target, "done": run.done, "total": run.total}
         return report

@@ -303,6 +303,11 @@ class Settings(BaseSettings):
                 sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{toml_file} is not a valid TOML file: {exc}; fix it or move it away") from None
+            except OSError as exc:
+                raise ConfigError(
+                    f"{toml_file} cannot be read ({exc.strerror}): make it readable by the user who runs pocketmem "
+                    f"(chmod u+r {toml_file}), or move it away"
+                ) from None
         return tuple(sources)
 
 
@@ -327,7 +332,10 @@ def _toml_path() -> Path | None:
             raise ConfigError(f"POCKETMEM_CONFIG: no such file {path}")
         return path
     default = home_path(os.environ.get(ENV_PREFIX + "HOME")).expanduser() / "config.toml"
-    return default if default.is_file() else None
+    try:
+        return default if default.is_file() else None
+    except OSError:  # a home this user may not look into: opening the store there names it and the fix
+        return None
 
 
 def load_settings(**overrides: Any) -> Settings:

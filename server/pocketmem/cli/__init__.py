@@ -104,18 +104,16 @@ async def _sync(settings: Settings) -> int:
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """The report on stdout, exit 1 when it lists a problem; the doctor itself never ends in an error."""
     from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.upkeep.doctor import restore_advice
+    from pocketmem.service.upkeep.doctor import opening_problems
 
     app = PocketMem(settings)
     try:
-        await app.open(check_embedder=False)
+        # The store alone: what the rest of the app reads on opening (store_meta) may be what is missing.
+        await app.store.open()
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is the report
         why = str(exc) if isinstance(exc, PocketmemError) else f"{type(exc).__name__}: {exc}"
-        advice = restore_advice(settings)
-        if settings.database_url is None:
-            advice = f"check its folder's access, or {advice}"
-        problem = f"the store cannot be opened ({why}): {advice}"
-        print(dumps({"database": settings.database_label, "ok": False, "error": why, "problems": [problem]}))
+        problems = opening_problems(settings, exc)
+        print(dumps({"database": settings.database_label, "ok": False, "error": why, "problems": problems}))
         return 1
     try:
         report = await app.doctor(repair=args.repair)
@@ -466,7 +464,10 @@ def _add_store_commands(sub: Any) -> None:
         "doctor", help="check the database, every stored time, the sqlite-vec extension, the schema and the embedder"
     )
     doctor.add_argument(
-        "--repair", action="store_true", help="rewrite stored times that cannot be read back (listed in the report)"
+        "--repair", action="store_true",
+        help="repair what the report lists as repairable: recreate missing tables (empty when they held data of "
+        "their own), columns, indexes and triggers, rebuild the keyword and vector indexes from the memories, "
+        "rewrite stored times that cannot be read back",
     )
     sub.add_parser("reindex", help="re-embed every memory with the configured embedder (after changing it)")
 

@@ -61,6 +61,7 @@ from pocketmem.core.profile_text import FILES, MemoryLine, Parsed, Section, md_t
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
+from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
 from pocketmem.service.transfer.exporting import atomic_write, check_directory
 from pocketmem.service.writing.add_request import AddRequest, screen_secrets
@@ -79,8 +80,6 @@ QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind
 NEW_LINE = {"core": (Category.fact, True), "project": (Category.project, False), "insights": (Category.lesson, False)}
 REMOVAL_FORGETS = {"core", "project"}
 MTIME_SLACK_NS = 2_000_000_000
-OWNER_FILE = ".pocketmem-store"  # the id of the store that keeps this folder
-STORE_ID_KEY = "profile_files_store_id"
 KEEP_EARLIER = 4  # texts written before the last one, kept to find the copy a person started editing from
 
 

@@ -2,18 +2,27 @@
 page, a lock file it may not create) becomes a line of the report with the repair it suggests; the doctor itself
 never fails. With `repair`, what can be rebuilt is: derived tables, indexes and triggers from the migrations'
 schema, the keyword rows of memories that have none, the vector index from the stored vectors, unreadable times
-in their stored form."""
+in their stored form; a missing table that holds data of its own is recreated empty.
+
+The advice fits the cause: a path this user may not write, or a read-only disk, names the path and what to change;
+a write lock another process holds names that process; only damage to the file itself sends the user to a backup
+(restoring a file a running process holds open, or removing its -wal, loses what it wrote)."""
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
+from pocketmem.base.errors import PocketmemError
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.upkeep.doctor_files import adopt_lost_id, folder_problems
+from pocketmem.service.writing.embed_queue import upgrades
 from pocketmem.store.base import Store
+from pocketmem.store.sqlite import access, faults
 from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -38,6 +47,42 @@ def restore_advice(settings: Settings) -> str:
 
 def rebuild_advice(settings: Settings) -> str:
     return f"run `pocketmem doctor --repair`; if the problem stays, {restore_advice(settings)}"
+
+
+# How long the doctor waits for another process's write lock before it names that process (writers wait longer).
+LOCK_WAIT = 3.0
+REPAIR_BLOCKED = "nothing was repaired: `pocketmem doctor --repair` needs to save to the store; fix the above first"
+
+
+def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
+    """Why the store cannot be opened, with the remedy of its cause: a folder that cannot be made, a path this user
+    may not read or write, a write lock another process holds; a backup only for a file that is damaged."""
+    why = str(exc) if isinstance(exc, PocketmemError) else f"{type(exc).__name__}: {exc}"
+    if settings.database_url is not None:
+        return [f"the store cannot be opened ({why}): {RESTORE_POSTGRES}"]
+    path = str(settings.db_path)
+    if not os.path.isdir(settings.db_path.parent):
+        return [f"the store cannot be opened: {why}"]  # the folder cannot be made (access.creation_problem)
+    if found := access.access_problems(path):
+        return found
+    if any(s in why.lower() for s in access.LOCKED):
+        return [access.held_problem(path, LOCK_WAIT)]
+    return [f"the store cannot be opened ({why}): {RESTORE_SQLITE}"]
+
+
+def step_advice(settings: Settings, exc: BaseException) -> str:
+    """What to do when a step failed, by its cause."""
+    text = str(exc).lower()
+    if "no such table" in text:
+        return "run `pocketmem doctor --repair`: it recreates the missing table"
+    if any(s in text for s in access.LOCKED):
+        return "another process holds the store's write lock: run the doctor again once it is done"
+    if settings.database_url is None and (fault := faults.classify(exc, "", writing=True)) is not None:
+        if fault.kind == "read-only":
+            return "the store cannot be written: make memory.db, its folder and memory.db.lock writable by this user"
+        if fault.kind == "full":
+            return "the disk is full: free some space and run the doctor again"
+    return rebuild_advice(settings)
 
 
 def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
@@ -68,21 +113,26 @@ class Doctor:
             return await fn()
         except Exception as exc:  # noqa: BLE001 - the doctor reports what it met, whatever it is
             log.debug("doctor: %s failed", what, exc_info=True)
-            advice = advice or rebuild_advice(self.settings)
+            advice = advice or step_advice(self.settings, exc)
             self.problems.append(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]}): {advice}")
             return None
 
     async def run(self, repair: bool = False) -> dict[str, Any]:
         self.problems: list[str] = []
         report: dict[str, Any] = {"database": self.settings.database_label, "repaired": []}
-        report["embedder"] = await self._embedder()
         if isinstance(self.store, SQLiteStore):
             report["repaired"] += self.store.rebuilt
+        blocked = await self._step("checking that the store can be written", self._write_problems) or []
+        self.problems += blocked
+        if repair and blocked:
+            self.problems.append(REPAIR_BLOCKED)
+            repair = False
         if repair:
             recreated = await self._step("recreating missing tables and columns", self.store.repair_schema)
             report["repaired"] += recreated or []
-            if isinstance(self.store, SQLiteStore):
-                report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
+        report["embedder"] = await self._embedder()
+        if repair and isinstance(self.store, SQLiteStore):
+            report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
         self.problems += await self._step("checking the schema", self.store.schema_problems) or []
         if repair:
             report["repaired"] += await self._step("mending the indexes", self.store.mend_indexes) or []
@@ -97,10 +147,23 @@ class Doctor:
             "reading every stored time", lambda: self.store.check_instants(repair=repair, now=self.clock.now())
         )
         report["unreadable_times"] = times or []
+        memories = store.get("memories") if store is not None else None
+        if repair:
+            report["repaired"] += await self._step(
+                "taking back the profile folders", lambda: adopt_lost_id(self.settings, self.store, memories)
+            ) or []
+        self.problems += await self._step(
+            "checking the profile folders", lambda: folder_problems(self.settings, self.store, memories)
+        ) or []
         self.problems += self._judge(report, repair)
         report["ok"] = not self.problems
         report["problems"] = self.problems
         return report
+
+    async def _write_problems(self) -> list[str]:
+        if not isinstance(self.store, SQLiteStore):
+            return []
+        return await self.store.write_problems(LOCK_WAIT)
 
     async def _embedder(self) -> dict[str, Any]:
         try:
@@ -108,9 +171,15 @@ class Doctor:
             out: dict[str, Any] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}
         except Exception as exc:  # noqa: BLE001 - the report says what failed
             out = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
-        out["store_embedder"] = await self._step(
+        stored = out["store_embedder"] = await self._step(
             "reading the store's embedder", lambda: self.store.get_meta("embedder")
         )
+        if stored is not None and stored != self.embedder.tag and upgrades(stored, self.embedder):
+            out["note"] = (  # no problem: docs/configuration.md, "Changing embedder"
+                f"the store's vectors were made by {stored}: the next start of `pocketmem serve` re-embeds every "
+                f"memory with {self.embedder.tag} in the background (no command needed), or `pocketmem reindex` "
+                "does it now"
+            )
         waiting = await self._step("counting memories without a vector", self._missing_vectors)
         # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
         out["waiting_for_vectors"] = waiting if waiting is None or waiting < 1000 else "1000+"
@@ -162,6 +231,10 @@ class Doctor:
         if not embedder["ok"]:
             problems.append(f"embedder: {embedder['error']}")
         stored = embedder["store_embedder"]
-        if stored is not None and stored != embedder["tag"]:
-            problems.append(f"the store was embedded by {stored}; run `pocketmem reindex`")
+        if stored is not None and stored != embedder["tag"] and "note" not in embedder:
+            problems.append(
+                f"the store's vectors were made by {stored}, not by the configured embedder {embedder['tag']}: "
+                "run `pocketmem reindex` to re-embed every memory, or set POCKETMEM_EMBEDDER and "
+                "POCKETMEM_EMBED_MODEL back"
+            )
         return problems

@@ -34,6 +34,7 @@ class SchemaObject:
     type: str  # table, index, trigger
     sql: str
     columns: tuple[tuple[str, str], ...] = ()  # a table's (name, definition) from `pragma table_info`
+    table: str = ""  # the table an index or trigger belongs to
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,9 @@ def _normal(sql: str) -> str:
 
 async def _objects(db: aiosqlite.Connection) -> dict[str, SchemaObject]:
     rows = await db.execute_fetchall(
-        "select name, type, sql from sqlite_master where sql is not null and name not like 'sqlite_%'"
+        "select name, type, sql, tbl_name from sqlite_master where sql is not null and name not like 'sqlite_%'"
     )
-    objects = {row[0]: SchemaObject(row[0], row[1], row[2]) for row in rows}
+    objects = {row[0]: SchemaObject(row[0], row[1], row[2], table=row[3]) for row in rows}
     # FTS5 keeps its data in shadow tables named after it: they come and go with the virtual table.
     virtual = [o.name for o in objects.values() if o.sql.lower().startswith("create virtual table")]
     objects = {
@@ -71,7 +72,7 @@ async def _objects(db: aiosqlite.Connection) -> dict[str, SchemaObject]:
     }
     for name, o in objects.items():
         if o.type == "table" and name not in virtual:  # a virtual table's columns are its module's
-            objects[name] = SchemaObject(name, o.type, o.sql, await _columns(db, name))
+            objects[name] = SchemaObject(name, o.type, o.sql, await _columns(db, name), o.table)
     return objects
 
 
@@ -119,12 +120,23 @@ async def differences(db: aiosqlite.Connection, upto: str | None = None) -> list
     return out
 
 
+async def derived_differences(db: aiosqlite.Connection) -> list[Difference]:
+    """What can be rebuilt from the memories alone: derived tables, and the indexes and triggers of tables that
+    are there (those of a missing table that holds data of its own wait for `doctor --repair`, which recreates
+    the table first). Reads only: opening a healthy store takes no write lock."""
+    found = await differences(db)
+    wanted = await reference()
+    gone = {d.name for d in found if d.type == "table" and d.name not in DERIVED}
+    return [
+        d for d in found
+        if (d.type not in ("table", "column") or d.name in DERIVED) and wanted[d.name].table not in gone
+    ]
+
+
 async def repair(db: aiosqlite.Connection, upto: str | None = None, *, derived_only: bool = False) -> list[Difference]:
     """Recreates what `differences` finds and refills the derived tables; inside the caller's transaction.
-    `derived_only`: only what can be rebuilt from the memories (derived tables, indexes, triggers)."""
-    found = await differences(db, upto)
-    if derived_only:
-        found = [d for d in found if d.type not in ("table", "column") or d.name in DERIVED]
+    `derived_only`: only what `derived_differences` finds."""
+    found = await derived_differences(db) if derived_only else await differences(db, upto)
     if not found:
         return []
     wanted = await reference(upto)

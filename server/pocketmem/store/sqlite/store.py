@@ -23,9 +23,9 @@ import anyio
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
-from pocketmem.store.sqlite import faults, instants_check, readonly_copy, schema_check
+from pocketmem.store.sqlite import access, faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
-from pocketmem.store.sqlite.driver import connect, inline_connection_class, sqlite_module
+from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.tx import QUANTISED, SQLiteTx, create_vector_index, pack_vector
@@ -57,6 +57,19 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
 def _is_locked(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database is busy" in text
+
+
+async def _optimize(conn: aiosqlite.Connection, pragma: str) -> None:
+    """`pragma optimize` may write statistics: it is skipped, without waiting, while another process writes (an old
+    SQLite without it loses nothing either)."""
+    try:
+        await conn.execute("pragma busy_timeout = 0")
+        try:
+            await conn.execute(pragma)
+        finally:
+            await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+    except Exception:  # noqa: BLE001 - the queries do not depend on it
+        log.debug("%s skipped", pragma, exc_info=True)
 
 
 def _probe(path: str, immutable: bool = False) -> None:
@@ -124,11 +137,8 @@ class SQLiteStore(Store):
             folder = Path(self.path).parent
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-            except (FileExistsError, NotADirectoryError):
-                raise StoreError(
-                    f"{folder} is a file, not a folder: the memory store cannot be kept in it (POCKETMEM_HOME must "
-                    "name a folder); move that file away, or set POCKETMEM_HOME to a folder"
-                ) from None
+            except OSError as exc:
+                raise StoreError(access.creation_problem(folder, exc)) from None
         # Servers starting together on a new file race to switch it to WAL and create its tables; a statement
         # that finds its snapshot stale fails as locked without waiting, so the whole opening is tried again.
         for attempt in range(LOCK_RETRIES + 1):
@@ -153,11 +163,8 @@ class SQLiteStore(Store):
                 "select 1 from sqlite_master where type = 'index' and name = 'memories_owner'"
             )
             self._owner_index = bool(list(found))
-            try:
-                # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
-                await self._writer.execute("pragma optimize = 0x10002")
-            except Exception:  # older SQLite: the queries do not depend on it
-                log.debug("pragma optimize failed", exc_info=True)
+            # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
+            await _optimize(self._writer, "pragma optimize = 0x10002")
             self._reader = await self._connect(inline=True) if self.path != ":memory:" else self._writer
             self._bookkeeper = await self._connect(writer=True) if self.path != ":memory:" else self._writer
             if self._bookkeeper is not self._writer:
@@ -166,7 +173,8 @@ class SQLiteStore(Store):
             await self.close()
             if isinstance(exc, StoreError):
                 raise
-            raise StoreError(f"cannot open the memory store at {self.path}: {exc}") from exc
+            why = access.access_problems(self.path) if self.path != ":memory:" else []
+            raise StoreError(f"cannot open the memory store at {self.path}: {why[0] if why else exc}") from exc
         self._vectors_loaded = sqlite_module()[1]
         found = list(
             await self._writer.execute_fetchall("select sql from sqlite_master where name = 'memory_vectors'")
@@ -210,6 +218,11 @@ class SQLiteStore(Store):
             log.warning("the memory store at %s is read-only: its schema is not brought up to date", self.path)
 
     async def _rebuild_derived(self, conn: aiosqlite.Connection) -> None:
+        """At opening: the write lock only when something is to be rebuilt, so a store another process is
+        writing to opens at once for reading."""
+        if not await schema_check.derived_differences(conn):
+            self._schema_version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
+            return
         await conn.execute("begin immediate")
         try:
             await self._keep_derived(conn)
@@ -269,11 +282,8 @@ class SQLiteStore(Store):
 
     async def close(self) -> None:
         if self._writer is not None:
-            try:
-                # Keeps the query planner's statistics current so it picks the right index.
-                await self._writer.execute("pragma optimize")
-            except Exception:  # an old SQLite without it loses nothing
-                log.debug("pragma optimize failed", exc_info=True)
+            # Keeps the query planner's statistics current so it picks the right index.
+            await _optimize(self._writer, "pragma optimize")
         for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
             try:
                 await conn.close()
@@ -501,6 +511,24 @@ class SQLiteStore(Store):
             log.error("the memory store at %s is damaged: %s; run `pocketmem doctor`", self.path, problem)
         self.damage = problem
         return problem
+
+    async def write_problems(self, wait: float) -> list[str]:
+        """What keeps this process from saving (access.py): a path to make writable, or the write lock held by
+        another process for over `wait` seconds. Changes nothing."""
+        self._require(self._writer)
+        if self.path == ":memory:":
+            return []
+        if problems := access.access_problems(self.path):
+            return problems
+        if self._copy is not None or self._immutable:
+            return [f"the memory store at {self.path} is read-only: nothing can be saved until its folder is writable"]
+        why = await anyio.to_thread.run_sync(access.write_lock_problem, self.path, wait)
+        if why is None:
+            return []
+        if _is_locked(Exception(why)):
+            return [access.held_problem(self.path, wait)]
+        fault = faults.classify(StoreError(why), self.path, writing=True)
+        return [str(fault) if fault is not None else f"the store's write lock cannot be taken ({why})"]
 
     async def check_instants(self, *, repair: bool = False, now: datetime | None = None) -> list[dict[str, Any]]:
         """Stored times that cannot be read back or lie outside the supported years; with repair, rewritten."""

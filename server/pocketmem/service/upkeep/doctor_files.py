@@ -1,0 +1,51 @@
+"""The doctor's look at the profile folders beside the store.
+
+A folder is kept by one store: the first to write it leaves its id there (`.pocketmem-store`, shared/folder_owner.py)
+and any other store leaves it alone. A folder that names another store while this one is in charge of the home
+means the files there are neither updated nor read back: most often memory.db was emptied or replaced (a file cut
+to zero bytes opens as a new, empty store), sometimes two stores share one POCKETMEM_HOME. The doctor says
+which, and what to do; it deletes nothing. A store that holds memories but lost its id (its store_meta table
+recreated by `doctor --repair`) takes back the one its folders hold.
+"""
+
+from __future__ import annotations
+
+from pocketmem.base.config import Settings
+from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_owner
+from pocketmem.store.base import Store
+
+
+async def folder_problems(settings: Settings, store: Store, memories: int | None) -> list[str]:
+    """A line for each profile folder in POCKETMEM_HOME that another store keeps."""
+    if not settings.files_on:
+        return []
+    ours = await store.get_meta(STORE_ID_KEY)
+    problems = []
+    for marker in sorted(settings.home.glob(f"*/{OWNER_FILE}")):
+        theirs = folder_owner(marker)
+        if theirs is None or theirs == ours:
+            continue
+        folder = marker.parent
+        line = (f"{folder} keeps the profile files of another pocketmem store ({theirs[:8]}…), so this store leaves "
+                "them alone: edits there are not taken in and they are not updated")
+        if memories == 0:
+            line += (f". This store holds no memories: memory.db was probably emptied or replaced. Stop pocketmem, "
+                     f"then restore memory.db from a backup and remove memory.db-wal and memory.db-shm beside it, or "
+                     f"import a `pocketmem export`; the files in {folder} are kept as they are")
+        else:
+            line += (". If memory.db was replaced, put the right one back from a backup; if two stores share this "
+                     "POCKETMEM_HOME on purpose, give each its own POCKETMEM_HOME")
+        problems.append(line)
+    return problems
+
+
+async def adopt_lost_id(settings: Settings, store: Store, memories: int | None) -> list[str]:
+    """`doctor --repair`: a store with memories but without an id of its own (store_meta lost and recreated) takes
+    back the id its profile folders hold, when they all hold the same one."""
+    if not settings.files_on or not memories or await store.get_meta(STORE_ID_KEY) is not None:
+        return []
+    ids = {folder_owner(marker) for marker in settings.home.glob(f"*/{OWNER_FILE}")} - {None}
+    if len(ids) != 1:
+        return []
+    await store.claim_meta(STORE_ID_KEY, str(ids.pop()))
+    return ["the store had lost its id (store_meta): it keeps its profile folders again"]

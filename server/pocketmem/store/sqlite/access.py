@@ -1,0 +1,168 @@
+"""Whether this user can keep the SQLite store where it is, in words that name the path and what to change.
+
+SQLite writes more than memory.db: `memory.db-wal` and `memory.db-shm` beside it (created by whoever opens it
+first) and temporary files in its folder; pocketmem's writers take turns on `memory.db.lock` (filelock.py). A
+store is writable only when all of these are. Permission bits and read-only mounts are causes of their own,
+never damage: their remedy is a chmod or another POCKETMEM_HOME, not a backup.
+
+Another process that holds the write lock is told apart too, by name where the system says who it is
+(/proc/locks on Linux: the WAL write lock is byte 120 of `memory.db-shm`, a rollback journal's RESERVED lock
+byte 0x40000001 of `memory.db`, pocketmem's own turn the `flock` of `memory.db.lock`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from pocketmem.store.sqlite.driver import connect
+
+WAL_WRITE_BYTE = 120
+RESERVED_BYTE = 0x40000001
+# File systems made by the kernel: a folder cannot be made in them.
+SYSTEM_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                                "securityfs", "configfs", "pstore", "bpf", "mqueue", "efivarfs"})
+# What SQLite says when another connection holds the write lock.
+LOCKED = ("database is locked", "database is busy")
+
+
+def _nearest(path: Path) -> Path:
+    """The deepest part of `path` that exists."""
+    while not os.path.lexists(path) and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _filesystem(path: Path) -> str | None:
+    """The type of the file system `path` lies on, from the mount table (Linux), or None."""
+    try:
+        mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    except OSError:
+        return None
+    found = [(m[1], m[2]) for m in mounts if len(m) > 2 and (str(path) + "/").startswith(m[1].rstrip("/") + "/")]
+    return max(found, key=lambda m: len(m[0]))[1] if found else None
+
+
+def creation_problem(folder: Path, exc: OSError) -> str:
+    """Why the store's folder cannot be made, from the error mkdir gave: the part of the path to change."""
+    there = _nearest(folder)
+    home = "POCKETMEM_HOME must name a folder this user can write"
+    if os.path.exists(there) and not os.path.isdir(there):
+        return (f"{there} is a file, not a folder, so {folder} cannot be made in it ({home}): move that file "
+                "away, or set POCKETMEM_HOME to a folder")
+    if exc.errno == errno.EROFS or _read_only_mount(there):
+        return (f"{folder} cannot be made: {there} is on a read-only file system ({home}); set POCKETMEM_HOME "
+                "to a folder on a writable disk")
+    if (kind := _filesystem(there)) in SYSTEM_FILESYSTEMS:
+        return (f"{folder} cannot be made: {there} belongs to the system ({kind}), which holds no files of ours "
+                f"({home}); set POCKETMEM_HOME to a folder in your home or data directory")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"{folder} cannot be made: this user may not write in {there} ({home}); set POCKETMEM_HOME to a "
+                f"folder of your own, or give this user write permission on {there}")
+    return (f"{folder} cannot be made under {there} ({exc.strerror}; {home}); set POCKETMEM_HOME to a folder "
+            "on an ordinary disk")
+
+
+def access_problems(db_path: str) -> list[str]:
+    """What keeps this user from reading and writing the store at `db_path`, a line per path (none when all is
+    well). A store not made yet is judged by its folder."""
+    db = Path(db_path)
+    folder = db.parent
+    if not os.path.isdir(folder):
+        return []  # opening reports a folder that cannot be made (creation_problem)
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return [f"the folder {folder} cannot be read by this user: give it read and search permission "
+                f"(chmod u+rx {folder}), or set POCKETMEM_HOME to a folder of your own"]
+    if _read_only_mount(folder):
+        return [f"{folder} is on a read-only file system: the store can be read but nothing can be saved; "
+                "remount it read-write, or copy the folder to a writable disk and point POCKETMEM_HOME there"]
+    problems = []
+    if not os.access(folder, os.W_OK):
+        problems.append(
+            f"the folder {folder} is not writable by this user: SQLite makes memory.db-wal, memory.db-shm and "
+            f"temporary files beside memory.db, so nothing can be saved; make it writable (chmod u+w {folder})"
+        )
+    for path in (db, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+        if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+            may = "write" if os.access(path, os.R_OK) else "read"
+            problems.append(f"this user may not {may} {path}: make it readable and writable (chmod u+rw {path}) "
+                            "for the user who runs pocketmem")
+    lock = Path(f"{db_path}.lock")
+    if os.path.isdir(lock):
+        problems.append(f"the write lock {lock} is a folder, not a file: nothing can be saved; remove that folder "
+                        "(pocketmem makes the file itself)")
+    elif os.path.exists(lock) and not os.access(lock, os.R_OK | os.W_OK):
+        problems.append(f"the write lock {lock} is not readable and writable by this user: nothing can be saved; "
+                        f"make it so (chmod u+rw {lock}) or remove it (pocketmem makes it again)")
+    return problems
+
+
+def _holds(fields: list[str], inodes: dict[tuple[int, int, int], str]) -> bool:
+    """Whether a /proc/locks line is a write lock on one of the store's files, on the byte that means writing."""
+    kind, mode, device, start, end = fields[1], fields[3], fields[5], fields[6], fields[7]
+    major, minor, inode = device.split(":")
+    name = inodes.get((int(major, 16), int(minor, 16), int(inode)))
+    if name is None or mode != "WRITE":
+        return False
+    if kind == "FLOCK":
+        return name == "lock"
+    byte = {"shm": WAL_WRITE_BYTE, "db": RESERVED_BYTE}.get(name)
+    return byte is not None and int(start) <= byte <= (int(end) if end != "EOF" else byte)
+
+
+def lock_holders(db_path: str) -> list[str]:
+    """The processes that hold the store's write lock, as `process PID (command line)`, where the system tells
+    (Linux); an empty list elsewhere or when nobody does."""
+    inodes = {}
+    for name, path in (("db", db_path), ("shm", f"{db_path}-shm"), ("lock", f"{db_path}.lock")):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        inodes[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] = name
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    pids = {int(f[4]) for f in (line.split() for line in lines) if len(f) >= 8 and _holds(f, inodes)}
+    return [_process(pid) for pid in sorted(pids - {os.getpid()})]
+
+
+def _process(pid: int) -> str:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    return f"process {pid} ({command[:120]})" if command else f"process {pid}"
+
+
+def write_lock_problem(db_path: str, wait: float) -> str | None:
+    """Takes the write lock for a moment (waiting at most `wait` seconds, not the writers' longer wait) and lets
+    it go, changing nothing: why it cannot be had, or None. Runs in a worker thread."""
+    conn = connect(db_path, load_vectors=False)
+    try:
+        conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
+        conn.execute("begin immediate")
+        conn.execute("rollback")
+    except Exception as exc:  # noqa: BLE001 - the reason is the answer
+        return str(exc)
+    finally:
+        conn.close()
+    return None
+
+
+def held_problem(db_path: str, wait: float) -> str:
+    """The report line for a write lock another process has held for over `wait` seconds."""
+    holders = lock_holders(db_path)
+    who = ", ".join(holders) if holders else "another process (the system does not say which)"
+    return (f"the store's write lock has been held for over {wait:g} s by {who}: it may be in the middle of a "
+            "long write; saving waits for it, then fails as busy. Try again once it is done, or stop that "
+            "process if it hangs. Do not restore or remove memory.db, -wal or -shm while a process has them open")

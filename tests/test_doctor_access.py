@@ -1,0 +1,228 @@
+"""The doctor's advice fits the cause: a write lock another process holds is named with that process, within a few
+seconds; permission bits, a read-only file, a lock file that is a folder and a POCKETMEM_HOME that cannot be a
+folder name the path and what to change, never a backup; a store without `api_tokens` or `store_meta` opens and
+`--repair` recreates them; a memory.db emptied beside the user's profile files is reported, nothing deleted.
+
+Permission cases run the command line in a child process: as root, under `setpriv` without the capabilities that
+let root ignore file modes (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER), as an unprivileged user would."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pocketmem.app import PocketMem
+from pocketmem.base.clock import FixedClock
+from pocketmem.base.models import Status
+from pocketmem.cli import _doctor, build_parser
+from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
+from pocketmem.service.upkeep.doctor import REPAIR_BLOCKED
+from pocketmem.service.writing.add_request import AddRequest
+
+from .helpers import START, Backend
+from .servers import server_env
+
+pytestmark = [pytest.mark.anyio]
+
+FACTS = ("用户住在杭州", "用户的猫叫小白")
+CAPS = "-dac_override,-dac_read_search,-fowner"
+
+
+async def doctor(settings, capsys, repair: bool = False) -> tuple[int, dict]:
+    code = await _doctor(settings, argparse.Namespace(repair=repair))
+    return code, json.loads(capsys.readouterr().out)
+
+
+async def a_store(settings) -> None:
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        for fact in FACTS:
+            await app.writing.add("global", AddRequest(content=fact))
+
+
+def no_backup(problems: list[str]) -> None:
+    for line in problems:
+        assert "backup" not in line and "restore" not in line and "unexpected" not in line, line
+
+
+HOLDER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("begin exclusive")
+conn.execute("update users set updated_at = updated_at")
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+async def test_a_write_lock_another_process_holds_is_named_and_the_store_still_reads(settings, capsys):
+    await a_store(settings)
+    with subprocess.Popen(  # noqa: ASYNC220 - the other process, started before the test does anything
+        [sys.executable, "-c", HOLDER, str(settings.db_path)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            code, report = await doctor(settings, capsys)
+            assert code == 1 and len(report["problems"]) == 1, report["problems"]
+            line = report["problems"][0]
+            assert line.startswith("the store's write lock has been held for over 3 s by process ")
+            assert f"process {holder.pid} (" in line and "Do not restore or remove memory.db" in line
+            code, report = await doctor(settings, capsys, repair=True)
+            assert code == 1 and report["problems"][1:] == [REPAIR_BLOCKED] and report["repaired"] == []
+            async with PocketMem(settings, clock=FixedClock(START)) as app:  # reading needs no write lock
+                async with app.store.read() as reader:
+                    listed = await reader.scan_memories("global", (Status.active,), None, 10)
+            assert sorted(m.content for m in listed) == sorted(FACTS)
+        finally:
+            holder.kill()
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+
+
+def limited(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`pocketmem ARGS` as a user whom file modes bind (root without the capabilities that bypass them)."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set", CAPS, "--inh-caps", CAPS, "--"]
+    return subprocess.run([*prefix, sys.executable, "-m", "pocketmem", *args], env=server_env(Backend(), home),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, cwd="/")
+
+
+def made_unusable(home: Path, case: str) -> Path:
+    """The change that keeps this user from saving; the path the report must name."""
+    db, lock = home / "memory.db", home / "memory.db.lock"
+    if case == "read-only file":
+        db.chmod(0o444)
+        return db
+    if case == "read-only folder":
+        home.chmod(0o555)
+        return home
+    if case == "unreadable folder":
+        home.chmod(0o000)
+        return home
+    if case == "lock file without permissions":
+        lock.chmod(0o000)
+        return lock
+    lock.unlink()
+    lock.mkdir()
+    return lock
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case",
+    ["read-only file", "read-only folder", "unreadable folder", "lock file without permissions", "lock folder"],
+)
+async def test_a_store_this_user_cannot_write_is_reported_with_the_path_to_change(tmp_path, make_settings, case):
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv to run without root's right to ignore file modes")
+    settings = make_settings(tmp_path)
+    await a_store(settings)
+    home = settings.home
+    path = made_unusable(home, case)
+    try:
+        for repair in ([], ["--repair"]):
+            done = limited(home, "doctor", *repair)
+            report = json.loads(done.stdout)
+            assert done.returncode == 1 and report["ok"] is False, done.stderr
+            first = report["problems"][0]
+            assert str(path) in first and ("chmod" in first or "remove that folder" in first), report["problems"]
+            no_backup(report["problems"])
+            if repair and case != "unreadable folder":
+                assert report["problems"][-1] == REPAIR_BLOCKED and report["repaired"] == [], report["problems"]
+        listed = limited(home, "list", "--json")
+        if case == "unreadable folder":
+            assert listed.returncode == 2 and str(home) in listed.stderr and "unexpected" not in listed.stderr
+        else:
+            assert listed.returncode == 0, listed.stderr
+    finally:
+        home.chmod(0o755)
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+@pytest.mark.slow
+def test_a_home_that_cannot_be_a_folder_is_named_by_doctor_and_list(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    cases = {
+        a_file / "sub": f"{a_file} is a file, not a folder, so {a_file / 'sub'} cannot be made in it",
+        Path("/proc/pocketmem-home"): "/proc/pocketmem-home cannot be made: /proc belongs to the system (proc)",
+    }
+    for home, said in cases.items():
+        done = limited(home, "doctor")
+        report = json.loads(done.stdout)
+        assert done.returncode == 1 and report["problems"] == [f"the store cannot be opened: {report['error']}"]
+        assert said in report["error"] and "POCKETMEM_HOME" in report["error"]
+        no_backup(report["problems"])
+        listed = limited(home, "list")
+        assert listed.returncode == 2 and listed.stderr.strip() == f"pocketmem: {report['error']}"
+
+
+@pytest.mark.parametrize("table", ["api_tokens", "store_meta"])
+async def test_a_missing_table_of_its_own_data_is_reported_and_recreated_by_repair(settings, capsys, table):
+    await a_store(settings)
+    with sqlite3.connect(settings.db_path) as db:
+        db.execute(f"drop table {table}")
+    code, report = await doctor(settings, capsys)
+    assert code == 1
+    missing = f"table {table} is missing (its rows cannot be rebuilt): run `pocketmem doctor --repair`"
+    assert missing in report["problems"]
+    no_backup(report["problems"])
+    code, report = await doctor(settings, capsys, repair=True)
+    assert code == 0 and report["ok"], report["problems"]
+    assert f"table {table} was missing: recreated" in report["repaired"]
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"] and report["repaired"] == [], report["problems"]
+    async with PocketMem(settings, clock=FixedClock(START)) as app:  # the profile folder is this store's again
+        kept = await app.store.get_meta(STORE_ID_KEY)
+    assert kept == (settings.home / "global" / OWNER_FILE).read_text().strip()
+
+
+async def test_an_emptied_memory_db_beside_the_profile_files_is_reported_and_nothing_deleted(settings, capsys):
+    await a_store(settings)
+    folder = settings.home / "global"
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    os.truncate(settings.db_path, 0)
+    for repair in (False, True):
+        code, report = await doctor(settings, capsys, repair)
+        assert code == 1 and len(report["problems"]) == 1, report["problems"]
+        line = report["problems"][0]
+        assert line.startswith(f"{folder} keeps the profile files of another pocketmem store")
+        assert "This store holds no memories: memory.db was probably emptied or replaced" in line
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
+
+
+async def test_an_upgrade_between_built_in_embedders_is_a_note_another_embedder_a_problem(settings, capsys):
+    await a_store(settings)
+    with sqlite3.connect(settings.db_path) as db:
+        db.execute("update store_meta set value = ? where key = 'embedder'",
+                   ("use:universal-sentence-encoder-multilingual-3",))
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+    assert report["embedder"]["note"].startswith(
+        "the store's vectors were made by use:universal-sentence-encoder-multilingual-3: the next start of "
+        "`pocketmem serve` re-embeds every memory with hash"
+    )
+    with sqlite3.connect(settings.db_path) as db:
+        db.execute("update store_meta set value = 'openai:text-embedding-3-small' where key = 'embedder'")
+    code, report = await doctor(settings, capsys)
+    assert code == 1 and "note" not in report["embedder"]
+    assert report["problems"] == [
+        "the store's vectors were made by openai:text-embedding-3-small, not by the configured embedder "
+        f"{report['embedder']['tag']}: run `pocketmem reindex` to re-embed every memory, or set POCKETMEM_EMBEDDER "
+        "and POCKETMEM_EMBED_MODEL back"
+    ]
+
+
+def test_doctor_help_says_what_repair_does():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    text = " ".join(sub.choices["doctor"].format_help().split())
+    assert "recreate missing tables" in text and "rebuild the keyword and vector indexes" in text
