@@ -17,8 +17,7 @@ from pocketmem.core.rubric import agent_rubric
 from pocketmem.core.text import guess_language
 
 # The same rubric remember_conversation gives its LLM (rubric.py), with the tool calls that carry it out.
-EXTRACTION_RUBRIC_ZH = agent_rubric("zh")
-EXTRACTION_RUBRIC_EN = agent_rubric("en")
+RUBRICS = {"zh": agent_rubric("zh"), "en": agent_rubric("en")}
 # remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
 MAX_CONVERSATION_CHARS = 40_000
 
@@ -52,8 +51,14 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
                 f"invalid argument conversation: is {len(conversation)} characters; the limit is "
                 f"{MAX_CONVERSATION_CHARS} — send the most recent messages only",
             )
+        if language is not None and language not in RUBRICS:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"invalid argument language: must be one of: {', '.join(RUBRICS)} (leave it out to follow the "
+                "conversation)",
+            )
         lang = language or (guess_language(conversation) if conversation else "zh")
-        rubric = EXTRACTION_RUBRIC_ZH if lang == "zh" else EXTRACTION_RUBRIC_EN
+        rubric = RUBRICS[lang]
         if conversation:
             head = "对话：" if lang == "zh" else "Conversation:"
             return f"{rubric}\n{head}\n{conversation.strip()}\n"
