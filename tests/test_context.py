@@ -17,6 +17,8 @@ from pocketmem.core.triggers import long_term_trigger
 from pocketmem.mcp.server import build_server
 from pocketmem.service.writing.add_request import AddRequest
 
+from .helpers import call
+
 pytestmark = [pytest.mark.anyio]
 USER = "global"
 
@@ -202,3 +204,71 @@ async def test_the_prompt_speaks_the_locale_set(tmp_path, clock, locale, message
     assert relevant in package.text, package.text
     reminder = next(line for line in package.text.splitlines() if "周报还没写" in line)
     assert ("已逾期" in reminder) == (locale == "zh") and ("overdue" in reminder) == (locale == "en"), reminder
+
+
+def test_the_triggers_read_a_long_run_from_its_start_only():
+    """A pattern may start only where its run starts (core/triggers.py): tried at every position of a run, it ran
+    to the run's end each time, so 60,000 unbroken characters took seconds and 300,000 never ended."""
+    from pocketmem.core.triggers import _DATE, _FILE
+
+    assert _FILE.match("server/app.py") and not _FILE.match("server/app.py", 3)
+    assert _FILE.match("报告草稿.pdf") and not _FILE.match("报告草稿.pdf", 1)
+    assert _DATE.match("123天前") and not _DATE.match("123天前", 1)
+    assert _DATE.match("12 days ago") and not _DATE.match("12 days ago", 1)
+    # What they find is unchanged: the whole name, the whole count.
+    for run in ("a" * 5000, "猫" * 5000, "7" * 5000, "a." * 2500, "-" * 5000):
+        trigger = long_term_trigger(f"{run} 看看 server/app.py 和 报告草稿.pdf，3天前 {run}")
+        assert trigger.files == ("server/app.py", "报告草稿.pdf") and trigger.reasons == ("date", "file"), run[:4]
+    assert long_term_trigger("a" * 5000 + ".py").files == ("a" * 5000 + ".py",)
+    assert long_term_trigger("1" * 5000 + "天前").reasons == ("date",)
+
+
+async def test_a_long_unbroken_message_is_answered_and_an_over_long_one_refused_first(tmp_path, clock, make_settings):
+    from mcp.shared.exceptions import MCPError
+
+    from pocketmem.service.recall.retrieval import MAX_MESSAGE_CHARS
+
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await app.writing.add(USER, AddRequest(content="用户养了一只猫，叫小白", keywords=["猫"]))
+        assert "# User card" in await prompt(client, "a" * 60_000)
+        for run in ("猫" * 300_000, "a" * (MAX_MESSAGE_CHARS + 1)):
+            rule = f"invalid argument message: is {len(run)} characters; the limit is {MAX_MESSAGE_CHARS}"
+            with pytest.raises(MCPError, match=rule):
+                await prompt(client, run)
+        with pytest.raises(MCPError, match=r"invalid argument context\[0\]: is 300000 characters"):
+            await client.get_prompt("memory_context", {"message": "猫", "context": "猫" * 300_000})
+        assert "小白" in await prompt(client, "猫")  # the server still answers
+
+
+@pytest.mark.backends
+async def test_an_expired_memory_leaves_the_package_when_it_leaves_recall(tmp_path, clock, make_settings):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        trip = "用户这周在上海出差"
+        ends = (clock.now() + timedelta(seconds=5)).isoformat()
+        await call(client, "add_memory", {"content": trip, "category": "context", "expires_at": ends})
+        await call(client, "add_memory", {"content": "用户喜欢吃小笼包"})
+        assert trip in await prompt(client, "晚饭吃什么")
+        clock.advance(seconds=8)  # expired; maintenance has not moved it to the trash yet
+        recalled = await call(client, "recall_memories", {"query": "用户在上海出差吗", "keywords": ["上海", "出差"]})
+        assert recalled["memories"] == []
+        text = await prompt(client, "晚饭吃什么")
+        assert trip not in text and "用户喜欢吃小笼包" in text
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize(("content", "message", "reminder"), [
+    ("Renew the driver's license.", "Did I renew my driver's license yet?", "Reminder (overdue since 2026-11-20"),
+    ("续办驾照", "我的驾照续办了吗？", "提醒（已逾期：截止 2026-11-20"),
+])
+async def test_a_due_todo_the_message_is_about_is_listed_once(tmp_path, clock, make_settings, content, message,
+                                                              reminder):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "add_memory", {"content": content, "category": "todo", "due_at": "2026-11-20T10:00:00"})
+        recalled = await call(client, "recall_memories", {"query": message})
+        assert [m["content"] for m in recalled["memories"]] == [content]  # a hit, and a due reminder
+        text = await prompt(client, message)
+    assert text.count(content) == 1, text
+    assert next(line for line in text.splitlines() if content in line).startswith(reminder), text

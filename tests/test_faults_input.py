@@ -276,6 +276,14 @@ async def test_the_extract_memories_prompt_has_a_length_limit(app, settings):
             await client.get_prompt("extract_memories", {"conversation": "a" * 900_000})
 
 
+async def test_the_extract_memories_prompt_refuses_a_language_it_has_no_rubric_for(app, settings):
+    async with Client(build_server(settings, app=app)) as client:
+        with pytest.raises(MCPError, match=r"invalid argument language: must be one of: zh, en \(leave it out"):
+            await client.get_prompt("extract_memories", {"conversation": "J'adore la coriandre.", "language": "fr"})
+        english = await client.get_prompt("extract_memories", {"conversation": "用户：我不吃香菜", "language": "en"})
+        assert "Conversation:" in english.messages[0].content.text
+
+
 async def test_a_long_pasted_message_is_read_by_its_head_and_tail_and_a_huge_one_refused(app, settings):
     """A user pastes a log and asks about it: recall reads the message's start and end (the question is said
     before or after the paste) instead of refusing it; only a message past MAX_MESSAGE_CHARS is refused."""

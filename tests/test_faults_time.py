@@ -49,11 +49,13 @@ async def test_a_date_whose_utc_year_is_below_1000_is_refused_in_every_field(app
                 USER, AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: value})
             )
     assert await rows(app) == before
-    ok = await app.writing.add(
-        USER,
-        AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: "1000-01-01T08:00+08:00"}),
-    )
-    assert ok.status == "stored"
+    body = {"content": "用户要交房租", "category": "todo", field: "1000-01-01T08:00+08:00"}
+    earliest = AddRequest.model_validate(body)
+    if field == "expires_at":  # within the years, but long past: refused as already expired, by name
+        with pytest.raises(InvalidInput, match=r"^expires_at: is not in the future"):
+            await app.writing.add(USER, earliest)
+        return
+    assert (await app.writing.add(USER, earliest)).status == "stored"
 
 
 def instant_values():
@@ -84,7 +86,9 @@ async def test_every_accepted_instant_round_trips_through_add_export_and_import(
     """Accepted iff the UTC year is 1000..9000; an accepted instant reads back the same (to the millisecond)
     from the store, from the export and from a store the export was imported into."""
     shanghai = ZoneInfo("Asia/Shanghai")
-    clock = FixedClock(datetime(9000, 12, 31, tzinfo=UTC))  # so no accepted created_at is "in the future"
+    # The last day, so no accepted created_at is "in the future"; the first, so no expires_at has passed.
+    latest, earliest = datetime(9000, 12, 31, tzinfo=UTC), datetime(1000, 1, 1, tzinfo=UTC)
+    clock = FixedClock(latest)
     key = uuid.uuid4().hex[:8]
     expected: dict[str, tuple[str, datetime]] = {}
     async with PocketMem(make_settings(tmp_path / f"a{key}"), clock=clock) as a:
@@ -98,15 +102,17 @@ async def test_every_accepted_instant_round_trips_through_add_export_and_import(
             body = {"content": f"第{i}条记忆 {key} {local.isoformat()}", "category": Category.todo, field: value}
             if field == "remind_at":
                 body["due_at"] = value
+            clock.set(earliest if field == "expires_at" else latest)
             try:
                 result = await a.writing.add(USER, AddRequest.model_validate(body))
             except InvalidInput as exc:
-                assert not in_range, (value, exc)
+                assert not in_range or (field == "expires_at" and utc <= earliest), (value, exc)
                 assert exc.field in (field, "due_at"), exc
                 continue
             assert in_range, value
             assert result.status == "stored"
             expected[result.memory_id] = (field, utc.replace(microsecond=utc.microsecond // 1000 * 1000))
+        clock.set(latest)
         out = io.StringIO()
         await a.exporter.export(out, [USER])
         for memory_id, (field, when) in expected.items():

@@ -3,7 +3,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block, user_card
+from pocketmem.core.formatting import (
+    CardSection,
+    InjectionItem,
+    age_label,
+    calendar_days,
+    injection_block,
+    user_card,
+)
 
 TZ = ZoneInfo("Asia/Shanghai")
 
@@ -59,7 +66,26 @@ def test_budget_trims_the_block_and_marks_the_cut():
 
 def test_user_card_stays_under_two_kilobytes():
     entries = [f"核心记忆第{i}条：用户很在意这件事，而且说了很多次。" for i in range(200)]
-    card = user_card("User card", [("Core memories", entries), ("Open todos", ["买牛奶"])])
+    card = user_card("User card", [CardSection("Core memories", entries), CardSection("Open todos", ["买牛奶"])])
     assert len(card.encode()) <= 2048
     assert card.startswith("# User card\n\n## Core memories\n- 核心记忆第0条")
-    assert "- … +" in card
+    shown = card.count("- 核心记忆第")
+    assert f"- … +{200 - shown}\n" in card
+    # The core memories cannot push the todos off: room is kept for the first one.
+    assert card.endswith("\n## Open todos\n- 买牛奶\n")
+
+
+def test_user_card_counts_plus_n_from_the_total():
+    todos = [f"待办{i}" for i in range(20)]
+    card = user_card("User card", [CardSection("Open todos", todos, total=30)])
+    assert card.endswith("- 待办19\n- … +10\n")  # all 20 read fit; 10 more were not read
+    long = [f"待办{i}：" + "很长的说明" * 10 for i in range(20)]
+    cut = user_card("User card", [CardSection("Open todos", long, total=30)])
+    assert len(cut.encode()) <= 2048
+    assert cut.endswith(f"- … +{30 - cut.count('- 待办')}\n")
+
+
+def test_a_long_first_todo_keeps_no_room():
+    core = [f"核心记忆第{i}条：用户很在意这件事。" for i in range(100)]
+    card = user_card("User card", [CardSection("Core memories", core), CardSection("Open todos", ["长" * 700])])
+    assert "## Open todos" not in card and card.count("- 核心记忆第") > 30

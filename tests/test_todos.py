@@ -10,6 +10,7 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import Conflict
 from pocketmem.base.models import Category
+from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
@@ -138,3 +139,28 @@ async def test_an_overdue_todo_beyond_the_reminders_shown_keeps_its_mark_whereve
     package = await app.context.build(USER, "奶奶的药买了吗")
     assert "提醒（已逾期：截止 2026-11-13 18:00）“给奶奶买降压药”" in package.text
     assert "提醒（已逾期：截止 2026-11-14 18:00）“续交车险”" in package.text
+
+
+async def test_the_card_counts_every_open_todo_and_keeps_room_for_the_most_urgent(app, clock, settings):
+    """30 long core memories fill the 2 KB card; 30 todos, of which the card reads the first 20."""
+    for i in range(30):
+        core = f"核心{i}：" + "用户非常在意这件事情并且反复强调过很多次" * 5
+        await app.writing.add(USER, AddRequest(content=core, scores={"persistence": 1.0}))
+    for i in range(30):
+        await todo(app, f"待办{i}：" + "记得去办理这件事" * 3, due_at=START + timedelta(days=1 + i))
+    await todo(app, "交物业费", due_at=START - timedelta(days=2))  # the most urgent: overdue
+    async with Client(build_server(settings, app=app)) as client:
+        card = (await client.read_resource("memory://user-card")).contents[0].text
+        listed = await client.call_tool("list_memories", {"category": "todo"})
+    assert listed.structured_content["total"] == 31
+    assert len(card.encode()) <= 2048
+    core_shown = card.count("- 核心")
+    assert 0 < core_shown < 30 and f"- … +{30 - core_shown}\n" in card
+    assert card.endswith("## 待办\n- 交物业费（已逾期：截止 2026-11-24 10:00）\n- … +30\n"), card
+
+
+async def test_the_card_counts_core_memories_past_those_it_reads(app, settings):
+    await app.writing.add_many(USER, [AddRequest(content=f"核心{i}", scores={"persistence": 1.0}) for i in range(61)])
+    async with Client(build_server(settings, app=app)) as client:
+        card = (await client.read_resource("memory://user-card")).contents[0].text
+    assert card.count("- 核心") == 60 and card.endswith("- 核心59\n- … +1\n"), card

@@ -37,6 +37,23 @@ async def error_text(client: Client, name: str, args: dict) -> str:
         ("confirm_pending", {"pending_id": "p", "action": "maybe"}, "action must be one of: confirm, reject, snooze"),
         ("list_memories", {"status": "gone"}, "status must be one of: active, superseded, pending, trashed"),
         ("list_trash", {"limit": "many"}, "limit must be a whole number"),
+        # true and false are not numbers (pydantic alone reads true as 1)
+        ("recall_memories", {"query": "x", "top_k": True}, "top_k must be a number, not true or false"),
+        ("list_memories", {"limit": True}, "limit must be a number, not true or false"),
+        ("add_memory", {"content": "x", "confidence": True}, "confidence must be a number, not true or false"),
+        ("add_memory", {"content": "x", "scores": {"persistence": True}},
+         "scores.persistence must be a number, not true or false"),
+        ("confirm_pending", {"pending_id": "p", "action": "snooze", "snooze_hours": False},
+         "snooze_hours must be a number, not true or false"),
+        # an empty keyword is refused by recall as by add_memory
+        ("recall_memories", {"query": "x", "keywords": ["香菜", " "]}, "keywords[1]: must not be empty"),
+        ("add_memory", {"content": "x", "keywords": [""]}, "keywords[0]: must not be empty"),
+        # a filter with nothing left after cleaning would list everything
+        ("list_memories", {"text": "\x00"}, "text: must not be empty"),
+        ("list_memories", {"text": "\u200b "}, "text: must not be empty"),
+        # stored, it would never be recalled
+        ("add_memory", {"content": "用户要交房租", "expires_at": "2020-01-01"}, "expires_at: is not in the future"),
+        ("add_memory", {"content": "x", "expires_at": "2026-11-26T10:00+08:00"}, "expires_at: is not in the future"),
     ],
 )
 async def test_argument_errors_name_the_field_and_the_rule(client, name, args, expected):

@@ -239,9 +239,12 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _coherent(self) -> Settings:
         if self.pending_threshold > self.store_threshold:
-            raise ValueError("pending_threshold must not be above store_threshold")
+            raise ValueError(
+                f"POCKETMEM_PENDING_THRESHOLD ({self.pending_threshold}) must not be above POCKETMEM_STORE_THRESHOLD "
+                f"({self.store_threshold})"
+            )
         if self.weight_semantic + self.weight_keyword == 0:
-            raise ValueError("weight_semantic and weight_keyword cannot both be 0")
+            raise ValueError("POCKETMEM_WEIGHT_SEMANTIC and POCKETMEM_WEIGHT_KEYWORD cannot both be 0")
         if self.embedder == "openai" and not self.embed_model:
             raise ValueError("POCKETMEM_EMBEDDER=openai needs POCKETMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
         if self.embedder == "local" and not self.embed_model:

@@ -96,6 +96,11 @@ class Scores(BaseModel):
     judge: float
 
 
+def expired(expires_at: datetime | None, now: datetime) -> bool:
+    """Past its expires_at: recall and memory_context no longer show it; maintenance then moves it to the trash."""
+    return expires_at is not None and expires_at <= now
+
+
 class Memory(BaseModel):
     """One row of `memories`, as the service sees it."""
 

@@ -99,32 +99,61 @@ def injection_block(items: Sequence[InjectionItem], locale: str, budget: int) ->
     return "\n".join(lines)
 
 
-def user_card(
-    title: str,
-    sections: Sequence[tuple[str, Sequence[str]]],
-    limit_bytes: int = CARD_LIMIT_BYTES,
-) -> str:
-    """Markdown card: a title and bulleted sections, cut to `limit_bytes` of UTF-8 with a note of what was left out."""
+@dataclass(frozen=True)
+class CardSection:
+    """A section of the user card: its heading, its first entries, and how many there are in all (`total`, when
+    only the first few were read: the `+N` counts from it)."""
+
+    heading: str
+    entries: Sequence[str]
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        return max(len(self.entries), self.total or 0)
+
+
+def user_card(title: str, sections: Sequence[CardSection], limit_bytes: int = CARD_LIMIT_BYTES) -> str:
+    """Markdown card: a title and bulleted sections, cut to `limit_bytes` of UTF-8 with a `- … +N` note of what was
+    left out. Each later section keeps room for its heading and its first entry (the most urgent todo) when those
+    take at most a quarter of the card, so a long section before it cannot push it off."""
     out: list[str] = [f"# {title}"]
-    size = len(out[0].encode()) + 1
-    for heading, entries in sections:
-        if not entries:
+    size = _line_bytes(out[0])
+    shown = [section for section in sections if section.entries]
+    for index, section in enumerate(shown):
+        limit = limit_bytes - sum(_kept_room(later, limit_bytes) for later in shown[index + 1:])
+        head = f"\n## {section.heading}"
+        if size + _line_bytes(head) > limit:
             continue
-        head = f"\n## {heading}"
-        if size + len(head.encode()) + 1 > limit_bytes:
-            break
         out.append(head)
-        size += len(head.encode()) + 1
-        for index, entry in enumerate(entries):
+        size += _line_bytes(head)
+        for position, entry in enumerate(section.entries):
             line = f"- {entry}"
-            left = len(entries) - index
+            left = section.count - position
             more = f"- {ELLIPSIS} +{left}"
-            reserve = len(more.encode()) + 1 if left > 1 else 0
-            if size + len(line.encode()) + 1 + reserve > limit_bytes:
-                if size + len(more.encode()) + 1 <= limit_bytes:
+            reserve = _line_bytes(more) if left > 1 else 0
+            if size + _line_bytes(line) + reserve > limit:
+                if size + _line_bytes(more) <= limit:
                     out.append(more)
-                    size += len(more.encode()) + 1
+                    size += _line_bytes(more)
                 break
             out.append(line)
-            size += len(line.encode()) + 1
+            size += _line_bytes(line)
+        else:
+            if section.count > len(section.entries):  # room was kept for it by the last entry's reserve
+                out.append(f"- {ELLIPSIS} +{section.count - len(section.entries)}")
+                size += _line_bytes(out[-1])
     return "\n".join(out) + "\n"
+
+
+def _line_bytes(line: str) -> int:
+    return len(line.encode()) + 1
+
+
+def _kept_room(section: CardSection, limit_bytes: int) -> int:
+    """What a later section keeps: its heading, its first entry and the `+N` after it; nothing when that is more
+    than a quarter of the card (a long first entry would only crowd out the sections before it)."""
+    room = _line_bytes(f"\n## {section.heading}") + _line_bytes(f"- {section.entries[0]}")
+    if section.count > 1:
+        room += _line_bytes(f"- {ELLIPSIS} +{section.count - 1}")
+    return room if room <= limit_bytes // 4 else 0

@@ -16,6 +16,7 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.core.rubric import agent_rubric
 from pocketmem.core.text import guess_language
 
+LANGUAGES = ("zh", "en")  # the rubric's languages (rubric.py)
 # remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
 MAX_CONVERSATION_CHARS = 40_000
 
@@ -48,6 +49,12 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
                 INVALID_PARAMS,
                 f"invalid argument conversation: is {len(conversation)} characters; the limit is "
                 f"{MAX_CONVERSATION_CHARS} — send the most recent messages only",
+            )
+        if language is not None and language not in LANGUAGES:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"invalid argument language: must be one of: {', '.join(LANGUAGES)} (leave it out to follow the "
+                "conversation)",
             )
         lang = language or (guess_language(conversation) if conversation else "zh")
         # The rubric remember_conversation gives its LLM (rubric.py) with the settings in force, then the tool

@@ -22,7 +22,8 @@ from typing import Annotated, Any, Literal, NamedTuple, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from pocketmem.app import PocketMem
 from pocketmem.base.config import Settings
@@ -80,11 +81,20 @@ TOOLS: dict[str, Declaration] = {
     ),
 }
 
-Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+def _not_true_or_false(value: object) -> object:
+    """A number argument given true or false is an error: pydantic alone would read `top_k: true` as 1."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("number_not_bool", "must be a number, not true or false")
+    return value
+
+
+NotBool = BeforeValidator(_not_true_or_false)
+Unit = Annotated[float, NotBool, Field(ge=0, le=1, allow_inf_nan=False)]
 MemoryId = Annotated[str, Field(min_length=1, max_length=64)]
 Why = Annotated[str | None, Field(max_length=500)]
-Limit = Annotated[int, Field(ge=1, le=500)]
-Offset = Annotated[int, Field(ge=0, le=1_000_000)]
+Limit = Annotated[int, NotBool, Field(ge=1, le=500)]
+Offset = Annotated[int, NotBool, Field(ge=0, le=1_000_000)]
 
 
 class ScoresIn(BaseModel):
@@ -165,7 +175,9 @@ def recall_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[R
                 max_length=12,
             ),
         ] = None,
-        top_k: Annotated[int | None, Field(ge=1, le=50, description=f"Default {top_k}.")] = None,
+        top_k: Annotated[
+            Annotated[int, NotBool, Field(ge=1, le=50)] | None, Field(description=f"Default {top_k}.")
+        ] = None,
         categories: list[Category] | None = None,
         include_history: Annotated[bool, Field(description="Add superseded versions.")] = False,
         explain: Annotated[bool, Field(description="Score breakdowns.")] = False,
@@ -266,7 +278,8 @@ def confirm_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[
         pending_id: Annotated[str, Field(min_length=1, max_length=64)],
         action: Literal["confirm", "reject", "snooze"],
         snooze_hours: Annotated[
-            float | None, Field(gt=0, le=2160, allow_inf_nan=False, description="Default 24.")
+            Annotated[float, NotBool, Field(gt=0, le=2160, allow_inf_nan=False)] | None,
+            Field(description="Default 24."),
         ] = None,
     ) -> ConfirmResult:
         """Act on the user's answer about a pending item."""

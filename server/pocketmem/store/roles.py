@@ -90,6 +90,10 @@ class MemoryReads(Protocol):
         """Active memories with persistence 1, oldest first (ties in insertion order)."""
 
     @abstractmethod
+    async def count_core(self, user_id: str) -> int:
+        """How many core_memories there are, all of them (the user card's `+N`)."""
+
+    @abstractmethod
     async def memories_between(
         self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
     ) -> list[Memory]:
@@ -101,6 +105,10 @@ class MemoryReads(Protocol):
 
         With `due_by`: only those whose remind_at (or, without one, due_at) is at or before it.
         """
+
+    @abstractmethod
+    async def count_open_todos(self, user_id: str) -> int:
+        """How many open_todos there are, all of them (the user card's `+N`)."""
 
     @abstractmethod
     async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]: ...

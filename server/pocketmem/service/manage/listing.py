@@ -37,7 +37,7 @@ class Listing:
         until: datetime | None = None,
     ) -> MemoryList:
         if text is not None:
-            text = clean_text(text, "text", max_chars=200, allow_empty=True) or None
+            text = clean_text(text, "text", max_chars=200)  # nothing left to match is an error, not "everything"
         since, until = instant(self.settings, "since", since), instant(self.settings, "until", until)
         if since is not None and until is not None and until <= since:
             raise InvalidInput("until", "must be after since")

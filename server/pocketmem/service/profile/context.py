@@ -6,20 +6,21 @@ counted with core/tokens_estimate.py.
                       confirmed their profile, the onboarding note
     long-term evidence recall hits for the message: 3, or 5 with history when the message calls for the
                       past (之前、还记得、上次、历史, a date, a file: core/triggers.py); shown first
-    recent context    due reminders, memories waiting for confirmation, and, under a heading that says they
-                      are not chosen for the message, other memories noted in the last 14 days: never a
-                      stored secret shell (privacy.is_shell), never an older version of a fact a newer
-                      recent memory changed (core/slots.py), a completed todo marked done
+    recent context    due reminders (a due todo recall found is listed here, not again as evidence), memories
+                      waiting for confirmation, and, under a heading that says they are not chosen for the
+                      message, other memories noted in the last 14 days: never a stored secret shell
+                      (privacy.is_shell), never an expired one (as recall), never an older version of a fact a
+                      newer recent memory changed (core/slots.py), a completed todo marked done
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.models import Memory
+from pocketmem.base.models import Memory, expired
 from pocketmem.base.results import RecallHit, RecallResult
 from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
@@ -30,7 +31,7 @@ from pocketmem.core.tokens_estimate import estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
-from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
+from pocketmem.service.recall.retrieval import RecallRequest, Retrieval, checked_message
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_WORDS, temporary_card, who_lines
 from pocketmem.service.upkeep.todos import open_todo_label
 from pocketmem.store.base import Transactions
@@ -55,10 +56,12 @@ class ContextBuilder:
         self.files = files
 
     async def build(self, user_id: str, message: str, context: Sequence[str] = ()) -> Package:
+        # Refused above recall's limit before anything reads the message whole.
+        lines = [checked_message(line, f"context[{i}]", allow_empty=True) for i, line in enumerate(context)]
+        trigger = long_term_trigger("\n".join([checked_message(message, "query"), *lines]))
         lang = shown_language(self.settings.locale, message)
         zh = lang == "zh"
         await self.files.check(user_id)
-        trigger = long_term_trigger("\n".join([message, *context]))
         result = await self.retrieval.recall(
             user_id,
             RecallRequest(
@@ -70,10 +73,13 @@ class ContextBuilder:
         sh = shares(self.settings.context_tokens)
         system = await self._system(user_id, lang, sh.system, temporary=result.temporary)
         recent = await self._recent(user_id, result, lang)
+        # A due todo is listed once, as a reminder (the recent context is trimmed after the evidence), as recall does.
+        reminded = {r.id for r in result.reminders}
         evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
             self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None,
                        None if h.outdated else self._due(h, lang))
             for h in result.memories
+            if h.id not in reminded
         ])
         footer = (
             "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
@@ -133,7 +139,7 @@ class ContextBuilder:
                     m.content, calendar_days(m.created_at, now, zone), lang, done=m.completed_at is not None,
                     due=self._due(m, lang),
                 )
-                for m in current_only([m for m in fresh if not m.core and not privacy.is_shell(m.content)])
+                for m in current_only([m for m in fresh if _recent_kind(m, now)])
                 if m.id not in shown
             ]
         heading = (
@@ -141,6 +147,12 @@ class ContextBuilder:
             else f"[Other memories noted in the last {RECENT_DAYS} days (not necessarily about this message)]"
         )
         return Block(heading, lines)
+
+
+def _recent_kind(memory: Memory, now: datetime) -> bool:
+    """A memory the recent context may list: not core (the card shows those), not a stored secret shell, not
+    expired (recall hides it already)."""
+    return not memory.core and not privacy.is_shell(memory.content) and not expired(memory.expires_at, now)
 
 
 def current_only(memories: Sequence[Memory]) -> list[Memory]:

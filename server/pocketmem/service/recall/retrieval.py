@@ -24,7 +24,7 @@ from datetime import datetime
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
-from pocketmem.base.models import Category, Status
+from pocketmem.base.models import Category, Status, expired
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
@@ -71,6 +71,12 @@ def read_window(text: str) -> str:
     if len(text) <= MAX_QUERY_CHARS:
         return text
     return f"{text[:HEAD_CHARS]}\n{text[len(text) - (MAX_QUERY_CHARS - HEAD_CHARS - 1):]}"
+
+
+def checked_message(text: str, field: str, *, allow_empty: bool = False) -> str:
+    """A message or context line cleaned (core/text.clean_text); one over MAX_MESSAGE_CHARS is refused, before
+    anything reads it whole."""
+    return clean_text(text, field, max_chars=MAX_MESSAGE_CHARS, allow_empty=allow_empty)
 
 
 def warm_up() -> None:
@@ -132,20 +138,18 @@ class Retrieval:
         )
 
     def parse(self, req: RecallRequest) -> Query:
-        message = read_window(clean_text(req.query, "query", max_chars=MAX_MESSAGE_CHARS))
+        message = read_window(checked_message(req.query, "query"))
         if len(req.context) > MAX_CONTEXT_LINES:
             raise InvalidInput("context", f"at most {MAX_CONTEXT_LINES} recent lines, got {len(req.context)}")
         context = [
             line
             for i, raw in enumerate(req.context)
-            if (line := read_window(clean_text(raw, f"context[{i}]", max_chars=MAX_MESSAGE_CHARS, allow_empty=True)))
+            if (line := read_window(checked_message(raw, f"context[{i}]", allow_empty=True)))
         ]
         if len(req.keywords) > MAX_QUERY_KEYWORDS:
             raise InvalidInput("keywords", f"at most {MAX_QUERY_KEYWORDS} short terms, got {len(req.keywords)}")
         keywords = [
-            kw
-            for i, raw in enumerate(req.keywords)
-            if (kw := clean_text(raw, f"keywords[{i}]", max_chars=MAX_QUERY_KEYWORD_CHARS, allow_empty=True))
+            clean_text(raw, f"keywords[{i}]", max_chars=MAX_QUERY_KEYWORD_CHARS) for i, raw in enumerate(req.keywords)
         ]
         recent: dict[str, float] = {}
         for line in context:
@@ -397,6 +401,6 @@ class Retrieval:
 def _usable(candidates: list[Candidate], categories: Sequence[Category] | None, now: datetime) -> list[Candidate]:
     """The candidates of the asked categories (all when none are named) that have not expired."""
     allowed = set(categories) if categories else None
-    fresh = [c for c in candidates if c.memory.expires_at is None or c.memory.expires_at > now]
+    fresh = [c for c in candidates if not expired(c.memory.expires_at, now)]
     return [c for c in fresh if allowed is None or c.memory.category in allowed]
 

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from pocketmem.base.models import Category, Memory, Status
+from pocketmem.base.models import Category, Memory, Status, expired
 from pocketmem.core import slots
 from pocketmem.core.ranking import Candidate, Ranked, freshness
 from pocketmem.core.scoring import importance_now
@@ -151,7 +151,7 @@ async def newest_first(
     mates = [
         m
         for m in mates
-        if (m.expires_at is None or m.expires_at > now) and (allowed is None or m.category in allowed)
+        if not expired(m.expires_at, now) and (allowed is None or m.category in allowed)
     ]
     aliases = slots.alias_map([*facts.values(), *(slots.describe(m.content) for m in mates)])
     newer_of: dict[str, Holder] = {}

@@ -1,4 +1,6 @@
 """The user card (`memory://user-card`): who the user is, core memories and open todos, in <= 2 KB of Markdown.
+A section cut short ends with `- … +N`, N counted over all of them; the todos keep room for the most urgent one
+(core/formatting.user_card).
 
 Everything on it (headings, labels, the todos' due times) is in one language, the one core/text.shown_language
 gives: POCKETMEM_LOCALE, or with `auto` the language of the message asked about (recall, memory_context) or,
@@ -11,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from pocketmem.base.config import Settings
-from pocketmem.core.formatting import due_label, user_card
+from pocketmem.core.formatting import CardSection, due_label, user_card
 from pocketmem.core.profile_text import profile_summary
 from pocketmem.core.text import shown_language
 from pocketmem.store.base import Transactions
@@ -34,7 +36,7 @@ CARD_WORDS: dict[str, dict[str, str]] = {
 
 def temporary_card(lang: str) -> str:
     words = CARD_WORDS[lang]
-    return user_card(words["title"], [(words["temporary"], [words["off"]])])
+    return user_card(words["title"], [CardSection(words["temporary"], [words["off"]])])
 
 
 def who_lines(user_id: str, identity: Mapping[str, object], lang: str, display_name: str | None = None) -> list[str]:
@@ -56,6 +58,8 @@ async def render_user_card(
         identity = (await reader.get_profile(user_id)).get("identity", {})
         core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
         todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
+        core_total = await reader.count_core(user_id) if len(core) == CARD_CORE_LIMIT else len(core)
+        todo_total = await reader.count_open_todos(user_id) if len(todos) == CARD_TODO_LIMIT else len(todos)
     if lang is None:
         said = [*map(str, identity.values()), *(m.content for m in core), *(t.content for t in todos)]
         lang = shown_language(settings.locale, "\n".join(said))
@@ -70,8 +74,8 @@ async def render_user_card(
     return user_card(
         words["title"],
         [
-            (words["who"], who_lines(user_id, identity, lang, user.get("display_name") if user else None)),
-            (words["core"], [m.content for m in core]),
-            (words["todos"], open_todos),
+            CardSection(words["who"], who_lines(user_id, identity, lang, user.get("display_name") if user else None)),
+            CardSection(words["core"], [m.content for m in core], core_total),
+            CardSection(words["todos"], open_todos, todo_total),
         ],
     )

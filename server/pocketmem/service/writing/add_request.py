@@ -93,8 +93,14 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
 
 
 def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
-    """An episode that would have expired already is refused: stored, it would be listed but never recalled. (An
-    explicit expires_at is the caller's own: maintenance moves the memory to the trash when it passes.)"""
+    """A memory that would have expired already is refused: stored, it would be listed but never recalled. That is
+    an expires_at at or before now, or an episode (without one of its own) dated more than POCKETMEM_EPISODE_DAYS
+    ago. (A later expires_at is the caller's own: maintenance moves the memory to the trash when it passes.)"""
+    if req.expires_at is not None and req.expires_at <= now:
+        raise InvalidInput(
+            "expires_at", "is not in the future, so the memory would have expired already and never be recalled; "
+            "leave it out to keep the memory, or give a later time"
+        )
     if req.expires_at is None and req.category == Category.episode and req.created_at is not None:
         if req.created_at + timedelta(days=settings.episode_days) <= now:
             raise InvalidInput(

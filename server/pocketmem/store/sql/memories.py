@@ -126,6 +126,16 @@ class MemoryQueries:
         )
         return [memory_from_row(r, d) for r in rows]
 
+    async def count_core(self, user_id: str) -> int:
+        row = await self._one(
+            self.dialect.sql(
+                f"select count(*) from memories {self.dialect.index_hint('memories_core')}"
+                "where user_id = {p} and status = 'active' and persistence >= {p}"
+            ),
+            (user_id, CORE_PERSISTENCE),
+        )
+        return int(row[0])
+
     async def memories_between(
         self, user_id: str, start: datetime, end: datetime, statuses: Sequence[Status], limit: int
     ) -> list[Memory]:

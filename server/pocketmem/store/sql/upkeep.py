@@ -132,6 +132,11 @@ class UpkeepQueries(Queries):
             (user_id, limit),
         )
 
+    async def count_open_todos(self, user_id: str) -> int:
+        row = await self._one(self.dialect.sql(f"select count(*) from memories where user_id = {{p}} and {_OPEN_TODO}"),
+                              (user_id,))
+        return int(row[0])
+
     async def usage(self, user_id: str, memory_ids: Sequence[str] | None = None) -> dict[str, Usage]:
         d = self.dialect
         where, params = d.sql("user_id = {p}"), [user_id]
