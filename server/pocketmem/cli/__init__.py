@@ -157,12 +157,12 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
         files = await app.profile_files.sync_all()
         damage = app.store.damage
     out = report.model_dump(mode="json")
-    edits = [vars(f) for f in files if f.taken_in or f.problems]
+    edits = [vars(f) for f in files if f.taken_in or f.problems or f.failed]
     if edits:
         out["profile_files"] = edits  # edits people saved in Persona.md, User.md, Project.md, Insights.md
     print(dumps(out))
     print(maintenance_summary(report, settings.zone), file=sys.stderr)
-    failed = maintenance_failures(report, damage)
+    failed = maintenance_failures(report, damage, files)
     for line in failed:
         print(f"pocketmem: {line}", file=sys.stderr)
     return 1 if failed else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
@@ -111,9 +112,9 @@ def maintenance_summary(report: Any, zone: tzinfo) -> str:
             f"{sum(u.rescored for u in users)} rescored, {sum(len(u.evicted) for u in users)} evicted")
 
 
-def maintenance_failures(report: Any, damage: str | None) -> list[str]:
-    """A line for each step that failed or skipped a row, and for damage the store's check found; the exit code
-    of `pocketmem maintain` is 1 when there is one."""
+def maintenance_failures(report: Any, damage: str | None, files: Sequence[Any] = ()) -> list[str]:
+    """A line for each step that failed or skipped a row (the profile files' steps too), and for damage the store's
+    check found; the exit code of `pocketmem maintain` is 1 when there is one."""
     lines = []
     for user in report.users:
         for row in user.skipped:
@@ -122,6 +123,7 @@ def maintenance_failures(report: Any, damage: str | None) -> list[str]:
                              f"({row['why']}); run `pocketmem doctor --repair`")
             else:
                 lines.append(f"maintenance of {user.user_id}: {row['step']} failed: {row['why']}")
+    lines += [f"profile files of {f.user_id}: {line}" for f in files for line in f.failed]
     if damage is not None:
         lines.append(f"the memory store looks damaged ({damage}): run `pocketmem doctor`")
     return lines

@@ -18,8 +18,9 @@ from pocketmem.store.types import MemoryFilter
 
 class ProfileReader(ABC):
     @abstractmethod
-    async def get_profile(self, user_id: str) -> dict[str, dict[str, Any]]:
-        """{section: fields} for every section the user has (persona, identity, ...)."""
+    async def get_profile(self, user_id: str, *, strict: bool = False) -> dict[str, dict[str, Any]]:
+        """{section: fields} for every section the user has (persona, identity, ...). A section that cannot be read
+        is left out with a warning, or with `strict` (export: never half a user) raises UnreadableRow."""
 
     @abstractmethod
     async def list_profile_revisions(self, user_id: str, limit: int) -> list[ProfileRevision]:
@@ -27,7 +28,8 @@ class ProfileReader(ABC):
 
     @abstractmethod
     async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str, list[str]] | None:
-        """(text, hash, earlier texts newest first) pocketmem last wrote to the file `name` of this user."""
+        """(text, hash, earlier texts newest first) pocketmem last wrote to the file `name` of this user; earlier
+        texts that cannot be read are left out with a warning (the save is then judged against the text alone)."""
 
     @abstractmethod
     async def category_counts(self, user_id: str, flt: MemoryFilter) -> dict[str, int]:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import (
     OPEN_PENDING,
     ApiToken,
@@ -52,6 +53,10 @@ from pocketmem.store.types import BrowseFilter, Holder, IndexedText, MemoryFilte
 
 class MemoryReads(Protocol):
     """A memory's rows and the user's counts."""
+
+    # The rows this transaction's reads left out because they cannot be decoded (each also logged once): a read of
+    # many rows goes on without them; one by id raises UnreadableRow.
+    left_out: list[UnreadableRow]
 
     @abstractmethod
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None: ...
@@ -297,6 +302,11 @@ class UpkeepReads(Protocol):
         self, user_id: str, now: datetime, limit: int, unsent: Unsent | None = None
     ) -> list[Memory]:
         """Trashed memories whose purge_at is at or before `now`, but for those `unsent` names."""
+
+    @abstractmethod
+    async def unreadable_rows(self) -> list[dict[str, Any]]:
+        """For `pocketmem doctor`: every memories, profiles and profile_files row of any user that the reads leave
+        out because it cannot be decoded (table, user_id, id, why; see store/sql/row_check.py)."""
 
 
 class BrowseReads(Protocol):

@@ -35,6 +35,13 @@ class Unsent:
     since: str | None
 
 
+def stored_number(column: str, value: Any) -> Any:
+    """A number column's value, or ValueError naming the column (SQLite keeps text a hand edit put there)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{column}: {str(value)[:40]!r} is not a number")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreRow:
     """What rescoring needs of a memory; maintenance reads these instead of whole rows."""
@@ -54,13 +61,17 @@ class ScoreRow:
 
     @classmethod
     def of(cls, row: Sequence[Any], to_time: Callable[[Any], datetime]) -> ScoreRow:
+        n = stored_number
         return cls(
             id=row[0],
-            scores=Scores.model_construct(emotion=row[1], info=row[2], persistence=row[3], judge=row[4]),
+            scores=Scores.model_construct(
+                emotion=n("emotion", row[1]), info=n("info", row[2]), persistence=n("persistence", row[3]),
+                judge=n("judge", row[4]),
+            ),
             last_active=to_time(row[5]),
-            info_importance=row[6],
-            time_coef=row[7],
-            importance=row[8],
+            info_importance=n("info_importance", row[6]),
+            time_coef=n("time_coef", row[7]),
+            importance=n("importance", row[8]),
         )
 
 

@@ -185,6 +185,7 @@ class FileReport:
     user_id: str
     taken_in: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # steps that stopped on a fault (`maintain` exits 1 for one)
     kept: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
 
@@ -279,11 +280,10 @@ class ProfileFiles:
         try:
             return await work
         except Exception as exc:  # noqa: BLE001 - one user's bad row must not stop the next user's files
-            if isinstance(exc, PocketmemError | UnreadableInstant):
-                log.warning("profile files of %s: %s: %s", report.user_id, what, exc)
-            else:
-                log.exception("profile files of %s: %s failed", report.user_id, what)
-            report.problems.append(f"{what}: {exc}")
+            why = str(exc) if isinstance(exc, PocketmemError | UnreadableInstant) else f"{type(exc).__name__}: {exc}"
+            log.error("profile files of %s: %s failed: %s", report.user_id, what, why)
+            log.debug("profile files of %s: %s failed", report.user_id, what, exc_info=True)
+            report.failed.append(f"{what} failed: {why}")
             return None
 
     async def sync(self, user_id: str) -> FileReport:
@@ -311,7 +311,7 @@ class ProfileFiles:
             except OSError as exc:
                 # The store is the truth; a disk problem never fails the write that triggered us.
                 log.warning("profile files of %s: %s", user_id, exc)
-                report.problems.append(f"files: {exc}")
+                report.failed.append(f"files failed: {exc}")
             finally:
                 self._busy.discard(user_id)
                 self._dirty.discard(user_id)

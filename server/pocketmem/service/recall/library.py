@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from pocketmem.base.clock import monotonic
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import DeleteReason, Status
 from pocketmem.core.ranking import Ranked
 from pocketmem.store.base import Store
@@ -72,9 +71,6 @@ class LibraryRecall:
             if not self._compatible:
                 return LibraryHits()
             return await search()
-        except UnreadableRow as exc:  # one row of the library, not the library: it is asked again next time
-            log.warning("the cloud library did not answer recall: %s", exc)
-            return LibraryHits(problem=f"{exc.table} row {exc.row_id} in the library cannot be read ({exc.why})")
         except Exception as exc:  # noqa: BLE001 - the library is an extra; recall answers without it
             log.warning("the cloud library did not answer recall: %s", exc)
             self._resting_until = monotonic() + REST_AFTER_FAILURE

@@ -353,10 +353,12 @@ class Retrieval:
         health = fallback.Health()  # the library's own: its failures are not the notebook's
         async with self.library.cloud.read() as reader:
             candidates = await gather_candidates(reader, user_id, q, encoding, statuses, health, self.rules)
+            unreadable = [f"{e.table} row {e.row_id} in the library cannot be read ({e.why})" for e in reader.left_out]
         admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,
                       agenda=q.time.agenda)
-        return LibraryHits(await self.library.new_to_the_notebook(user_id, ranked), health.describe())
+        problem = "; ".join(filter(None, [health.describe(), *unreadable])) or None
+        return LibraryHits(await self.library.new_to_the_notebook(user_id, ranked), problem)
 
     def _hit(self, r: Ranked, locale: str, explain: bool, source: str = "local") -> RecallHit:
         now = self.clock.now()

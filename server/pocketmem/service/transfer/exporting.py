@@ -219,7 +219,7 @@ class Exporter:
         user = await reader.get_user(user_id)
         if user is not None:
             rows.append(("user", user))
-        for section, fields in (await reader.get_profile(user_id)).items():
+        for section, fields in (await reader.get_profile(user_id, strict=True)).items():
             rows.append(("profile", {"user_id": user_id, "section": section, "fields": fields}))
         rows += [
             ("profile_revision", r.model_dump(mode="json"))

@@ -2,7 +2,8 @@
 page, a lock file it may not create) becomes a line of the report with the repair it suggests; the doctor itself
 never fails. With `repair`, what can be rebuilt is: derived tables, indexes and triggers from the migrations'
 schema, the keyword rows of memories that have none, the vector index from the stored vectors, unreadable times
-in their stored form; a missing table that holds data of its own is recreated empty.
+in their stored form, and rows the reads leave out because they cannot be decoded (store/sql/row_check.py); a
+missing table that holds data of its own is recreated empty.
 
 The advice fits the cause: a path this user may not write, or a read-only disk, names the path and what to change;
 a write lock another process holds names that process; only damage to the file itself sends the user to a backup
@@ -13,15 +14,19 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
+from pocketmem.base.models import EventKind, ProfileRevision
 from pocketmem.providers.embeddings import Embedder
+from pocketmem.service.shared.rows import new_id
 from pocketmem.service.upkeep.doctor_files import adopt_lost_id, folder_problems
 from pocketmem.service.writing.embed_queue import upgrades
 from pocketmem.store.base import Store
+from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults
 from pocketmem.store.sqlite.store import SQLiteStore
 
@@ -133,7 +138,8 @@ class Doctor:
         report["embedder"] = await self._embedder()
         if repair and isinstance(self.store, SQLiteStore):
             report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
-        self.problems += await self._step("checking the schema", self.store.schema_problems) or []
+        schema = await self._step("checking the schema", self.store.schema_problems) or []
+        self.problems += schema
         if repair:
             report["repaired"] += await self._step("mending the indexes", self.store.mend_indexes) or []
         store = await self._step("reading the store's health", self.store.health)
@@ -147,6 +153,9 @@ class Doctor:
             "reading every stored time", lambda: self.store.check_instants(repair=repair, now=self.clock.now())
         )
         report["unreadable_times"] = times or []
+        # Read once the schema is whole (with repair it is by now): a missing column is its own problem above.
+        rows = None if schema else await self._step("reading every memory and profile row", lambda: self._rows(repair))
+        report["unreadable_rows"] = rows or []
         memories = store.get("memories") if store is not None else None
         if repair:
             report["repaired"] += await self._step(
@@ -164,6 +173,46 @@ class Doctor:
         if not isinstance(self.store, SQLiteStore):
             return []
         return await self.store.write_problems(LOCK_WAIT)
+
+    async def _rows(self, repair: bool) -> list[dict[str, Any]]:
+        """Rows the reads leave out (store.unreadable_rows); with repair, each mended inside one write transaction
+        and given `repaired_to` (what was written; None when nothing would make it readable)."""
+        if not repair:
+            async with self.store.read() as reader:
+                found = await reader.unreadable_rows()
+            for item in found:
+                item.pop("fixes", None)
+            return found
+        async with self.store.write() as tx:
+            found = await tx.unreadable_rows()
+            for item in found:
+                item["repaired_to"] = await self._mend(tx, item, self.clock.now())
+        return found
+
+    @staticmethod
+    async def _mend(tx: StoreWriter, item: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+        """A memory: the columns records.mend_memory names, its text untouched. A profile section: emptied, its
+        stored text kept as the revision's `previous` (`unreadable`). A profile file's earlier texts (pocketmem's own
+        older versions of the file): none."""
+        table, user_id, key = item["table"], item["user_id"], item["id"]
+        if table == "memories":
+            fixes = item.pop("fixes")
+            if fixes:
+                await tx.update_memory(user_id, key, **fixes)
+            return fixes or None
+        if table == "profiles":
+            await tx.put_profile(user_id, key, {}, now)
+            await tx.insert_profile_revision(ProfileRevision(
+                id=new_id(), user_id=user_id, section=key, previous={"unreadable": item["value"]}, new={},
+                source="repair", created_at=now,
+            ))
+            await tx.add_event(user_id, EventKind.profile_updated, now,
+                               payload={"section": key, "fields": [], "source": "repair"})
+            return {"fields": {}}
+        stored = await tx.get_profile_file(user_id, key)  # its earlier texts left out
+        if stored is not None:
+            await tx.put_profile_file(user_id, key, stored[0], stored[1], [], now)
+        return {"earlier": []}
 
     async def _embedder(self) -> dict[str, Any]:
         try:
@@ -213,6 +262,17 @@ class Doctor:
             problems.append(
                 f"{len(times)} stored time(s) cannot be read back or lie outside the years 1000..9999 "
                 "(listed under unreadable_times): run `pocketmem doctor --repair`"
+            )
+        rows = report["unreadable_rows"]
+        if rows and not repair:
+            problems.append(
+                f"{len(rows)} stored row(s) cannot be read, each left out of its user's reads (listed under "
+                "unreadable_rows): run `pocketmem doctor --repair`"
+            )
+        if unmended := [row for row in rows if repair and row["repaired_to"] is None]:
+            problems.append(
+                f"{len(unmended)} row(s) under unreadable_rows hold a status or delete reason no version writes, "
+                f"which --repair cannot guess: {restore_advice(self.settings)}"
             )
         if "error" not in store:
             if store["integrity"] != "ok":

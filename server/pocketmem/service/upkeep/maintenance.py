@@ -119,10 +119,10 @@ class Maintenance:
                 log.warning("maintenance of %s: %s skipped: a stored time cannot be read: %s", user_id, name, exc)
                 report.skipped.append({"user_id": user_id, "step": name, "why": str(exc)})
             except Exception as exc:  # noqa: BLE001 - one user's fault must not stop maintenance for the others
-                if isinstance(exc, PocketmemError):  # a named fault (a damaged or read-only store): its line says it
-                    log.error("maintenance of %s: %s failed: %s", user_id, name, exc)
-                else:
-                    log.exception("maintenance of %s: %s failed", user_id, name)
+                # One line (a named fault, a damaged or read-only store, says it all); the traceback at DEBUG.
+                why = str(exc) if isinstance(exc, PocketmemError) else f"{type(exc).__name__}: {exc}"
+                log.error("maintenance of %s: %s failed: %s", user_id, name, why)
+                log.debug("maintenance of %s: %s failed", user_id, name, exc_info=True)
                 report.skipped.append({"user_id": user_id, "step": name, "why": f"{type(exc).__name__}: {exc}"})
         return report
 

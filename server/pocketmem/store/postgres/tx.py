@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import (
     EventKind,
     Memory,
@@ -52,6 +53,7 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         self._vectors = vectors
         self._locked: set[str] = set()
         self.changes: dict[str, set[EventKind]] = {}
+        self.left_out: list[UnreadableRow] = []  # rows its reads could not decode (records.readable)
 
     async def lock_user(self, user_id: str) -> None:
         """Hold the user's advisory lock until this transaction ends (once per user; nothing in a read)."""

@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Memory, Status
 from pocketmem.store.policy import CORE_PERSISTENCE
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.profile import memory_filter_clause
-from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row
+from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row, readable
 from pocketmem.store.types import MemoryFilter, StoreStats
 
 
@@ -18,23 +19,25 @@ class MemoryQueries:
     """Mixed into each backend's transaction class (sql/shared.py)."""
 
     dialect: Dialect
+    left_out: list[UnreadableRow]  # set by the transaction class
 
     if TYPE_CHECKING:
 
         async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
         async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+        def _to_memory(self, row: Sequence[Any]) -> Memory: ...
 
     async def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
+        """The rows that can be read; one that cannot is left out with a warning (records.readable)."""
         rows = await self._all(f"select {MEMORY_COLUMNS} from memories where {where}", params)
-        return [memory_from_row(r, self.dialect) for r in rows]
-
-    async def _memory(self, where: str, params: Sequence[Any]) -> Memory | None:
-        row = await self._one(f"select {MEMORY_COLUMNS} from memories where {where}", params)
-        return memory_from_row(row, self.dialect) if row else None
+        return readable(rows, self._to_memory, self.left_out)
 
     async def get_memory(self, user_id: str, memory_id: str) -> Memory | None:
+        """The memory named by its id; UnreadableRow when its row cannot be read (the message names the repair)."""
         d = self.dialect
-        return await self._memory(d.sql(f"id = {{p}} and {d.owner()} = {{p}}"), (memory_id, user_id))
+        where = d.sql(f"id = {{p}} and {d.owner()} = {{p}}")
+        row = await self._one(f"select {MEMORY_COLUMNS} from memories where {where}", (memory_id, user_id))
+        return memory_from_row(row, d) if row else None
 
     async def ids_starting(self, user_id: str, prefix: str, table: str = "memories") -> list[str]:
         """At most two ids of this user's memories (or, with table="memory_pending", pending items) that start
@@ -66,24 +69,26 @@ class MemoryQueries:
     async def find_by_hash(self, user_id: str, content_hash: str, statuses: Sequence[Status]) -> Memory | None:
         d = self.dialect
         wanted, params = d.in_list("status", statuses)
-        row = await self._one(
+        rows = await self._all(
             d.sql(
                 f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_by_hash')}where user_id = {{p}} "
-                f"and {wanted} and content_hash = {{p}} limit 1"
+                f"and {wanted} and content_hash = {{p}}"
             ),
             (user_id, *params, content_hash),
         )
-        return memory_from_row(row, d) if row else None
+        found = readable(rows, self._to_memory, self.left_out)
+        return found[0] if found else None
 
     async def successor_of(self, user_id: str, memory_id: str) -> Memory | None:
         d = self.dialect
-        return await self._memory(
+        found = await self._memories(
             d.sql(
                 "user_id = {p} and supersedes = {p} and status in ('active', 'superseded') "
                 f"order by created_at desc, {d.tie_break} desc limit 1"
             ),
             (user_id, memory_id),
         )
+        return found[0] if found else None
 
     async def missing_vectors(self, limit: int, after: int = 0) -> list[tuple[int, str, str, str, list[str]]]:
         d = self.dialect
@@ -110,7 +115,7 @@ class MemoryQueries:
             ),
             (*params, flt.limit, flt.offset),
         )
-        return [memory_from_row(r, d) for r in rows], int(total)
+        return readable(rows, self._to_memory, self.left_out), int(total)
 
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
         d = self.dialect
@@ -124,7 +129,7 @@ class MemoryQueries:
             ),
             (user_id, CORE_PERSISTENCE, limit),
         )
-        return [memory_from_row(r, d) for r in rows]
+        return readable(rows, self._to_memory, self.left_out)
 
     async def count_core(self, user_id: str) -> int:
         row = await self._one(

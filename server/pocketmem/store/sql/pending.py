@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -15,14 +14,14 @@ from pocketmem.store.sql.records import (
     PENDING_UPDATABLE,
     pending_from_row,
     pending_params,
+    readable,
     set_clause,
 )
-
-log = logging.getLogger(__name__)
 
 
 class PendingQueries:
     dialect: Dialect
+    left_out: list[UnreadableRow]  # set by the transaction class
 
     if TYPE_CHECKING:
 
@@ -34,13 +33,7 @@ class PendingQueries:
         """Rows that cannot be read are left out with a log line: one bad row must not hide the user's others
         (listing, recall's pending_confirmations); export (all_pending) still names it."""
         rows = await self._all(f"select {PENDING_COLUMNS} from memory_pending where {where}", params)
-        items: list[PendingItem] = []
-        for row in rows:
-            try:
-                items.append(pending_from_row(row, self.dialect))
-            except UnreadableRow as exc:
-                log.warning("left out: %s", exc)
-        return items
+        return readable(rows, lambda row: pending_from_row(row, self.dialect), self.left_out)
 
     async def get_pending(self, user_id: str, pending_id: str) -> PendingItem | None:
         d = self.dialect

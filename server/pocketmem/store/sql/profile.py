@@ -9,10 +9,18 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Category, Memory, ProfileRevision, Status
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
-from pocketmem.store.sql.records import MEMORY_COLUMNS, memory_from_row
+from pocketmem.store.sql.records import (
+    MEMORY_COLUMNS,
+    earlier_from_row,
+    leave_out,
+    memory_from_row,
+    profile_from_row,
+    readable,
+)
 
 if TYPE_CHECKING:
     from pocketmem.store.types import MemoryFilter
@@ -60,10 +68,12 @@ def _json(value: Any) -> str:
 
 
 class ProfileQueries(Queries):
-    async def get_profile(self, user_id: str) -> dict[str, dict[str, Any]]:
+    async def get_profile(self, user_id: str, *, strict: bool = False) -> dict[str, dict[str, Any]]:
         d = self.dialect
-        rows = await self._all(d.sql("select section, fields from profiles where user_id = {p}"), (user_id,))
-        return {r[0]: dict(d.from_json(r[1])) for r in rows}
+        rows = await self._all(d.sql("select user_id, section, fields from profiles where user_id = {p}"), (user_id,))
+        if strict:
+            return dict(profile_from_row(r, d) for r in rows)
+        return dict(readable(rows, lambda row: profile_from_row(row, d), self.left_out))
 
     async def list_profile_revisions(self, user_id: str, limit: int) -> list[ProfileRevision]:
         d = self.dialect
@@ -85,10 +95,20 @@ class ProfileQueries(Queries):
     async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str, list[str]] | None:
         d = self.dialect
         row = await self._one(
-            d.sql("select written_text, written_hash, earlier from profile_files where user_id = {p} and name = {p}"),
+            d.sql(
+                "select written_text, written_hash, user_id, name, earlier from profile_files "
+                "where user_id = {p} and name = {p}"
+            ),
             (user_id, name),
         )
-        return (row[0], row[1], list(d.from_json(row[2]))) if row else None
+        if row is None:
+            return None
+        try:
+            earlier = earlier_from_row(row[2:], d)
+        except UnreadableRow as exc:  # only older versions to judge a stale editor's save by: go on without them
+            leave_out(exc, self.left_out)
+            earlier = []
+        return row[0], row[1], earlier
 
     async def category_counts(self, user_id: str, flt: MemoryFilter) -> dict[str, int]:
         clause, params = memory_filter_clause(self.dialect, user_id, flt, with_category=False)
@@ -108,7 +128,7 @@ class ProfileQueries(Queries):
             ),
             (user_id, *category_params, limit),
         )
-        return [memory_from_row(r, d) for r in rows]
+        return readable(rows, lambda row: memory_from_row(row, d), self.left_out)
 
     async def put_profile(self, user_id: str, section: str, fields: Mapping[str, Any], now: datetime) -> None:
         d = self.dialect

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import Memory, PendingItem
 from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.records import (
@@ -20,6 +21,7 @@ class Queries:
     """Mixed into `SQLiteTx` and `PostgresTx`, which give the dialect and the connection helpers."""
 
     dialect: Dialect
+    left_out: list[UnreadableRow]  # what this transaction's reads left out (records.readable); set in __init__
     _memory_columns: ClassVar[str] = MEMORY_COLUMNS
     _pending_columns: ClassVar[str] = PENDING_COLUMNS
 

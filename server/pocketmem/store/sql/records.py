@@ -6,8 +6,10 @@ return are the same in both: aware UTC datetimes, lists, dicts and enums.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any, TypeVar
 
 from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import (
@@ -24,7 +26,13 @@ from pocketmem.base.models import (
     Tombstone,
     Usage,
 )
+from pocketmem.core.scoring import CATEGORY_DEFAULTS
+from pocketmem.core.scoring import info_importance as info_of
 from pocketmem.store.sql.dialect import Dialect
+from pocketmem.store.types import stored_number
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MEMORY_COLUMNS = (
     "id, user_id, content, category, keywords, emotion, info, persistence, judge, info_importance, time_coef, "
@@ -77,11 +85,101 @@ def set_clause(fields: dict[str, Any], allowed: frozenset[str], d: Dialect) -> t
     return ", ".join(f"{key} = {d.placeholder}" for key in fields), values
 
 
+def readable(
+    rows: Iterable[Sequence[Any]], read: Callable[[Sequence[Any]], T], left: list[UnreadableRow]
+) -> list[T]:
+    """The rows `read` can decode. One it cannot is left out: appended to `left` (the transaction's `left_out`), with
+    a warning once per row and reason in a process. One bad row never stops the user's other work; `pocketmem
+    doctor` lists it and `--repair` mends it."""
+    found: list[T] = []
+    for row in rows:
+        try:
+            found.append(read(row))
+        except UnreadableRow as exc:
+            leave_out(exc, left)
+    return found
+
+
+def leave_out(exc: UnreadableRow, left: list[UnreadableRow]) -> None:
+    left.append(exc)
+    _warn(str(exc))
+
+
+@lru_cache(maxsize=256)
+def _warn(message: str) -> None:
+    log.warning("left out: %s", message)
+
+
 def memory_from_row(row: Sequence[Any], d: Dialect) -> Memory:
     try:
         return _decode_memory(row, d)
     except ValueError as exc:  # UnreadableInstant, or a value of the wrong kind: name the row, not just the value
         raise UnreadableRow("memories", str(row[1]), str(row[0]), str(exc)) from None
+
+
+def _category(value: Any) -> Category:
+    try:
+        return Category(value)
+    except ValueError:
+        raise ValueError(f"category: {str(value)[:40]!r} is not a category") from None
+
+
+def json_column(column: str, value: Any, d: Dialect, kind: type[Any], items: type | None = None) -> Any:
+    """A JSON column's value, or ValueError naming the column when it is not JSON of that kind (a list of `items`)."""
+    try:
+        decoded: Any = d.from_json(value)
+    except ValueError as exc:
+        raise ValueError(f"{column}: not JSON ({exc})") from None
+    if not isinstance(decoded, kind) or (items is not None and not all(isinstance(i, items) for i in decoded)):
+        wanted = "an object" if kind is dict else f"a list of {'texts' if items is str else 'values'}"
+        shown = value if isinstance(value, str) else d.to_json(value)  # PostgreSQL hands JSON over decoded
+        raise ValueError(f"{column}: {shown[:40]!r} is not {wanted}")
+    return decoded
+
+
+# What `doctor --repair` writes in place of a memory column it cannot read; content is never touched.
+MENDED_CATEGORY = Category.fact  # the category add_memory gives when none is named
+SCORE_COLUMNS = ("emotion", "info", "persistence", "judge")
+
+
+def mend_memory(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
+    """The columns of a memory row to rewrite so that it reads again, for `update_memory`: keywords that are not a
+    JSON list of words (the words in it kept, else none), an unknown category (MENDED_CATEGORY), a score that is not
+    a number (the category's default), a derived number that is not one (info_importance computed from the scores,
+    time_coef 1 until maintenance rescores it, importance their product), confidence 1, use_count 0. Empty when
+    what is wrong is none of these (a status or delete reason no version writes)."""
+    values = dict(zip(MEMORY_COLUMN_LIST, row, strict=True))
+    fixes: dict[str, Any] = {}
+    try:
+        json_column("keywords", values["keywords"], d, list, str)
+    except ValueError:
+        try:
+            words = d.from_json(values["keywords"])
+        except ValueError:
+            words = []
+        fixes["keywords"] = [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
+    try:
+        category = _category(values["category"])
+    except ValueError:
+        category = fixes["category"] = MENDED_CATEGORY
+    for name in SCORE_COLUMNS:
+        if not _is_number(values[name]):
+            fixes[name] = values[name] = getattr(CATEGORY_DEFAULTS[category], name)
+    info = info_of(Scores.model_construct(**{name: values[name] for name in SCORE_COLUMNS}))
+    for name, value in (("info_importance", info), ("time_coef", 1.0), ("confidence", 1.0), ("use_count", 0)):
+        if not _is_number(values[name]):
+            fixes[name] = values[name] = value
+    if not _is_number(values["importance"]):
+        fixes["importance"] = values["info_importance"] * values["time_coef"]
+    return fixes
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        stored_number("", value)
+    except ValueError:
+        return False
+    return True
 
 
 def _decode_memory(row: Sequence[Any], d: Dialect) -> Memory:
@@ -92,18 +190,21 @@ def _decode_memory(row: Sequence[Any], d: Dialect) -> Memory:
         completed_at, content_hash, embed_model,
     ) = row  # fmt: skip
     # model_construct: rows come from our own schema, and recall builds dozens of these per call.
-    at, dt = d.from_column, d.dt
+    at, dt, n = d.from_column, d.dt, stored_number
     return Memory.model_construct(
         id=id_,
         user_id=user_id,
         content=content,
-        category=Category(category),
-        keywords=list(d.from_json(keywords)),
-        scores=Scores.model_construct(emotion=emotion, info=info, persistence=persistence, judge=judge),
-        info_importance=info_importance,
-        time_coef=time_coef,
-        importance=importance,
-        confidence=confidence,
+        category=_category(category),
+        keywords=json_column("keywords", keywords, d, list, str),
+        scores=Scores.model_construct(
+            emotion=n("emotion", emotion), info=n("info", info), persistence=n("persistence", persistence),
+            judge=n("judge", judge),
+        ),
+        info_importance=n("info_importance", info_importance),
+        time_coef=n("time_coef", time_coef),
+        importance=n("importance", importance),
+        confidence=n("confidence", confidence),
         source=source,
         source_ref=source_ref,
         created_at=at(created_at),
@@ -111,7 +212,7 @@ def _decode_memory(row: Sequence[Any], d: Dialect) -> Memory:
         valid_from=at(valid_from),
         valid_until=dt(valid_until),
         last_active_at=dt(last_active_at),
-        use_count=use_count,
+        use_count=n("use_count", use_count),
         status=Status(status),
         deleted_at=dt(deleted_at),
         purge_at=dt(purge_at),
@@ -184,6 +285,24 @@ def pending_from_row(row: Sequence[Any], d: Dialect) -> PendingItem:
     if (fault := item.candidate_fault()) is not None:
         raise UnreadableRow("memory_pending", item.user_id, item.id, " ".join(fault))
     return item
+
+
+def profile_from_row(row: Sequence[Any], d: Dialect) -> tuple[str, dict[str, Any]]:
+    """(section, fields) of a profiles row (user_id, section, fields), or UnreadableRow naming it."""
+    user_id, section, fields = row
+    try:
+        return section, json_column("fields", fields, d, dict)
+    except ValueError as exc:
+        raise UnreadableRow("profiles", str(user_id), str(section), str(exc)) from None
+
+
+def earlier_from_row(row: Sequence[Any], d: Dialect) -> list[str]:
+    """The earlier texts of a profile_files row (user_id, name, earlier), or UnreadableRow naming it."""
+    user_id, name, earlier = row
+    try:
+        return list(json_column("earlier", earlier, d, list, str))
+    except ValueError as exc:
+        raise UnreadableRow("profile_files", str(user_id), str(name), str(exc)) from None
 
 
 def pending_params(item: PendingItem, d: Dialect) -> tuple[Any, ...]:

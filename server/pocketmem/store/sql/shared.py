@@ -16,6 +16,7 @@ from pocketmem.store.sql.operations import OperationQueries
 from pocketmem.store.sql.pending import PendingQueries
 from pocketmem.store.sql.profile import ProfileQueries
 from pocketmem.store.sql.revisions import RevisionQueries
+from pocketmem.store.sql.row_check import RowCheckQueries
 from pocketmem.store.sql.sync import SyncQueries
 from pocketmem.store.sql.tokens import TokenQueries
 from pocketmem.store.sql.trash import TrashQueries
@@ -38,6 +39,7 @@ class SharedQueries(
     TrashQueries,
     TokenQueries,
     BrowseQueries,
+    RowCheckQueries,
 ):
     """Every shared query; raw SQL inside the transaction for the store that opened it (index upkeep, health)
     and for tests, through the backend's `_exec`, `_one` and `_all`."""

@@ -54,7 +54,11 @@ class UpkeepQueries(Queries):
     async def scan_memories(
         self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
     ) -> list[Memory]:
-        return await self._memories(*self._scan(user_id, statuses, after, limit))
+        """Every row, or UnreadableRow naming one that cannot be read: the pages are keyed by the last id, and
+        export leaves such a user out whole (never half a user)."""
+        where, params = self._scan(user_id, statuses, after, limit)
+        rows = await self._all(f"select {self._memory_columns} from memories where {where}", params)
+        return [self._to_memory(r) for r in rows]
 
     async def scan_scores(
         self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int

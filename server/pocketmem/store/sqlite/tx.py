@@ -12,7 +12,7 @@ from typing import Any
 
 import aiosqlite
 
-from pocketmem.base.errors import StoreError
+from pocketmem.base.errors import StoreError, UnreadableRow
 from pocketmem.base.models import (
     EventKind,
     Memory,
@@ -71,6 +71,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         # explicitly, where the file has it (m005).
         self._owner_hint = "indexed by memories_owner " if owner_index else ""
         self.changes: dict[str, set[EventKind]] = {}  # what this transaction wrote, for commit listeners
+        self.left_out: list[UnreadableRow] = []  # rows its reads could not decode (records.readable)
 
     async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return list(await self._db.execute_fetchall(sql, params))
