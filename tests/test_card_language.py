@@ -61,7 +61,7 @@ async def test_the_card_and_the_context_speak_the_locale_set(tmp_path, clock, lo
         )
         assert "# 人设\n- 身份定位：生活助理\n- 语气：温和简洁\n\n# 用户卡\n\n## 身份\n- 称呼：小王" in system
         # The overdue todo is recall's hit for this week: listed once, as a reminder.
-        assert "## 核心记忆\n- 用户对花生过敏" in system and "[近期记下的其他记忆" in system
+        assert "## 核心记忆\n- 用户对花生过敏" in system and "[提醒与待确认；以及近期记下的其他记忆" in system
         assert system.count("交物业费") == 1 and "提醒（已逾期：截止 2026-11-26 09:00）“交物业费”" in system
     else:
         assert card == (

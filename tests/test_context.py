@@ -272,3 +272,22 @@ async def test_a_due_todo_the_message_is_about_is_listed_once(tmp_path, clock, m
         text = await prompt(client, message)
     assert text.count(content) == 1, text
     assert next(line for line in text.splitlines() if content in line).startswith(reminder), text
+
+
+@pytest.mark.parametrize(("lang", "todo", "heading"), [
+    ("zh", "给妈妈买生日礼物", "[提醒与待确认；以及近期记下的其他记忆（最近14天"),
+    ("en", "Renew the driver's license", "[Reminders and confirmations; other memories noted in the last 14 days"),
+])
+async def test_a_todo_overdue_for_months_is_not_called_a_memory_of_the_last_14_days(
+    tmp_path, clock, lang, todo, heading, make_settings
+):
+    settings = make_settings(tmp_path, locale=lang)
+    async with PocketMem(settings, clock=clock) as app:
+        due = clock.now() + timedelta(days=2)
+        await app.writing.add(USER, AddRequest(content=todo, category=Category.todo, due_at=due))
+        clock.advance(days=200)
+        async with Client(build_server(settings, app=app)) as client:
+            text = await prompt(client, "今天天气不错" if lang == "zh" else "Nice weather today")
+    assert heading in text
+    assert text.index(heading) < text.index(todo)
+    assert ("已逾期" if lang == "zh" else "overdue") in text

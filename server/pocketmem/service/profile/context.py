@@ -142,11 +142,7 @@ class ContextBuilder:
                 for m in current_only([m for m in fresh if _recent_kind(m, now)])
                 if m.id not in shown
             ]
-        heading = (
-            f"[近期记下的其他记忆（最近{RECENT_DAYS}天，未必与这条消息有关）]" if zh
-            else f"[Other memories noted in the last {RECENT_DAYS} days (not necessarily about this message)]"
-        )
-        return Block(heading, lines)
+        return Block(_recent_heading(zh, notices=bool(result.reminders or result.pending_confirmations)), lines)
 
 
 def _recent_kind(memory: Memory, now: datetime) -> bool:
@@ -170,3 +166,13 @@ def current_only(memories: Sequence[Memory]) -> list[Memory]:
             for n in changers
         )
     ]
+
+
+def _recent_heading(zh: bool, *, notices: bool) -> str:
+    """The recent block's heading; with due reminders or confirmations in it (each line labelled), it names them
+    apart: a todo overdue for months is no memory of the last 14 days."""
+    if zh:
+        head = "提醒与待确认；以及" if notices else ""
+        return f"[{head}近期记下的其他记忆（最近{RECENT_DAYS}天，未必与这条消息有关）]"
+    head = "Reminders and confirmations; other" if notices else "Other"
+    return f"[{head} memories noted in the last {RECENT_DAYS} days (not necessarily about this message)]"
