@@ -93,15 +93,23 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
 
 
 def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
-    """An episode that would have expired already is refused: stored, it would be listed but never recalled. (An
-    explicit expires_at is the caller's own: maintenance moves the memory to the trash when it passes.)"""
+    if expired_episode(req, settings, now) is not None:
+        raise InvalidInput(
+            "created_at",
+            f"an episode older than {settings.episode_days} days (POCKETMEM_EPISODE_DAYS) has already expired; "
+            "store it as another category, or leave created_at out",
+        )
+
+
+def expired_episode(req: AddRequest, settings: Settings, now: datetime) -> datetime | None:
+    """When the episode the request holds expired, if it already has: such an episode is refused, as stored it
+    would be listed but never recalled. (An explicit expires_at is the caller's own: maintenance moves the memory
+    to the trash when it passes.)"""
     if req.expires_at is None and req.category == Category.episode and req.created_at is not None:
-        if req.created_at + timedelta(days=settings.episode_days) <= now:
-            raise InvalidInput(
-                "created_at",
-                f"an episode older than {settings.episode_days} days (POCKETMEM_EPISODE_DAYS) has already expired; "
-                "store it as another category, or leave created_at out",
-            )
+        end = req.created_at + timedelta(days=settings.episode_days)
+        if end <= now:
+            return end
+    return None
 
 
 def request_hash(req: AddRequest) -> str:
