@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 
 import pytest
 from mcp import Client
@@ -15,7 +16,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import PendingStatus
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import call, error
+from .helpers import SHANGHAI, call, error
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 
@@ -158,3 +159,33 @@ async def test_supersedes_closes_the_old_memory_when_the_new_content_is_already_
     same = await call(client, "add_memory", {"content": "用户喜欢喝绿茶", "supersedes": green["memory_id"]})
     assert (same["status"], same["memory_id"], same["superseded"]) == ("duplicate", green["memory_id"], None)
     assert (await memory(client, green["memory_id"]))["status"] == "active"
+
+
+async def test_a_confirmed_memory_is_dated_when_the_user_said_it(client: Client, clock):
+    """Said on 2027-02-01, confirmed on 2028-03-01: stored as said then (its age, an episode's expiry); an episode
+    that expired before the user's yes is refused as add_memory refuses it, and stays pending."""
+    clock.set(datetime(2027, 2, 1, 10, 0, tzinfo=SHANGHAI))
+    trip = await call(client, "add_memory", {"content": "我下个月可能要去日本出差", "category": "event",
+                                             "confidence": 0.7})
+    talk = await call(client, "add_memory", {"content": "聊了装修预算，想控制在二十万以内", "category": "episode",
+                                             "confidence": 0.7})
+    late = await call(client, "add_memory", {"content": "聊了周末去哪家餐厅", "category": "episode",
+                                             "confidence": 0.7})
+    clock.set(datetime(2027, 2, 10, 10, 0, tzinfo=SHANGHAI))
+    stored = await call(client, "confirm_pending", {"pending_id": talk["pending_id"], "action": "confirm"})
+    episode = await memory(client, stored["memory_id"])
+    assert episode["created_at"].startswith("2027-02-01") and episode["expires_at"].startswith("2027-02-15")
+
+    clock.set(datetime(2028, 3, 1, 11, 30, tzinfo=SHANGHAI))
+    confirmed = await call(client, "confirm_pending", {"pending_id": trip["pending_id"], "action": "confirm"})
+    assert (await memory(client, confirmed["memory_id"]))["created_at"].startswith("2027-02-01")
+    recalled = await call(client, "recall_memories", {"query": "我要去日本出差吗"})
+    assert "今天的对话摘要" not in recalled["injection"] and "我下个月可能要去日本出差" in recalled["injection"]
+
+    refused = await error(client, "confirm_pending", {"pending_id": late["pending_id"], "action": "confirm"})
+    assert refused.endswith(
+        f"pending {late['pending_id']} is an episode said on 2027-02-01 10:00 +08:00; it expired on 2027-02-15 "
+        "10:00 +08:00 (14 days, POCKETMEM_EPISODE_DAYS) before it was confirmed, so it is not stored and stays "
+        "pending: reject it, or add it again as another category (fact, event) if it still matters"
+    )
+    assert await listed(client, "pending") == ["聊了周末去哪家餐厅"]

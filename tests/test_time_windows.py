@@ -25,8 +25,8 @@ async def add(client: Client, content: str, **extra) -> str:
     return result["memory_id"]
 
 
-async def recalled(client: Client, query: str) -> list[str]:
-    answer = await call(client, "recall_memories", {"query": query})
+async def recalled(client: Client, query: str, top_k: int = 3) -> list[str]:
+    answer = await call(client, "recall_memories", {"query": query, "top_k": top_k})
     return [m["content"] for m in answer["memories"]]
 
 
@@ -65,6 +65,25 @@ async def test_the_todo_due_on_the_day_named_comes_before_one_due_on_another_day
     answer = await call(client, "recall_memories", {"query": "下周六有什么安排"})
     assert [m["content"] for m in answer["memories"]][0] == "下周六上午带朵朵去打疫苗"
     assert "提醒（截止 2026-12-05 10:00）“下周六上午带朵朵去打疫苗”" in answer["injection"]
+
+
+async def test_a_weekday_without_its_week_and_the_rest_of_the_month_on_a_sunday(client: Client, clock):
+    """Sunday 2027-03-14: 周六 asked about plans is the coming Saturday, not yesterday; this month's open todos
+    reach its end; casual questions (要干嘛, 干啥) ask what is due as 有什么安排 does."""
+    clock.set(datetime(2027, 3, 10, 10, 0, tzinfo=SHANGHAI))
+    await add(client, "去医院复查", category="todo", due_at="2027-03-20T10:00:00")
+    await add(client, "给妈妈打电话", category="todo", due_at="2027-03-15T20:00:00")
+    await add(client, "交房租", category="todo", due_at="2027-03-25T12:00:00")
+    await add(client, "参加小王婚礼", category="todo", due_at="2027-03-13T12:00:00")
+    await add(client, "元旦去爬山", category="todo", due_at="2028-01-01T08:00:00")
+    clock.set(datetime(2027, 3, 14, 10, 0, tzinfo=SHANGHAI))
+    assert await recalled(client, "周六有什么安排") == ["去医院复查"]
+    assert await recalled(client, "What do I have on Saturday?") == ["去医院复查"]
+    this_month = {"参加小王婚礼", "给妈妈打电话", "去医院复查", "交房租"}  # the first overdue, still open
+    assert set(await recalled(client, "这个月还有什么要做的事", top_k=6)) == this_month
+    assert set(await recalled(client, "anything left to do this month?", top_k=6)) == this_month
+    assert await recalled(client, "下周一要干嘛") == ["给妈妈打电话"]
+    assert await recalled(client, "明天干啥") == ["给妈妈打电话"]
 
 
 async def test_the_last_time_something_happened(client: Client, clock):
@@ -149,6 +168,36 @@ async def test_a_day_of_the_month_named_without_its_month(client: Client, clock)
 )
 def test_windows_the_parser_reads(text: str, window: tuple[date, date] | None):
     assert parse(text, TODAY).window == window
+
+
+SUNDAY = date(2027, 3, 14)
+
+
+@pytest.mark.parametrize(
+    ("text", "window"),
+    [
+        ("周六有什么安排", (date(2027, 3, 20), date(2027, 3, 20))),  # looks ahead: the coming Saturday
+        ("What do I have on Saturday?", (date(2027, 3, 20), date(2027, 3, 20))),
+        ("周一要干嘛", (date(2027, 3, 15), date(2027, 3, 15))),
+        ("星期天有什么要做的", (date(2027, 3, 14), date(2027, 3, 14))),  # on or after today: today
+        ("周六那天我们聊了什么", (date(2027, 3, 13), date(2027, 3, 13))),  # the most recent one
+        ("上次周三去哪了", (date(2027, 3, 10), date(2027, 3, 10))),
+        ("what did we talk about on Monday", (date(2027, 3, 8), date(2027, 3, 8))),
+        ("这周六有什么安排", (date(2027, 3, 13), date(2027, 3, 13))),  # a week named: that week's
+        ("下周六", (date(2027, 3, 20), date(2027, 3, 20))),
+        ("上周六聊了什么", (date(2027, 3, 6), date(2027, 3, 6))),
+        ("这个月还有什么要做的事", (date(2027, 3, 1), date(2027, 3, 31))),  # the whole month, as 这周
+        ("anything left to do this month?", (date(2027, 3, 1), date(2027, 3, 31))),
+        ("这个月我们聊了什么", (date(2027, 3, 1), date(2027, 3, 14))),  # the past: the month so far
+    ],
+)
+def test_a_day_named_without_its_week_on_a_sunday(text: str, window: tuple[date, date]):
+    assert parse(text, SUNDAY).window == window
+
+
+@pytest.mark.parametrize("text", ["明天干啥", "下周一要干嘛", "周六做啥", "明天做什么", "后天干什么"])
+def test_a_casual_question_about_a_day_asks_what_is_due(text: str):
+    assert parse(text, SUNDAY).agenda
 
 
 def test_the_parser_never_fails_on_odd_text():

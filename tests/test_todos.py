@@ -106,13 +106,14 @@ async def test_only_active_todos_can_be_completed(app):
 
 
 @pytest.mark.sqlite_only
-async def test_reminders_are_one_indexed_range_scan(app):
-    """Recall must stay fast: the due-todo query walks the partial index, never the whole table."""
+@pytest.mark.parametrize("order", ["asc", "desc"])
+async def test_reminders_are_one_indexed_range_scan(app, order):
+    """Recall must stay fast: the due-todo query walks the partial index, never the whole table, either way."""
     async with app.store.read() as r:
         plan = await r.fetch_all(  # checking the SQL plan of the store's own query
             "explain query plan select id from memories where user_id = ? and status = 'active' and category = 'todo' "
-            "and completed_at is null and coalesce(remind_at, due_at) <= ? order by coalesce(remind_at, due_at), id "
-            "limit 3",
+            "and completed_at is null and coalesce(remind_at, due_at) <= ? order by coalesce(remind_at, due_at) "
+            f"{order}, id {order} limit 3",
             ("global", "2026-11-26T00:00:00.000Z"),
         )
     details = " ".join(str(row[-1]) for row in plan)
@@ -130,15 +131,15 @@ async def test_the_card_keeps_open_todos_however_many_are_done(app, clock):
 async def test_an_overdue_todo_beyond_the_reminders_shown_keeps_its_mark_wherever_it_is_shown(app, clock):
     """Five overdue todos: three fill the reminders; the one asked about is recalled as a line of its own and
     still says it is overdue, in recall's injection and in memory_context (both its recalled and recent lines)."""
-    for day, content in enumerate(["交水费", "交电费", "交燃气费", "给奶奶买降压药", "续交车险"], start=10):
+    for day, content in enumerate(["给奶奶买降压药", "续交车险", "交水费", "交电费", "交燃气费"], start=10):
         await todo(app, content, keywords=["降压药", "奶奶"] if "奶奶" in content else [],
                    due_at=datetime(2026, 11, day, 18, 0, tzinfo=SHANGHAI))
     result = await app.retrieval.recall(USER, RecallRequest(query="奶奶的药买了吗", keywords=["降压药", "奶奶"]))
     assert len(result.reminders) == 3 and "给奶奶买降压药" not in {r.content for r in result.reminders}
-    assert "提醒（已逾期：截止 2026-11-13 18:00）“给奶奶买降压药”" in result.injection
+    assert "提醒（已逾期：截止 2026-11-10 18:00）“给奶奶买降压药”" in result.injection
     package = await app.context.build(USER, "奶奶的药买了吗")
-    assert "提醒（已逾期：截止 2026-11-13 18:00）“给奶奶买降压药”" in package.text
-    assert "提醒（已逾期：截止 2026-11-14 18:00）“续交车险”" in package.text
+    assert "提醒（已逾期：截止 2026-11-10 18:00）“给奶奶买降压药”" in package.text
+    assert "提醒（已逾期：截止 2026-11-11 18:00）“续交车险”" in package.text
 
 
 async def test_the_card_counts_every_open_todo_and_keeps_room_for_the_most_urgent(app, clock, settings):
@@ -164,3 +165,21 @@ async def test_the_card_counts_core_memories_past_those_it_reads(app, settings):
     async with Client(build_server(settings, app=app)) as client:
         card = (await client.read_resource("memory://user-card")).contents[0].text
     assert card.count("- 核心") == 60 and card.endswith("- 核心59\n- … +1\n"), card
+
+
+async def test_a_todo_that_has_just_come_due_is_reminded_however_many_older_ones_are_overdue(app, clock):
+    """Four todos overdue for weeks would fill the three reminders for good; the one that came due last comes
+    first, and the old ones stay on the user card, marked overdue."""
+    for day, content in enumerate(["交水费", "交电费", "交燃气费", "续交车险"], start=1):
+        await todo(app, content, due_at=datetime(2026, 11, day, 18, 0, tzinfo=SHANGHAI))
+    dentist = await todo(app, "带女儿去看牙医", due_at=START + timedelta(hours=2))
+    clock.advance(hours=2)
+    result = await recall(app)
+    assert [(r.content, r.overdue) for r in result.reminders] == [
+        ("带女儿去看牙医", False), ("续交车险", True), ("交燃气费", True)
+    ]
+    assert result.reminders[0].id == dentist
+    assert result.injection.splitlines()[0] == "提醒（截止 2026-11-26 12:00）“带女儿去看牙医”"
+    assert "提醒（截止 2026-11-26 12:00）“带女儿去看牙医”" in (await app.context.build(USER, "你好")).text
+    card = await app.user_card(USER)
+    assert "交水费（已逾期：截止 2026-11-01 18:00）" in card and "交电费（已逾期：截止 2026-11-02 18:00）" in card

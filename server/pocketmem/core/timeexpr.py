@@ -11,15 +11,23 @@
     上个月5号 / 14号那天 / 14号我们聊了什么 / on the 14th -> a day of a month: the month named, or else the most
                                            recent past (coming) one; a bare 3号 names no day (3号线, 3号楼)
     这周 / 本周 / this week / 下周 / next week -> Monday..Sunday of that week
-    下周六 / 这周六 / 周六 / next Saturday / last Saturday -> that day (每周六, every Saturday: no window)
+    这个月 / 本月 / this month               -> the whole month; asked about the past (这个月我们聊了什么), the
+                                           month so far
+    下周六 / 这周六 / next Saturday / last Saturday -> that day of the week named (每周六, every Saturday: no window)
+    周六 / on Saturday                     -> a weekday without its week: the most recent one on or before today,
+                                           the coming one on or after today when the message looks ahead (周六有
+                                           什么安排, 周一要干嘛, what do I have on Saturday)
+
+One rule for a day named without its year, month or week: the most recent such day, or the coming one when the
+message looks ahead (the `ahead` cues of data/time_words.tsv: 下周, 安排, 要做, next, plan, do I have …).
 
 A question about what was true before (我以前写前端用过什么, what did I use to drive) asks for the earlier
 versions of a fact too (`earlier`: recall then searches them as with include_history).
 
 A relative window alone ("今天天气不错") means nothing to recall; it matters together with intent. A calendar
 day is asked about by being named (在5月2号我们聊了什么, what did I say on May 2nd): it carries intent. A
-question that names a window (这周有什么要做的事, 下周六有什么安排, what's on my list this week) asks what lies
-in it (`agenda`): the todos due then.
+question that names a window (这周有什么要做的事, 下周六有什么安排, 明天干啥, what's on my list this week) asks
+what lies in it (`agenda`): the todos due then.
 
 Pure functions on the user's local calendar date; no dates are guessed beyond these phrases.
 """
@@ -193,19 +201,30 @@ def _shift_month(first: date, months: int) -> date:
 _SHIFT = {"上": -1, "last": -1, "下": 1, "next": 1}
 
 
+def _weekday(week: str, weekday: int, today: date, ahead: bool) -> date:
+    """The weekday (Monday 0) of the week named (上/last, 这/本/this, 下/next), or of a weekday named without its
+    week (周六, on Saturday) the most recent one on or before today, or the coming one when the text looks ahead."""
+    if week:
+        return today + timedelta(weeks=_SHIFT.get(week, 0), days=weekday - today.weekday())
+    if ahead:
+        return today + timedelta(days=(weekday - today.weekday()) % 7)
+    return today - timedelta(days=(today.weekday() - weekday) % 7)
+
+
 def _week_window(text: str, today: date) -> tuple[tuple[date, date], bool] | None:
-    """A weekday (下周六, next Saturday) or a whole week (这周, next week) the text names, and whether it names
+    """A weekday (下周六, 周六, next Saturday) or a whole week (这周, next week) the text names, and whether it names
     one day of one week (上周六, last Saturday: asked about like a calendar day; a bare 周六 is not)."""
-    monday = today - timedelta(days=today.weekday())
+    ahead = bool(_AHEAD.search(text))
     if (m := _DAY_ZH.search(text)) is not None:
-        day = monday + timedelta(weeks=_SHIFT.get(m.group(1) or "", 0), days=_WEEKDAY_ZH[m.group(2)])
+        day = _weekday(m.group(1) or "", _WEEKDAY_ZH[m.group(2)], today, ahead)
         return (day, day), m.group(1) is not None
     if (m := _EN_WEEKDAY.search(text)) is not None and not re.search(r"\bevery\s+\w+day\b", text, re.IGNORECASE):
         which = (m.group(1) or "").casefold()
-        day = monday + timedelta(weeks=_SHIFT.get(which, 0), days=_WEEKDAYS[m.group(2).casefold()])
-        return (day, day), which in ("last", "this", "next")
+        week = which if which in ("last", "this", "next") else ""
+        day = _weekday(week, _WEEKDAYS[m.group(2).casefold()], today, ahead)
+        return (day, day), bool(week)
     if (m := _WEEK_ZH.search(text) or _EN_WEEK.search(text)) is not None:
-        start = monday + timedelta(weeks=_SHIFT.get(m.group(1).casefold(), 0))
+        start = _weekday(m.group(1).casefold(), 0, today, ahead)
         return (start, start + timedelta(days=6)), False
     return None
 
@@ -240,7 +259,8 @@ def parse(text: str, today: date) -> TimeQuery:
         last = _month_start(today) - timedelta(days=1)
         window = (_month_start(last), last)
     elif re.search(r"这个月|本月|this month", lowered):
-        window = (_month_start(today), today)
+        # The whole month, as 这周 is the whole week; asked about the past, the month so far.
+        window = (_month_start(today), today if intent else _shift_month(_month_start(today), 1) - timedelta(days=1))
     elif re.search(r"去年|last year", lowered):
         window = (date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
     return TimeQuery(intent=intent, window=window, agenda=question and window is not None and window[1] >= today)

@@ -105,10 +105,13 @@ class MemoryReads(Protocol):
         """Memories whose valid_from lies in [start, end), newest first."""
 
     @abstractmethod
-    async def open_todos(self, user_id: str, limit: int, due_by: datetime | None = None) -> list[Memory]:
+    async def open_todos(
+        self, user_id: str, limit: int, due_by: datetime | None = None, latest_first: bool = False
+    ) -> list[Memory]:
         """Active, not completed todos, soonest first by coalesce(remind_at, due_at) (undated last).
 
-        With `due_by`: only those whose remind_at (or, without one, due_at) is at or before it.
+        With `due_by`: only those whose remind_at (or, without one, due_at) is at or before it; with
+        `latest_first` too, those that came due last first.
         """
 
     @abstractmethod

@@ -3,7 +3,8 @@
 A todo is a memory with category `todo`, optionally with `due_at` and `remind_at`.
 
     open       status active and completed_at empty
-    due        open, and remind_at (or, without one, due_at) has come     -> a reminder in recall_memories
+    due        open, and remind_at (or, without one, due_at) has come     -> a reminder in recall_memories (at most
+                                                                            three, the latest come due first)
     overdue    open, and due_at has passed                                -> flagged in reminders and the user card
     completed  completed_at set: it leaves the user card and the reminders, and stays recallable as
                a done todo (marked 已完成 / done), so "did I send the report?" still finds it;
@@ -42,8 +43,10 @@ def open_todo_label(shown: Memory | RecallHit, now: datetime, zone: tzinfo, loca
 async def due_reminders(
     reader: MemoryReads, user_id: str, now: datetime, limit: int = REMINDERS_SHOWN
 ) -> list[Memory]:
-    """Open todos whose reminder time has come, soonest first (one indexed range scan)."""
-    return await reader.open_todos(user_id, limit, due_by=now)
+    """Open todos whose reminder time has come, the one that came due last first (one indexed range scan), so a
+    todo that has just come due is always among those shown however many older ones are still open; those stay
+    on the user card, marked overdue."""
+    return await reader.open_todos(user_id, limit, due_by=now, latest_first=True)
 
 
 def reminder_view(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> ReminderView:

@@ -101,13 +101,22 @@ def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
             "expires_at", "is not in the future, so the memory would have expired already and never be recalled; "
             "leave it out to keep the memory, or give a later time"
         )
+    if expired_episode(req, settings, now) is not None:
+        raise InvalidInput(
+            "created_at",
+            f"an episode older than {settings.episode_days} days (POCKETMEM_EPISODE_DAYS) has already expired; "
+            "store it as another category, or leave created_at out",
+        )
+
+
+def expired_episode(req: AddRequest, settings: Settings, now: datetime) -> datetime | None:
+    """When the episode the request holds expired, if it already has (an episode without an expires_at of its own
+    lasts POCKETMEM_EPISODE_DAYS from when it was said)."""
     if req.expires_at is None and req.category == Category.episode and req.created_at is not None:
-        if req.created_at + timedelta(days=settings.episode_days) <= now:
-            raise InvalidInput(
-                "created_at",
-                f"an episode older than {settings.episode_days} days (POCKETMEM_EPISODE_DAYS) has already expired; "
-                "store it as another category, or leave created_at out",
-            )
+        end = req.created_at + timedelta(days=settings.episode_days)
+        if end <= now:
+            return end
+    return None
 
 
 def request_hash(req: AddRequest) -> str:

@@ -16,7 +16,7 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound
 from pocketmem.base.models import OPEN_PENDING, EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
 from pocketmem.core.shown_time import absolute
-from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.service.writing.add_request import AddRequest, expired_episode
 from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import WriteTx
@@ -63,8 +63,19 @@ class Pending:
     async def _confirm(self, user_id: str, item: PendingItem) -> ConfirmResult:
         pending_id = item.id
         now = self.clock.now()
-        candidate = {k: v for k, v in item.candidate.items() if k != "content_hash"}
-        req = self.writing.clean(AddRequest.model_validate(candidate).model_copy(update={"confidence": 1.0}))
+        said = AddRequest.model_validate({k: v for k, v in item.candidate.items() if k != "content_hash"})
+        # Dated when the user said it, not when they confirmed it (an episode's expiry counts from then too).
+        said_at = said.created_at or item.created_at
+        req = said.model_copy(update={"confidence": 1.0, "created_at": said_at})
+        settings = self.writing.settings
+        if (expired := expired_episode(req, settings, now)) is not None:
+            raise Conflict(
+                f"pending {pending_id} is an episode said on {absolute(said_at, settings.zone)}; it "
+                f"expired on {absolute(expired, settings.zone)} ({settings.episode_days} days, "
+                "POCKETMEM_EPISODE_DAYS) before it was confirmed, so it is not stored and stays pending: reject it, "
+                "or add it again as another category (fact, event) if it still matters"
+            )
+        req = self.writing.clean(req)
         vector = await self.writing.vectors.embed_or_defer(req.content, req.keywords)
         async with self.store.write(user_id=user_id) as tx:
             require_open(await tx.get_pending(user_id, pending_id), pending_id)

@@ -118,13 +118,16 @@ class UpkeepQueries(Queries):
             (user_id, CORE_PERSISTENCE, *excluded, *importance_params, count),
         )
 
-    async def open_todos(self, user_id: str, limit: int, due_by: datetime | None = None) -> list[Memory]:
+    async def open_todos(
+        self, user_id: str, limit: int, due_by: datetime | None = None, latest_first: bool = False
+    ) -> list[Memory]:
         d = self.dialect
         if due_by is not None:
+            order = "desc" if latest_first else "asc"
             return await self._memories(
                 d.sql(
                     f"user_id = {{p}} and {_OPEN_TODO} and {_TODO_TIME} <= {{p}} "
-                    f"order by {_TODO_TIME}, {d.by_text('id')} limit {{p}}"
+                    f"order by {_TODO_TIME} {order}, {d.by_text('id')} {order} limit {{p}}"
                 ),
                 (user_id, d.ts(due_by), limit),
             )
