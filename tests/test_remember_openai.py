@@ -246,6 +246,30 @@ async def test_an_endpoint_without_structured_output_still_works(app, fake):
     assert first.structured_content["attempts"] == 1
 
 
+async def test_a_refusal_for_another_cause_keeps_structured_output(app, fake):
+    """A 400 that is not about structured output (the context is too long) is asked once without it; when that
+    fails too, the next call asks for structured output again. A plain retry that works turns it off."""
+    too_long = Reply(status=400, body={"error": {"message": "context length exceeded", "type": "x"}})
+    fake.script_chat(too_long, too_long, ops({"op": "SKIP"}))
+    async with connect(app, "legacy") as client:
+        failed = await call(client, [{"role": "user", "content": "我最近胃炎"}])
+        later = await call(client, [{"role": "user", "content": "今天天气不错"}])
+    assert failed.is_error and "HTTP 400" in failed.content[0].text and "context length" in failed.content[0].text
+    assert not later.is_error, later.content[0].text
+    first, plain, next_call = fake.requests_to("/chat/completions")
+    assert "response_format" in first.json and "response_format" not in plain.json
+    assert "response_format" in next_call.json and next_call.json["temperature"] == 0
+
+    fake.script_chat(Reply(status=422, body={"error": {"message": "bad request", "type": "x"}}), ops({"op": "SKIP"}),
+                     ops({"op": "SKIP"}))
+    async with connect(app, "legacy") as client:
+        await call(client, [{"role": "user", "content": "我不吃香菜"}])
+        await call(client, [{"role": "user", "content": "我不吃葱"}])
+    refused, plain_ok, without = fake.requests_to("/chat/completions")[3:]
+    assert "response_format" in refused.json and "response_format" not in plain_ok.json
+    assert "response_format" not in without.json and "temperature" not in without.json
+
+
 async def test_the_clients_own_model_comes_first(app, fake, mode):
     sampler = ScriptedSampler([ops({"op": "ADD", "content": "用户不吃香菜", "category": "preference",
                                     "confidence": 0.9})])
