@@ -204,12 +204,11 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
                 "delete_reason", "source")
     fields += [(k.replace("_", " "), _day(memory[k], zone) if k.endswith("_at") else str(memory[k]))
                for k in optional if memory.get(k)]
+    fields += [("revision", f"{_day(r['created_at'], zone)} {r['mode']}: was “{r['previous_content'][:80]}”"
+                + (f" ({r['reason']})" if r.get("reason") else "")) for r in memory["revisions"]]
     for name, value in fields:
         table.add_row(name, Text(value))  # user text is text: never rich markup
     _console().print(table)
-    for revision in memory["revisions"]:
-        _say(f"{_day(revision['created_at'], zone)} {revision['mode']}: was “{revision['previous_content'][:80]}”"
-             + (f" ({revision['reason']})" if revision.get("reason") else ""))
     return 0
 
 
