@@ -238,7 +238,7 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
         # The rows are stored; their vectors now (stopping here loses nothing: the server computes the rest).
         with progress_bar("embedding", "memories") as progress:
             await app.embed_queue.run_once(progress)
-    return 0
+    return 1 if report.refused else 0  # the rest is stored; a refused row is not
 
 
 def _instant(text: str) -> datetime:
