@@ -83,6 +83,19 @@ def test_export_ends_with_one_line_for_people(capsys, tmp_path):
     assert (tmp_path / "md" / "User.md").read_text(encoding="utf-8") == "mine\n"
 
 
+def test_a_markdown_export_of_a_store_with_several_users_needs_one_named(capsys, tmp_path):
+    add(capsys, tmp_path, "用户喜欢手冲咖啡")
+    ok(run_cli(capsys, tmp_path, "add", "Alice hates cilantro", "--core", "--category", "preference", "--user", "alice"))
+    target = tmp_path / "md"
+    refused = run_cli(capsys, tmp_path, "export", "--markdown", str(target))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "--user: --markdown writes one user's files and this store holds alice, global; name one" in refused.stderr
+    assert not target.exists() or not any(target.iterdir())
+    ok(run_cli(capsys, tmp_path, "export", "--markdown", str(target), "--user", "alice"))
+    card = (target / "User.md").read_text(encoding="utf-8")
+    assert "id: alice" in card and "cilantro" in card and "咖啡" not in card
+
+
 def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):
     from pocketmem.cli import install
 

@@ -184,7 +184,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
                 holds = ", ".join(held) or "none"
                 raise InvalidInput("--user", f"no user {args.user!r} in this store; it holds {holds}")
         if args.markdown is not None:
-            for path in await app.profile_files.export_markdown(args.user or settings.user, args.markdown):
+            for path in await app.profile_files.export_markdown(await _markdown_user(app, args), args.markdown):
                 print(f"wrote {path}", file=sys.stderr)
             if args.output is None:
                 return 0
@@ -211,6 +211,19 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if skipped else 0
+
+
+async def _markdown_user(app: Any, args: argparse.Namespace) -> str:
+    """--markdown writes one user's files: --user, else POCKETMEM_USER when the store holds no one else."""
+    if args.user:
+        return str(args.user)
+    user = str(app.settings.user)
+    async with app.store.read() as reader:
+        held = await reader.user_ids()
+    if any(other != user for other in held):
+        shown = ", ".join(held[:10]) + (", …" if len(held) > 10 else "")
+        raise InvalidInput("--user", f"--markdown writes one user's files and this store holds {shown}; name one")
+    return user
 
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
@@ -479,7 +492,8 @@ def _add_store_commands(sub: Any) -> None:
     export = sub.add_parser("export", help="write every memory, the trash, tombstones, revisions and pending as JSONL")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="file to write (default: stdout)")
     export.add_argument("--events", action="store_true", help="include the event log")
-    export.add_argument("--user", help="only this user (default: every user)")
+    export.add_argument("--user", help="only this user (default: every user; with --markdown, POCKETMEM_USER, "
+                        "and required when the store holds other users)")
     export.add_argument(
         "--markdown", type=Path, metavar="DIR",
         help="write the profile files instead: DIR/User.md (the user card), Persona.md, Project.md, Insights.md"
