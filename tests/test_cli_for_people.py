@@ -106,6 +106,25 @@ def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):
     assert json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]["POCKETMEM_TZ"] == "Europe/Berlin"
 
 
+def test_client_config_carries_where_the_store_is_and_how_it_is_read_but_no_secret(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    settings = {"POCKETMEM_DB": "rel/notes.db", "POCKETMEM_EMBEDDER": "hash", "POCKETMEM_LLM_MODEL": "qwen2.5:7b",
+                "POCKETMEM_LLM_BASE_URL": "http://127.0.0.1:11434/v1"}
+    memory_id = json.loads(ok(run_cli(capsys, tmp_path / "home", "add", "用户喜欢手冲咖啡", "--json",
+                                      **settings)).stdout)["memory_id"]
+    secrets = {"POCKETMEM_DATABASE_URL": "postgresql://me:hunter2@db.example/mem", "POCKETMEM_LLM_API_KEY": "sk-x1"}
+    out = ok(run_cli(capsys, tmp_path / "home", "client-config", **settings, **secrets))
+    env = json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]
+    assert env == {**settings, "POCKETMEM_DB": str(tmp_path / "rel" / "notes.db"),
+                   "POCKETMEM_HOME": str(tmp_path / "home"), "POCKETMEM_TZ": "Asia/Shanghai"}
+    for name in secrets:
+        assert f"# note: {name} is set here but left out because it holds a secret" in out.stderr
+    assert "hunter2" not in out.stdout + out.stderr and "sk-x1" not in out.stdout + out.stderr
+    monkeypatch.chdir(tmp_path / "home")  # the host starts the server elsewhere: the entry finds the same store
+    listed = json.loads(ok(run_cli(capsys, tmp_path / "home", "list", "--json", **env)).stdout)
+    assert [m["id"] for m in listed["items"]] == [memory_id]
+
+
 def test_a_pending_profile_change_shows_as_one(capsys, tmp_path, make_settings):
     import asyncio
 
