@@ -67,6 +67,19 @@ def test_an_ambiguous_prefix_is_refused_and_changes_nothing(capsys, tmp_path, mo
     assert "the trash of user" in ok(run_cli(capsys, tmp_path, "trash")).stderr  # empty: nothing was forgotten
 
 
+def test_an_offset_past_the_end_says_so_and_how_many_there_are(capsys, tmp_path):
+    for text in ("用户喜欢手冲咖啡", "用户住在杭州"):
+        forgotten = add(capsys, tmp_path, text)
+    ok(run_cli(capsys, tmp_path, "forget", forgotten))
+    listed = ok(run_cli(capsys, tmp_path, "list", "--offset", "100000"))
+    assert listed.stdout == ""
+    assert "--offset 100000 is past the end: user 'global' has 1 active memory (offsets 0-0)" in listed.stderr
+    assert "add one" not in listed.stderr
+    trash = ok(run_cli(capsys, tmp_path, "trash", "--offset", "5"))
+    assert "--offset 5 is past the end: user 'global' has 1 trashed memory" in trash.stderr
+    assert "no active memories" in ok(run_cli(capsys, tmp_path / "empty", "list", "--offset", "3")).stderr
+
+
 def test_export_ends_with_one_line_for_people(capsys, tmp_path):
     add(capsys, tmp_path, "用户喜欢手冲咖啡")
     out = ok(run_cli(capsys, tmp_path, "export"))
