@@ -98,7 +98,8 @@ def test_export_ends_with_one_line_for_people(capsys, tmp_path):
 
 def test_a_markdown_export_of_a_store_with_several_users_needs_one_named(capsys, tmp_path):
     add(capsys, tmp_path, "用户喜欢手冲咖啡")
-    ok(run_cli(capsys, tmp_path, "add", "Alice hates cilantro", "--core", "--category", "preference", "--user", "alice"))
+    ok(run_cli(capsys, tmp_path, "add", "Alice hates cilantro", "--core", "--category", "preference",
+               "--user", "alice"))
     target = tmp_path / "md"
     refused = run_cli(capsys, tmp_path, "export", "--markdown", str(target))
     assert refused.returncode == 2 and refused.stdout == ""

@@ -177,14 +177,18 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
         check_target(args.output, "-o")
     skipped: list[dict[str, str]] = []
     async with PocketMem(settings) as app:
-        if args.user:
-            async with app.store.read() as reader:
-                held = await reader.user_ids()
-            if args.user not in held:  # a mistyped user would export an empty file, or an empty card over a file
-                holds = ", ".join(held) or "none"
-                raise InvalidInput("--user", f"no user {args.user!r} in this store; it holds {holds}")
+        async with app.store.read() as reader:
+            held = await reader.user_ids()
+        holds = ", ".join(held[:10]) + (", …" if len(held) > 10 else "") or "none"
+        if args.user and args.user not in held:  # a mistyped user would export an empty file, or an empty card
+            raise InvalidInput("--user", f"no user {args.user!r} in this store; it holds {holds}")
         if args.markdown is not None:
-            for path in await app.profile_files.export_markdown(await _markdown_user(app, args), args.markdown):
+            user = args.user or settings.user  # one user's files: POCKETMEM_USER only when no one else is there
+            if not args.user and any(other != user for other in held):
+                raise InvalidInput(
+                    "--user", f"--markdown writes one user's files and this store holds {holds}; name one"
+                )
+            for path in await app.profile_files.export_markdown(user, args.markdown):
                 print(f"wrote {path}", file=sys.stderr)
             if args.output is None:
                 return 0
@@ -211,19 +215,6 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if skipped else 0
-
-
-async def _markdown_user(app: Any, args: argparse.Namespace) -> str:
-    """--markdown writes one user's files: --user, else POCKETMEM_USER when the store holds no one else."""
-    if args.user:
-        return str(args.user)
-    user = str(app.settings.user)
-    async with app.store.read() as reader:
-        held = await reader.user_ids()
-    if any(other != user for other in held):
-        shown = ", ".join(held[:10]) + (", …" if len(held) > 10 else "")
-        raise InvalidInput("--user", f"--markdown writes one user's files and this store holds {shown}; name one")
-    return user
 
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
