@@ -26,7 +26,7 @@ _LABEL_EN = re.compile(r"^(m\d+) \([^)]*\): (.*)$", re.MULTILINE)
 def labels(prompt: str) -> dict[str, str]:
     """content -> label (m1, m2, ...) as the server listed the related memories in its prompt."""
     found = _LABEL_ZH.findall(prompt) or _LABEL_EN.findall(prompt)
-    return {content: label for label, content in found}
+    return {json.loads(content): label for label, content in found}  # each memory is shown as a JSON string
 
 
 def ops(*operations: dict[str, Any]) -> str:

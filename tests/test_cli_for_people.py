@@ -67,6 +67,19 @@ def test_an_ambiguous_prefix_is_refused_and_changes_nothing(capsys, tmp_path, mo
     assert "the trash of user" in ok(run_cli(capsys, tmp_path, "trash")).stderr  # empty: nothing was forgotten
 
 
+def test_an_offset_past_the_end_says_so_and_how_many_there_are(capsys, tmp_path):
+    for text in ("用户喜欢手冲咖啡", "用户住在杭州"):
+        forgotten = add(capsys, tmp_path, text)
+    ok(run_cli(capsys, tmp_path, "forget", forgotten))
+    listed = ok(run_cli(capsys, tmp_path, "list", "--offset", "100000"))
+    assert listed.stdout == ""
+    assert "--offset 100000 is past the end: user 'global' has 1 active memory (offsets 0-0)" in listed.stderr
+    assert "add one" not in listed.stderr
+    trash = ok(run_cli(capsys, tmp_path, "trash", "--offset", "5"))
+    assert "--offset 5 is past the end: user 'global' has 1 trashed memory" in trash.stderr
+    assert "no active memories" in ok(run_cli(capsys, tmp_path / "empty", "list", "--offset", "3")).stderr
+
+
 def test_export_ends_with_one_line_for_people(capsys, tmp_path):
     add(capsys, tmp_path, "用户喜欢手冲咖啡")
     out = ok(run_cli(capsys, tmp_path, "export"))
@@ -83,6 +96,20 @@ def test_export_ends_with_one_line_for_people(capsys, tmp_path):
     assert (tmp_path / "md" / "User.md").read_text(encoding="utf-8") == "mine\n"
 
 
+def test_a_markdown_export_of_a_store_with_several_users_needs_one_named(capsys, tmp_path):
+    add(capsys, tmp_path, "用户喜欢手冲咖啡")
+    ok(run_cli(capsys, tmp_path, "add", "Alice hates cilantro", "--core", "--category", "preference",
+               "--user", "alice"))
+    target = tmp_path / "md"
+    refused = run_cli(capsys, tmp_path, "export", "--markdown", str(target))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "--user: --markdown writes one user's files and this store holds alice, global; name one" in refused.stderr
+    assert not target.exists() or not any(target.iterdir())
+    ok(run_cli(capsys, tmp_path, "export", "--markdown", str(target), "--user", "alice"))
+    card = (target / "User.md").read_text(encoding="utf-8")
+    assert "id: alice" in card and "cilantro" in card and "咖啡" not in card
+
+
 def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):
     from pocketmem.cli import install
 
@@ -91,6 +118,25 @@ def test_client_config_names_the_time_zone(capsys, tmp_path, monkeypatch):
     assert install.machine_zone() == "Europe/Berlin"
     out = ok(run_cli(capsys, tmp_path, "client-config", POCKETMEM_TZ=""))
     assert json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]["POCKETMEM_TZ"] == "Europe/Berlin"
+
+
+def test_client_config_carries_where_the_store_is_and_how_it_is_read_but_no_secret(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    settings = {"POCKETMEM_DB": "rel/notes.db", "POCKETMEM_EMBEDDER": "hash", "POCKETMEM_LLM_MODEL": "qwen2.5:7b",
+                "POCKETMEM_LLM_BASE_URL": "http://127.0.0.1:11434/v1"}
+    memory_id = json.loads(ok(run_cli(capsys, tmp_path / "home", "add", "用户喜欢手冲咖啡", "--json",
+                                      **settings)).stdout)["memory_id"]
+    secrets = {"POCKETMEM_DATABASE_URL": "postgresql://me:hunter2@db.example/mem", "POCKETMEM_LLM_API_KEY": "sk-x1"}
+    out = ok(run_cli(capsys, tmp_path / "home", "client-config", **settings, **secrets))
+    env = json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]
+    assert env == {**settings, "POCKETMEM_DB": str(tmp_path / "rel" / "notes.db"),
+                   "POCKETMEM_HOME": str(tmp_path / "home"), "POCKETMEM_TZ": "Asia/Shanghai"}
+    for name in secrets:
+        assert f"# note: {name} is set here but left out because it holds a secret" in out.stderr
+    assert "hunter2" not in out.stdout + out.stderr and "sk-x1" not in out.stdout + out.stderr
+    monkeypatch.chdir(tmp_path / "home")  # the host starts the server elsewhere: the entry finds the same store
+    listed = json.loads(ok(run_cli(capsys, tmp_path / "home", "list", "--json", **env)).stdout)
+    assert [m["id"] for m in listed["items"]] == [memory_id]
 
 
 def test_a_pending_profile_change_shows_as_one(capsys, tmp_path, make_settings):

@@ -294,4 +294,5 @@ async def test_show_lists_earlier_revisions(tmp_path):
         assert not patched.is_error, patched.content
     shown = ok(run(tmp_path, "show", added["memory_id"]))
     assert "最近胃炎" in shown.stdout
-    assert "append: was “用户很爱吃辣”" in shown.stderr and "doctor's advice" in shown.stderr
+    assert "append: was “用户很爱吃辣”" in shown.stdout and "doctor's advice" in shown.stdout  # a result
+    assert "用户很爱吃辣”" not in shown.stderr

@@ -155,6 +155,8 @@ def test_a_home_that_cannot_be_a_folder_is_named_by_doctor_and_list(tmp_path):
         a_file / "sub": f"{a_file} is a file, not a folder, so {a_file / 'sub'} cannot be made in it",
         Path("/proc/pocketmem-home"): "/proc/pocketmem-home cannot be made: /proc belongs to the system (proc)",
     }
+    if Path("/sys/kernel").is_dir():
+        cases[Path("/sys/kernel/pm")] = "/sys/kernel/pm cannot be made: /sys/kernel belongs to the system (sysfs)"
     for home, said in cases.items():
         done = limited(home, "doctor")
         report = json.loads(done.stdout)

@@ -74,7 +74,7 @@ def test_malformed_records_are_refused_one_by_one_with_their_reason(tmp_path, ba
     target.write_bytes(data + b"\n" + broken + b"\n")
     home = tmp_path / "home"
     done = cli(backend, home, "import", str(target))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the good record is stored; the refused ones are not
     assert "unexpected" not in done.stderr
     report = json.loads(done.stdout)
     refused = {r["line"]: r for r in report["refused"]}
@@ -105,7 +105,8 @@ def test_a_refused_id_is_shown_short_and_without_terminal_escapes(capsys, tmp_pa
     target = tmp_path / "in.jsonl"
     target.write_text(json.dumps(rows[0]) + "\n" + memory_row(rows, id=hostile) + "\n", encoding="utf-8")
     done = run_cli(capsys, tmp_path / "home", "import", str(target))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a refused row makes the answer "no"
+    assert done.stderr.rstrip().endswith("; refused 1 row (named above), not imported"), done.stderr
     refused = json.loads(done.stdout)["refused"]
     assert [r["field"] for r in refused] == ["id"] and refused[0]["id"].endswith("…")
     assert len(refused[0]["id"]) <= 65 and "\x1b" not in refused[0]["id"]

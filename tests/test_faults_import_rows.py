@@ -160,7 +160,7 @@ def test_a_usage_that_is_not_an_object_refuses_its_line(capsys, tmp_path):
     target = tmp_path / "in.jsonl"
     target.write_text("\n".join(text_of(rows)) + "\n", encoding="utf-8")
     done = run_cli(capsys, tmp_path / "home", "import", str(target))
-    assert done.returncode == 0 and "unexpected" not in done.stderr, done.stderr
+    assert done.returncode == 1 and "unexpected" not in done.stderr, done.stderr
     refused = json.loads(done.stdout)["refused"]
     assert [(r["type"], r["field"]) for r in refused] == [("memory", "usage")] and "object" in refused[0]["why"]
 

@@ -152,8 +152,8 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
     prompt = request.messages[0].content.text
     assert prompt.startswith("今天是 2026-11-28（星期六），时区 Asia/Shanghai。")
     assert set(labels(prompt)) >= {"你很爱吃辣。", "用户住在北京", "用户喜欢喝乌龙茶", "用户今晚要加班"}
-    assert "（preference，核心，记于 2026-11-26）：你很爱吃辣。" in prompt
-    assert "用户：最近胃炎，医生说不能吃辣。" in prompt and "助手：你一直爱喝乌龙茶" in prompt
+    assert "（preference，核心，记于 2026-11-26）：\"你很爱吃辣。\"" in prompt
+    assert "用户：\"最近胃炎，医生说不能吃辣。" in prompt and "助手：\"你一直爱喝乌龙茶" in prompt
     assert result["related_memories"] == len(labels(prompt))
 
 
@@ -324,7 +324,7 @@ async def test_hints_reach_the_model(app, settings, known, mode):
             hints={"note": "用户在回答关于宠物的问题", "keywords": ["宠物"], "memory_ids": [known["cat"]]},
         )
     prompt = sampler.requests[0].messages[0].content.text
-    assert "助手的补充说明：用户在回答关于宠物的问题" in prompt and "用户养了一只叫小白的猫" in labels(prompt)
+    assert "助手的补充说明：\"用户在回答关于宠物的问题\"" in prompt and "用户养了一只叫小白的猫" in labels(prompt)
     assert [i["status"] for i in result["items"]] == ["skipped"] and result["message"] == "1 skipped."
 
 

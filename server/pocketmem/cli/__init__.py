@@ -177,14 +177,18 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
         check_target(args.output, "-o")
     skipped: list[dict[str, str]] = []
     async with PocketMem(settings) as app:
-        if args.user:
-            async with app.store.read() as reader:
-                held = await reader.user_ids()
-            if args.user not in held:  # a mistyped user would export an empty file, or an empty card over a file
-                holds = ", ".join(held) or "none"
-                raise InvalidInput("--user", f"no user {args.user!r} in this store; it holds {holds}")
+        async with app.store.read() as reader:
+            held = await reader.user_ids()
+        holds = ", ".join(held[:10]) + (", …" if len(held) > 10 else "") or "none"
+        if args.user and args.user not in held:  # a mistyped user would export an empty file, or an empty card
+            raise InvalidInput("--user", f"no user {args.user!r} in this store; it holds {holds}")
         if args.markdown is not None:
-            for path in await app.profile_files.export_markdown(args.user or settings.user, args.markdown):
+            user = args.user or settings.user  # one user's files: POCKETMEM_USER only when no one else is there
+            if not args.user and any(other != user for other in held):
+                raise InvalidInput(
+                    "--user", f"--markdown writes one user's files and this store holds {holds}; name one"
+                )
+            for path in await app.profile_files.export_markdown(user, args.markdown):
                 print(f"wrote {path}", file=sys.stderr)
             if args.output is None:
                 return 0
@@ -238,7 +242,7 @@ async def _import(settings: Settings, args: argparse.Namespace) -> int:
         # The rows are stored; their vectors now (stopping here loses nothing: the server computes the rest).
         with progress_bar("embedding", "memories") as progress:
             await app.embed_queue.run_once(progress)
-    return 0
+    return 1 if report.refused else 0  # the rest is stored; a refused row is not
 
 
 def _instant(text: str) -> datetime:
@@ -479,7 +483,8 @@ def _add_store_commands(sub: Any) -> None:
     export = sub.add_parser("export", help="write every memory, the trash, tombstones, revisions and pending as JSONL")
     export.add_argument("-o", "--output", type=Path, metavar="FILE", help="file to write (default: stdout)")
     export.add_argument("--events", action="store_true", help="include the event log")
-    export.add_argument("--user", help="only this user (default: every user)")
+    export.add_argument("--user", help="only this user (default: every user; with --markdown, POCKETMEM_USER, "
+                        "and required when the store holds other users)")
     export.add_argument(
         "--markdown", type=Path, metavar="DIR",
         help="write the profile files instead: DIR/User.md (the user card), Persona.md, Project.md, Insights.md"

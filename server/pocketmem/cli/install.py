@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pocketmem.base.config import Settings
+from pocketmem.base.config import Settings, mask_url
 
 HOSTS = {
     "claude-desktop": "Claude Desktop: Settings > Developer > Edit Config (claude_desktop_config.json)",
@@ -85,14 +85,45 @@ def _known(name: str) -> str | None:
     return name or None
 
 
-def client_config(host: str, settings: Settings) -> str:
-    command, *args = server_command()
+# Settings set in this environment that choose where the data lives and how it is read: a host that starts the
+# server without them opens another (empty) store, or re-embeds it with another embedder. Paths go in absolute.
+CARRIED = (
+    "POCKETMEM_DB", "POCKETMEM_CONFIG", "POCKETMEM_DATABASE_URL", "POCKETMEM_CLOUD_URL", "POCKETMEM_SYNC_SCOPES",
+    "POCKETMEM_PROFILE_FILES", "POCKETMEM_EMBEDDER", "POCKETMEM_EMBED_MODEL", "POCKETMEM_EMBED_BASE_URL",
+    "POCKETMEM_EMBED_DIMENSIONS", "POCKETMEM_LLM_MODEL", "POCKETMEM_LLM_BASE_URL",
+)
+PATHS = ("POCKETMEM_DB", "POCKETMEM_CONFIG", "POCKETMEM_EMBED_MODEL")  # EMBED_MODEL when it names a folder
+SECRETS = {  # never printed: each set here is named on stderr with where to put it
+    "POCKETMEM_LLM_API_KEY": "llm_api_key", "POCKETMEM_EMBED_API_KEY": "embed_api_key",
+    "OPENAI_API_KEY": "llm_api_key / embed_api_key",
+}
+
+
+def host_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
+    """The entry's env, and the variables set here but left out because they hold a secret (a key, or a URL
+    with a password in it)."""
     env = {"POCKETMEM_HOME": str(settings.home.absolute())}  # the host starts the server in another folder
     zone = settings.tz or machine_zone()
     if zone:
         env["POCKETMEM_TZ"] = zone
     if settings.user != "global":
         env["POCKETMEM_USER"] = settings.user
+    left_out = [name for name in SECRETS if os.environ.get(name, "").strip()]
+    for name in CARRIED:
+        value = os.environ.get(name, "").strip()
+        if not value:
+            continue
+        if mask_url(value) != value:
+            left_out.append(name)
+        elif name in PATHS and (name != "POCKETMEM_EMBED_MODEL" or Path(value).expanduser().exists()):
+            env[name] = str(Path(value).expanduser().absolute())
+        else:
+            env[name] = value
+    return env, left_out
+
+
+def client_config(host: str, env: dict[str, str]) -> str:
+    command, *args = server_command()
     if host == "claude-code":
         flags = [part for k, v in env.items() for part in ("-e", f"{k}={v}")]
         return shlex.join(["claude", "mcp", "add", "pocketmem", *flags, "--", command, *args])
@@ -103,8 +134,14 @@ def client_config(host: str, settings: Settings) -> str:
 
 
 async def _client_config(settings: Settings, args: argparse.Namespace) -> int:
-    print(client_config(args.host, settings))
+    env, left_out = host_env(settings)
+    print(client_config(args.host, env))
     print(f"# {HOSTS[args.host]}; then restart the host. Check with `pocketmem doctor`.", file=sys.stderr)
+    where = "with -e NAME=VALUE in the command" if args.host == "claude-code" else 'in the entry\'s "env"'
+    for name in left_out:
+        key = SECRETS.get(name, name.removeprefix("POCKETMEM_").lower())
+        print(f"# note: {name} is set here but left out because it holds a secret; add it yourself {where}, "
+              f"or as {key} in {settings.home.absolute() / 'config.toml'}", file=sys.stderr)
     if not settings.tz and not machine_zone():
         given = f" (TZ={os.environ['TZ']} names no IANA zone)" if os.environ.get("TZ", "").strip() else ""
         print(f"# note: set POCKETMEM_TZ (e.g. Asia/Shanghai) in the entry: this machine's time zone is not known"
@@ -120,7 +157,9 @@ def add_install_commands(sub: Any) -> None:
         "client-config",
         help="print the config that registers this pocketmem with Claude Desktop, Cursor, VS Code or Claude Code",
         description="Print the MCP server entry for a host, with the absolute path of this installation and "
-        "the current POCKETMEM_HOME / POCKETMEM_TZ / POCKETMEM_USER, ready to paste into the host's config.",
+        "the current POCKETMEM_HOME / POCKETMEM_TZ / POCKETMEM_USER and the settings set here that choose the store "
+        "and how it is read (POCKETMEM_DB, POCKETMEM_EMBEDDER, POCKETMEM_LLM_MODEL, ...; secrets are left out with a "
+        "note), ready to paste into the host's config.",
         epilog="examples:\n  pocketmem client-config\n  pocketmem client-config --host vscode > .vscode/mcp.json\n"
         "  POCKETMEM_TZ=Asia/Shanghai pocketmem client-config --host claude-code",
         formatter_class=argparse.RawDescriptionHelpFormatter,

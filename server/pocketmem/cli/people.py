@@ -131,6 +131,14 @@ async def _full_id(app: Any, user: str, typed: str, table: str) -> str:
     return found[0] if found else typed
 
 
+def _past_end(offset: int, total: int, status: str, user: str) -> str | None:
+    """What an empty page says when --offset skipped every row there is."""
+    if not offset or offset < total or not total:
+        return None
+    return (f"--offset {offset} is past the end: user {user!r} has {total} {status} "
+            f"{'memory' if total == 1 else 'memories'} (offsets 0-{total - 1})")
+
+
 # -- commands -----------------------------------------------------------------------------------------
 async def _list(app: Any, user: str, args: argparse.Namespace) -> int:
     category = Category(args.category) if args.category else None
@@ -146,13 +154,14 @@ async def _list(app: Any, user: str, args: argparse.Namespace) -> int:
                  "-" if p.kind == "profile" else f"{p.confidence:.2f}", _day(p.created_at, zone), p.content]
                 for p in result.items]
         _print_table(f"pending memories of {user}", ("id", "category", "conf.", "created", "content"), rows,
-                     f"no pending memories for user {user!r}")
+                     _past_end(args.offset, result.total, "pending", user) or f"no pending memories for user {user!r}")
     else:
         rows = [[m.id, m.category.value + (" ★" if m.core else ""), f"{m.importance:.2f}",
                  _day(m.created_at, zone), m.content] for m in result.items]
         _print_table(f"{args.status} memories of {user}", ("id", "category", "imp.", "created", "content"), rows,
-                     f"no {args.status} memories for user {user!r}" + (" (add one with `pocketmem add TEXT`)"
-                                                                        if args.status == "active" else ""))
+                     _past_end(args.offset, result.total, args.status, user)
+                     or f"no {args.status} memories for user {user!r}" + (" (add one with `pocketmem add TEXT`)"
+                                                                           if args.status == "active" else ""))
     if rows:
         _say(f"{len(result.items)} of {result.total} shown" + ("; ★ = core memory" if args.status != "pending" else ""))
     return 0
@@ -204,12 +213,11 @@ async def _show(app: Any, user: str, args: argparse.Namespace) -> int:
                 "delete_reason", "source")
     fields += [(k.replace("_", " "), _day(memory[k], zone) if k.endswith("_at") else str(memory[k]))
                for k in optional if memory.get(k)]
+    fields += [("revision", f"{_day(r['created_at'], zone)} {r['mode']}: was “{r['previous_content'][:80]}”"
+                + (f" ({r['reason']})" if r.get("reason") else "")) for r in memory["revisions"]]
     for name, value in fields:
         table.add_row(name, Text(value))  # user text is text: never rich markup
     _console().print(table)
-    for revision in memory["revisions"]:
-        _say(f"{_day(revision['created_at'], zone)} {revision['mode']}: was “{revision['previous_content'][:80]}”"
-             + (f" ({revision['reason']})" if revision.get("reason") else ""))
     return 0
 
 
@@ -267,7 +275,7 @@ async def _trash(app: Any, user: str, args: argparse.Namespace) -> int:
     rows = [[t.id, t.reason.value if t.reason else "-", _day(t.deleted_at, zone), _day(t.purge_at, zone), t.content]
             for t in result.items]
     _print_table(f"trash of {user}", ("id", "reason", "deleted", "purge at", "content"), rows,
-                 f"the trash of user {user!r} is empty")
+                 _past_end(args.offset, result.total, "trashed", user) or f"the trash of user {user!r} is empty")
     if rows:
         _say(f"{len(rows)} of {result.total} shown; `pocketmem restore ID` brings one back until its purge time")
     return 0

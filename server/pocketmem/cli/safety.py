@@ -93,6 +93,8 @@ def import_summary(report: Any) -> str:
             f"{counted(imported.user, 'user')}; skipped {counted(skipped.total, 'row')} already in the store")
     if report.evicted:
         text += f"; {counted(len(report.evicted), 'memory')} moved to the trash by the cap (see `pocketmem trash`)"
+    if report.refused:
+        text += f"; refused {counted(len(report.refused), 'row')} (named above), not imported"
     return text
 
 

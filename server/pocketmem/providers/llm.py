@@ -67,8 +67,8 @@ class OpenAIChatModel:
         self.base_url = base_url
         self._api_key = api_key
         self._client: Any = None
-        # Structured output (response_format) and temperature are sent until the endpoint rejects them once:
-        # some servers know neither json_schema nor a temperature for reasoning models.
+        # Structured output (response_format) and temperature are sent until the endpoint shows it refuses them
+        # (_create): some servers know neither json_schema nor a temperature for reasoning models.
         self._extras = True
 
     async def _get_client(self) -> Any:
@@ -106,17 +106,7 @@ class OpenAIChatModel:
         messages = [{"role": "system", "content": request.system}]
         messages += [{"role": turn.role, "content": turn.text} for turn in request.turns]
         try:
-            try:
-                response = await client.chat.completions.create(
-                    model=self.model, messages=messages, timeout=timeout_seconds, **self._extra_args(request)
-                )
-            except (openai.BadRequestError, openai.UnprocessableEntityError):
-                if not self._extras:
-                    raise
-                self._extras = False
-                response = await client.chat.completions.create(
-                    model=self.model, messages=messages, timeout=timeout_seconds
-                )
+            response = await self._create(openai, client, messages, request, timeout_seconds)
             content = _text_of(response.choices[0].message.content)
             model = getattr(response, "model", None) or self.model
         except openai.APITimeoutError:
@@ -142,6 +132,27 @@ class OpenAIChatModel:
             ) from None
         return ChatAnswer(text=content or "", model=str(model))
 
+    async def _create(
+        self, openai: Any, client: Any, messages: list[dict[str, str]], request: ChatRequest, timeout_seconds: float
+    ) -> Any:
+        """One completion. A 400/422 with the extras on is asked again without them; they stay off for the
+        next calls only when the error names them or the plain request then succeeds, so a refusal for another
+        cause (a context too long) does not turn off structured output for good."""
+        create = functools.partial(
+            client.chat.completions.create, model=self.model, messages=messages, timeout=timeout_seconds
+        )
+        extras = self._extra_args(request)
+        try:
+            return await create(**extras)
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if not extras:
+                raise
+            if _names_extras(exc.message):
+                self._extras = False
+        response = await create()
+        self._extras = False
+        return response
+
     def _extra_args(self, request: ChatRequest) -> dict[str, Any]:
         if not self._extras:
             return {}
@@ -160,6 +171,11 @@ def configured_model(settings: Settings) -> OpenAIChatModel | None:
         return None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
     return OpenAIChatModel(settings.llm_model, base_url=settings.llm_base_url, api_key=key)
+
+
+def _names_extras(error: str) -> bool:
+    """Whether an endpoint's refusal names what only structured output sends."""
+    return any(word in error.lower() for word in ("response_format", "json_schema", "temperature"))
 
 
 def _short(text: str, limit: int = 200) -> str:

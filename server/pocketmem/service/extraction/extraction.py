@@ -15,6 +15,7 @@ other writes go on meanwhile.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -75,6 +76,8 @@ MAX_ANSWER_TOKENS = 2000
 MAX_ECHOED_ANSWER = 4000  # characters of a bad answer quoted back in the retry
 
 _WEEKDAYS_ZH = "一二三四五六日"
+# Line breaks json.dumps leaves as they are (it escapes those below U+0020).
+_LINE_BREAKS = {ord(ch): f"\\u{ord(ch):04x}" for ch in "\x85\u2028\u2029"}
 
 
 # -- input ------------------------------------------------------------------------------------------
@@ -261,6 +264,8 @@ class Extraction:
     def _prompt(
         self, turns: list[ConversationMessage], known: dict[str, Memory], note: str, language: Language
     ) -> str:
+        """Each piece of free text (a memory, the note, a message) is one JSON string on its own line, so no text
+        can start a line of its own: a forged role line or section heading stays inside its quotes."""
         zone = self.settings.zone
         today = self.clock.now().astimezone(zone)
         zone_name = self.settings.tz or str(zone)
@@ -275,17 +280,21 @@ class Extraction:
             day = memory.created_at.astimezone(zone).date().isoformat()
             if zh:
                 tag = f"{memory.category.value}，{'核心，' if memory.core else ''}记于 {day}"
-                lines.append(f"{label}（{tag}）：{memory.content}")
+                lines.append(f"{label}（{tag}）：{_quoted(memory.content)}")
             else:
                 tag = f"{memory.category.value}, {'core, ' if memory.core else ''}saved {day}"
-                lines.append(f"{label} ({tag}): {memory.content}")
+                lines.append(f"{label} ({tag}): {_quoted(memory.content)}")
         if not known:
             lines.append("（无）" if zh else "(none)")
         if note:
-            lines += ["", ("助手的补充说明：" if zh else "Note from the assistant: ") + note]
-        lines += ["", "最近的对话（从早到晚）：" if zh else "Recent conversation (oldest first):"]
+            lines += ["", ("助手的补充说明：" if zh else "Note from the assistant: ") + _quoted(note)]
+        lines += [
+            "",
+            "最近的对话（从早到晚，每条消息是一个 JSON 字符串）：" if zh
+            else "Recent conversation (oldest first, each message one JSON string):",
+        ]
         names = {"user": "用户", "assistant": "助手"} if zh else {"user": "User", "assistant": "Assistant"}
-        lines += [f"{names[m.role]}{'：' if zh else ': '}{m.content}" for m in turns]
+        lines += [f"{names[m.role]}{'：' if zh else ': '}{_quoted(m.content)}" for m in turns]
         return "\n".join(lines)
 
     # -- ask and check --------------------------------------------------------------------------
@@ -478,6 +487,11 @@ class Extraction:
             message=f"Not applied: confidence {op.confidence:g} < {settings.store_threshold:g}. Ask the user; "
             f"if they agree, call {call}.",
         )
+
+
+def _quoted(text: str) -> str:
+    """`text` as one JSON string that no reader splits into lines (U+0085, U+2028 and U+2029 escaped too)."""
+    return json.dumps(text, ensure_ascii=False).translate(_LINE_BREAKS)
 
 
 def _shown(text: str | None) -> str | None:
