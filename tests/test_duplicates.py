@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.core.sameness import entities, facts_agree, number_words
+from pocketmem.core.sameness import aspects_agree, entities, facts_agree, number_words
 from pocketmem.core.text import stem_word
 from pocketmem.mcp.server import build_server
 from pocketmem.service.shared import sameness
@@ -68,6 +68,16 @@ def test_different_relatives_are_different_facts():
     assert not facts_agree("用户的姐姐在上海工作。", "用户的妹妹在上海工作。")
     assert facts_agree("我妈下周去医院复查。", "妈妈下周要去医院复查。")  # one mother, two words for her
     assert facts_agree("用户的女儿叫朵朵。", "朵朵是用户的女儿")
+
+
+def test_a_plan_a_past_and_another_frequency_are_other_facts():
+    assert not aspects_agree("我打算辞职。", "我已经辞职了。")
+    assert not aspects_agree("I am married.", "I was married.")
+    assert not aspects_agree("I visit Paris in May.", "I visited Paris in May.")
+    assert not aspects_agree("我每天跑步。", "我偶尔跑步。")
+    assert aspects_agree("用户周末常去爬山。", "用户周末喜欢去爬山")  # one states no frequency word
+    assert aspects_agree("Jon lost his job in January.", "In January Jon was laid off.")  # no present form
+    assert aspects_agree("The user's daughter is called Duoduo.", "Duoduo is the user's daughter.")
 
 
 @pytest.fixture

@@ -188,6 +188,68 @@ async def test_a_reworded_fact_reinforces_and_a_distinct_one_is_stored(tmp_path,
         assert other["status"] == "stored"
 
 
+# A fact said at another time or in another mode is another fact: the newer is stored, both ways round.
+CHANGED = [
+    ("I am married.", "I was married."),
+    ("I will visit Paris in May.", "I visited Paris in May."),
+    ("我打算辞职。", "我已经辞职了。"),
+    ("我在考虑买房。", "我买了房。"),
+    ("我每天跑步。", "我偶尔跑步。"),
+    ("I plan to run a marathon in April.", "I ran a marathon in April."),
+    ("I want to learn Spanish.", "I am learning Spanish."),
+]
+
+
+@ERAS
+async def test_a_fact_at_another_time_or_in_another_mode_is_stored_and_a_rewording_reinforces(
+    tmp_path, clock, mode, make_settings
+):
+    settings = make_settings(tmp_path, embedder="use")
+    async with Client(build_server(settings, app=PocketMem(settings, clock=clock)), mode=mode) as client:
+        for before, after in CHANGED:
+            for first, second in ((before, after), (after, before)):
+                old = await call(client, "add_memory", {"content": first})
+                new = await call(client, "add_memory", {"content": second})
+                assert (new["status"], first) == ("stored", first), second
+                for memory_id in (old["memory_id"], new["memory_id"]):
+                    await call(client, "forget_memory", {"memory_id": memory_id})
+        plan = await call(client, "add_memory", {"content": "我打算辞职。", "keywords": ["工作", "辞职"]})
+        done = await call(client, "add_memory", {"content": "我已经辞职了。", "keywords": ["工作", "辞职"]})
+        recalled = await call(client, "recall_memories", {"query": "我现在还在上班吗？", "keywords": ["工作", "辞职"]})
+        assert [m["id"] for m in recalled["memories"]][:1] == [done["memory_id"]]
+        assert done["memory_id"] != plan["memory_id"]
+        first = await call(client, "add_memory", {"content": "用户在学日语。"})
+        again = await call(client, "add_memory", {"content": "用户正在学习日语"})  # a plain rewording
+        assert (again["status"], again["memory_id"]) == ("duplicate", first["memory_id"])
+
+
+@ERAS
+async def test_a_duplicate_with_more_detail_gives_the_memory_its_wording_and_its_keywords(
+    tmp_path, clock, mode, make_settings
+):
+    settings = make_settings(tmp_path, embedder="use")
+    app = PocketMem(settings, clock=clock)
+    async with Client(build_server(settings, app=app), mode=mode) as client:
+        for less, more, keywords in [
+            ("I work as a nurse.", "I work as a night-shift nurse.", ["nurse", "job"]),
+            ("我女儿在上小学。", "我女儿在上小学，成绩很好。", ["女儿", "学校"]),
+        ]:
+            first = await call(client, "add_memory", {"content": less, "keywords": keywords[:1]})
+            again = await call(client, "add_memory", {"content": more, "keywords": keywords})
+            assert (again["status"], again["memory_id"]) == ("duplicate", first["memory_id"])
+            listed = await call(client, "list_memories", {"text": less[:4]})
+            assert [(m["content"], m["keywords"]) for m in listed["items"]] == [(more, keywords)]
+            async with app.store.read() as reader:
+                revisions = await reader.list_revisions("global", first["memory_id"])
+            assert [(r.previous_content, r.new_content) for r in revisions] == [(less, more)]
+            shorter = await call(client, "add_memory", {"content": less, "keywords": keywords})  # the richer stays
+            assert (shorter["status"], shorter["memory_id"]) == ("duplicate", first["memory_id"])
+            listed = await call(client, "list_memories", {"text": less[:4]})
+            assert [m["content"] for m in listed["items"]] == [more]
+        recalled = await call(client, "recall_memories", {"query": "Do I work nights?", "keywords": ["job"]})
+        assert recalled["memories"][0]["content"] == "I work as a night-shift nurse."
+
+
 async def test_a_store_of_an_earlier_built_in_version_is_re_embedded_by_itself(tmp_path, clock, make_settings):
     """Built-in embedders cost nothing to run again: a store whose vectors an earlier version of `hash` made opens
     with the current one and is re-embedded in the background, where another embedder asks for `reindex`."""

@@ -16,6 +16,17 @@ what can be checked without a model:
                 quotes, Latin words in Chinese, and a person a Chinese sentence opens with (a common surname
                 and the character after it: 罗欣 of 罗欣然周三在长沙…)
 
+Before either rule, the two texts must say the same thing the same way in time (aspects_agree):
+
+    intent      both or neither a plan, wish or possibility (打算, 考虑, want, will, might, should):
+                我打算辞职 / 我已经辞职了 and I plan to run a marathon / I ran a marathon never match
+    past        both or neither set in the past (以前, 曾经, used, formerly)
+    verb tense  not one in the past and the other in the present by their auxiliaries (was, had / is, has):
+                I am married / I was married
+    frequency   when both say how often (每天, 偶尔, always, every), the same: 我每天跑步 / 我偶尔跑步
+    tense       a word both use in one form and a past form (visit / visited, run / ran)
+These words are core/data/aspect_words.tsv.
+
 The similarity half (service/shared/sameness.py) is calibrated per embedder and language on reference sets.
 """
 
@@ -26,7 +37,7 @@ import unicodedata
 
 from pocketmem.core import wordlists
 from pocketmem.core.termstats import background_share
-from pocketmem.core.text import has_cjk, numbers_and_negations, stem_word
+from pocketmem.core.text import IRREGULAR, has_cjk, numbers_and_negations, stem_word
 
 # 一 is left out: in Chinese it is mostly an article (养了一只猫) and a paraphrase may drop it.
 _ZH_NUMERALS = {"二": "2", "两": "2", "俩": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8",
@@ -54,6 +65,56 @@ _KIN_ZH = re.compile("|".join(sorted((re.escape(w) for w in _KIN if has_cjk(w)),
 _SURNAMES = "".join(wordlists.words("surnames.tsv", "common")["-"])
 # A common surname that opens a sentence or clause, and the Han character after it (a given name's first).
 _ZH_PERSON = re.compile(rf"(?:^|(?<=[\s，。；：！？、,.;:!?]))([{_SURNAMES}][\u4e00-\u9fff])")
+
+_ASPECTS = {group: words["-"] for group in ("intent", "past", "past_verb", "present_verb", "frequency")
+            for words in [wordlists.words("aspect_words.tsv", group)]}
+_ASPECT_ZH = {group: re.compile("|".join(sorted(han, key=len, reverse=True)))
+              for group, words in _ASPECTS.items() if (han := [w for w in words if has_cjk(w)])}
+
+
+def aspect_words(text: str, group: str) -> frozenset[str]:
+    """The words of an aspect group (intent, past, frequency: core/data/aspect_words.tsv) a text holds."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    latin = set(re.findall(r"[a-z]+", folded)) & set(_ASPECTS[group])
+    han = _ASPECT_ZH.get(group)
+    return frozenset(latin | set(han.findall(folded) if han else ()))
+
+
+def _past_form(word: str) -> bool:
+    return word.endswith("ed") or IRREGULAR.get(word, word) != word
+
+
+def tenses_agree(a: str, b: str) -> bool:
+    """No word of one text stands in the other in a past form of it and not in this one (visit / visited)."""
+    forms_a = set(re.findall(r"[a-z]+", unicodedata.normalize("NFKC", a).casefold()))
+    forms_b = set(re.findall(r"[a-z]+", unicodedata.normalize("NFKC", b).casefold()))
+    stems_a = {stem_word(w): w for w in forms_a - forms_b}
+    for word in forms_b - forms_a:
+        other = stems_a.get(stem_word(word))
+        if other is not None and (_past_form(word) or _past_form(other)):
+            return False
+    return True
+
+
+def _verb_tense(text: str) -> str | None:
+    """past or present, by the auxiliaries a text holds (was / is); None when it has none, or both kinds."""
+    past, present = aspect_words(text, "past_verb"), aspect_words(text, "present_verb")
+    return None if bool(past) == bool(present) else "past" if past else "present"
+
+
+def aspects_agree(a: str, b: str) -> bool:
+    """Both or neither a plan or wish, both or neither in the past, not one past and one present by their
+    auxiliaries, the same frequency when both state one, and the same tense of every word both use."""
+    for group in ("intent", "past"):
+        if bool(aspect_words(a, group)) != bool(aspect_words(b, group)):
+            return False
+    tense_a, tense_b = _verb_tense(a), _verb_tense(b)
+    if tense_a and tense_b and tense_a != tense_b:
+        return False
+    often_a, often_b = aspect_words(a, "frequency"), aspect_words(b, "frequency")
+    if often_a and often_b and often_a != often_b:
+        return False
+    return tenses_agree(a, b)
 
 
 def number_words(text: str) -> tuple[str, ...]:

@@ -6,6 +6,7 @@
     time_words.tsv       group, language, phrases (|)   the time cues of core/timeexpr.py
     surnames.tsv         group, -, surnames   common Chinese surnames, for core/sameness.py
     kinship.tsv          kin, relative, words   family words, for core/sameness.py
+    aspect_words.tsv     group, -, words      time and mode words (plan, past, frequency), for core/sameness.py
     calibration.json     the reference sentences of service/shared/calibration.py
 
 Rows are tab-separated; `#` starts a comment line. Files are read once, on first use.

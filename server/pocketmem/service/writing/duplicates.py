@@ -1,6 +1,9 @@
 """Whether a new memory is already remembered, and what happens to the one that already says it.
 
-Near-duplicates: a duplicate is the same fact, not the same topic. A new memory is the same as an active one when
+Near-duplicates: a duplicate is the same fact, not the same topic. A new memory is never the same as one that
+says it at another time or in another mode (core/sameness.aspects_agree: a plan and the done thing, present and
+past, will and did, another frequency: 我打算辞职 / 我已经辞职了, I am married / I was married); it is stored, and
+recall's versions of a fact decide which is current. Otherwise it is the same as an active one when
   1. their content words are identical (text.signature: Han characters and Latin stems without filler;
      negations and numbers kept), whatever the order or punctuation, or
   2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
@@ -10,6 +13,10 @@ Near-duplicates: a duplicate is the same fact, not the same topic. A new memory 
         none for a language the model cannot tell facts apart in).
 Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
 recall's shadowing already orders same-topic pairs, the newer first.
+
+Reinforcing keeps what the duplicate adds: its keywords join the memory's, and a duplicate that holds every content
+word of the memory and more (I work as a night-shift nurse / I work as a nurse) gives the memory its wording, the
+earlier one kept as a revision (a core memory keeps its text: patch_core_memory changes it).
 """
 
 from __future__ import annotations
@@ -18,15 +25,15 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pocketmem.base.errors import StoreError
-from pocketmem.base.models import EventKind, Memory, Status
+from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import AddResult
-from pocketmem.core.sameness import facts_agree
-from pocketmem.core.text import guess_language, normalise, signature, strip_subject
+from pocketmem.core.sameness import aspects_agree, facts_agree
+from pocketmem.core.text import content_hash, guess_language, normalise, signature, strip_subject
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.shared.rows import embedding_text, indexed_text
+from pocketmem.service.shared.rows import embedding_text, indexed_text, new_id
 from pocketmem.service.shared.sameness import Sameness
 from pocketmem.service.writing.add_request import MAX_KEYWORDS, AddRequest
-from pocketmem.store.roles import MemoryTx, SearchTx
+from pocketmem.store.roles import SearchTx, WriteTx
 
 NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_CANDIDATES = 10
@@ -68,7 +75,7 @@ class Duplicates:
         # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
         same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
-            if memory.id == skip:
+            if memory.id == skip or not aspects_agree(content, memory.content):
                 continue
             if signature(memory.content) == sig:
                 return memory
@@ -81,32 +88,68 @@ class Duplicates:
         return None
 
     async def reinforce(
-        self, tx: MemoryTx, user_id: str, existing: Memory, req: AddRequest, now: datetime
+        self, tx: WriteTx, user_id: str, existing: Memory, req: AddRequest, now: datetime,
+        vector: Sequence[float] | None,
     ) -> AddResult:
-        """Inside a transaction: the request is a duplicate of `existing`, which is reinforced instead."""
+        """Inside a transaction: the request is a duplicate of `existing`, which is reinforced instead, with the
+        request's keywords and, when it says more, its wording (the rules above). `vector`: the request's own."""
         await tx.touch(user_id, [existing.id], now)
-        merged = list(dict.fromkeys([*existing.keywords, *req.keywords]))[:MAX_KEYWORDS]
-        # New keywords join the existing memory when re-embedding is an in-process computation; a remote
-        # or neural embedder would hold the write lock for its round trip, so there the memory stays as is.
-        if merged != existing.keywords and self.embedder.lexical:
-            await tx.replace_content(
-                user_id,
-                existing.id,
-                content=existing.content,
-                content_hash=existing.content_hash,
-                keywords=merged,
-                vector=await self.embedder.embed(embedding_text(existing.content, merged)),
-                text=indexed_text(existing.content, merged),
-                updated_at=now,
-            )
+        reworded = await self._take_request(tx, user_id, existing, req, now, vector)
         await tx.add_event(
             user_id, EventKind.duplicate, now, memory_id=existing.id, operation_id=req.operation_id,
             payload={"content": req.content},
         )
+        more = ", and now reads as this more detailed wording (the earlier one is kept as a revision)"
         return AddResult(
             status="duplicate",
             memory_id=existing.id,
             importance=round(existing.importance, 4),
             core=existing.core,
-            message="Already remembered; the existing memory was reinforced instead of stored twice.",
+            message=f"Already remembered; the existing memory was reinforced instead of stored twice{more * reworded}.",
         )
+
+    async def _take_request(
+        self, tx: WriteTx, user_id: str, existing: Memory, req: AddRequest, now: datetime,
+        vector: Sequence[float] | None,
+    ) -> bool:
+        """The request's keywords join `existing`; it takes the request's wording when that holds every content
+        word of its own and more (not a core memory's). Whether it took the wording."""
+        richer = not existing.core and signature(req.content) > signature(existing.content)
+        content = req.content if richer else existing.content
+        merged = list(dict.fromkeys([*existing.keywords, *req.keywords]))[:MAX_KEYWORDS]
+        if not richer and merged == existing.keywords:
+            return False
+        new_vector = await self._vector(tx, user_id, existing.id, content, merged, vector if richer else None)
+        if new_vector is None:  # no vector at hand (the embedding endpoint was down): the memory stays as it is
+            return False
+        if richer:
+            await tx.insert_revision(Revision(
+                id=new_id(), memory_id=existing.id, user_id=user_id, previous_content=existing.content,
+                new_content=content, mode="replace", reason="add_memory: the same fact, in more detail",
+                created_at=now,
+            ))
+        await tx.replace_content(
+            user_id,
+            existing.id,
+            content=content,
+            content_hash=content_hash(content),
+            keywords=merged,
+            vector=new_vector,
+            text=indexed_text(content, merged),
+            updated_at=now,
+        )
+        return richer
+
+    async def _vector(
+        self, tx: WriteTx, user_id: str, memory_id: str, content: str, keywords: list[str],
+        given: Sequence[float] | None,
+    ) -> Sequence[float] | None:
+        """The vector a reinforced memory keeps. The built-in lexical embedder is an in-process computation: it
+        embeds the new text and keywords. Any other would hold the write lock for its round trip: the memory takes
+        the request's own vector (computed before the lock) when it takes the request's wording, else keeps its
+        own (the new keywords are then found by the keyword index, and join the vector on `pocketmem reindex`)."""
+        if self.embedder.lexical:
+            return await self.embedder.embed(embedding_text(content, keywords))
+        if given is not None:
+            return given
+        return (await tx.memory_vectors(user_id, [memory_id])).get(memory_id)

@@ -210,7 +210,7 @@ class Writing:
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
         # A duplicate that would supersede another memory is still a question: confirming it closes the other.
         if existing is not None and req.supersedes in (None, existing.id):
-            return await self.duplicates.reinforce(tx, user_id, existing, req, now)
+            return await self.duplicates.reinforce(tx, user_id, existing, req, now, None)
         waiting = await tx.find_pending_by_hash(user_id, digest)
         if waiting is not None:
             return AddResult(
@@ -368,7 +368,7 @@ class Writing:
         if existing is None:
             existing = await self.duplicates.near_duplicate(tx, user_id, req.content, vector, skip=req.supersedes)
         if existing is not None:
-            result = await self.duplicates.reinforce(tx, user_id, existing, req, now)
+            result = await self.duplicates.reinforce(tx, user_id, existing, req, now, vector)
             message = result.message
             if old is not None and old.id == existing.id:
                 old = None  # the same content as the memory it supersedes is that memory: nothing to close
