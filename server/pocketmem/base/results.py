@@ -76,7 +76,7 @@ class MemoryView(BaseModel):
 class PendingView(BaseModel):
     pending_id: str
     content: str
-    category: Category
+    category: Category | None = Field(description="the memory's category; null for a proposed profile change")
     confidence: float
     status: PendingStatus
     created_at: datetime
@@ -87,17 +87,18 @@ class PendingView(BaseModel):
 
     @classmethod
     def of(cls, item: PendingItem) -> PendingView:
+        profile = "profile" in item.candidate
         return cls(
             pending_id=item.id,
             content=item.candidate["content"],
-            category=Category(item.candidate.get("category", Category.fact)),
+            category=None if profile else Category(item.candidate.get("category", Category.fact)),
             confidence=item.confidence,
             status=item.status,
             created_at=item.created_at,
             cooldown_until=item.cooldown_until,
             memory_id=item.memory_id,
             supersedes=item.candidate.get("supersedes"),
-            kind="profile" if "profile" in item.candidate else "memory",
+            kind="profile" if profile else "memory",
         )
 
 
@@ -190,8 +191,11 @@ class RecallResult(BaseModel):
 
 
 class PatchResult(BaseModel):
+    status: Literal["patched", "unchanged"] = Field(
+        description="unchanged: the memory already says this text; nothing was written"
+    )
     memory: MemoryView
-    revision_id: str
+    revision_id: str | None = Field(description="the revision keeping the previous text; null when unchanged")
     previous_content: str
     redacted: list[str] = Field(default_factory=list, description="kinds of secrets removed from the patch")
 
@@ -249,7 +253,8 @@ class MemoryList(BaseModel):
     total: int
     counts: dict[str, int] = Field(
         default_factory=dict,
-        description="matching memories per category (status, text, since and until applied; category not)",
+        description="matching memories per category (status, text, since and until applied; category not); "
+        "proposed profile changes have none and are not counted",
     )
 
 

@@ -262,12 +262,16 @@ def onboarding_instruction(lang: str, missing_persona: bool, missing_identity: b
     )
 
 
-def profile_summary(section: str, values: Mapping[str, str], lang: str) -> list[str]:
-    """`称呼：小王` lines of the non-empty fields, in field order."""
+CLEARED = {"zh": "（清空）", "en": "(cleared)"}
+
+
+def profile_summary(section: str, values: Mapping[str, str], lang: str, *, cleared: bool = False) -> list[str]:
+    """`称呼：小王` lines of the non-empty fields, in field order; with `cleared` (a proposed change), a field
+    given as "" too, as `语气：（清空）` / `Tone: (cleared)`."""
     sep = "：" if lang == "zh" else ": "
     out = []
     for fd in SECTIONS[section]:
         value = values.get(fd.key, "")
-        if value:
-            out.append(f"{fd.zh if lang == 'zh' else fd.en}{sep}{value}")
+        if value or (cleared and fd.key in values):
+            out.append(f"{fd.zh if lang == 'zh' else fd.en}{sep}{value or CLEARED[lang]}")
     return out

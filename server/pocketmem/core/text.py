@@ -57,12 +57,17 @@ def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = Fa
     except UnicodeEncodeError:
         raise InvalidInput(field, UNPAIRED_SURROGATE) from None
     cleaned = _CONTROL.sub("", value).strip()
-    if not allow_empty and not any(unicodedata.category(ch)[0] not in "ZC" for ch in cleaned):
+    if not allow_empty and not visible(cleaned):
         raise InvalidInput(field, "must not be empty, or only whitespace or invisible characters")
     if len(cleaned) > max_chars:
         hint = " — store one fact per memory" if field == "content" else ""
         raise InvalidInput(field, f"is {len(cleaned)} characters; the limit is {max_chars}{hint}")
     return cleaned
+
+
+def visible(text: str) -> bool:
+    """Whether anything in `text` shows: whitespace and format characters (U+200B, U+202E) alone do not."""
+    return any(unicodedata.category(ch)[0] not in "ZC" for ch in text)
 
 
 def normalise(text: str) -> str:

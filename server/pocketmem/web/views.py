@@ -312,7 +312,7 @@ async def update_profile(request: Request, page: Page) -> Response:
     form = await form_of(request)
     result = await page.pm.profile.update(
         page.user, _profile_section(form, "persona"), _profile_section(form, "identity"),
-        confirmed=form.get("confirm") == "1",
+        confirmed=form.get("confirm") == "1", by_person=True,
     )
     if result.status == "pending":
         return page.back("/profile", "profile_pending")

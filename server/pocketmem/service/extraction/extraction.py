@@ -402,7 +402,9 @@ class Extraction:
             result = await self.propose_profile(user_id, op.persona, op.identity)
         except InvalidInput as exc:
             return RememberItem(**base, status="discarded", message=f"Not applied: {exc}")
-        status = {"pending": "pending", "saved": "stored", "unchanged": "duplicate"}[result.status]
+        status = {"pending": "pending", "saved": "stored", "unchanged": "duplicate", "rejected": "discarded"}[
+            result.status
+        ]
         return RememberItem(**base, status=status, pending_id=result.pending_id,
                             content="; ".join(result.changed) or None, message=result.message)
 
@@ -457,6 +459,12 @@ class Extraction:
             return RememberItem(
                 **base, status="reinforced", memory_id=target.id, content=target.content, category=target.category,
                 message="Reinforced: it shaped the reply (use_count and last_active_at refreshed).",
+            )
+        if isinstance(result, PatchResult) and result.status == "unchanged":
+            return RememberItem(
+                **base, status="duplicate", memory_id=target.id, content=result.memory.content,
+                category=target.category, confidence=op.confidence,
+                message="Nothing new: the core memory already says this; nothing was written.",
             )
         if isinstance(result, PatchResult):
             return RememberItem(

@@ -71,7 +71,8 @@ async def list_pending(
     offset: int,
 ) -> MemoryList:
     """Open candidates, filtered before paging so `total` and every page agree with the filter; `counts` per
-    category over the time range and text (before the category filter)."""
+    category over the time range and text (before the category filter); proposed profile changes have no category:
+    listed without a category filter, never counted."""
     _, every = await reader.list_pending(user_id, OPEN_PENDING, limit=1, offset=0)
     pending, _ = await reader.list_pending(user_id, OPEN_PENDING, limit=max(every, 1), offset=0)
     needle = text.casefold() if text else None
@@ -82,7 +83,8 @@ async def list_pending(
     ]
     counts: dict[str, int] = {}
     for view in in_range:
-        counts[view.category.value] = counts.get(view.category.value, 0) + 1
+        if view.category is not None:  # a proposed profile change is no memory of a category
+            counts[view.category.value] = counts.get(view.category.value, 0) + 1
     kept = [view for view in in_range if category is None or view.category == category]
     views: list[MemoryView | PendingView] = list(kept[offset : offset + limit])
     return MemoryList(items=views, total=len(kept), counts=counts)

@@ -33,7 +33,7 @@ from pocketmem.core.profile_text import (
     profile_summary,
     render,
 )
-from pocketmem.core.text import clean_text, has_cjk
+from pocketmem.core.text import clean_text, shown_language, visible
 from pocketmem.service.shared.rows import new_id
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import StoreWriter
@@ -60,7 +60,9 @@ class ProfileView(BaseModel):
 
 
 class ProfileResult(BaseModel):
-    status: Literal["saved", "pending", "unchanged"]
+    status: Literal["saved", "pending", "unchanged", "rejected"] = Field(
+        description="rejected: the user rejected the same change when asked, so it is not proposed again"
+    )
     profile: ProfileView
     pending_id: str | None = None
     changed: list[str] = Field(default_factory=list, description="section.field names that changed")
@@ -118,6 +120,7 @@ class Profile:
             if value is None:
                 continue
             text = " ".join(clean_text(value, name, max_chars=MAX_FIELD_CHARS, allow_empty=True).split())
+            text = text if visible(text) else ""  # only invisible characters: the field is cleared, as by ""
             screened = privacy.screen(text)
             if screened.findings:
                 if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
@@ -134,8 +137,10 @@ class Profile:
         identity: Mapping[str, str | None] | None,
         *,
         confirmed: bool = False,
+        by_person: bool = False,
     ) -> ProfileResult:
-        """update_profile: during onboarding saved at once; afterwards a pending confirmation."""
+        """update_profile: during onboarding saved at once; afterwards a pending confirmation. `by_person`: the
+        person's own edit (the web page), proposed even if they rejected the same change before."""
         if self.settings.temporary:
             raise InvalidInput("update_profile", "temporary mode is on: nothing is saved")
         new_persona, kinds_p = self.clean_fields("persona", persona)
@@ -143,13 +148,14 @@ class Profile:
         kinds = list(dict.fromkeys(kinds_p + kinds_i))
         state = await self.state(user_id)
         changes = {"persona": new_persona, "identity": new_identity}
-        changed = _changed(state, changes)
+        differ = _differ(state, changes)
+        changed = [f"{section}.{key}" for section, values in differ.items() for key in values]
         now = self.clock.now()
         if not changed and (state.confirmed or not confirmed):  # confirming an unconfirmed profile is a change
             return ProfileResult(status="unchanged", profile=await self.view(user_id), redacted=kinds,
                                  message="Nothing new: the profile already says this.")
         if state.confirmed:
-            return await self._propose(user_id, changes, changed, kinds, now)
+            return await self._propose(user_id, differ, changed, kinds, now, by_person)
         async with self.store.write(user_id=user_id) as tx:
             await self.apply_in(tx, user_id, changes, "tool", now)
             if confirmed:
@@ -186,27 +192,44 @@ class Profile:
         return changed
 
     async def _propose(
-        self, user_id: str, changes: dict[str, dict[str, str]], changed: list[str], kinds: list[str], now: datetime
+        self, user_id: str, changes: dict[str, dict[str, str]], changed: list[str], kinds: list[str], now: datetime,
+        by_person: bool,
     ) -> ProfileResult:
-        lang = "zh" if any(has_cjk(v) for values in changes.values() for v in values.values()) else "en"
-        lines = [line for section, values in changes.items() for line in profile_summary(section, values, lang)]
-        content = ("更新个人资料：" if lang == "zh" else "Profile update: ") + "; ".join(lines)
+        """A pending confirmation of the changed fields: one item per proposal, and none for a proposal the user
+        rejected when asked (as pending memories: writing.pending_in) unless the person makes it themselves."""
+        said = "\n".join(v for values in changes.values() for v in values.values())
+        lang = shown_language(self.settings.locale, said)  # as recall and the user card: the locale, else `said`
+        lines = [
+            line for section, fields in changes.items() for line in profile_summary(section, fields, lang, cleared=True)
+        ]
+        content = "更新个人资料：" + "；".join(lines) if lang == "zh" else "Profile update: " + "; ".join(lines)
         digest = _digest(changes)
         candidate = {"content": content, "category": Category.fact.value, "profile": changes, "content_hash": digest}
         async with self.store.write(user_id=user_id) as tx:
             waiting = await tx.find_pending_by_hash(user_id, digest)
-            if waiting is not None:
-                pending_id = waiting.id
-            else:
-                item = PendingItem(id=new_id(), user_id=user_id, candidate=candidate, confidence=1.0,
-                                   status=PendingStatus.pending, created_at=now, updated_at=now)
-                await tx.insert_pending(item)
+            declined = None if waiting or by_person else await tx.find_pending_by_hash(
+                user_id, digest, (PendingStatus.rejected,)
+            )
+            if declined is not None:
+                await tx.add_event(user_id, EventKind.discarded, now,
+                                   payload={"content": content, "profile": True, "rejected": declined.id})
+            elif waiting is None:
+                waiting = PendingItem(id=new_id(), user_id=user_id, candidate=candidate, confidence=1.0,
+                                      status=PendingStatus.pending, created_at=now, updated_at=now)
+                await tx.insert_pending(waiting)
                 await tx.add_event(user_id, EventKind.pending, now,
-                                   payload={"pending_id": item.id, "content": content, "profile": True})
-                pending_id = item.id
+                                   payload={"pending_id": waiting.id, "content": content, "profile": True})
+        view = await self.view(user_id)
+        if declined is not None:
+            return ProfileResult(
+                status="rejected", pending_id=declined.id, profile=view, changed=changed, redacted=kinds,
+                message=f"Not proposed: the user rejected this change when asked (pending {declined.id}), so it is "
+                "not asked again. If the user now wants it, they can make it themselves: in the profile's Markdown "
+                "files or on the web page.",
+            )
+        assert waiting is not None
         return ProfileResult(
-            status="pending", pending_id=pending_id, profile=await self.view(user_id), changed=changed,
-            redacted=kinds,
+            status="pending", pending_id=waiting.id, profile=view, changed=changed, redacted=kinds,
             message="The profile is confirmed already, so this change waits for the user: show it, then call "
             "confirm_pending with confirm, reject or snooze.",
         )
@@ -261,9 +284,9 @@ class Profile:
         return render("Insights.md", memories={"insights": [(m.id, m.content) for m in hot]}, for_file=for_file)
 
 
-def _changed(state: ProfileState, changes: Mapping[str, Mapping[str, str]]) -> list[str]:
-    out = []
-    for section, values in changes.items():
-        current = state.section(section)
-        out += [f"{section}.{k}" for k, v in values.items() if current.get(k, "") != v]
-    return out
+def _differ(state: ProfileState, changes: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
+    """The fields of each section whose value is not the profile's already (every section stays, maybe empty)."""
+    return {
+        section: {k: v for k, v in values.items() if state.section(section).get(k, "") != v}
+        for section, values in changes.items()
+    }

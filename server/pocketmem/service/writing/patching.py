@@ -88,7 +88,8 @@ class Patching:
         reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
         *, prepared: str | None = None,
     ) -> PatchResult:
-        """Inside a transaction: patch a core memory, keeping the previous text as a revision.
+        """Inside a transaction: patch a core memory, keeping the previous text as a revision; a patch that makes
+        the text it has already writes nothing (status unchanged).
 
         `vector` was computed from `prepared` before the transaction; if the memory changed meanwhile the
         vector would not match the text, so the patch is refused and can be retried.
@@ -97,6 +98,9 @@ class Patching:
         new_content = self.patched(memory.content, patch, mode, now)
         if prepared is not None and new_content != prepared:
             raise Conflict(f"memory {memory_id} changed while it was being patched; send the patch again")
+        if new_content == memory.content:  # as update_profile: the same text again is no change
+            return PatchResult(status="unchanged", memory=MemoryView.of(memory), revision_id=None,
+                               previous_content=memory.content, redacted=redacted or [])
         digest = content_hash(new_content)
         same = await tx.find_by_hash(user_id, digest, (Status.active,))
         if same is not None and same.id != memory.id:
@@ -129,6 +133,7 @@ class Patching:
         updated = await tx.get_memory(user_id, memory.id)
         assert updated is not None
         return PatchResult(
+            status="patched",
             memory=MemoryView.of(updated),
             revision_id=revision.id,
             previous_content=memory.content,
