@@ -3,6 +3,8 @@ has a newer version brings it, even when the newer one shares no words with the 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from mcp import Client
 
@@ -49,11 +51,22 @@ async def test_the_chain_is_followed_to_its_end(client: Client, clock):
     assert [m["id"] for m in answer["memories"]] == [third]
 
 
-async def test_a_chain_ending_in_the_trash_brings_nothing(client: Client, clock):
+async def test_a_chain_ending_in_the_trash_brings_nothing(client: Client, app: PocketMem, clock):
+    old = (await call(client, "add_memory", {"content": OLD}))["memory_id"]
+    expiring = {"content": NEW, "supersedes": old, "expires_at": (clock.now() + timedelta(days=1)).isoformat()}
+    await call(client, "add_memory", expiring)
+    clock.advance(days=30)
+    report = await app.maintenance.run()  # the newest version expires: nothing said it stopped being true
+    assert len(report.users[0].expired) == 1
+    answer = await call(client, "recall_memories", {"query": QUESTION})
+    assert answer["memories"] == []
+
+
+async def test_forgetting_the_current_version_brings_the_one_it_replaced(client: Client, clock):
     old, new = await write_chain(client, clock, OLD, NEW)
     await call(client, "forget_memory", {"memory_id": new})
     answer = await call(client, "recall_memories", {"query": QUESTION})
-    assert answer["memories"] == []
+    assert [(m["id"], m["outdated"]) for m in answer["memories"]] == [(old, False)]
 
 
 async def test_a_current_hit_found_on_its_own_is_listed_once(client: Client, clock):

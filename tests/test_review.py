@@ -136,9 +136,13 @@ async def test_review_through_the_client(client: Client, clock):
     assert missing.is_error and "no memory with id 'nope'" in missing.content[0].text
 
 
-async def test_a_promoted_episode_no_longer_expires(app, clock):
+async def test_an_episode_promoted_before_promotion_refused_it_no_longer_expires(app, clock):
     talk = await add(app, "和用户约定每周日一起复盘", category=Category.episode)
-    await app.review.decide(USER, talk, "promote", "a standing agreement")
+    with pytest.raises(Conflict, match="never promoted to a core memory"):
+        await app.review.decide(USER, talk, "promote", "a standing agreement")
+    # As an earlier version promoted it: core, with no expiry.
+    async with app.store.write(user_id=USER) as tx:
+        await tx.update_memory(USER, talk, persistence=1.0, expires_at=None, updated_at=clock.now())
     clock.advance(days=30)
     report = await app.maintenance.run()
     assert report.users[0].expired == []

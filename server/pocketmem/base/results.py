@@ -205,6 +205,9 @@ class ConfirmResult(BaseModel):
     pending_id: str
     memory_id: str | None = None
     cooldown_until: datetime | None = None
+    evicted: list[EvictedItem] = Field(
+        default_factory=list, description="memories moved to the trash to stay under the cap, as add_memory lists them"
+    )
     message: str
 
 
@@ -239,11 +242,19 @@ class TrashList(BaseModel):
 
 class ForgetResult(BaseModel):
     item: TrashItem
+    current_again: str | None = Field(
+        None,
+        description="id of the memory the forgotten one had replaced, current again (the forgotten one was the "
+        "current version of a supersedes chain)",
+    )
     message: str
 
 
 class RestoreResult(BaseModel):
     memory: MemoryView
+    superseded: str | None = Field(
+        None, description="id of the memory the restored one replaces again (it had been current while it was away)"
+    )
     evicted: list[EvictedItem] = Field(default_factory=list)
     message: str
 

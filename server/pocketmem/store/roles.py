@@ -92,7 +92,8 @@ class MemoryReads(Protocol):
 
     @abstractmethod
     async def core_memories(self, user_id: str, limit: int) -> list[Memory]:
-        """Active memories with persistence 1, oldest first (ties in insertion order)."""
+        """Active memories with persistence 1, oldest first (ties in insertion order); a completed todo made
+        core is done, not who the user is: it is left out (the user card, memory_context, User.md)."""
 
     @abstractmethod
     async def count_core(self, user_id: str) -> int:

@@ -13,7 +13,8 @@ Review queue (resource memory://review); a memory is listed, never changed, unti
                         info_importance >= DECAY_BELOW (it fell under by decay, it was not born low)
 
 Decisions (mark_memory):
-    promote   persistence = 1: a core memory (never decays, never evicted, changed only by patch)
+    promote   persistence = 1: a core memory (never decays, never evicted, changed only by patch); refused for
+              a todo, episode or context (NOT_PROMOTED: short-lived, never core)
     keep      stays as it is; its counters are marked (promotion asks again only after as many new
               uses) and it counts as active now (last_active_at = now: a decay candidate's importance
               returns to its info importance, >= 0.5, and it decays again from there)
@@ -174,6 +175,11 @@ class Review:
             if memory.status != Status.active:
                 raise Conflict(
                     f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed"
+                )
+            if decision == "promote" and memory.category in NOT_PROMOTED:
+                raise Conflict(
+                    f"action: memory {memory_id} is a {memory.category.value}; a todo, episode or context is "
+                    "short-lived and never promoted to a core memory: answer keep or forget"
                 )
             usage = (await tx.usage(user_id, [memory_id])).get(memory_id) or Usage(
                 user_id=user_id, memory_id=memory_id

@@ -93,6 +93,7 @@ class Pending:
             status=PendingStatus.confirmed,
             pending_id=pending_id,
             memory_id=result.memory_id,
+            evicted=result.evicted,
             message=result.message + changed,
         )
 

@@ -18,6 +18,7 @@ from pocketmem.core import privacy
 from pocketmem.core.scoring import importance_now
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.shared.rows import new_id, payload_hash
+from pocketmem.service.writing import chains
 from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import TrashReads, TrashTx
@@ -97,12 +98,19 @@ class Trash:
             purge = absolute(memory.purge_at, self.settings.zone) if memory.purge_at else "-"
             raise Conflict(f"memory {memory_id} is already in the trash (purged after {purge}); restore brings it back")
         await self.trash_memory(tx, user_id, memory, DeleteReason.user_delete, EventKind.deleted, now, note=reason)
+        # The current version of a chain forgotten: the version it replaced is what is true again.
+        earlier = await chains.reopen(tx, user_id, memory, now) if memory.status == Status.active else None
         trashed = await tx.get_memory(user_id, memory_id)
         assert trashed is not None and trashed.purge_at is not None
         purge = absolute(trashed.purge_at, self.settings.zone)  # the time a person sees: in POCKETMEM_TZ
+        message = f"Moved to the trash; restore(memory_id) brings it back until {purge}."
+        if earlier is not None:
+            message += (
+                f" The memory it replaced, {earlier.id} ({earlier.content}), is current again; restoring "
+                f"{memory_id} makes it history again."
+            )
         return ForgetResult(
-            item=TrashItem.of(trashed),
-            message=f"Moved to the trash; restore(memory_id) brings it back until {purge}.",
+            item=TrashItem.of(trashed), current_again=earlier.id if earlier else None, message=message
         )
 
     async def restore(self, user_id: str, memory_id: str) -> RestoreResult:
@@ -118,19 +126,23 @@ class Trash:
             same = await tx.find_by_hash(user_id, memory.content_hash, (Status.active,)) if successor is None else None
             if same is not None:
                 raise Conflict(f"memory_id: memory {same.id} already says this and is active; nothing was restored")
-            await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=memory.valid_until)
+            # Back as history, closed as it was; or current, open (what replaced it is in the trash, or gone).
+            valid_until = memory.valid_until if status == Status.superseded else None
+            await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=valid_until)
             await tx.mark_tombstones_restored(user_id, memory_id, now)
             if memory.delete_reason == DeleteReason.expired:
                 # Brought back on purpose: it must not expire again at the next maintenance run.
                 await tx.update_memory(user_id, memory_id, expires_at=None)
             await tx.add_event(user_id, EventKind.restored, now, memory_id=memory_id, payload={"status": status.value})
+            closed = await chains.close_again(tx, user_id, memory, now) if status == Status.active else None
             evicted = await self.enforce_cap(tx, user_id, now, keep=[memory_id]) if status == Status.active else []
             restored = await tx.get_memory(user_id, memory_id)
         assert restored is not None
         return RestoreResult(
             memory=MemoryView.of(restored),
+            superseded=closed.id if closed else None,
             evicted=evicted,
-            message="Restored." if status == Status.active else "Restored as history: a newer memory supersedes it.",
+            message=_restored_message(memory, status, closed),
         )
 
     async def _not_here(self, tx: TrashReads, user_id: str, memory_id: str) -> str:
@@ -161,3 +173,16 @@ class Trash:
                 user_id, MemoryFilter(statuses=(Status.trashed,), limit=limit, offset=offset)
             )
         return TrashList(items=[TrashItem.of(m) for m in items], total=total)
+
+
+def _restored_message(memory: Memory, status: Status, closed: Memory | None) -> str:
+    if status == Status.superseded:
+        return "Restored as history: a newer memory supersedes it."
+    if closed is not None:
+        return f"Restored as the current version. It replaces {closed.id} again, kept as history (include_history)."
+    if memory.valid_until is not None:
+        return (
+            "Restored as the current version: the newer memory that replaced it is in the trash or gone. Restoring "
+            "that one makes this one history again."
+        )
+    return "Restored."

@@ -30,6 +30,7 @@ from pocketmem.core.routing import route
 from pocketmem.core.scoring import fill_scores, importance, is_core
 from pocketmem.core.text import content_hash
 from pocketmem.service.shared.rows import indexed_text, new_id
+from pocketmem.service.writing import chains
 from pocketmem.service.writing.add_request import (
     AddRequest,
     clean_request,
@@ -290,20 +291,6 @@ class Writing:
             )
         return old
 
-    async def _supersede_in(
-        self, tx: WriteTx, user_id: str, old: Memory, by: Memory, valid_from: datetime, req: AddRequest,
-        now: datetime,
-    ) -> None:
-        """Inside a transaction: `old` becomes history, closed at `valid_from` by `by` (the new memory, or the
-        duplicate that already says the new content). `by` keeps one link back: an earlier one it has stays."""
-        await tx.set_status(user_id, old.id, Status.superseded, updated_at=now, valid_until=valid_from)
-        if by.supersedes is None:
-            await tx.update_memory(user_id, by.id, supersedes=old.id, updated_at=now)
-        await tx.add_event(
-            user_id, EventKind.updated, now, memory_id=by.id, operation_id=req.operation_id,
-            payload={"supersedes": old.id},
-        )
-
     async def _settle_pending_in(self, tx: WriteTx, user_id: str, digest: str, memory_id: str, now: datetime) -> str:
         """Inside a transaction: open pending items asking about content now remembered as `memory_id` are
         confirmed with it (the user is not asked about what is stored); the sentence that says so, or ""."""
@@ -373,7 +360,7 @@ class Writing:
             if old is not None and old.id == existing.id:
                 old = None  # the same content as the memory it supersedes is that memory: nothing to close
             if old is not None:  # the duplicate already says what replaces `old`
-                await self._supersede_in(tx, user_id, old, existing, _valid_from(req, now), req, now)
+                await chains.close(tx, user_id, old, existing, _valid_from(req, now), now, req.operation_id)
                 message += _replaces(old.id)
             message += await self._settle_pending_in(tx, user_id, digest, existing.id, now)
             return result.model_copy(update={"superseded": old.id if old else None, "message": message})
@@ -385,7 +372,7 @@ class Writing:
             payload={"category": memory.category.value, "core": memory.core, "importance": round(memory.importance, 4)},
         )
         if old is not None:
-            await self._supersede_in(tx, user_id, old, memory, _valid_from(req, now), req, now)
+            await chains.close(tx, user_id, old, memory, _valid_from(req, now), now, req.operation_id)
         settled = await self._settle_pending_in(tx, user_id, digest, memory.id, now)
         evicted = await self.trash.enforce_cap(tx, user_id, now, keep=[memory.id]) if cap else []
         return AddResult(

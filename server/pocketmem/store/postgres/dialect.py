@@ -41,7 +41,9 @@ POSTGRES = Dialect(
     tie_break="seq",
     text_collation=' collate "C"',
     json_cast="::jsonb",
-    json_as_text="::text",
+    json_elements=(
+        "jsonb_array_elements_text(case when jsonb_typeof({column}) = 'array' then {column} else '[]' end)"
+    ),
     from_json=_decoded,
     find_function="strpos",
     null_safe_equal="is not distinct from",

@@ -42,7 +42,7 @@ class Dialect:
     tie_break: str  # the insertion-order column that breaks ties: "rowid" or "seq"
     text_collation: str  # appended to a text column ordered or compared bytewise ("" or ' collate "C"')
     json_cast: str  # appended to a JSON parameter's placeholder ("" or "::jsonb")
-    json_as_text: str  # appended to a JSON column read as text ("" or "::text")
+    json_elements: str  # the rows of the JSON array column `{column}`, each in a column `value` (a non-array: none)
     from_json: Callable[[Any], Any]  # a JSON column's value as Python (SQLite keeps text, psycopg decodes)
     find_function: str  # position of a substring, 0 when absent: "instr" or "strpos"
     null_safe_equal: str  # "is" or "is not distinct from"
@@ -71,10 +71,15 @@ class Dialect:
         """The placeholder of a JSON parameter (its value: the JSON text)."""
         return f"{self.placeholder}{self.json_cast}"
 
-    def contains(self, column: str, *, json: bool = False) -> str:
+    def contains(self, column: str) -> str:
         """Whether `column` contains the parameter, case-insensitively."""
-        text = f"{column}{self.json_as_text}" if json else column
-        return f"{self.find_function}(lower({text}), lower({self.placeholder})) > 0"
+        return f"{self.find_function}(lower({column}), lower({self.placeholder})) > 0"
+
+    def element_contains(self, column: str) -> str:
+        """Whether an element of the JSON array `column` contains the parameter, case-insensitively: the values
+        alone, never the JSON text's quotes, brackets and commas."""
+        found = f"{self.find_function}(lower(k.value), lower({self.placeholder})) > 0"
+        return f"exists (select 1 from {self.json_elements.format(column=column)} as k where {found})"
 
     def quarter_of(self, column: str) -> str:
         return self.utc_quarter.format(column=column)

@@ -124,7 +124,7 @@ class MemoryQueries:
         rows = await self._all(
             d.sql(
                 f"select {MEMORY_COLUMNS} from memories {d.index_hint('memories_core')}"
-                "where user_id = {p} and status = 'active' and persistence >= {p} "
+                "where user_id = {p} and status = 'active' and persistence >= {p} and completed_at is null "
                 f"order by created_at, {d.tie_break} limit {{p}}"
             ),
             (user_id, CORE_PERSISTENCE, limit),
@@ -135,7 +135,7 @@ class MemoryQueries:
         row = await self._one(
             self.dialect.sql(
                 f"select count(*) from memories {self.dialect.index_hint('memories_core')}"
-                "where user_id = {p} and status = 'active' and persistence >= {p}"
+                "where user_id = {p} and status = 'active' and persistence >= {p} and completed_at is null"
             ),
             (user_id, CORE_PERSISTENCE),
         )

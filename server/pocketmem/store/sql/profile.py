@@ -44,7 +44,7 @@ def listing_where(
         where.append(d.sql("category = {p}"))
         params.append(category.value)
     if text:
-        where.append(f"({d.contains('content')} or {d.contains('keywords', json=True)})")
+        where.append(f"({d.contains('content')} or {d.element_contains('keywords')})")
         params.extend([text, text])
     if since is not None:
         where.append(d.sql("created_at >= {p}"))

@@ -15,7 +15,9 @@ SQLITE = Dialect(
     tie_break="rowid",
     text_collation="",  # SQLite compares text bytewise already
     json_cast="",
-    json_as_text="",
+    json_elements=(
+        "json_each(case when json_valid({column}) and json_type({column}) = 'array' then {column} else '[]' end)"
+    ),
     from_json=json_from_text,
     find_function="instr",
     null_safe_equal="is",
