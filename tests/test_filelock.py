@@ -1,4 +1,5 @@
-"""The per-file write lock: one holder at a time, across objects and processes, never left held."""
+"""The file lock (the store's write lock, the profile folder's): one holder at a time, across objects and
+processes, never left held."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import anyio
 import pytest
 
 from pocketmem.base.errors import StoreError
-from pocketmem.store.sqlite.filelock import FileWriteLock
+from pocketmem.base.filelock import FileLock
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_holders_take_turns_and_a_timed_out_waiter_leaves_nothing_held(tmp_path):
     path = str(tmp_path / "memory.db")
-    first, second = FileWriteLock(path, timeout=0.3), FileWriteLock(path, timeout=0.3)
+    first, second = FileLock(path + ".lock", 0.3, "busy"), FileLock(path + ".lock", 0.3, "busy")
     order: list[str] = []
     async with first.hold():
         with pytest.raises(StoreError, match="busy"):
@@ -29,12 +30,12 @@ async def test_holders_take_turns_and_a_timed_out_waiter_leaves_nothing_held(tmp
         order.append("first")
     # The abandoned waiters get the lock after `first` lets go and release it at once, so a new holder gets it.
     with anyio.fail_after(10):
-        async with FileWriteLock(path, timeout=10).hold():
+        async with FileLock(path + ".lock", 10, "busy").hold():
             order.append("third")
     assert order == ["first", "third"]
 
 
-async def _hold(lock: FileWriteLock, order: list[str], name: str) -> None:
+async def _hold(lock: FileLock, order: list[str], name: str) -> None:
     async with lock.hold():
         order.append(name)
 
@@ -50,7 +51,7 @@ async def test_another_process_waits_for_the_holder(tmp_path):
         "print('waiting', flush=True); fcntl.flock(fd, fcntl.LOCK_EX)\n"
         f"print('got it after the release' if os.path.exists({str(released)!r}) else 'got it while held')\n"
     )
-    async with FileWriteLock(path, timeout=5).hold():
+    async with FileLock(path + ".lock", 5, "busy").hold():
         child = await anyio.open_process([sys.executable, "-c", script], stdout=subprocess.PIPE)
         assert child.stdout is not None
         with anyio.fail_after(10):

@@ -128,3 +128,52 @@ async def test_two_processes_starting_on_a_new_home_share_its_folder(files_setti
         marker = (folder / ".pocketmem-store").read_text(encoding="utf-8").strip()
         assert marker == await app.store.get_meta("profile_files_store_id")
         assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == [".pocketmem-store"]
+
+
+async def test_a_save_landing_while_the_file_is_rewritten_is_taken_in(files_client, files_app, files_settings):
+    # The person saves User.md (the copy they opened, a line added) after pocketmem took the files in and before
+    # it replaces User.md with the agent's new memory: the save is taken in, not overwritten.
+    await add_core(files_client)
+    path = files_settings.home / folder_name(USER) / "User.md"
+    files = files_app.profile_files
+    render, saves = files.render_file, [path.read_text(encoding="utf-8") + "- 我喜欢爬山\n"]
+
+    async def render_then_save(user_id: str, name: str) -> str:
+        text = await render(user_id, name)
+        if name == "User.md" and saves:
+            path.write_text(saves.pop(), encoding="utf-8")
+        return text
+
+    files.render_file = render_then_save  # type: ignore[method-assign]
+    await call(files_client, "add_memory", {"content": "我养了一只猫", "scores": {"persistence": 1}})
+    files.render_file = render  # type: ignore[method-assign]
+    active, trash = await active_and_trash(files_client)
+    assert (active, trash) == ({*FOODS, "我养了一只猫", "我喜欢爬山"}, set())
+    text = path.read_text(encoding="utf-8")
+    assert "我养了一只猫" in text and "我喜欢爬山" in text
+    assert await rejected(files_app) == []
+
+
+async def test_processes_taking_in_one_save_apply_it_once(files_settings, clock):
+    # Two processes of one store (two instances here) read at the same moment after a person changed a line,
+    # deleted a line and added one: each change is made once, and neither reports the other's work as a bad edit.
+    first, second = PocketMem(files_settings, clock=clock), PocketMem(files_settings, clock=clock)
+    await first.open()
+    await second.open()
+    try:
+        async with Client(build_server(files_settings, app=first)) as client:
+            ids = await add_core(client)
+        path = files_settings.home / folder_name(USER) / "User.md"
+        text = path.read_text(encoding="utf-8").replace(FOODS[0], "我不吃香菜和葱")
+        text = text.replace(f"- {FOODS[1]} <!-- {ids[1]} -->\n", "") + "- 我喜欢爬山\n"
+        path.write_text(text, encoding="utf-8")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first.profile_files.check, USER)
+            tg.start_soon(second.profile_files.check, USER)
+        async with Client(build_server(files_settings, app=second)) as client:
+            active, trash = await active_and_trash(client)
+        assert sorted(active) == sorted(["我不吃香菜和葱", *FOODS[2:], "我喜欢爬山"]) and trash == {FOODS[1]}
+        assert await rejected(first) == [] and not list(path.parent.glob("*.rejected-*"))
+    finally:
+        await first.close()
+        await second.close()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
-def write_atomically(path: Path, data: bytes | memoryview) -> None:
-    """Write `data` into a temporary file in the same folder, flush it to disk, then rename it over `path`."""
+def write_atomically(path: Path, data: bytes | memoryview, *, unless: Callable[[], bool] | None = None) -> bool:
+    """Write `data` into a temporary file in the same folder, flush it to disk, then rename it over `path`.
+    `unless`, asked right before the rename (after the slow flush): when it answers True, `path` is left as it
+    is and nothing is written. Whether `path` was replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -16,7 +19,11 @@ def write_atomically(path: Path, data: bytes | memoryview) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if unless is not None and unless():
+            Path(temporary).unlink()
+            return False
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return True

@@ -11,7 +11,7 @@ The parent restarts a worker that dies, unless it dies within WORKER_MIN_LIFETIM
 SIGTERM / SIGINT to the parent stop every worker cleanly (each writes its waiting bookkeeping).
 
 Databases: PostgreSQL serves any number of workers. One SQLite file serves them too: writers of all
-processes take turns on the per-file lock (store/sqlite/filelock.py) and WAL lets readers run
+processes take turns on the per-file lock (base/filelock.py) and WAL lets readers run
 beside the writer, so it is safe; recalls scale with workers, writes do not (one writer at a time).
 """
 

@@ -29,6 +29,10 @@ edit is still taken in. Then the file is written again from the store. A deleted
 section missing from the file (an emptied file, the title alone) is left as it is; a file cut off inside a line of
 a text written is reported and nothing in it taken in.
 
+A file is replaced only while it holds a text recorded, written or taken in (checked right before the rename): a
+save landing after the take-in is taken in next, never overwritten. Processes of one store on one home take turns
+on an exclusive lock of the folder's `.pocketmem-store` for the take-in and the write, so one save is applied once.
+
 One store keeps a folder: the first to write it leaves its id in `.pocketmem-store`, and another store over
 the same POCKETMEM_HOME (a second database file, a synced device) leaves that folder alone. Processes of one store
 share its id (claimed once in store_meta), so starting two at once on a new home claims the folder for both.
@@ -54,11 +58,13 @@ import anyio.to_thread
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import PocketmemError
+from pocketmem.base.errors import PocketmemError, StoreError
+from pocketmem.base.filelock import FileLock
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.instants import UnreadableInstant
-from pocketmem.core.profile_text import FILES, MemoryLine, Parsed, Section, md_text, parse, render
+from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
 from pocketmem.core.shown_time import absolute
+from pocketmem.service.profile.file_versions import closest_base, cut_short, distance, restore_ids
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
@@ -80,6 +86,7 @@ QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind
 NEW_LINE = {"core": (Category.fact, True), "project": (Category.project, False), "insights": (Category.lesson, False)}
 REMOVAL_FORGETS = {"core", "project"}
 MTIME_SLACK_NS = 2_000_000_000
+FOLDER_LOCK_TIMEOUT = 30.0
 KEEP_EARLIER = 4  # texts written before the last one, kept to find the copy a person started editing from
 
 
@@ -87,61 +94,6 @@ def folder_name(user_id: str) -> str:
     """A user's folder: the id itself when it is a safe file name, else percent-encoded (never . or ..)."""
     name = quote(user_id, safe="-_.")
     return name.replace(".", "%2E") if set(name) == {"."} else name
-
-
-def _distance(a: Parsed, b: Parsed) -> int:
-    """How many fields and lines differ between two parsed versions of a file."""
-    total = 0
-    for key, sa in a.sections.items():
-        sb = b.sections[key]
-        total += sum(1 for k in set(sa.fields) | set(sb.fields) if sa.fields.get(k) != sb.fields.get(k))
-        total += len(set(sa.lines) ^ set(sb.lines)) if sa.kind != "fields" else 0
-    return total
-
-
-def _held(parsed: Parsed, keys: set[str]) -> set[tuple[str, str]]:
-    """The memory lines a version holds in the sections `keys`, by section and id."""
-    return {(key, line.memory_id) for key in keys for line in parsed.sections[key].memories if line.memory_id}
-
-
-def _closest_base(theirs: Parsed, versions: list[Parsed]) -> Parsed:
-    """The version pocketmem wrote that the person most likely started from (`versions`: the last few written,
-    newest first). An editor left open across a write saves the version it opened with the person's edit: the
-    same memory lines (text changed, lines added, none deleted), fields changed. So an older version counts only
-    when the file holds exactly its memory lines; of those and the newest, the one nearest to the file (the newest
-    on a tie). A file that drops lines is judged against the newest version: its deletions are what the person
-    saw and removed."""
-    keys = {key for key, s in theirs.sections.items() if s.kind == "memories" and s.present}
-    held = _held(theirs, keys)
-    stale = [v for v in versions[1:] if _held(v, keys) == held]
-    return min([versions[0], *stale], key=lambda v: _distance(v, theirs))
-
-
-def _restore_ids(theirs: Parsed, versions: list[Parsed]) -> None:
-    """A line without an id comment whose text is a line pocketmem wrote (newest version first) is that memory,
-    once: some Markdown editors drop comments, which must not read as deleting and re-adding every line."""
-    for key, section in theirs.sections.items():
-        if section.kind != "memories":
-            continue
-        known: dict[str, list[str]] = {}
-        taken = {line.memory_id for line in section.memories if line.memory_id}
-        for version in versions:
-            for line in version.sections[key].memories:
-                if line.memory_id and line.memory_id not in taken:
-                    known.setdefault(line.text, []).append(line.memory_id)
-                    taken.add(line.memory_id)
-        section.memories = [
-            MemoryLine(line.text, known[line.text].pop(0)) if not line.memory_id and known.get(line.text) else line
-            for line in section.memories
-        ]
-
-
-def _cut_short(text: str, written: list[str]) -> bool:
-    """The file is the start of a text pocketmem wrote, ending inside one of its lines: a save an editor or a sync
-    client broke off, not a person's edit."""
-    return bool(text) and not text.endswith("\n") and any(
-        len(w) > len(text) and w.startswith(text) and w[len(text)] != "\n" for w in written
-    )
 
 
 def _not_a_file(path: Path) -> str | None:
@@ -180,6 +132,14 @@ def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _saved_since(path: Path, known: set[str | None]) -> bool:
+    """The file holds none of the texts `known` (recorded, written, taken in): a person saved it meanwhile."""
+    try:
+        return _hash(path.read_bytes()) not in known
+    except FileNotFoundError:
+        return False
+
+
 @dataclass
 class FileReport:
     user_id: str
@@ -207,6 +167,7 @@ class ProfileFiles:
         self._dirty: set[str] = set()
         self._seen: dict[tuple[str, str], tuple[int, int, int] | None] = {}  # file's (mtime, size) when last looked at
         self._written: dict[tuple[str, str], str] = {}  # hash of the text last written (this process)
+        self._taken: dict[tuple[str, str], str] = {}  # hash of the person's save last taken in (this process)
         self._owned: dict[str, bool] = {}
         self._store_id: str | None = None
         if self.enabled:
@@ -297,18 +258,24 @@ class ProfileFiles:
             return report
         if not await self._owns(user_id):
             return report
+        # Other processes of the store (Claude Desktop and Claude Code on one home) wait on the folder's lock: each
+        # compares a file with the text recorded, takes in the difference and records it before the next looks.
+        lock = FileLock(str(self.folder(user_id) / OWNER_FILE), FOLDER_LOCK_TIMEOUT,
+                        f"the profile files of {user_id} are busy: another process has been taking in or writing them "
+                        f"for over {FOLDER_LOCK_TIMEOUT:g} s", create=False)
         async with self._locks.setdefault(user_id, anyio.Lock()):
             self._busy.add(user_id)
             try:
-                for _ in range(3):
-                    self._dirty.discard(user_id)
-                    for name in FILE_NAMES:
-                        await self._guarded(report, name, self._take_in(user_id, name, report))
-                    for name in FILE_NAMES:
-                        await self._guarded(report, name, self._write(user_id, name, report))
-                    if user_id not in self._dirty:
-                        break
-            except OSError as exc:
+                async with lock.hold():
+                    for _ in range(3):
+                        self._dirty.discard(user_id)
+                        for name in FILE_NAMES:
+                            await self._guarded(report, name, self._take_in(user_id, name, report))
+                        for name in FILE_NAMES:
+                            await self._guarded(report, name, self._write(user_id, name, report))
+                        if user_id not in self._dirty:
+                            break
+            except (OSError, StoreError) as exc:
                 # The store is the truth; a disk problem never fails the write that triggered us.
                 log.warning("profile files of %s: %s", user_id, exc)
                 report.failed.append(f"files failed: {exc}")
@@ -321,13 +288,13 @@ class ProfileFiles:
         """Whether this store keeps the user's folder. Two stores over one POCKETMEM_HOME (two database files,
         or a notebook and a server) would otherwise take each other's writes for a person's edits: the first
         store to write a folder claims it (OWNER_FILE holds its id) and the others leave it alone."""
-        if user_id in self._owned:
-            return self._owned[user_id]
+        owner = self.folder(user_id) / OWNER_FILE
+        if user_id in self._owned and (not self._owned[user_id] or owner.exists()):
+            return self._owned[user_id]  # (a folder deleted meanwhile is claimed again)
         if self._store_id is None:
             # Only inserted, never overwritten: processes starting together on a new home share one id.
             self._store_id = (await self.store.get_meta(STORE_ID_KEY)
                               or await self.store.claim_meta(STORE_ID_KEY, uuid.uuid4().hex))
-        owner = self.folder(user_id) / OWNER_FILE
         claimed = await anyio.to_thread.run_sync(_claim_folder, owner, self._store_id)
         self._owned[user_id] = claimed == self._store_id
         if not self._owned[user_id]:
@@ -397,13 +364,22 @@ class ProfileFiles:
             self._seen[key] = self._stat(user_id, name)
             self._written[key] = digest
             return
+        replaced = True
         if on_disk is None or _hash(on_disk) != digest:
-            await anyio.to_thread.run_sync(atomic_write, path, text)
-            report.written.append(name)
+            # Only over the text recorded, written or taken in: a save that landed since the take-in is taken in
+            # at the next round (or the next check), never replaced.
+            known = {stored[1] if stored else None, self._written.get(key), self._taken.get(key)}
+            replaced = await anyio.to_thread.run_sync(atomic_write, path, text, lambda: _saved_since(path, known))
+            report.written += [name] if replaced else []
         earlier = ([stored[0], *stored[2]] if stored is not None and stored[0] != text else
                    (stored[2] if stored is not None else []))[:KEEP_EARLIER]
+        # Recorded even when the file was not replaced: it is what the store holds after the take-in, the text the
+        # next take-in compares the newer save with (so what was taken in is not taken in twice).
         async with self.store.write(user_id=user_id) as tx:
             await tx.put_profile_file(user_id, name, text, digest, earlier, self.clock.now())
+        if not replaced:
+            self._dirty.add(user_id)
+            return
         self._seen[key] = self._stat(user_id, name)
         self._written[key] = digest
 
@@ -429,22 +405,23 @@ class ProfileFiles:
         except UnicodeDecodeError:
             problems.append(f"{name}: not UTF-8 text; nothing in it was taken in")
         else:
-            if _cut_short(text, written):
+            if cut_short(text, written):
                 problems.append(f"{name} ends inside a line of the text pocketmem wrote: it looks cut short (an editor "
                                 "or a sync client stopped writing); nothing in it was taken in")
             else:
                 await self._take_in_text(user_id, name, parse(name, text), written, report, problems)
         if problems:
             await self._keep_rejected(user_id, name, raw, problems, report)
+        self._taken[key] = _hash(raw)
 
     async def _take_in_text(
         self, user_id: str, name: str, theirs: Parsed, written: list[str], report: FileReport, problems: list[str],
     ) -> None:
         versions = [parse(name, text) for text in written]
-        _restore_ids(theirs, versions)
-        base, newest = _closest_base(theirs, versions), versions[0]
+        restore_ids(theirs, versions)
+        base, newest = closest_base(theirs, versions), versions[0]
         # A file identical to an earlier version changes nothing of it: the person deleted what came after.
-        opened = newest if _distance(base, theirs) == 0 else base
+        opened = newest if distance(base, theirs) == 0 else base
         problems += [f"{name} {p}" for p in theirs.problems]
         await self._apply(user_id, name, (base, opened, newest), theirs, written != [""], report, problems)
 

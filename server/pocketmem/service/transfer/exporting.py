@@ -37,7 +37,7 @@ import json
 import logging
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -116,11 +116,12 @@ def _line(kind: str, body: dict[str, Any]) -> str:
     return json.dumps({"type": kind, **body}, ensure_ascii=False, sort_keys=False)
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+def atomic_write(path: Path, text: str, unless: Callable[[], bool] | None = None) -> bool:
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file; `unless` as
+    in write_atomically. Whether the file was replaced."""
     check_target(path)
     try:
-        write_atomically(path, text.encode("utf-8"))
+        return write_atomically(path, text.encode("utf-8"), unless=unless)
     except OSError as exc:
         kept = "the file there is kept as it was" if path.exists() else "no file was made"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -1,7 +1,7 @@
 """Whether this user can keep the SQLite store where it is, in words that name the path and what to change.
 
 SQLite writes more than memory.db: `memory.db-wal` and `memory.db-shm` beside it (created by whoever opens it
-first) and temporary files in its folder; pocketmem's writers take turns on `memory.db.lock` (filelock.py). A
+first) and temporary files in its folder; pocketmem's writers take turns on `memory.db.lock` (base/filelock.py). A
 store is writable only when all of these are. Permission bits and read-only mounts are causes of their own,
 never damage: their remedy is a chmod or another POCKETMEM_HOME, not a backup.
 

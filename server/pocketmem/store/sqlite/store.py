@@ -3,7 +3,7 @@
 One write connection behind a lock, every unit of work in one `BEGIN IMMEDIATE` transaction
 (memory row + vector row + keyword row + events together), and a separate read connection, so
 readers never wait for a writer. Writers of other processes on the same file take turns on a
-per-file lock (filelock.py) before `BEGIN IMMEDIATE`; SQLite's busy timeout, then a few retries,
+per-file lock (base/filelock.py) before `BEGIN IMMEDIATE`; SQLite's busy timeout, then a few retries,
 cover anything else holding the database.
 """
 
@@ -21,12 +21,12 @@ import aiosqlite
 import anyio
 
 from pocketmem.base.errors import StoreError
+from pocketmem.base.filelock import FileLock
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, connect, inline_connection_class, sqlite_module
-from pocketmem.store.sqlite.filelock import FileWriteLock
 from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.tx import QUANTISED, SQLiteTx, create_vector_index, pack_vector
 
@@ -98,7 +98,10 @@ class SQLiteStore(Store):
         # synchronous=NORMAL; the next durable commit's fsync of the shared WAL covers them too.
         self._bookkeeper: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
-        self._file_lock = FileWriteLock(self.path, WRITE_LOCK_TIMEOUT) if self.path != ":memory:" else None
+        self._file_lock = FileLock(
+            f"{self.path}.lock", WRITE_LOCK_TIMEOUT,
+            f"the memory store is busy: another process has been writing for over {WRITE_LOCK_TIMEOUT:g} s; try again",
+        ) if self.path != ":memory:" else None
         self._read_lock = asyncio.Lock()
         self._group = GroupCommitter(self._short_write)  # concurrent durable adds share one commit (group.py)
         self._vectors_loaded = False

@@ -1,4 +1,5 @@
-"""One writer at a time per database file, across processes, served in turn.
+"""An exclusive lock on a file, across processes, served in turn: the store's writers on `<db>.lock`, the
+profile files' take-in and rewrite on the folder's `.pocketmem-store`.
 
 SQLite lets a second writer wait with its busy handler, which sleeps and retries with growing
 pauses (up to 100 ms). Under steady load from several processes a waiter keeps missing the short
@@ -62,12 +63,16 @@ def _release(fd: int) -> None:
         os.close(fd)
 
 
-class FileWriteLock:
-    """`async with lock.hold():` around each write transaction."""
+class FileLock:
+    """`async with lock.hold():` around each unit of work that must not interleave with another process's.
+    `busy` is the error raised when the lock is not free within `timeout` seconds; with `create` False the file
+    must exist (FileNotFoundError otherwise) and is only opened for reading."""
 
-    def __init__(self, db_path: str, timeout: float) -> None:
-        self.path = f"{db_path}.lock"
+    def __init__(self, path: str, timeout: float, busy: str, *, create: bool = True) -> None:
+        self.path = path
         self.timeout = timeout
+        self.busy = busy
+        self.flags = os.O_RDWR | os.O_CREAT if create else os.O_RDONLY
 
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
@@ -77,10 +82,10 @@ class FileWriteLock:
         # A descriptor per acquisition: flock locks belong to the open file description, so two
         # holders in one process (another store object on the same file) also exclude each other.
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self.path, self.flags, 0o600)
         except IsADirectoryError:
             raise StoreError(
-                f"the write lock {self.path} is a folder, not a file: nothing was written. Remove that folder "
+                f"the lock file {self.path} is a folder, not a file: nothing was written. Remove that folder "
                 "(pocketmem creates the file itself) and try again"
             ) from None
         try:
@@ -105,8 +110,5 @@ class FileWriteLock:
             if wait.abandon():
                 _release(fd)
             if isinstance(exc, TimeoutError):
-                raise StoreError(
-                    f"the memory store is busy: another process has been writing for over {self.timeout:g} s; "
-                    "try again"
-                ) from None
+                raise StoreError(self.busy) from None
             raise
