@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
-from pocketmem.core.sameness import aspects_agree, entities, facts_agree, number_words
+from pocketmem.core.sameness import aspects_agree, entities, facts_agree, number_words, orders_agree
 from pocketmem.core.text import stem_word
 from pocketmem.mcp.server import build_server
 from pocketmem.service.shared import sameness
@@ -80,6 +80,20 @@ def test_a_plan_a_past_and_another_frequency_are_other_facts():
     assert aspects_agree("The user's daughter is called Duoduo.", "Duoduo is the user's daughter.")
 
 
+def test_numbers_or_names_in_another_order_are_another_fact():
+    assert not orders_agree("会议从3点改到5点", "会议从5点改到3点")
+    assert not orders_agree("用户从一楼搬到三楼", "用户从三楼搬到一楼")
+    assert not orders_agree("The meeting moved from Monday to Friday.", "The meeting moved from Friday to Monday.")
+    assert not orders_agree("Alice owes Bob 100 dollars", "Bob owes 100 dollars to Alice")
+    # the other words moved too: a rewording, or numbers of two units
+    assert orders_agree(
+        "Caroline's favourite book is Becoming Nicole.", "Becoming Nicole is Caroline's favourite book!"
+    )
+    assert orders_agree("Zoe Lowe bought a violin in Boston.", "In Boston, Zoe Lowe bought a violin.")
+    assert orders_agree("Jon hired two instructors in March.", "In March Jon took on two instructors.")
+    assert orders_agree("I have two cats and three dogs.", "I have three dogs and two cats.")
+
+
 @pytest.fixture
 async def default_client(tmp_path, clock, make_settings) -> AsyncIterator[Client]:
     settings = make_settings(tmp_path, embedder="use")
@@ -102,6 +116,23 @@ async def test_default_encoder_stores_facts_about_other_relatives_days_and_peopl
     first = await add(default_client, "用户对花生过敏。")
     again = await add(default_client, "用户一吃花生就过敏")  # a rewording still reinforces
     assert again["status"] == "duplicate" and again["memory_id"] == first["memory_id"]
+
+
+async def test_default_encoder_stores_a_fact_whose_numbers_or_names_swapped(default_client: Client):
+    """The same words with the numbers or the names in another order: the newer fact is stored, not merged."""
+    stored = {}
+    for first, swapped in (
+        ("会议从3点改到5点", "会议从5点改到3点"),
+        ("Alice owes Bob 100 dollars", "Bob owes Alice 100 dollars"),
+        ("用户住在2楼，办公室在5楼", "用户住在5楼，办公室在2楼"),
+    ):
+        stored[first] = (await add(default_client, first))["memory_id"]
+        assert (await add(default_client, swapped))["status"] == "stored"
+    # the same order in other words: a rewording still reinforces the memory it restates
+    for first, reworded in (("用户住在2楼，办公室在5楼", "用户家住2楼，办公室在5楼。"),
+                            ("Alice owes Bob 100 dollars", "Alice still owes Bob 100 dollars.")):
+        again = await add(default_client, reworded)
+        assert again["status"] == "duplicate" and again["memory_id"] == stored[first]
 
 
 # -- the built-in embedder ---------------------------------------------------------------------------

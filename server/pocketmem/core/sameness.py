@@ -25,7 +25,11 @@ Before either rule, the two texts must say the same thing the same way in time (
                 I am married / I was married
     frequency   when both say how often (每天, 偶尔, always, every), the same: 我每天跑步 / 我偶尔跑步
     tense       a word both use in one form and a past form (visit / visited, run / ran)
-These words are core/data/aspect_words.tsv.
+These words are core/data/aspect_words.tsv. And the numbers and names both texts state must keep their order
+(orders_agree): when only they moved, the other words in their places, it is another fact — 会议从3点改到5点 /
+会议从5点改到3点, Alice owes Bob 100 dollars / Bob owes Alice 100 dollars. Numbers of two units may swap (two
+cats and three dogs), and a sentence rebuilt around them is a rewording (Becoming Nicole is Caroline's
+favourite book).
 
 The similarity half (service/shared/sameness.py) is calibrated per embedder and language on reference sets.
 """
@@ -115,6 +119,65 @@ def aspects_agree(a: str, b: str) -> bool:
     if often_a and often_b and often_a != often_b:
         return False
     return tenses_agree(a, b)
+
+
+# Chinese numerals: a run holding more than 一, or any run before a unit (一楼, 一点: 一 alone is mostly an article).
+_ZH_NUMERAL = "〇零一二两俩三四五六七八九十百千万半"
+_ORDER_MARK = re.compile(
+    rf"\d+(?:\.\d+)?|[{_ZH_NUMERAL}]*[〇零二两俩三四五六七八九十百千万半][{_ZH_NUMERAL}]*"
+    rf"|[{_ZH_NUMERAL}]+(?=[点楼层号次个岁年月天日周元块斤里米分秒])|[A-Za-z][A-Za-z'’]*"
+)
+_UNIT = re.compile(r"\s*([\u4e00-\u9fff]|[A-Za-z]+)")
+_MONTHS_EN = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+              "november", "december")
+
+
+def order_marks(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The numbers and names of a text as (kind, value) in the order it states them, and its other words in
+    order, each once. A number's kind is its unit, the word or Han character after it (3点, two cats); a
+    weekday's is weekday and a month's month. Names as the user wrote them: capitalised Latin words (at the
+    start of a sentence only when rare, FIRST_NAME_SHARE: Alice, not In), Latin words among Chinese, a person
+    a Chinese sentence opens with."""
+    folded = unicodedata.normalize("NFKC", text)
+    chinese = has_cjk(folded)
+    spans = [(m.span(), "weekday", str(_WEEKDAY_ZH[m.group(1)])) for m in _WEEKDAYS_ZH.finditer(folded)]
+    spans += [(m.span(1), "name", m.group(1)) for m in _ZH_PERSON.finditer(folded)] if chinese else []
+    for match in _ORDER_MARK.finditer(folded):
+        word, lower = match.group(), match.group().casefold()
+        unit = _UNIT.match(folded, match.end())
+        if lower in _WEEKDAYS_EN or (word[0].isupper() and lower in _MONTHS_EN):
+            kind, calendar = ("weekday", _WEEKDAYS_EN) if lower in _WEEKDAYS_EN else ("month", _MONTHS_EN)
+            spans.append((match.span(), kind, str(calendar.index(lower) + 1)))
+        elif word[0].isdigit() or has_cjk(word) or lower in _EN_NUMBERS:
+            spans.append((match.span(), _fold(unit.group(1)) if unit else "", _EN_NUMBERS.get(lower, word)))
+        elif chinese or word[0].isupper() and (
+            not _SENTENCE_START.search(folded[: match.start()]) or background_share(_fold(word)) < FIRST_NAME_SHARE
+        ):
+            spans.append((match.span(), "name", _fold(word)))
+    spans.sort()
+    marks = [*dict.fromkeys((kind, value) for (start, _), kind, value in spans
+                            if not any(s < start < e for (s, e), _, _ in spans))]  # 五 of 周五 is the weekday's
+    rest = [_fold(m.group()) for m in re.finditer(r"[\u4e00-\u9fff]|[A-Za-z]+", folded)
+            if not any(s <= m.start() < e for (s, e), _, _ in spans)]
+    return marks, [*dict.fromkeys(rest)]
+
+
+def _shared_order(a: list, b: list) -> tuple[list, list]:
+    shared = set(a) & set(b)
+    return [x for x in a if x in shared], [x for x in b if x in shared]
+
+
+def orders_agree(a: str, b: str) -> bool:
+    """Not two texts whose numbers of one unit, or whose names, come in another order while their other words
+    keep theirs (order_marks): 3点 before 5点, Alice before Bob. When the other words move too it is a rewording
+    (Caroline's favourite book is Becoming Nicole / Becoming Nicole is Caroline's favourite book)."""
+    (marks_a, rest_a), (marks_b, rest_b) = order_marks(a), order_marks(b)
+    ours, theirs = _shared_order(marks_a, marks_b)
+    moved = any(
+        [m for m in ours if m[0] == kind] != [m for m in theirs if m[0] == kind] for kind in {k for k, _ in ours}
+    )
+    rest_ours, rest_theirs = _shared_order(rest_a, rest_b)
+    return not moved or rest_ours != rest_theirs
 
 
 def number_words(text: str) -> tuple[str, ...]:

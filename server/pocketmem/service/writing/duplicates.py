@@ -2,8 +2,10 @@
 
 Near-duplicates: a duplicate is the same fact, not the same topic. A new memory is never the same as one that
 says it at another time or in another mode (core/sameness.aspects_agree: a plan and the done thing, present and
-past, will and did, another frequency: 我打算辞职 / 我已经辞职了, I am married / I was married); it is stored, and
-recall's versions of a fact decide which is current. Otherwise it is the same as an active one when
+past, will and did, another frequency: 我打算辞职 / 我已经辞职了, I am married / I was married), nor with one whose
+numbers or names it swaps, the other words in their places (core/sameness.orders_agree: 会议从3点改到5点 /
+会议从5点改到3点, Alice owes Bob / Bob owes Alice); it is stored, and recall's versions of a fact decide which is
+current. Otherwise it is the same as an active one when
   1. their content words are identical (text.signature: Han characters and Latin stems without filler;
      negations and numbers kept), whatever the order or punctuation, or
   2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
@@ -27,7 +29,7 @@ from datetime import datetime
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import AddResult
-from pocketmem.core.sameness import aspects_agree, facts_agree
+from pocketmem.core.sameness import aspects_agree, facts_agree, orders_agree
 from pocketmem.core.text import content_hash, guess_language, normalise, signature, strip_subject
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.shared.rows import embedding_text, indexed_text, new_id
@@ -75,7 +77,9 @@ class Duplicates:
         # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
         same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
-            if memory.id == skip or not aspects_agree(content, memory.content):
+            if memory.id == skip or not (
+                aspects_agree(content, memory.content) and orders_agree(content, memory.content)
+            ):
                 continue
             if signature(memory.content) == sig:
                 return memory
