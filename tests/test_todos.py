@@ -183,3 +183,14 @@ async def test_a_todo_that_has_just_come_due_is_reminded_however_many_older_ones
     assert "提醒（截止 2026-11-26 12:00）“带女儿去看牙医”" in (await app.context.build(USER, "你好")).text
     card = await app.user_card(USER)
     assert "交水费（已逾期：截止 2026-11-01 18:00）" in card and "交电费（已逾期：截止 2026-11-02 18:00）" in card
+
+
+async def test_a_todo_past_its_expires_at_is_not_reminded(app, clock):
+    """Recall hides a memory past its expires_at until maintenance moves it to the trash; its reminder goes too."""
+    await todo(app, "今晚八点前交停车费", due_at=START + timedelta(hours=1), expires_at=START + timedelta(hours=3))
+    clock.advance(hours=2)
+    assert [r.content for r in (await recall(app)).reminders] == ["今晚八点前交停车费"]
+    clock.advance(hours=2)
+    result = await recall(app)
+    assert result.reminders == [] and "停车费" not in result.injection
+    assert "停车费" not in (await app.context.build(USER, "你好")).text
