@@ -133,6 +133,9 @@ async def test_patch_a_core_memory_and_refuse_patching_others(app, browser):
     assert len(patched["revisions"]) == 1
     page = await browser.get(f"/memories/{core}")
     assert 'id="revisions"' in page.text and "<del>用户叫李雷</del>" in page.text
+    same = await browser.post(f"/memories/{core}/patch", {"patch": patched["content"], "mode": "replace"})
+    assert same.status_code == 303 and same.headers["location"].endswith("msg=patch_unchanged")
+    assert len((await app.get_memory(USER, core))["revisions"]) == 1
     refused = await browser.post(f"/memories/{other}/patch", {"patch": "x", "mode": "append"})
     assert refused.status_code == 409 and "not a core memory" in refused.text
     bad_mode = await browser.post(f"/memories/{core}/patch", {"patch": "x", "mode": "insert"})

@@ -175,6 +175,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "done.snoozed": ("Snoozed.", "已推迟。"),
     "done.reviewed": ("Done.", "完成。"),
     "done.unchanged": ("Nothing changed: the profile already says this.", "没有变化：画像里已经是这样了。"),
+    "done.patch_unchanged": ("Nothing changed: the memory already says this.", "没有变化：这条记忆已经是这样了。"),
     "done.profile_confirmed": ("Saved, and your profile is confirmed.", "已保存，画像已确认。"),
     "done.profile_redacted": (
         "Saved; something that looked like a secret was removed from it.", "已保存；其中看起来像密钥的内容已被移除。"

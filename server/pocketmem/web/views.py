@@ -148,11 +148,11 @@ async def patch(request: Request, page: Page) -> Response:
     mode = await _field(request, "mode")
     if mode not in ("append", "replace"):
         raise InvalidInput("mode", "must be append or replace")
-    await page.pm.patching.patch_core(
+    result = await page.pm.patching.patch_core(
         page.user, memory_id, await _field(request, "patch") or "", cast(Literal["append", "replace"], mode),
         await _field(request, "reason", required=False),
     )
-    return page.back(f"/memories/{memory_id}", "saved")
+    return page.back(f"/memories/{memory_id}", "patch_unchanged" if result.status == "unchanged" else "saved")
 
 
 async def rescore(request: Request, page: Page) -> Response:
