@@ -442,3 +442,17 @@ async def test_remember_conversation_proposes_profile_changes(tmp_path, clock, m
             assert (await app.profile.view(USER)).identity["tech"] == "Rust"
             rubric = fake.requests_to("/chat/completions")[0].json["messages"][0]["content"]
             assert '"op": "PROFILE"' in rubric
+
+
+async def test_user_md_counts_the_open_todos_it_does_not_list(files_app, files_settings):
+    """User.md lists the first 20 open todos, as the user card does, and says how many more there are."""
+    await files_app.writing.add_many(
+        USER, [AddRequest(content=f"待办事项{i}：记得处理", category=Category.todo) for i in range(23)]
+    )
+    await files_app.profile_files.sync_all()
+    user_md = (user_dir(files_settings) / "User.md").read_text(encoding="utf-8")
+    todos = user_md[user_md.index("## Open todos"):user_md.index("## Core memories")]
+    assert todos.count("- 待办事项") == 20 and "- … +3\n" in todos
+    report = await files_app.profile_files.sync(USER)  # the file as written reads back as no edit
+    assert not report.problems and not report.taken_in and not report.failed
+

@@ -335,12 +335,15 @@ class ProfileFiles:
             identity = (await reader.get_profile(user_id)).get("identity", {})
             core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
             todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
+            total = await reader.count_open_todos(user_id) if len(todos) == CARD_TODO_LIMIT else len(todos)
         zone = self.settings.zone
         todo_lines = []
         for todo in todos:
             when = f" — due {absolute(todo.due_at, zone)}" if todo.due_at else ""
             late = " (overdue)" if todo.due_at is not None and todo.due_at < now else ""
             todo_lines.append(f"- {md_text(todo.content)}{when}{late}")
+        if total > len(todos):
+            todo_lines.append(f"- … +{total - len(todos)}")  # as on the user card
         return render(
             "User.md",
             fields={"identity": {k: str(v) for k, v in identity.items()}},
