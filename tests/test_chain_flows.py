@@ -69,6 +69,26 @@ async def test_restoring_a_chain_in_either_order_leaves_the_newest_current(clien
     assert [(m["id"], m["outdated"]) for m in history] == [(new, False), (old, True)]
 
 
+@pytest.mark.parametrize("order", [("v3", "v2"), ("v2", "v3")])
+async def test_a_three_version_chain_restored_in_any_order_has_one_current_version(client: Client, clock, order):
+    """v1 ← v2 ← v3; v3 and v2 forgotten (v1 current again), then both restored: v3 is current, v1 and v2 history."""
+    ids: dict[str, str] = {}
+    texts = {"v1": "我的车是红色丰田。", "v2": "我换了车，现在开蓝色本田。", "v3": "我又换车了，现在开白色特斯拉。"}
+    for name, text in texts.items():
+        extra = {"supersedes": ids[f"v{int(name[1]) - 1}"]} if name != "v1" else {}
+        ids[name] = (await call(client, "add_memory", {"content": text, "category": "fact", "keywords": ["车"],
+                                                        **extra}))["memory_id"]
+        clock.advance(days=10)
+    await call(client, "forget_memory", {"memory_id": ids["v3"]})
+    await call(client, "forget_memory", {"memory_id": ids["v2"]})
+    assert (await memory(client, ids["v1"]))["status"] == "active"
+    for name in order:
+        await call(client, "restore", {"memory_id": ids[name]})
+    assert [(await memory(client, ids[n]))["status"] for n in ("v1", "v2", "v3")] == ["superseded", "superseded",
+                                                                                    "active"]
+    assert [m["id"] for m in await recall(client, "我现在开什么车？", ["车"])] == [ids["v3"]]
+
+
 async def test_forgetting_a_wrong_correction_makes_the_original_current_again(client: Client, app: PocketMem, clock):
     first = await call(client, "add_memory", {"content": "我住在上海。", "category": "fact", "keywords": ["住址"]})
     old = first["memory_id"]

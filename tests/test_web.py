@@ -563,7 +563,7 @@ async def test_an_oversized_form_is_refused_before_it_is_read(app, browser):
     big = await browser.post(f"/memories/{memory_id}/revise", {"content": "茶" * 400_000})
     assert big.status_code == 413 and "form: is larger than" in big.text
     assert (await app.get_memory(USER, memory_id))["status"] == "active"
-    for language, said in (("en", "form: is larger than"), ("zh-CN", "“表单”的值不对")):  # before signing in too
+    for language, said in (("en", "form: is larger than"), ("zh-CN", "字节的上限")):  # before signing in too
         sign_in = await browser.client.post("/ui/login", data={"token": "x" * 1_100_000},
                                             headers={"Accept-Language": language})
         assert sign_in.status_code == 413 and said in sign_in.text and "pocketmem_ui" not in sign_in.cookies

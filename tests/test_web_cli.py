@@ -85,7 +85,7 @@ def test_out_of_range_dates_and_an_oversized_sign_in_are_refused_pages(ui_proces
         zh = http.get("/ui/memories?since=0999-01-01", headers={"Accept-Language": "zh-CN"})
         assert zh.status_code == 400 and "“起始日期”的值不对" in zh.text
         big = http.post("/ui/login", data={"token": "x" * 1_100_000}, headers={"Accept-Language": "zh-CN"})
-        assert big.status_code == 413 and "“表单”的值不对" in big.text
+        assert big.status_code == 413 and "字节的上限" in big.text
     assert "Traceback" not in (home.parent / "ui.log").read_text(errors="replace")
 
 

@@ -85,7 +85,8 @@ async def test_a_chunked_body_is_counted_and_an_import_is_read_from_disk(page_se
 
         # A sign-in form past 1 MB with no Content-Length: refused once the count passes the limit, in the page's
         # language, whether the form is url-encoded or multipart with a file in it.
-        for language, said in (("zh-CN", "“表单”的值不对"), ("en", f"form: is larger than {FORM_LIMIT} bytes")):
+        too_large = f"超过了 {FORM_LIMIT:,} 字节的上限"
+        for language, said in (("zh-CN", too_large), ("en", f"form: is larger than {FORM_LIMIT} bytes")):
             form = await http.post("/ui/login", content=chunked(b"token=", filler=b"x", size=3 * MB),
                                    headers={"content-type": "application/x-www-form-urlencoded",
                                             "accept-language": language})
@@ -93,7 +94,7 @@ async def test_a_chunked_body_is_counted_and_an_import_is_read_from_disk(page_se
         upload = await http.post("/ui/login", content=chunked(file_part({"token": "x"}, "file"), END,
                                                               filler=b"A", size=3 * MB),
                                  headers={**MULTIPART, "accept-language": "zh-CN"})
-        assert upload.status_code == 413 and "“表单”的值不对" in upload.text and "pocketmem_ui" not in upload.cookies
+        assert upload.status_code == 413 and too_large in upload.text and "pocketmem_ui" not in upload.cookies
 
         # An import within 50 MB is read a line at a time from disk: the server's memory does not grow with it.
         rows = [json.loads(line) for line in (await http.get("/ui/export.jsonl")).text.splitlines()]
@@ -125,7 +126,7 @@ async def test_a_chunked_body_is_counted_and_an_import_is_read_from_disk(page_se
         too_big = await http.post("/ui/import", content=chunked(
             file_part({"csrf": csrf}, "file") + header + row(5, "用户对花生过敏"), END,
             filler=blank, size=IMPORT_LIMIT), headers={**MULTIPART, "accept-language": "zh-CN"})
-        assert too_big.status_code == 413 and "“表单”的值不对" in too_big.text
+        assert too_big.status_code == 413 and f"超过了 {IMPORT_LIMIT:,} 字节的上限" in too_big.text
         assert "用户对花生过敏" not in (await http.get("/ui/memories")).text
     assert "Traceback" not in server.log()
 

@@ -33,7 +33,7 @@ from pocketmem.core.shown_time import absolute
 from pocketmem.service.manage.tokens import RETRY_AFTER_SECONDS
 from pocketmem.web.access import COOKIE, Visitor, WebAccess
 from pocketmem.web.i18n import MESSAGES, pick_locale, translator
-from pocketmem.web.present import error_text, event_sentence, moment, percent, review_why
+from pocketmem.web.present import FormTooLarge, error_text, event_sentence, moment, percent, review_why
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +61,6 @@ def page_refusal(scope: Scope, status: int) -> Response:
     """HeaderGuard's answer on the page's paths: 421 for a Host this server does not answer to (DNS rebinding),
     403 for an Origin that is not this server, in the page's language (mcp/http.py, the same checks as /mcp)."""
     return refusal(Request(scope), "refused.host" if status == 421 else "refused.origin", status)
-
-
-class FormTooLarge(InvalidInput):
-    """A posted body over the form's limit (413): declared by Content-Length, or counted as it arrives."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__("form", f"is larger than {limit} bytes")
 
 
 def form_limit(path: str) -> int:

@@ -281,6 +281,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "pocketmem 内部出错，详情见服务器日志。",
     ),
     "error.rule": ("check it and try again", "请检查后重试"),
+    "error.too_large": ("The form is larger than {limit} bytes.", "提交的内容超过了 {limit} 字节的上限。"),
     "error.store_down": (
         "The memory store cannot be reached or read right now, so pocketmem cannot check who you are; nothing was "
         "changed. This says nothing against your token or sign-in: try again in a moment.",

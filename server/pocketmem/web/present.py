@@ -65,10 +65,20 @@ def review_why(why: str, t: Translate) -> str:
     return why
 
 
+class FormTooLarge(InvalidInput):
+    """A posted body over the form's limit (413): declared by Content-Length, or counted as it arrives."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__("form", f"is larger than {limit} bytes")
+        self.limit = limit
+
+
 def error_text(exc: PocketmemError, t: Translate, locale: str) -> str:
     """The error kinds the page shows, in the page's language (English keeps the service's own words)."""
     if locale == "en":
         return str(exc)
+    if isinstance(exc, FormTooLarge):
+        return t("error.too_large", limit=f"{exc.limit:,}")
     if isinstance(exc, NotFound):
         return t("error.not_found")
     if isinstance(exc, InvalidInput):

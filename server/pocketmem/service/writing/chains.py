@@ -5,7 +5,8 @@ its newest version outside the trash is current (active, valid_until open); each
     add / confirm a correction   the memory it supersedes is closed by it (`close`)
     forget the current version   the version it superseded is current again (`reopen`)
     restore                      with a newer version outside the trash: back as history; otherwise current,
-                                 and the version it superseded, if current, is closed by it again (`close`)
+                                 and the nearest version below it outside the trash, if current, is closed by
+                                 it again (`close_again`)
 
 A core memory is changed only by patch: it is never closed. Eviction and expiry are not a change to what is
 true, so they leave the chain as it is. Each change goes through the store's ordinary status update (updated_at
@@ -51,13 +52,25 @@ async def reopen(tx: MemoryTx, user_id: str, gone: Memory, now: datetime) -> Mem
 
 
 async def close_again(tx: MemoryTx, user_id: str, restored: Memory, now: datetime) -> Memory | None:
-    """Inside a transaction, after `restored` came back current: the version it superseded, if it is current
-    (reopened when `restored` was forgotten) and not core, is history again, closed when `restored` began to be
-    true. Returns the memory closed, or None."""
-    if restored.supersedes is None:
-        return None
-    earlier = await tx.get_memory(user_id, restored.supersedes)
+    """Inside a transaction, after `restored` came back current: the nearest version below it outside the trash
+    (versions in the trash are passed over: v1 ← v2 ← v3 with v2 and v3 forgotten, v1 reopened, then v3 restored),
+    if it is current and not core, is history again, closed when `restored` began to be true. Returns the memory
+    closed, or None."""
+    earlier = await _below(tx, user_id, restored)
     if earlier is None or earlier.status != Status.active or earlier.core:
         return None
     await close(tx, user_id, earlier, restored, restored.valid_from, now)
     return earlier
+
+
+async def _below(tx: MemoryTx, user_id: str, memory: Memory) -> Memory | None:
+    """The nearest version `memory` superseded, directly or through versions in the trash, that is not in it."""
+    seen = {memory.id}
+    link = memory.supersedes
+    while link is not None and link not in seen:
+        seen.add(link)
+        earlier = await tx.get_memory(user_id, link)
+        if earlier is None or earlier.status != Status.trashed:
+            return earlier
+        link = earlier.supersedes
+    return None
