@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, get_args
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -13,10 +13,10 @@ from pydantic import Field
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
-from pocketmem.core.rubric import agent_rubric
+from pocketmem.core.rubric import Language, agent_rubric
 from pocketmem.core.text import guess_language
 
-LANGUAGES = ("zh", "en")  # the rubric's languages (rubric.py)
+LANGUAGES = get_args(Language)  # the rubric's languages
 # remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
 MAX_CONVERSATION_CHARS = 40_000
 
