@@ -108,3 +108,18 @@ async def client(request: pytest.FixtureRequest, app: PocketMem, settings: Setti
     server = build_server(settings, app=app)
     async with Client(server, mode=request.param) as c:
         yield c
+
+
+@pytest.fixture
+def library_db(postgres: PgTestServer) -> Iterator[str]:
+    """A database of its own on the suite's PostgreSQL server: a cloud library for the sync tests."""
+    name = postgres.database()
+    try:
+        yield name
+    finally:
+        postgres.drop(name)
+
+
+@pytest.fixture
+def library_url(postgres: PgTestServer, library_db: str) -> str:
+    return postgres.url(library_db)

@@ -18,9 +18,12 @@ from zoneinfo import ZoneInfo
 from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
+from pocketmem.base.clock import FixedClock
 from pocketmem.base.config import Settings
 from pocketmem.base.models import Status
 from pocketmem.providers.embeddings import HashEmbedder
+from pocketmem.service.writing.add_request import AddRequest
+from pocketmem.store.types import MemoryFilter
 
 from .pg import PgTestServer
 from .servers import checkout_env
@@ -116,3 +119,30 @@ async def error(client: Client, name: str, args: dict) -> str:
     result = await client.call_tool(name, args)
     assert result.is_error, result.structured_content
     return result.content[0].text
+
+
+# -- sync: devices (SQLite notebooks on their own clocks) and one cloud library (the `library_url` fixture) ------
+USER = "global"  # the default POCKETMEM_USER
+
+
+def device(make_settings: MakeSettings, tmp_path, name: str, url: str, clock: FixedClock, **overrides) -> PocketMem:
+    settings = make_settings(tmp_path, db=tmp_path / f"{name}.db", cloud_url=url, sync_interval=0, **overrides)
+    return PocketMem(settings, clock=clock)
+
+
+async def add(app: PocketMem, content: str, **kw) -> str:
+    result = await app.writing.add(USER, AddRequest(content=content, **kw))
+    assert result.status == "stored", result
+    return result.memory_id
+
+
+async def synced(app: PocketMem):
+    report = await app.sync.run()
+    assert report.ok, report.error
+    return report
+
+
+async def rows(store, status: Status = Status.active) -> dict[str, str]:
+    async with store.read() as r:
+        items, _ = await r.list_memories(USER, MemoryFilter(statuses=(status,), limit=500))
+    return {m.id: m.content for m in items}

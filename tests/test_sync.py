@@ -7,7 +7,6 @@ coming back and nothing uploaded twice. A TCP proxy cuts the connection in the m
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import anyio
@@ -22,53 +21,12 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.transfer.sync import backoff
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.postgres.store import PostgresStore
-from pocketmem.store.types import MemoryFilter
 
-from .helpers import START, MakeSettings, error
-from .pg import PgTestServer, Proxy
+from .helpers import START, USER, add, device, error, rows, synced
+from .pg import Proxy
 from .servers import cli
 
 pytestmark = pytest.mark.anyio
-USER = "global"
-
-
-@pytest.fixture
-def library_db(postgres: PgTestServer) -> AsyncIterator[str]:
-    name = postgres.database()
-    try:
-        yield name
-    finally:
-        postgres.drop(name)
-
-
-@pytest.fixture
-def library_url(postgres: PgTestServer, library_db: str) -> str:
-    return postgres.url(library_db)
-
-
-def device(make_settings: MakeSettings, tmp_path, name: str, url: str, clock: FixedClock, **overrides) -> PocketMem:
-    settings = make_settings(tmp_path, db=tmp_path / f"{name}.db", cloud_url=url, sync_interval=0, **overrides)
-    return PocketMem(settings, clock=clock)
-
-
-async def add(app: PocketMem, content: str, **kw) -> str:
-    result = await app.writing.add(USER, AddRequest(content=content, **kw))
-    assert result.status == "stored", result
-    return result.memory_id
-
-
-async def synced(app: PocketMem):
-    report = await app.sync.run()
-    assert report.ok, report.error
-    return report
-
-
-async def rows(store, status: Status = Status.active) -> dict[str, str]:
-    async with store.read() as r:
-        items, _ = await r.list_memories(USER, MemoryFilter(statuses=(status,), limit=500))
-    return {m.id: m.content for m in items}
-
-
 async def library_rows(app: PocketMem, status: Status = Status.active) -> dict[str, str]:
     return await rows(app.library, status)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import anyio
@@ -18,8 +20,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.recall.retrieval import RecallRequest
 
-from .helpers import START
-from .test_sync import USER, add, device, library_db, library_url, rows, synced  # noqa: F401 - fixtures
+from .helpers import START, USER, add, device, rows, synced
 
 pytestmark = pytest.mark.anyio
 PEANUTS = "我对花生过敏"
@@ -51,8 +52,11 @@ async def settled(*apps: PocketMem) -> None:
         assert (await app.stats(USER))["sync"]["pending_uploads"] == 0
 
 
-@pytest.mark.parametrize("first", ["earlier", "later"])
-async def test_appends_made_on_two_devices_are_both_kept(tmp_path, library_url, make_settings, first):  # noqa: F811
+@asynccontextmanager
+async def shared_core(
+    make_settings, tmp_path, library_url
+) -> AsyncIterator[tuple[PocketMem, PocketMem, FixedClock, FixedClock, str]]:
+    """Two devices, each on its own clock, both holding one core memory (the peanut allergy) from the library."""
     ca, cb = FixedClock(START), FixedClock(START + timedelta(seconds=1))
     async with (
         device(make_settings, tmp_path, "a", library_url, ca) as a,
@@ -61,6 +65,12 @@ async def test_appends_made_on_two_devices_are_both_kept(tmp_path, library_url, 
         name = await add(a, PEANUTS, category="fact", scores={"persistence": 1})
         await synced(a)
         await synced(b)
+        yield a, b, ca, cb, name
+
+
+@pytest.mark.parametrize("first", ["earlier", "later"])
+async def test_appends_made_on_two_devices_are_both_kept(tmp_path, library_url, make_settings, first):
+    async with shared_core(make_settings, tmp_path, library_url) as (a, b, ca, cb, name):
         # A appends twice, B once, later; neither has seen the other's patches.
         ca.advance(minutes=5)
         await a.patching.patch_core(USER, name, "也对芒果过敏", "append", None)
@@ -89,16 +99,9 @@ async def test_appends_made_on_two_devices_are_both_kept(tmp_path, library_url, 
 
 
 async def test_a_replace_on_one_device_wins_when_later_and_is_reported(
-    tmp_path, library_url, make_settings  # noqa: F811
+    tmp_path, library_url, make_settings
 ):
-    ca, cb = FixedClock(START), FixedClock(START + timedelta(seconds=1))
-    async with (
-        device(make_settings, tmp_path, "a", library_url, ca) as a,
-        device(make_settings, tmp_path, "b", library_url, cb) as b,
-    ):
-        name = await add(a, PEANUTS, category="fact", scores={"persistence": 1})
-        await synced(a)
-        await synced(b)
+    async with shared_core(make_settings, tmp_path, library_url) as (a, b, ca, cb, name):
         ca.advance(minutes=5)
         await a.patching.patch_core(USER, name, "也对芒果过敏", "append", None)
         cb.advance(minutes=10)
@@ -117,16 +120,9 @@ async def test_a_replace_on_one_device_wins_when_later_and_is_reported(
 
 @pytest.mark.parametrize("first", ["earlier", "later"])
 async def test_a_later_append_over_an_earlier_replace_wins_and_is_reported(
-    tmp_path, library_url, make_settings, first  # noqa: F811
+    tmp_path, library_url, make_settings, first
 ):
-    ca, cb = FixedClock(START), FixedClock(START + timedelta(seconds=1))
-    async with (
-        device(make_settings, tmp_path, "a", library_url, ca) as a,
-        device(make_settings, tmp_path, "b", library_url, cb) as b,
-    ):
-        name = await add(a, PEANUTS, category="fact", scores={"persistence": 1})
-        await synced(a)
-        await synced(b)
+    async with shared_core(make_settings, tmp_path, library_url) as (a, b, ca, cb, name):
         ca.advance(minutes=5)
         await a.patching.patch_core(USER, name, "我对花生和芒果都过敏", "replace", None)
         cb.advance(minutes=10)
@@ -147,7 +143,7 @@ async def test_a_later_append_over_an_earlier_replace_wins_and_is_reported(
 
 @pytest.mark.slow
 async def test_the_cli_says_which_core_memory_was_patched_on_two_devices(
-    tmp_path, library_url, backend, make_settings  # noqa: F811
+    tmp_path, library_url, backend, make_settings
 ):
     from .servers import server_env
 

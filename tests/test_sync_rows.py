@@ -19,15 +19,14 @@ from pocketmem.base.models import Status
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START
+from .helpers import START, USER, add, device, rows, synced
 from .pg import PgTestServer
-from .test_sync import USER, add, device, library_db, library_url, rows, synced  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_an_unreadable_library_row_is_left_out_and_everything_else_arrives(
-    tmp_path, postgres: PgTestServer, library_db, library_url, make_settings  # noqa: F811
+    tmp_path, postgres: PgTestServer, library_db, library_url, make_settings
 ):
     async with (
         device(make_settings, tmp_path, "a", library_url, FixedClock(START)) as a,
@@ -68,7 +67,7 @@ async def test_an_unreadable_library_row_is_left_out_and_everything_else_arrives
 
 
 async def test_a_memory_whose_id_is_another_users_in_the_library_is_left_out(
-    tmp_path, library_url, make_settings  # noqa: F811
+    tmp_path, library_url, make_settings
 ):
     async with (
         device(make_settings, tmp_path, "a", library_url, FixedClock(START)) as a,
@@ -95,7 +94,7 @@ async def test_a_memory_whose_id_is_another_users_in_the_library_is_left_out(
 
 @pytest.mark.slow
 async def test_the_cli_reports_a_left_out_row_and_exits_1(
-    tmp_path, postgres: PgTestServer, library_db, library_url, backend, make_settings  # noqa: F811
+    tmp_path, postgres: PgTestServer, library_db, library_url, backend, make_settings
 ):
     from .servers import server_env
 
