@@ -243,13 +243,16 @@ class LocalAccess:
     """The identity of token-less requests where the policy allows them (loopback only).
 
     The network layer marks such a request with this process-local secret, which never leaves
-    the process, so the SDK's bearer machinery treats every request alike.
+    the process, so the SDK's bearer machinery treats every request alike. `allowed` is the policy, read from
+    the store on every call: from the first `token create` on, it says no, and the sessions opened without a
+    token are closed like those of a revoked token.
     """
 
     CLIENT_ID = "pocketmem:local"
 
-    def __init__(self, user_id: str) -> None:
+    def __init__(self, user_id: str, allowed: Callable[[], Awaitable[bool]]) -> None:
         self.user_id = user_id
+        self.allowed = allowed
         self.secret = secrets.token_urlsafe(32)  # never sent anywhere
 
     def matches(self, token: str) -> bool:
@@ -273,11 +276,15 @@ class StoreTokenVerifier(TokenVerifier):
         return AccessToken(token=token, client_id=f"{TOKEN_CLIENT}{record.id}", subject=record.user_id, scopes=[SCOPE])
 
     async def revoked(self, clients: set[str]) -> set[str]:
-        """The clients among `clients` whose token is no longer active (the process-local identity never is)."""
+        """The clients among `clients` whose token is no longer active, and the process-local identity once
+        requests without a token are no longer allowed."""
         ids = {client: client.removeprefix(TOKEN_CLIENT) for client in clients
                if client.startswith(TOKEN_CLIENT) and client != LocalAccess.CLIENT_ID}
         inactive = await self.tokens.inactive(set(ids.values())) if ids else set()
-        return {client for client, token_id in ids.items() if token_id in inactive}
+        out = {client for client, token_id in ids.items() if token_id in inactive}
+        if LocalAccess.CLIENT_ID in clients and (self.local is None or not await self.local.allowed()):
+            out.add(LocalAccess.CLIENT_ID)
+        return out
 
     def clients(self) -> Clients:
         return Clients(current=_current_client, revoked=self.revoked)
@@ -351,15 +358,14 @@ class LocalAccessMiddleware:
 
     PATHS = frozenset(path.rstrip("/") for path in (MCP_PATH, SSE_PATH, SSE_MESSAGE_PATH))
 
-    def __init__(self, app: ASGIApp, local: LocalAccess, allowed: Callable[[], Awaitable[bool]]) -> None:
+    def __init__(self, app: ASGIApp, local: LocalAccess) -> None:
         self.app = app
         self.local = local
-        self.allowed = allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] == "http" and scope["path"].rstrip("/") in self.PATHS
                 and not any(k == b"authorization" for k, _ in scope["headers"])):
-            if await self.allowed():
+            if await self.local.allowed():
                 header = (b"authorization", f"Bearer {self.local.secret}".encode())
                 scope = {**scope, "headers": [*scope["headers"], header]}
         await self.app(scope, receive, send)
@@ -390,7 +396,8 @@ class NetworkOptions:
 def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anonymous: Anonymous) -> ASGIApp:
     """The ASGI app for one transport; `app` must be open while it serves."""
     tokens = TokenService(app.store, app.clock)
-    local = LocalAccess(settings.user) if anonymous is not Anonymous.never else None
+    allowed = functools.partial(tokens.serves_anonymous, anonymous)
+    local = LocalAccess(settings.user, allowed) if anonymous is not Anonymous.never else None
     verifier = StoreTokenVerifier(tokens, local)
     mcp = build_server(settings, app=app, token_verifier=verifier, clients=verifier.clients())
     served = transport_security(options.host, options.allowed_hosts)
@@ -419,9 +426,7 @@ def build_app(settings: Settings, app: PocketMem, options: NetworkOptions, anony
     answers = options.mount(starlette, app, anonymous, options) if options.mount is not None else {}
     # Outermost first: HeaderGuard, Starlette's error handler, StoreDownGuard, LocalAccessMiddleware, the SDK's auth.
     if local is not None:
-        starlette.add_middleware(
-            LocalAccessMiddleware, local=local, allowed=functools.partial(tokens.serves_anonymous, anonymous)
-        )
+        starlette.add_middleware(LocalAccessMiddleware, local=local)
     starlette.add_middleware(StoreDownGuard)
     return HeaderGuard(starlette, served, answers)
 
