@@ -123,3 +123,32 @@ async def test_a_relation_and_a_name_are_one_person_across_memories(client: Clie
     old, new = await write(client, clock, "用户的哥哥张伟在北京读研。", "张伟研究生毕业了，去了一家券商工作。")
     answer = await recall(client, "我哥现在还在读书吗？")
     assert_newer_first(answer, new, old)
+
+
+async def test_a_slot_with_one_value_answers_the_question_about_it(client: Client, clock):
+    """我住在哪 shares only 住 with a long memory of where the user lives: the slot the question asks about holds
+    one value for the user, and that value answers. Someone else's home, or a hotel, does not."""
+    home, mother, hotel = await write(
+        client, clock, "用户住在北京朝阳区，离公司很近。", "用户的妈妈住在成都。", "出差时用户住在公司附近的酒店。"
+    )
+    for question in ("我住在哪", "我现在住在哪个城市？", "where do I live?"):
+        ids = [m["id"] for m in (await recall(client, question))["memories"]]
+        assert ids[:2] and home in ids[:2], (question, ids)
+        assert hotel not in ids[:1]
+    ids = [m["id"] for m in (await recall(client, "我妈妈住在哪"))["memories"]]
+    assert ids[:1] == [mother], ids
+
+
+async def test_one_value_does_not_answer_a_question_that_names_nobody(client: Client, clock):
+    """`pay` is a cue of the salary slot, but a question that names nobody asks about the world: the one memory
+    that fills the slot is not its answer. Asked about the user, it is."""
+    neighbour, *_ = await write(
+        client,
+        clock,
+        "When the user flies multi-day trips, her neighbour Amin comes in to feed the cat; the user pays her 50 "
+        "yuan a visit.",
+        "The user runs along the river every Sunday morning.",
+        "The user's favourite tea is Tieguanyin.",
+    )
+    assert (await recall(client, "is it smart to pay off a mortgage early?"))["memories"] == []
+    assert neighbour in [m["id"] for m in (await recall(client, "how much do I pay?"))["memories"]]

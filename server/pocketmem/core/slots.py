@@ -317,6 +317,12 @@ def describe(text: str) -> Fact:
     return Fact(slots, things_of(text), *says_change(text), _aliases(parties, text))
 
 
+def names_a_party(text: str) -> bool:
+    """Does `text` name someone (我, my, 妹妹, a name)? A question that names nobody (怎么走, is it smart to pay
+    off a mortgage early?) asks about the world, not about a slot of the user's."""
+    return bool(_parties(_fold(text)))
+
+
 def _aliases(parties: list[tuple[int, int, frozenset[str]]], text: str) -> frozenset[frozenset[str]]:
     """妹妹林悦, my sister Lily: the relation and the name are one person."""
     out = set()

@@ -22,11 +22,13 @@ at most MAX_CUE_HITS), one indexed read that ranks nothing and reads only what t
 content, category, dates); whole rows are loaded for the few it lists. Any store failure leaves the ranking
 as it was.
 
-The message itself may ask about a slot (我现在住哪？ where do I live now?): when that slot holds two or more
-values for the same person, the newest comes at rank ASKED_RANK + 1 at the latest, above the older ones
-(only for a question; for broad slots only when it says it changed or names a value the older does not:
-用户住在北京 then, unlinked and without a change word, 用户住在杭州 answers 我住在哪). The older are marked
-outdated only when the newest says it changed.
+The message itself may ask about a slot (我现在住哪？ where do I live now?; only a question, only slots not keyed
+by a thing). When that slot holds one value for the same person and the question names that person (我, my,
+妹妹, a name; 广州南站坐地铁怎么走 names nobody), that value comes at rank ASKED_RANK + 1 at the latest:
+用户住在北京朝阳区，离公司很近 shares only 住 with 我住在哪, too little for the bar. When it holds two or more, the
+newest does, above the older ones (for broad slots only when it says it changed or names a value the older
+does not: 用户住在北京 then, unlinked and without a change word, 用户住在杭州 answers 我住在哪). The older are
+marked outdated only when the newest says it changed.
 """
 
 from __future__ import annotations
@@ -160,9 +162,11 @@ async def newest_first(
         if newest is not None:
             newer_of[r.memory.id] = newest
     answers = {name: _versions(name, who, mates, aliases) for name, who in asked.items()}
+    if not slots.names_a_party(message):  # one value answers only a question about someone (我住在哪)
+        answers = {name: versions for name, versions in answers.items() if len(versions) > 1}
     # Whole rows only for the versions the step may list that recall did not.
     whole = {r.memory.id: r.memory for r in ranked}
-    wanted = {h.id for h in newer_of.values()} | {v[0].id for v in answers.values() if len(v) > 1}
+    wanted = {h.id for h in newer_of.values()} | {v[0].id for v in answers.values() if v}
     try:
         whole |= {m.id: m for m in await reader.get_memories(user_id, sorted(wanted - set(whole)))}
     except Exception as exc:  # noqa: BLE001
@@ -185,12 +189,14 @@ def _versions(name: str, who: frozenset[str], mates: Sequence[Holder], aliases: 
 def _answer_asked(
     ranked: list[Ranked], name: str, versions: Sequence[Holder], whole: dict[str, Memory], now: datetime
 ) -> list[Ranked]:
-    """The message names a slot (我现在住哪？ where do I live now?) that holds two or more values for the
-    same person (`versions`, newest first): the newest comes at ASKED_RANK at the latest, the others below it,
-    marked when it changed."""
-    if len(versions) < 2 or versions[0].id not in whole:
+    """The message names a slot (我现在住哪？ where do I live now?) that holds values for the same person
+    (`versions`, newest first): the newest comes at ASKED_RANK at the latest, the others below it, marked when
+    it changed. A slot with one value answers with it (newest_first keeps that for questions naming someone)."""
+    if not versions or versions[0].id not in whole:
         return ranked
     newest = versions[0]
+    if len(versions) == 1:
+        return _place(ranked, whole[newest.id], ASKED_RANK, now)
     older_fact, newest_fact = slots.describe(versions[1].content), slots.describe(newest.content)
     change = slots.changed(older_fact, newest_fact)
     if name in slots.BROAD and not change and not newest_fact.things - older_fact.things:
