@@ -27,6 +27,7 @@ from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status, expired
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
 from pocketmem.core import relevance, termstats, timeexpr
+from pocketmem.core.dictionary import segmenter
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
@@ -34,7 +35,6 @@ from pocketmem.core.text import (
     clean_text,
     guess_language,
     named_words,
-    segmenter,
     shown_language,
     stem_word,
     weighted_query_terms,
