@@ -4,12 +4,13 @@ time, and the time to segment and tag a text.
     python bench/dictionary.py            # prints the comparison
     python bench/dictionary.py --write    # ... and updates docs/benchmarks.md
 
-The texts are bench/tagger.py's: eval_a's memories and questions and the Chinese sentences of bench/scale.py's
-first 2,000 memories. Each side runs in a fresh process: jieba's module-level segmenter and tagger (jieba.dt,
-jieba.posseg.dt: what pocketmem used before), or pocketmem's `segmenter()` and `tagger()` with the cache
-folder ready. Segmenting is `cut_for_search` (core/text.py `cjk_words`), tagging `cut` of the tagger
-(`pos_tags`); each pass over every text runs ROUNDS times and the fastest counts. The answers of both sides
-are compared text by text.
+The two sides: jieba's module-level segmenter and tagger (jieba.dt and jieba.posseg's, over its dicts: what
+pocketmem used before), and pocketmem's `segmenter()` and `tagger()`, the cache folder ready. Load time and
+resident memory are measured in a fresh process for each side. Time is measured in one process holding both,
+so that the machine's load moves both alike: a pass over every text (bench/tagger.py's: eval_a's memories and
+questions and the Chinese sentences of bench/scale.py's first 2,000 memories) segments with `cut_for_search`
+(core/text.py `cjk_words`) or tags with the tagger's `cut` (`pos_tags`), the sides in turn, ROUNDS times; the
+fastest pass counts. The answers of both sides are compared text by text.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import machine, write_section  # noqa: E402
 from tagger import texts  # noqa: E402
 
-ROUNDS = 5
+ROUNDS = 7
 
-CHILD = r"""
+LOAD = r"""
 import json, sys, time
 def rss():
     return int([l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].split()[1]) / 1024
-texts = json.load(sys.stdin)
 import jieba
 before, started = rss(), time.perf_counter()
 if sys.argv[1] == "jieba":
@@ -40,28 +40,37 @@ if sys.argv[1] == "jieba":
     import jieba.posseg
     jieba.setLogLevel(logging.WARNING)
     jieba.dt.check_initialized()
-    segmenter, tagger = jieba.dt, jieba.posseg.dt
 else:
     from pocketmem.core.dictionary import segmenter, tagger
-    segmenter, tagger = segmenter(), tagger()
-loaded, added = time.perf_counter() - started, rss() - before
-def timed(job):
-    best = float("inf")
-    for _ in range(int(sys.argv[2])):
-        started = time.perf_counter()
-        out = [job(t) for t in texts]
-        best = min(best, time.perf_counter() - started)
-    return best, out
-cut_s, words = timed(lambda t: list(segmenter.cut_for_search(t)))
-tag_s, tags = timed(lambda t: [(p.word, p.flag) for p in tagger.cut(t)])
-json.dump({"load_s": loaded, "rss_mb": added, "cut_s": cut_s, "tag_s": tag_s, "words": words, "tags": tags},
-          sys.stdout, ensure_ascii=False)
+    segmenter(), tagger()
+print(json.dumps({"load_s": time.perf_counter() - started, "rss_mb": rss() - before}))
+"""
+
+TIME = r"""
+import json, logging, sys, time
+import jieba, jieba.posseg
+from pocketmem.core.dictionary import segmenter, tagger
+texts = json.load(sys.stdin)
+jieba.setLogLevel(logging.WARNING)
+jieba.dt.check_initialized()
+sides = {"jieba": (jieba.dt, jieba.posseg.POSTokenizer(jieba.dt)), "table": (segmenter(), tagger())}
+best = {(side, job): float("inf") for side in sides for job in ("cut", "tag")}
+out = {}
+for _ in range(int(sys.argv[1])):
+    for side, (words, tags) in sides.items():
+        for job, run in (("cut", lambda t: list(words.cut_for_search(t))),
+                         ("tag", lambda t: [(p.word, p.flag) for p in tags.cut(t)])):
+            started = time.perf_counter()
+            out[side, job] = [run(t) for t in texts]
+            best[side, job] = min(best[side, job], time.perf_counter() - started)
+same = {job: sum(a == b for a, b in zip(out["jieba", job], out["table", job])) for job in ("cut", "tag")}
+print(json.dumps({"best": {f"{side} {job}": s for (side, job), s in best.items()}, "same": same}))
 """
 
 
-def run(which: str, items: list[str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, which, str(ROUNDS)], input=json.dumps(items),
-                         capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT / "server")})
+def child(code: str, *args: str, items: list[str] | None = None) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], input=json.dumps(items), capture_output=True,
+                         text=True, check=True, env={"PYTHONPATH": str(ROOT / "server")})
     return json.loads(out.stdout)
 
 
@@ -70,25 +79,26 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     items = texts()
-    run("table", items[:1])  # the cache folder ready: the word table is built once
-    jieba, table = run("jieba", items), run("table", items)
-    same_words = sum(a == b for a, b in zip(jieba["words"], table["words"], strict=True))
-    same_tags = sum(a == b for a, b in zip(jieba["tags"], table["tags"], strict=True))
+    child(LOAD, "table")  # the cache folder ready: the word table is built once
+    loads = {side: child(LOAD, side) for side in ("jieba", "table")}
+    timed = child(TIME, str(ROUNDS), items=items)
     per_text = 1e6 / len(items)
     lines = [
         f"Generated by `python bench/dictionary.py --write` on {machine()} (2-core sandbox, shared with other work).",
-        f"{len(items)} texts (bench/tagger.py's), each side in a fresh process; segment: `cut_for_search`, tag: the",
-        f"tagger's `cut`, per text, the fastest of {ROUNDS} passes. Memory: VmRSS added by loading the segmenter and",
-        "the tagger after `import jieba`.",
+        "Load and memory: each side in a fresh process, VmRSS added by loading the segmenter and the tagger after",
+        f"`import jieba`. Time per text over {len(items)} texts (bench/tagger.py's), both sides in one process, their",
+        f"passes in turn, the fastest of {ROUNDS}: segment is `cut_for_search`, tag the tagger's `cut`.",
         "",
         "| dictionary | load | resident memory added | segment | tag | same words | same tags |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, m, words, tags in (("jieba's dicts (jieba.dt, jieba.posseg.dt)", jieba, "reference", "reference"),
-                                 ("pocketmem's word table (core/dictionary.py)", table,
-                                  f"{same_words} of {len(items)}", f"{same_tags} of {len(items)}")):
-        lines.append(f"| {name} | {m['load_s']:.2f} s | {m['rss_mb']:.0f} MB | {m['cut_s'] * per_text:.0f} µs | "
-                     f"{m['tag_s'] * per_text:.0f} µs | {words} | {tags} |")
+    for side, name in (("jieba", "jieba's dicts (jieba.dt, jieba.posseg.dt)"),
+                       ("table", "pocketmem's word table (core/dictionary.py)")):
+        same = ("reference", "reference") if side == "jieba" else tuple(
+            f"{timed['same'][job]} of {len(items)}" for job in ("cut", "tag"))
+        cut, tag = (timed["best"][f"{side} {job}"] * per_text for job in ("cut", "tag"))
+        lines.append(f"| {name} | {loads[side]['load_s']:.2f} s | {loads[side]['rss_mb']:.0f} MB | {cut:.0f} µs | "
+                     f"{tag:.0f} µs | {same[0]} | {same[1]} |")
     print("\n".join(lines))
     if args.write:
         write_section("\n".join(lines), "dictionary")

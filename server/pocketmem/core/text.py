@@ -3,8 +3,9 @@
 SQLite's FTS5 tokenizers cannot split Chinese into words (unicode61 keeps a whole run of Han
 characters as one token; trigram needs three characters). We therefore index our own terms:
 every Han character, every pair of neighbouring Han characters, the words of three or more
-characters that the jieba segmenter (bundled dictionary) finds, and Snowball-stemmed Latin words.
-A two-character word such as 香菜 is then one exact term whatever the segmenter does with it.
+characters that the jieba segmenter finds (its bundled dictionary, held as a word table: core/dictionary.py),
+and Snowball-stemmed Latin words. A two-character word such as 香菜 is then one exact term whatever the
+segmenter does with it.
 
 A query is split into words by the same segmenter (so 一天要 gives 一天, never the pair 天要 that
 spans two words), each two-character word also brings its characters at half weight (我的猫叫 is

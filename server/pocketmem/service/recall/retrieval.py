@@ -80,8 +80,9 @@ def checked_message(text: str, field: str, *, allow_empty: bool = False) -> str:
 
 
 def warm_up() -> None:
-    """Load the segmenter's dictionary and the background frequencies (about a second on a quiet machine)
-    so the first recall or write does not pay for it; run in a worker thread when the app opens."""
+    """Load the segmenter, the tagger and the background frequencies (the word tables are read from the cache
+    folder in milliseconds, a first start builds them in a few seconds; the tagger's HMM tables take about half
+    a second) so the first recall or write does not pay for it; run in a worker thread when the app opens."""
     segmenter()
     termstats.background_share("")
     versions.warm_up()
