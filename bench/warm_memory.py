@@ -7,7 +7,7 @@ A fresh process imports the app (pocketmem.app, as `serve` does), runs the text 
 (service/recall/retrieval.py `warm_up`: jieba's segmenter and tagger, the background frequencies) and loads
 the default encoder (`shared_model`), and prints VmRSS after each step and VmHWM (the peak) at the end. It
 runs twice on an empty cache folder (XDG_CACHE_HOME): the first start, which builds what the cache folder
-keeps (the encoder's table, the word tables of core/wordtable.py), and a later start, which reads it.
+keeps (the encoder's table, the word tables of base/wordtable.py), and a later start, which reads it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""jieba's dictionary as a word table (core/dictionary.py, core/wordtable.py): every segmentation, tag and count
+"""jieba's dictionary as a word table (core/dictionary.py, base/wordtable.py): every segmentation, tag and count
 is jieba's own, and the table comes from the cache folder, built again when its file is missing or damaged."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import jieba
 import jieba.posseg
 import pytest
 
-from pocketmem.core import dictionary, wordtable
+from pocketmem.base import wordtable
+from pocketmem.core import dictionary
 from pocketmem.core.text import cjk_words, is_dictionary_word, pos_tags, runs, word_share
 
 from .servers import checkout_env

@@ -1,4 +1,4 @@
-"""jieba's dictionary as one word table (core/wordtable.py), and jieba's own segmenter and tagger over it.
+"""jieba's dictionary as one word table (base/wordtable.py), and jieba's own segmenter and tagger over it.
 
 jieba holds its dictionary (dict.txt: 349,046 lines of word, count and part-of-speech tag) twice, in Python
 dicts: the segmenter's FREQ (every word with its count and every prefix of a word with 0, 498,113 keys, about
@@ -25,7 +25,7 @@ from typing import Any
 
 import marisa_trie
 
-from pocketmem.core.wordtable import Column, WordTable, cached, zeros
+from pocketmem.base.wordtable import Column, WordTable, cached, zeros
 
 NO_TAG = 255  # the tag column's value for a prefix that is no word
 _LOADING = threading.RLock()  # one load at a time: a second caller waits for the first one's tables

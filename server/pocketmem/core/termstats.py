@@ -31,8 +31,8 @@ from pathlib import Path
 
 import marisa_trie
 
+from pocketmem.base.wordtable import Column, WordTable, cached, zeros
 from pocketmem.core.text import word_share
-from pocketmem.core.wordtable import Column, WordTable, cached, zeros
 
 PRIOR_MEMORIES = 10000.0
 WORDS_PER_MEMORY = 20.0
@@ -45,7 +45,7 @@ _WEAK = Path(__file__).with_name("data") / "weak_words.txt.gz"
 
 @cache
 def _background() -> Column:
-    """The background frequencies as a word table (core/wordtable.py): 102,501 terms in about 1 MB, where a
+    """The background frequencies as a word table (base/wordtable.py): 102,501 terms in about 1 MB, where a
     dict of them was 16 MB."""
     return Column(cached("background", _TABLE, _background_table), "frequency")
 
