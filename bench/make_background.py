@@ -24,23 +24,32 @@ import gzip
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
-from pocketmem.core.text import is_cjk_char, segmenter, stem_word  # noqa: E402
+from pocketmem.core.text import is_cjk_char, stem_word  # noqa: E402
 
 OUT = ROOT / "server" / "pocketmem" / "core" / "data" / "background.tsv.gz"
 WEAK_OUT = OUT.with_name("weak_words.txt.gz")
 WEAK_TAGS = frozenset("m q mq t tg f r d p c u y e o k".split())
 
 
+def jieba_dictionary() -> Any:
+    """jieba's own segmenter over its dicts, read whole here (the server holds them as a word table)."""
+    import jieba
+
+    dictionary = jieba.Tokenizer()
+    dictionary.check_initialized()
+    return dictionary
+
+
 def weak_words() -> None:
     import jieba.posseg
 
-    dictionary = segmenter().dt
-    dictionary.check_initialized()
-    tags = jieba.posseg.dt.word_tag_tab
+    dictionary = jieba_dictionary()
+    tags = jieba.posseg.POSTokenizer(dictionary).word_tag_tab
     weak = sorted(
         word
         for word, tag in tags.items()
@@ -59,8 +68,7 @@ def main() -> None:
     for word in wordfreq.top_n_list("en", 30000):
         if word.isascii() and word.isalnum():
             freq[stem_word(word)] += wordfreq.word_frequency(word, "en")
-    dictionary = segmenter().dt
-    dictionary.check_initialized()
+    dictionary = jieba_dictionary()
     total = dictionary.total
     chars: dict[str, float] = defaultdict(float)
     for word, count in dictionary.FREQ.items():

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from pocketmem.providers.embeddings.rows_on_disk import RowsOnDisk, cache_file, rows_on_disk
+from pocketmem.base.files import cache_file
+from pocketmem.providers.embeddings.rows_on_disk import RowsOnDisk, rows_on_disk
 
 from .servers import checkout_env
 

@@ -155,8 +155,8 @@ class PocketMem:
             self._opened += 1
 
     async def warm_up(self) -> None:
-        """Load the segmenter, the tagger and the background frequencies in a worker thread (about 3 s), then the
-        embedder's model, so the first recall or write does not pay for them. A server calls it after its
+        """Load the segmenter, the tagger and the background frequencies in a worker thread (about a second), then
+        the embedder's model, so the first recall or write does not pay for them. A server calls it after its
         handshake; a call that comes first loads what it needs itself."""
         await asyncio.get_running_loop().run_in_executor(None, warm_up)
         await self.embedder.warm_up()

@@ -1,4 +1,5 @@
-"""Writing a file whole or not at all: a reader (or a crash) never sees half of it."""
+"""Files: writing one whole or not at all (a reader, or a crash, never sees half of it), and where the cache
+folder is."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import platformdirs
 
 
 def write_atomically(path: Path, data: bytes | memoryview, *, unless: Callable[[], bool] | None = None) -> bool:
@@ -27,3 +30,9 @@ def write_atomically(path: Path, data: bytes | memoryview, *, unless: Callable[[
         Path(temporary).unlink(missing_ok=True)
         raise
     return True
+
+
+def cache_file(name: str) -> Path:
+    """A file in the user's cache folder (`platformdirs`; on Linux ~/.cache/pocketmem/): what can be made
+    again from the package's own data, kept so that a start reads it instead of making it."""
+    return Path(platformdirs.user_cache_dir("pocketmem")) / name

@@ -3,8 +3,9 @@
 SQLite's FTS5 tokenizers cannot split Chinese into words (unicode61 keeps a whole run of Han
 characters as one token; trigram needs three characters). We therefore index our own terms:
 every Han character, every pair of neighbouring Han characters, the words of three or more
-characters that the jieba segmenter (bundled dictionary) finds, and Snowball-stemmed Latin words.
-A two-character word such as 香菜 is then one exact term whatever the segmenter does with it.
+characters that the jieba segmenter finds (its bundled dictionary, held as a word table: core/dictionary.py),
+and Snowball-stemmed Latin words. A two-character word such as 香菜 is then one exact term whatever the
+segmenter does with it.
 
 A query is split into words by the same segmenter (so 一天要 gives 一天, never the pair 天要 that
 spans two words), each two-character word also brings its characters at half weight (我的猫叫 is
@@ -15,7 +16,6 @@ meets `sell` (irregular forms first become their base word) and `cats` meets `ca
 from __future__ import annotations
 
 import hashlib
-import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -25,6 +25,7 @@ from typing import Any
 
 from pocketmem.base.errors import InvalidInput
 from pocketmem.core import wordlists
+from pocketmem.core.dictionary import segmenter, tagger
 
 # Han, kana and Hangul are written without spaces between words.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -93,18 +94,6 @@ def runs(text: str) -> Iterator[tuple[str, bool]]:
 
 
 @cache
-def segmenter() -> Any:
-    """jieba, loaded once with its bundled dictionary (its own cache file makes later loads fast)."""
-    import logging
-
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    jieba.dt.check_initialized()
-    return jieba
-
-
-@cache
 def _english_stemmer() -> Any:
     import snowballstemmer
 
@@ -130,21 +119,19 @@ def pos_tags(text: str) -> tuple[tuple[str, str], ...]:
     """(word, part-of-speech flag) pairs of `text` by jieba's tagger over the segmenter's dictionary (nr person
     name, ns place, n noun ...): the one place the tagger is called, so another tagger replaces it here. A tag
     is a hint, never a verdict (朵朵 is tagged a measure word)."""
-    segmenter()
-    tagger = importlib.import_module("jieba.posseg")
-    return tuple((pair.word, pair.flag) for pair in tagger.cut(text))
+    return tuple((pair.word, pair.flag) for pair in tagger().cut(text))
 
 
 def is_dictionary_word(word: str) -> bool:
     """Is `word` in jieba's dictionary? A word it lacks was guessed by its HMM from characters it could not
     place (车该 in 车该保养了, 点辣锅): its characters are the words the user wrote."""
-    return bool(segmenter().dt.FREQ.get(word))
+    return bool(segmenter().FREQ.get(word))
 
 
 def word_share(word: str) -> float:
     """How often `word` stands as a word of its own in ordinary Chinese text (jieba's dictionary counts):
     for a character, less than how often it occurs inside other words (车 in 车站, 火车)."""
-    dictionary = segmenter().dt
+    dictionary = segmenter()
     return dictionary.FREQ.get(word, 0) / dictionary.total
 
 

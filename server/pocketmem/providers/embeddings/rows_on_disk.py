@@ -23,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import platformdirs
 
-from pocketmem.base.files import write_atomically
+from pocketmem.base.files import cache_file, write_atomically
 
 log = logging.getLogger("pocketmem.embeddings")
 # Bytes compared at a time when the cache file is checked against the loaded table.
@@ -81,10 +80,6 @@ class RowsOnDisk:
             os.close(self._fd)
             self._fd = fd
             log.warning("the encoder's table file %s failed (%s); it was written again", self.path, exc)
-
-
-def cache_file(name: str) -> Path:
-    return Path(platformdirs.user_cache_dir("pocketmem")) / name
 
 
 def rows_on_disk(

@@ -27,6 +27,7 @@ from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status, expired
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
 from pocketmem.core import relevance, termstats, timeexpr
+from pocketmem.core.dictionary import segmenter
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
@@ -34,7 +35,6 @@ from pocketmem.core.text import (
     clean_text,
     guess_language,
     named_words,
-    segmenter,
     shown_language,
     stem_word,
     weighted_query_terms,
@@ -80,8 +80,9 @@ def checked_message(text: str, field: str, *, allow_empty: bool = False) -> str:
 
 
 def warm_up() -> None:
-    """Load the segmenter's dictionary and the background frequencies (about a second on a quiet machine)
-    so the first recall or write does not pay for it; run in a worker thread when the app opens."""
+    """Load the segmenter, the tagger and the background frequencies (the word tables are read from the cache
+    folder in milliseconds, a first start builds them in a few seconds; the tagger's HMM tables take about half
+    a second) so the first recall or write does not pay for it; run in a worker thread when the app opens."""
     segmenter()
     termstats.background_share("")
     versions.warm_up()

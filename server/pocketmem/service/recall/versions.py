@@ -276,5 +276,5 @@ def _alone(memory: Memory, now: datetime) -> Ranked:
 
 
 def warm_up() -> None:
-    """Load the part-of-speech tagger (about 3 s) before the first recall needs it."""
+    """Load the part-of-speech tagger (its HMM tables, about half a second) before the first recall needs it."""
     slots.describe("用户住在北京。")
