@@ -101,7 +101,8 @@ class Scores(BaseModel):
 
 
 def expired(expires_at: datetime | None, now: datetime) -> bool:
-    """Past its expires_at: recall and memory_context no longer show it; maintenance then moves it to the trash."""
+    """Past its expires_at: recall, memory_context and every list of open todos (the user card, User.md, the page:
+    the store's open_todos say this in SQL) no longer show it; maintenance then moves it to the trash."""
     return expires_at is not None and expires_at <= now
 
 

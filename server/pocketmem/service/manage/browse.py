@@ -258,8 +258,8 @@ class Browse:
         """Open todos, soonest first (undated last), and which of them should remind the user now."""
         now = self.clock.now()
         async with self.store.read() as reader:
-            open_todos = await reader.open_todos(user_id, limit)
-            due = await reader.open_todos(user_id, limit, due_by=now)
+            open_todos = await reader.open_todos(user_id, now, limit)
+            due = await reader.open_todos(user_id, now, limit, due_by=now)
         return TodoOverview(
             todos=[self._view(m, now) for m in open_todos],
             due=[m.id for m in due],
