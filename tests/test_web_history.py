@@ -37,6 +37,14 @@ async def history(browser: Browser, memory_id: str, headers: dict[str, str]) -> 
     return [(kind, html.unescape(re.sub(r"<[^>]+>", "", sentence))) for kind, sentence in rows]
 
 
+async def kinds(browser: Browser, memory_id: str) -> list[str]:
+    return [kind for kind, _ in await history(browser, memory_id, EN)]
+
+
+async def add(app: PocketMem, content: str, **kw) -> str:
+    return (await app.writing.add(USER, AddRequest(content=content, category=Category.fact, **kw))).memory_id or ""
+
+
 @pytest.fixture
 async def browser(app: PocketMem):
     async with make_browser(app) as client:
@@ -44,7 +52,7 @@ async def browser(app: PocketMem):
 
 
 async def test_each_version_of_a_fact_says_what_happened_to_it(app, settings, browser, clock):
-    old = (await app.writing.add(USER, AddRequest(content="用户住在北京朝阳区。", category=Category.fact))).memory_id
+    old = await add(app, "用户住在北京朝阳区。")
     clock.advance(days=1)
     async with Client(build_server(settings, app=app)) as client:
         new = (await call(client, "add_memory", {
@@ -65,8 +73,10 @@ async def test_each_version_of_a_fact_says_what_happened_to_it(app, settings, br
     clock.advance(days=1)
     await app.trash.forget(USER, new, None)  # `pocketmem forget`: the original fact is current again
     assert (await app.get_memory(USER, old))["status"] == "active"
-    assert [kind for kind, _ in await history(browser, old, ZH)] == ["current_again", "superseded", "created"]
-    assert (await history(browser, old, ZH))[0][1] == "重新成为当前版本：取代它的新版本（用户搬到了杭州西湖区。）被遗忘了。"
+    assert await kinds(browser, old) == ["current_again", "superseded", "created"]
+    assert (await history(browser, old, ZH))[0][1] == (
+        "重新成为当前版本：取代它的新版本（用户搬到了杭州西湖区。）被遗忘了。"
+    )
     assert (await history(browser, old, EN))[0][1] == (
         "Current again: the newer version that replaced it (用户搬到了杭州西湖区。) was forgotten."
     )
@@ -76,8 +86,8 @@ async def test_each_version_of_a_fact_says_what_happened_to_it(app, settings, br
 async def test_a_current_again_event_logged_before_it_had_its_own_kind_reads_as_one(app, settings, browser, clock):
     """A store written before: the version made current again was logged as `updated` with `current_again` in its
     payload. Opening it again gives those events their own kind, and the page says what happened."""
-    old = (await app.writing.add(USER, AddRequest(content="用户在上海工作", category=Category.fact))).memory_id
-    new = (await app.writing.add(USER, AddRequest(content="用户换到了苏州工作", supersedes=old))).memory_id
+    old = await add(app, "用户在上海工作")
+    new = await add(app, "用户换到了苏州工作", supersedes=old)
     await app.trash.forget(USER, new, None)
     async with app.store.write() as tx:  # as the release before wrote it
         await tx.execute(
@@ -88,12 +98,14 @@ async def test_a_current_again_event_logged_before_it_had_its_own_kind_reads_as_
     await app.close()
     async with PocketMem(settings, clock=clock) as reopened, make_browser(reopened) as client:
         events = await history(Browser(client), old, EN)
-    assert events[0] == ("current_again", "Current again: the newer version that replaced it (用户换到了苏州工作) was forgotten.")
+    assert events[0] == (
+        "current_again", "Current again: the newer version that replaced it (用户换到了苏州工作) was forgotten."
+    )
 
 
 async def test_a_purge_date_shows_only_while_the_memory_is_in_the_trash(app, browser, clock):
     clock.set(datetime(2026, 5, 9, 10, 0, tzinfo=SHANGHAI))
-    memory_id = (await app.writing.add(USER, AddRequest(content="用户的车牌是浙A12345", category=Category.fact))).memory_id
+    memory_id = await add(app, "用户的车牌是浙A12345")
     await app.trash.forget(USER, memory_id, None)  # purged on 5/16 unless restored
     clock.advance(days=2)
     assert (await history(browser, memory_id, ZH))[0] == ("deleted", "移入回收站（由你遗忘）。 将于5天后清除。")
@@ -138,12 +150,25 @@ async def test_confirming_an_expired_episode_gives_its_reason_in_both_languages(
 
 
 async def test_restoring_a_forgotten_correction_says_so_on_both_versions(app, browser, clock):
-    first = (await app.writing.add(USER, AddRequest(content="用户养了一只猫", category=Category.fact))).memory_id
-    second = (await app.writing.add(USER, AddRequest(content="用户把猫送给了姐姐", supersedes=first))).memory_id
+    first = await add(app, "用户养了一只猫")
+    second = await add(app, "用户把猫送给了姐姐", supersedes=first)
     clock.advance(hours=1)
     await app.trash.forget(USER, second, None)
     clock.advance(hours=1)
     await app.trash.restore(USER, second)  # the correction is current again, the original history again
-    assert [k for k, _ in await history(browser, first, EN)] == ["superseded", "current_again", "superseded", "created"]
-    assert [k for k, _ in await history(browser, second, EN)] == ["updated", "restored", "deleted", "updated", "created"]
+    assert await kinds(browser, first) == ["superseded", "current_again", "superseded", "created"]
+    assert await kinds(browser, second) == ["updated", "restored", "deleted", "updated", "created"]
     assert (await history(browser, first, ZH))[0] == ("superseded", "被一条更新的记忆取代（用户把猫送给了姐姐）。")
+
+
+async def test_a_chain_event_says_when_the_other_memory_is_no_longer_kept(app, browser, clock):
+    old = await add(app, "用户在学游泳")
+    new = await add(app, "用户学会了游泳", supersedes=old)
+    await app.trash.forget(USER, new, None)
+    clock.advance(days=app.settings.trash_days + 1)
+    await app.maintenance.run()  # the forgotten version is purged
+    assert (await history(browser, old, ZH))[:2] == [
+        ("current_again", "重新成为当前版本：取代它的新版本（已不再保存）被遗忘了。"),
+        ("superseded", "被一条更新的记忆取代（已不再保存）。"),
+    ]
+    assert (await history(browser, old, EN))[1] == ("superseded", "A newer memory replaced it (no longer kept).")
