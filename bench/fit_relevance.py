@@ -121,7 +121,9 @@ async def collect(data: dict[str, Any], keywords: bool, embedder: str) -> list[Q
                 health = fallback.Health()
                 encoding = r.vectors(parsed, await r.scale(parsed, health), health)
                 async with app.store.read() as reader:
-                    found = await gather_candidates(reader, user, parsed, encoding, versions.SEARCHED, health, r.rules)
+                    found = await gather_candidates(
+                        reader, user, parsed, encoding, versions.SEARCHED, health, r.rules, NOW
+                    )
                     found = await versions.bring_current(reader, user, found, (Status.active,))
                 ranked = rank(found, parsed.terms, weights=r.weights, now=NOW, temporal=parsed.time.intent)
                 by_id = {c.memory.id: c for c in found}

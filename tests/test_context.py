@@ -291,3 +291,31 @@ async def test_a_todo_overdue_for_months_is_not_called_a_memory_of_the_last_14_d
     assert heading in text
     assert text.index(heading) < text.index(todo)
     assert ("已逾期" if lang == "zh" else "overdue") in text
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize(("core", "message", "heading"), [
+    ("朵朵对花生过敏。", "还记得朵朵对什么过敏吗", "[关于用户的相关记忆]"),
+    ("Duoduo is allergic to peanuts.", "Do you remember what Duoduo is allergic to?", "[Relevant memories about"),
+])
+async def test_a_core_memory_on_the_card_is_not_repeated_as_evidence(tmp_path, clock, make_settings, core, message,
+                                                                   heading):
+    """The card above lists it: the evidence below does not say it again (recall's own injection, which has no
+    card, still does). A core memory the full card leaves out is evidence like any other."""
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "add_memory", {"content": core, "scores": {"persistence": 1}})
+        clock.advance(days=19)
+        text = await prompt(client, message)
+        recalled = await call(client, "recall_memories", {"query": message})
+        assert text.count(core) == 1 and f"\n- {core}\n" in text, text  # on the card, once
+        assert core in recalled["injection"], recalled["injection"]
+        for i in range(40):  # older core memories now fill the card: it leaves the newest out
+            await app.writing.add(USER, AddRequest(
+                content=f"核心{i}：用户非常在意这件事情并且反复强调过很多次，请一直记住", scores={"persistence": 1.0},
+                created_at=clock.now() - timedelta(days=30 + i),
+            ))
+        text = await prompt(client, message)
+    system, evidence = text.split(heading)
+    assert core not in system and "- … +" in system, system
+    assert core in evidence, evidence

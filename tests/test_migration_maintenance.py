@@ -52,7 +52,7 @@ async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch
         async with new.store.read() as r:
             (tombstone,) = await r.all_tombstones(USER)
             assert (tombstone.memory_id, tombstone.purged_at) == (gone, None)
-            assert [t.id for t in await r.open_todos(USER, 10, due_by=clock.now())] == [chore]
+            assert [t.id for t in await r.open_todos(USER, clock.now(), 10, due_by=clock.now())] == [chore]
             assert await r.usage(USER) == {}
             indexes = {row[0] for row in await r.fetch_all("select name from sqlite_master where type = 'index'")}
         assert {"memories_open_todos", "memories_expiring", "events_by_user_time"} <= indexes

@@ -216,7 +216,7 @@ async def test_core_memories_join_the_candidates_outside_the_importance_pool(tmp
             pool = await reader.important_similarities(USER, [vectors.query], 1, (Status.active,))
             found = await gather_candidates(
                 OnlyCoreAndImportance(reader), USER, parsed, ready(vectors), (Status.active,), Health(),
-                pm.retrieval.rules,
+                pm.retrieval.rules, pm.clock.now(),
             )
     assert core not in dict(pool)  # the importance pool alone would miss it
     assert core in {c.memory.id for c in found}
@@ -359,7 +359,7 @@ async def gathered(app: PocketMem, query: str, keywords: list[str] | None = None
     async with app.store.read() as reader:
         counting = CountingSearches(reader)
         found = await gather_candidates(counting, USER, parsed, encoding, (Status.active,), health,
-                                        app.retrieval.rules)
+                                        app.retrieval.rules, app.clock.now())
     return counting.searches, found
 
 

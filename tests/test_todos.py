@@ -14,6 +14,7 @@ from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
+from .asgi import Browser, make_browser
 from .helpers import SHANGHAI, START
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -112,9 +113,9 @@ async def test_reminders_are_one_indexed_range_scan(app, order):
     async with app.store.read() as r:
         plan = await r.fetch_all(  # checking the SQL plan of the store's own query
             "explain query plan select id from memories where user_id = ? and status = 'active' and category = 'todo' "
-            "and completed_at is null and coalesce(remind_at, due_at) <= ? order by coalesce(remind_at, due_at) "
-            f"{order}, id {order} limit 3",
-            ("global", "2026-11-26T00:00:00.000Z"),
+            "and completed_at is null and (expires_at is null or expires_at > ?) and coalesce(remind_at, due_at) <= ? "
+            f"order by coalesce(remind_at, due_at) {order}, id {order} limit 3",
+            ("global", "2026-11-26T00:00:00.000Z", "2026-11-26T00:00:00.000Z"),
         )
     details = " ".join(str(row[-1]) for row in plan)
     assert "memories_open_todos" in details and "SCAN memories" not in details
@@ -194,3 +195,29 @@ async def test_a_todo_past_its_expires_at_is_not_reminded(app, clock):
     result = await recall(app)
     assert result.reminders == [] and "停车费" not in result.injection
     assert "停车费" not in (await app.context.build(USER, "你好")).text
+
+
+async def test_an_expired_todo_leaves_every_list_of_open_todos(tmp_path, make_settings, clock):
+    """Past its expires_at a todo is shown nowhere, as recall and memory_context already hid it: not on the user
+    card, not in User.md (nor counted in its `+N`), not on the page's todo list."""
+    clock.set(datetime(2026, 5, 1, 9, 0, tzinfo=SHANGHAI))
+    settings = make_settings(tmp_path, profile_files="on")
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        call = "中午12点前给妈妈回电话。"
+        await client.call_tool("add_memory", {
+            "content": call, "category": "todo", "due_at": "2026-05-01T12:00", "expires_at": "2026-05-01T14:00",
+        })
+        for i in range(20):
+            await todo(app, f"待办事项{i}：记得处理", due_at=datetime(2026, 5, 2 + i, 18, 0, tzinfo=SHANGHAI))
+        card = (await client.read_resource("memory://user-card")).contents[0].text
+        assert f"- {call}（截止 " in card
+        clock.set(datetime(2026, 5, 1, 16, 0, tzinfo=SHANGHAI))
+        card = (await client.read_resource("memory://user-card")).contents[0].text
+        user_md = await app.profile_files.render_user(USER)
+        async with make_browser(app) as http:
+            page = await Browser(http).get("/todos")
+        overview = await app.browse.todos(USER)
+    assert call not in card and "- 待办事项0：记得处理（截止 " in card, card
+    assert call not in user_md and user_md.count("- 待办事项") == 20 and "- … +" not in user_md, user_md
+    assert page.status_code == 200 and call not in page.text and "待办事项0" in page.text
+    assert len(overview.todos) == 20 and not overview.due and not overview.overdue

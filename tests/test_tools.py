@@ -196,10 +196,11 @@ async def test_a_day_with_the_memory_tools(client):
 
 @pytest.mark.backends
 async def test_prompts_render(client):
-    await call(client, "add_memory", {"content": "用户不喜欢香菜", "keywords": ["香菜"], "scores": {"persistence": 1}})
+    await call(client, "add_memory", {"content": "用户叫小林", "scores": {"persistence": 1}})
+    await call(client, "add_memory", {"content": "用户不喜欢香菜", "keywords": ["香菜"]})
     block = await client.get_prompt("memory_context", {"message": "香菜能吃吗"})
     text = block.messages[0].content.text
-    assert "今天的对话摘要“用户不喜欢香菜”" in text and "# 用户卡" in text
+    assert "今天的对话摘要“用户不喜欢香菜”" in text and "# 用户卡" in text and "\n- 用户叫小林\n" in text
     rubric = (await client.get_prompt("extract_memories", {})).messages[0].content.text
     assert "persistence" in rubric and "supersedes" in rubric and "keywords" in rubric
     english = (await client.get_prompt("extract_memories", {"conversation": "I hate cilantro."})).messages[0]

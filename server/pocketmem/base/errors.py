@@ -19,6 +19,8 @@ the CLI into a one-line message and a non-zero exit.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 
 class PocketmemError(Exception):
     """Base class of every error pocketmem raises on purpose."""
@@ -37,8 +39,22 @@ class NotFound(PocketmemError):
     """The id names nothing this user can see."""
 
 
+class ConflictReason(StrEnum):
+    """The cases of Conflict an edge says in its own words (the page, in either language) from the error's facts."""
+
+    pending_confirmed = "pending_confirmed"  # facts: pending_id
+    pending_rejected = "pending_rejected"  # facts: pending_id
+    episode_expired = "episode_expired"  # facts: pending_id, said, expired (datetimes), days
+
+
 class Conflict(PocketmemError):
-    """The request does not fit the current state of the memory."""
+    """The request does not fit the current state of the memory. The message says why in English, for the tools and
+    the CLI; with a `reason`, `facts` carry the values it names, so an edge can say the same in other words."""
+
+    def __init__(self, message: str, reason: ConflictReason | None = None, **facts: object) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.facts = facts
 
 
 class ConfigError(PocketmemError):

@@ -55,7 +55,11 @@ OPEN_PENDING = (PendingStatus.pending, PendingStatus.snoozed)  # still a questio
 
 class EventKind(StrEnum):
     created = "created"
-    updated = "updated"  # a new memory superseded an older one
+    # A supersedes chain moved (service/writing/chains.py); each event is logged on the memory it happened to and
+    # names the other one in its payload (CHAIN_LINKS).
+    updated = "updated"  # this memory replaced an older one (payload `supersedes`)
+    superseded = "superseded"  # a newer memory replaced this one (payload `by`)
+    current_again = "current_again"  # the version that replaced this one was forgotten (payload `after`)
     patched = "patched"
     deleted = "deleted"
     restored = "restored"
@@ -97,7 +101,8 @@ class Scores(BaseModel):
 
 
 def expired(expires_at: datetime | None, now: datetime) -> bool:
-    """Past its expires_at: recall and memory_context no longer show it; maintenance then moves it to the trash."""
+    """Past its expires_at: recall, memory_context and every list of open todos (the user card, User.md, the page:
+    the store's open_todos say this in SQL) no longer show it; maintenance then moves it to the trash."""
     return expires_at is not None and expires_at <= now
 
 
@@ -202,6 +207,10 @@ class Revision(BaseModel):
     created_at: datetime
 
 
+# The payload field in which a chain event names the other memory: the older one, the newer one, the forgotten one.
+CHAIN_LINKS = {EventKind.updated: "supersedes", EventKind.superseded: "by", EventKind.current_again: "after"}
+
+
 class Event(BaseModel):
     id: int
     user_id: str
@@ -210,6 +219,13 @@ class Event(BaseModel):
     operation_id: str | None
     payload: dict[str, Any]
     created_at: datetime
+
+    @property
+    def other_memory(self) -> str | None:
+        """The id of the other memory a chain event names (CHAIN_LINKS); None for any other event."""
+        field = CHAIN_LINKS.get(self.kind)
+        named = self.payload.get(field) if field else None
+        return named if isinstance(named, str) else None
 
 
 class ApiToken(BaseModel):

@@ -107,17 +107,19 @@ class MemoryReads(Protocol):
 
     @abstractmethod
     async def open_todos(
-        self, user_id: str, limit: int, due_by: datetime | None = None, latest_first: bool = False
+        self, user_id: str, now: datetime, limit: int, due_by: datetime | None = None, latest_first: bool = False
     ) -> list[Memory]:
-        """Active, not completed todos, soonest first by coalesce(remind_at, due_at) (undated last).
+        """Active, not completed todos not expired at `now` (base/models.py `expired`: one past its expires_at is
+        shown nowhere, before maintenance moves it to the trash), soonest first by coalesce(remind_at, due_at)
+        (undated last).
 
         With `due_by`: only those whose remind_at (or, without one, due_at) is at or before it; with
         `latest_first` too, those that came due last first.
         """
 
     @abstractmethod
-    async def count_open_todos(self, user_id: str) -> int:
-        """How many open_todos there are, all of them (the user card's `+N`)."""
+    async def count_open_todos(self, user_id: str, now: datetime) -> int:
+        """How many open_todos there are at `now`, all of them (the user card's `+N`)."""
 
     @abstractmethod
     async def list_revisions(self, user_id: str, memory_id: str) -> list[Revision]: ...

@@ -33,7 +33,7 @@ from pocketmem.core.shown_time import absolute
 from pocketmem.service.manage.tokens import RETRY_AFTER_SECONDS
 from pocketmem.web.access import COOKIE, Visitor, WebAccess
 from pocketmem.web.i18n import MESSAGES, pick_locale, translator
-from pocketmem.web.present import FormTooLarge, error_text, event_sentence, moment, percent, review_why
+from pocketmem.web.present import FormTooLarge, error_text, moment, percent, review_why
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,6 @@ class Page:
             t=self.t, locale=self.locale, base=self.base, visitor=self.visitor, csrf=self.visitor.csrf,
             request=self.request, zone=self.pm.settings.zone, poll=POLL_SECONDS,
             msg=_known_message(self.request.query_params.get("msg")), ago=self.ago,
-            event_sentence=lambda event: event_sentence(event, self.t, self.ago),
             review_why=lambda why: review_why(why, self.t), **context,
         )
         return HTMLResponse(html, status_code=status_code, headers=_NO_STORE)
@@ -125,7 +124,8 @@ class Page:
         status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
         if status == 500:
             log.warning("web: %s failed", self.request.url.path, exc_info=True)
-        return self.render("error.html", status_code=status, message=error_text(exc, self.t, self.locale))
+        message = error_text(exc, self.t, self.locale, self.pm.settings.zone)
+        return self.render("error.html", status_code=status, message=message)
 
     def store_down(self, template: str = "error.html") -> HTMLResponse:
         """503 with Retry-After: the store cannot say who the visitor is (down, unreadable). Not the sign-in form:

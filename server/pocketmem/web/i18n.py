@@ -246,7 +246,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     # what happened to a memory, as a sentence
     "event.created": ("Remembered.", "记下了这条记忆。"),
-    "event.updated": ("A newer memory replaced it.", "被一条更新的记忆取代。"),
+    "event.updated": ("It replaced an older memory ({memory}).", "取代了一条较早的记忆（{memory}）。"),
+    "event.superseded": ("A newer memory replaced it ({memory}).", "被一条更新的记忆取代（{memory}）。"),
+    "event.current_again": (
+        "Current again: the newer version that replaced it ({memory}) was forgotten.",
+        "重新成为当前版本：取代它的新版本（{memory}）被遗忘了。",
+    ),
+    "event.gone": ("no longer kept", "已不再保存"),
     "event.patched": ("Its text was patched.", "内容被修补。"),
     "event.deleted": ("Moved to the trash ({reason}).", "移入回收站（{reason}）。"),
     "event.restored": ("Restored from the trash.", "从回收站恢复。"),
@@ -266,7 +272,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "event.synced": ("Synced with the cloud library.", "与云端同步。"),
     "event.other": ("Something else happened to it.", "发生了其他变化。"),
     "event.note": ("Note:", "备注："),
-    "event.purge_at": ("purged {when}", "{when}清除"),
+    "event.purge_due": ("It will be purged {when}.", "将于{when}清除。"),
+    "event.purge_waiting": ("It was due to be purged {when}.", "{when}已到清除时间。"),
     # the kinds of error the page shows
     "error.not_found": (
         "Not found: it does not exist, or it belongs to another user.", "找不到：它不存在，或属于其他用户。"
@@ -275,6 +282,18 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "error.conflict": (
         "That cannot be done in its current state (for example, it is already in the trash).",
         "当前状态下不能这样做（例如它已经在回收站里）。",
+    ),
+    # a conflict whose reason the service names (base/errors.py ConflictReason), with its facts
+    "error.conflict.pending_confirmed": ("It was already confirmed.", "这一条已经确认过了。"),
+    "error.conflict.pending_rejected": (
+        "It was already rejected; it is not asked again.", "这一条已经被拒绝，不会再问。"
+    ),
+    "error.conflict.episode_expired": (
+        "This conversation summary, said on {said}, expired on {expired} ({days} days, POCKETMEM_EPISODE_DAYS) "
+        "before it was confirmed, so it is not stored and stays pending: reject it, or add it again as another "
+        "category (fact, event) if it still matters.",
+        "这条对话摘要说于 {said}，在确认之前已于 {expired} 过期（{days} 天，POCKETMEM_EPISODE_DAYS），所以没有保存，"
+        "仍在待确认中：可以拒绝它；如果它仍然重要，可以换一个类别（事实、事件）重新添加。",
     ),
     "error.internal": (
         "Something went wrong inside pocketmem; the server log has the details.",

@@ -23,6 +23,7 @@ from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
 from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
 from pocketmem.web.i18n import MESSAGES
+from pocketmem.web.present import History
 
 PAGE_SIZES = (20, 50, 100, 200)
 TRASH_PAGE = 100
@@ -134,7 +135,9 @@ async def memories(request: Request, page: Page) -> Response:
 
 async def memory(request: Request, page: Page) -> Response:
     detail = await page.pm.browse.detail(page.user, request.path_params["memory_id"])
-    return page.render("memory.html", d=detail, categories=list(Category), score_names=SCORE_NAMES)
+    history = History(page.t, page.ago, page.now, detail, page.base)
+    return page.render("memory.html", d=detail, categories=list(Category), score_names=SCORE_NAMES,
+                       event_sentence=history.sentence)
 
 
 async def revise(request: Request, page: Page) -> Response:

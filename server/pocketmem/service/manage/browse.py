@@ -90,6 +90,9 @@ class MemoryDetail(BaseModel):
     events: list[Event]
     older: list[MemoryView] = Field(description="what this memory superseded, newest first")
     newer: MemoryView | None = Field(None, description="the memory that supersedes this one")
+    named: dict[str, MemoryView] = Field(
+        default_factory=dict, description="the memories its chain events name, by id (one no longer kept is missing)"
+    )
 
 
 class DayCount(BaseModel):
@@ -215,6 +218,7 @@ class Browse:
                 older.append(self._view(before, now))
                 previous = before.supersedes
             newer = await reader.successor_of(user_id, memory_id)
+            named = await reader.get_memories(user_id, [*{other for e in events if (other := e.other_memory)}])
         info, coef, current = importance(memory.scores, memory.last_active_at or memory.created_at, now)
         return MemoryDetail(
             memory=MemoryView.of(memory, current),
@@ -222,6 +226,7 @@ class Browse:
             time_coef=round(coef, 4), info_importance=round(info, 4),
             revisions=revisions, events=events, older=older,
             newer=self._view(newer, now) if newer is not None else None,
+            named={m.id: self._view(m, now) for m in named},
         )
 
     async def insights(self, user_id: str) -> Insights:
@@ -253,8 +258,8 @@ class Browse:
         """Open todos, soonest first (undated last), and which of them should remind the user now."""
         now = self.clock.now()
         async with self.store.read() as reader:
-            open_todos = await reader.open_todos(user_id, limit)
-            due = await reader.open_todos(user_id, limit, due_by=now)
+            open_todos = await reader.open_todos(user_id, now, limit)
+            due = await reader.open_todos(user_id, now, limit, due_by=now)
         return TodoOverview(
             todos=[self._view(m, now) for m in open_todos],
             due=[m.id for m in due],

@@ -3,7 +3,8 @@ long-term evidence within POCKETMEM_CONTEXT_TOKENS, trimmed in the documented or
 counted with core/tokens_estimate.py.
 
     system memory     the persona and the user card (identity, core memories) and, until the user has
-                      confirmed their profile, the onboarding note
+                      confirmed their profile, the onboarding note; a core memory it lists is not repeated
+                      below
     long-term evidence recall hits for the message: 3, or 5 with history when the message calls for the
                       past (之前、还记得、上次、历史, a date, a file: core/triggers.py); shown first
     recent context    due reminders (a due todo recall found is listed here, not again as evidence), memories
@@ -71,15 +72,16 @@ class ContextBuilder:
             ),
         )
         sh = shares(self.settings.context_tokens)
-        system = await self._system(user_id, lang, sh.system, temporary=result.temporary)
+        system, on_card = await self._system(user_id, lang, sh.system, temporary=result.temporary)
         recent = await self._recent(user_id, result, lang)
-        # A due todo is listed once, as a reminder (the recent context is trimmed after the evidence), as recall does.
-        reminded = {r.id for r in result.reminders}
+        # Each memory is said once: a core memory on the card above is not repeated as evidence, and a due todo is
+        # listed as a reminder (the recent context is trimmed after the evidence), as recall does.
+        shown = on_card | {r.id for r in result.reminders}
         evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
             self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None,
                        None if h.outdated else self._due(h, lang))
             for h in result.memories
-            if h.id not in reminded
+            if h.id not in shown
         ])
         footer = (
             "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
@@ -97,9 +99,10 @@ class ContextBuilder:
         """An open todo's due label (the caller leaves out an outdated hit; the recent lines are all active)."""
         return open_todo_label(shown, self.clock.now(), self.settings.zone, lang)
 
-    async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> str:
+    async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> tuple[str, set[str]]:
+        """The persona and the card within `limit` tokens, and the ids of the core memories it lists."""
         if temporary:
-            return temporary_card(lang)
+            return temporary_card(lang), set()
         words = CARD_WORDS[lang]
         state = await self.profile.state(user_id)
         async with self.store.read() as reader:
@@ -113,10 +116,11 @@ class ContextBuilder:
         tail = ["", onboarding] if onboarding else []
         core_heading = f"## {words['core']}"
         room = limit - estimate_tokens("\n".join(fixed + tail)) - estimate_tokens(core_heading)
-        lines = fit_lines([f"- {' '.join(m.content.split())}" for m in core], max(0, room), estimate_tokens,
-                          lambda n: f"- … +{n}")
+        listed = [f"- {' '.join(m.content.split())}" for m in core]
+        lines = fit_lines(listed, max(0, room), estimate_tokens, lambda n: f"- … +{n}")
         body = fixed + (["", core_heading, *lines] if lines else []) + tail
-        return "\n".join(body)
+        # fit_lines keeps the first lines and may end with a "… +N" note in place of the rest.
+        return "\n".join(body), {m.id for m, want, kept in zip(core, listed, lines, strict=False) if kept == want}
 
     async def _recent(self, user_id: str, result: RecallResult, lang: str) -> Block:
         zh = lang == "zh"

@@ -334,8 +334,8 @@ class ProfileFiles:
         async with self.store.read() as reader:
             identity = (await reader.get_profile(user_id)).get("identity", {})
             core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
-            todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
-            total = await reader.count_open_todos(user_id) if len(todos) == CARD_TODO_LIMIT else len(todos)
+            todos = await reader.open_todos(user_id, now, CARD_TODO_LIMIT)
+            total = await reader.count_open_todos(user_id, now) if len(todos) == CARD_TODO_LIMIT else len(todos)
         zone = self.settings.zone
         todo_lines = []
         for todo in todos:

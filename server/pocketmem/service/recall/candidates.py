@@ -112,15 +112,16 @@ async def gather_candidates(
     statuses: tuple[Status, ...],
     health: fallback.Health,
     rules: CandidateRules,
+    now: datetime,
 ) -> list[Candidate]:
-    """The candidates for `q` among the user's memories of `statuses`.
+    """The candidates for `q` among the user's memories of `statuses`, asked at `now`.
 
     Ids and similarities are gathered cheaply in SQL; each shortlisted memory's relevance is decided once,
     and only memories that can pass the bar are loaded. Index failures are recorded in `health` (recall
     degrades, never fails). The word searches need no vector: they run while `vectors` (the query's
     encoding, in a worker thread) is still being computed.
     """
-    in_window = await _dated(reader, user_id, q, statuses, rules.zone)
+    in_window = await _dated(reader, user_id, q, statuses, rules.zone, now)
     keyword_ids, rarities = await _keyword_pool(reader, user_id, q, statuses, health)
     vector, own, scale, named = await vectors
     sims: dict[str, float] = {}
@@ -188,7 +189,9 @@ async def _semantic_pool(
         health.fail(fallback.VectorIndexFailed(exc))
 
 
-async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], zone: tzinfo) -> set[str]:
+async def _dated(
+    reader: StoreReader, user_id: str, q: Query, statuses: tuple[Status, ...], zone: tzinfo, now: datetime
+) -> set[str]:
     """Ids of what the time window the message names makes relevant by date alone (none without one): the
     newest memories inside it (of a day named by its date, all; otherwise episodes and events), and the open todos
     due inside it when the message asks what lies there (这周有什么要做的事)."""
@@ -203,7 +206,7 @@ async def _dated(reader: StoreReader, user_id: str, q: Query, statuses: tuple[St
         dated = await reader.memories_between(user_id, lo, hi, statuses, WINDOW_CANDIDATES)
         found |= {m.id for m in dated if q.time.named_day or m.category in TIMED_CATEGORIES}
     if q.time.agenda and Status.active in statuses:
-        due = await reader.open_todos(user_id, WINDOW_CANDIDATES, due_by=hi)
+        due = await reader.open_todos(user_id, now, WINDOW_CANDIDATES, due_by=hi)
         found |= {m.id for m in due if m.due_at is not None and lo <= m.due_at < hi}
     return found
 

@@ -305,7 +305,7 @@ class Retrieval:
         """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
         newest version of a fact the question asks about first (service/recall/versions.py)."""
         # Superseded memories are searched too: a hit on one brings its current version (versions.py).
-        candidates = await gather_candidates(reader, user_id, q, encoding, versions.SEARCHED, health, self.rules)
+        candidates = await gather_candidates(reader, user_id, q, encoding, versions.SEARCHED, health, self.rules, now)
         vector, _, scale, _ = encoding.result()
         if health.path == fallback.CARD_ONLY:
             return []
@@ -353,7 +353,7 @@ class Retrieval:
         assert self.library is not None
         health = fallback.Health()  # the library's own: its failures are not the notebook's
         async with self.library.cloud.read() as reader:
-            candidates = await gather_candidates(reader, user_id, q, encoding, statuses, health, self.rules)
+            candidates = await gather_candidates(reader, user_id, q, encoding, statuses, health, self.rules, now)
             unreadable = [f"{e.table} row {e.row_id} in the library cannot be read ({e.why})" for e in reader.left_out]
         admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,

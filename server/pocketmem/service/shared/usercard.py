@@ -57,9 +57,9 @@ async def render_user_card(
         user = await reader.get_user(user_id)
         identity = (await reader.get_profile(user_id)).get("identity", {})
         core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
-        todos = await reader.open_todos(user_id, CARD_TODO_LIMIT)
+        todos = await reader.open_todos(user_id, now, CARD_TODO_LIMIT)
         core_total = await reader.count_core(user_id) if len(core) == CARD_CORE_LIMIT else len(core)
-        todo_total = await reader.count_open_todos(user_id) if len(todos) == CARD_TODO_LIMIT else len(todos)
+        todo_total = await reader.count_open_todos(user_id, now) if len(todos) == CARD_TODO_LIMIT else len(todos)
     if lang is None:
         said = [*map(str, identity.values()), *(m.content for m in core), *(t.content for t in todos)]
         lang = shown_language(settings.locale, "\n".join(said))

@@ -18,7 +18,7 @@ from datetime import datetime, tzinfo
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, NotFound
-from pocketmem.base.models import Category, EventKind, Memory, Status, expired
+from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, RecallHit, ReminderView
 from pocketmem.core import privacy
 from pocketmem.core.formatting import due_label, is_overdue
@@ -46,8 +46,7 @@ async def due_reminders(
     """Open todos whose reminder time has come, the one that came due last first (one indexed range scan), so a
     todo that has just come due is always among those shown however many older ones are still open; those stay
     on the user card, marked overdue. A todo past its expires_at is not reminded, as recall no longer shows it."""
-    todos = await reader.open_todos(user_id, limit, due_by=now, latest_first=True)
-    return [t for t in todos if not expired(t.expires_at, now)]
+    return await reader.open_todos(user_id, now, limit, due_by=now, latest_first=True)
 
 
 def reminder_view(todo: Memory, now: datetime, zone: tzinfo, locale: str) -> ReminderView:

@@ -8,6 +8,10 @@ its newest version outside the trash is current (active, valid_until open); each
                                  and the nearest version below it outside the trash, if current, is closed by
                                  it again (`close_again`)
 
+Each step logs what happened on each memory it moved, naming the other (base/models.py CHAIN_LINKS): `updated`
+on the version that replaced an older one, `superseded` on the one it replaced, `current_again` on a version
+the forgetting of its successor made current.
+
 A core memory is changed only by patch: it is never closed. Eviction and expiry are not a change to what is
 true, so they leave the chain as it is. Each change goes through the store's ordinary status update (updated_at
 now), so sync carries a reopened or closed version as an update beside the forgotten one's tombstone.
@@ -33,6 +37,9 @@ async def close(
     await tx.add_event(
         user_id, EventKind.updated, now, memory_id=by.id, operation_id=operation_id, payload={"supersedes": old.id}
     )
+    await tx.add_event(
+        user_id, EventKind.superseded, now, memory_id=old.id, operation_id=operation_id, payload={"by": by.id}
+    )
 
 
 async def reopen(tx: MemoryTx, user_id: str, gone: Memory, now: datetime) -> Memory | None:
@@ -45,9 +52,7 @@ async def reopen(tx: MemoryTx, user_id: str, gone: Memory, now: datetime) -> Mem
     if earlier is None or earlier.status != Status.superseded or await tx.successor_of(user_id, earlier.id):
         return None
     await tx.set_status(user_id, earlier.id, Status.active, updated_at=now, valid_until=None)
-    await tx.add_event(
-        user_id, EventKind.updated, now, memory_id=earlier.id, payload={"current_again": True, "after": gone.id}
-    )
+    await tx.add_event(user_id, EventKind.current_again, now, memory_id=earlier.id, payload={"after": gone.id})
     return earlier
 
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Literal
 
 from pocketmem.base.clock import Clock
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, NotFound
 from pocketmem.base.models import OPEN_PENDING, EventKind, PendingItem, PendingStatus
 from pocketmem.base.results import ConfirmResult
 from pocketmem.core.shown_time import absolute
@@ -30,7 +30,9 @@ def require_open(item: PendingItem | None, pending_id: str) -> PendingItem:
         raise NotFound(f"pending_id: no pending memory with id {pending_id!r}; see list_memories(status='pending')")
     if item.status not in OPEN_PENDING:
         detail = f" as memory {item.memory_id}" if item.memory_id else ""
-        raise Conflict(f"pending {pending_id} was already {item.status.value}{detail}")
+        confirmed = item.status == PendingStatus.confirmed
+        reason = ConflictReason.pending_confirmed if confirmed else ConflictReason.pending_rejected
+        raise Conflict(f"pending {pending_id} was already {item.status.value}{detail}", reason, pending_id=pending_id)
     return item
 
 
@@ -73,7 +75,9 @@ class Pending:
                 f"pending {pending_id} is an episode said on {absolute(said_at, settings.zone)}; it "
                 f"expired on {absolute(expired, settings.zone)} ({settings.episode_days} days, "
                 "POCKETMEM_EPISODE_DAYS) before it was confirmed, so it is not stored and stays pending: reject it, "
-                "or add it again as another category (fact, event) if it still matters"
+                "or add it again as another category (fact, event) if it still matters",
+                ConflictReason.episode_expired, pending_id=pending_id, said=said_at, expired=expired,
+                days=settings.episode_days,
             )
         req = self.writing.clean(req)
         vector = await self.writing.vectors.embed_or_defer(req.content, req.keywords)

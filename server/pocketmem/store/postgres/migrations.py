@@ -384,6 +384,14 @@ async def pg007_schema_gaps(conn: Any) -> None:
     await conn.execute("alter table profile_files add column if not exists earlier jsonb not null default '[]'")
 
 
+async def pg008_chain_events(conn: Any) -> None:
+    """As the SQLite m012_chain_events: the events of a version made current again get their own kind."""
+    await conn.execute(
+        "update memory_events set kind = 'current_again' where kind = 'updated' "
+        "and payload ->> 'current_again' is not null"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
@@ -392,6 +400,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg004_use_index", pg004_use_index),
     ("pg005_category_uses", pg005_category_uses),
     ("pg007_schema_gaps", pg007_schema_gaps),
+    ("pg008_chain_events", pg008_chain_events),
 ]
 
 

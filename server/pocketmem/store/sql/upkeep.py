@@ -21,6 +21,8 @@ from pocketmem.store.types import IndexedText, ScoreRow, Unsent
 
 # The same expression as the partial index memories_open_todos (m002), so SQLite can use it.
 _OPEN_TODO = "status = 'active' and category = 'todo' and completed_at is null"
+# Not expired at a moment (base/models.py `expired`: past its expires_at, a memory is shown nowhere).
+_UNEXPIRED = "(expires_at is null or expires_at > {p})"
 _TODO_TIME = "coalesce(remind_at, due_at)"
 
 
@@ -119,29 +121,32 @@ class UpkeepQueries(Queries):
         )
 
     async def open_todos(
-        self, user_id: str, limit: int, due_by: datetime | None = None, latest_first: bool = False
+        self, user_id: str, now: datetime, limit: int, due_by: datetime | None = None, latest_first: bool = False
     ) -> list[Memory]:
         d = self.dialect
         if due_by is not None:
             order = "desc" if latest_first else "asc"
             return await self._memories(
                 d.sql(
-                    f"user_id = {{p}} and {_OPEN_TODO} and {_TODO_TIME} <= {{p}} "
+                    f"user_id = {{p}} and {_OPEN_TODO} and {_UNEXPIRED} and {_TODO_TIME} <= {{p}} "
                     f"order by {_TODO_TIME} {order}, {d.by_text('id')} {order} limit {{p}}"
                 ),
-                (user_id, d.ts(due_by), limit),
+                (user_id, d.ts(now), d.ts(due_by), limit),
             )
         return await self._memories(
             d.sql(
-                f"user_id = {{p}} and {_OPEN_TODO} "
+                f"user_id = {{p}} and {_OPEN_TODO} and {_UNEXPIRED} "
                 f"order by {_TODO_TIME} is null, {_TODO_TIME}, created_at, {d.by_text('id')} limit {{p}}"
             ),
-            (user_id, limit),
+            (user_id, d.ts(now), limit),
         )
 
-    async def count_open_todos(self, user_id: str) -> int:
-        row = await self._one(self.dialect.sql(f"select count(*) from memories where user_id = {{p}} and {_OPEN_TODO}"),
-                              (user_id,))
+    async def count_open_todos(self, user_id: str, now: datetime) -> int:
+        d = self.dialect
+        row = await self._one(
+            d.sql(f"select count(*) from memories where user_id = {{p}} and {_OPEN_TODO} and {_UNEXPIRED}"),
+            (user_id, d.ts(now)),
+        )
         return int(row[0])
 
     async def usage(self, user_id: str, memory_ids: Sequence[str] | None = None) -> dict[str, Usage]:

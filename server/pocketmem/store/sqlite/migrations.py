@@ -402,6 +402,16 @@ async def m011_category_uses(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m012_chain_events(db: aiosqlite.Connection) -> None:
+    """A version made current again when the one that replaced it was forgotten was logged as `updated` with
+    `current_again` in its payload, the kind of the memory that replaces another; it has a kind of its own,
+    `current_again` (base/models.py EventKind), and those logged before are given it."""
+    await db.execute(
+        "update memory_events set kind = 'current_again' where kind = 'updated' "
+        "and (case when json_valid(payload) then json_extract(payload, '$.current_again') end) is not null"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
@@ -413,6 +423,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m007_use_index", m007_use_index),
     ("m010_schema_gaps", m010_schema_gaps),
     ("m011_category_uses", m011_category_uses),
+    ("m012_chain_events", m012_chain_events),
 ]
 
 
