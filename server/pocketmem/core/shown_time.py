@@ -16,6 +16,7 @@ minutes or hours.
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
+from enum import Enum
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -25,6 +26,7 @@ from pocketmem.core.formatting import age_label, calendar_days
 
 MINUTE, HOUR = 60, 3600
 T = TypeVar("T")
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def as_instant(value: datetime | str) -> datetime:
@@ -46,15 +48,20 @@ def in_zone(result: T, zone: tzinfo) -> T:
 
 
 def _in_zone(value: Any, zone: tzinfo) -> Any:
+    """`value` itself where no time in it changes, so only what holds a time is copied."""
+    if type(value) in _SCALARS or isinstance(value, Enum):
+        return value
     if isinstance(value, datetime):
         return value.astimezone(zone).replace(microsecond=0)
     if isinstance(value, BaseModel):
-        fields = type(value).model_fields
-        return value.model_copy(update={name: _in_zone(getattr(value, name), zone) for name in fields})
-    if isinstance(value, list | tuple):
-        return type(value)(_in_zone(item, zone) for item in value)
+        changed = {name: shown for name, item in value.__dict__.items() if (shown := _in_zone(item, zone)) is not item}
+        return value.model_copy(update=changed) if changed else value
     if isinstance(value, dict):
-        return {key: _in_zone(item, zone) for key, item in value.items()}
+        shown = {key: _in_zone(item, zone) for key, item in value.items()}
+        return shown if any(shown[key] is not item for key, item in value.items()) else value
+    if isinstance(value, list | tuple):
+        items = [_in_zone(item, zone) for item in value]
+        return type(value)(items) if any(a is not b for a, b in zip(items, value, strict=True)) else value
     return value
 
 
