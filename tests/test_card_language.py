@@ -1,5 +1,6 @@
 """The user card and memory_context's system part speak one language, the one recall speaks
-(core/text.shown_language: POCKETMEM_LOCALE, or with `auto` the message's or the card's own), through the MCP
+(core/text.shown_language: POCKETMEM_LOCALE, or with `auto` the message's when it has words of its own, else the
+language of the user's content, as the card read on its own), through the MCP
 client; User.md, the file a person edits, keeps its bilingual headings and is still read back."""
 
 from __future__ import annotations
@@ -115,3 +116,54 @@ async def test_user_md_keeps_its_headings_and_its_edits_under_a_chinese_locale(t
         assert not list(path.parent.glob("*.rejected-*"))
     assert "## 身份\n- 称呼：王工" in card and "- 用户每天早上喝燕麦拿铁" in card
     assert card.startswith("# 用户卡") and "- 交物业费（已逾期：截止 2026-11-26 09:00）" in card
+
+
+# Replies with no words of their own: they say nothing about the user's language.
+ACKNOWLEDGEMENTS = ["👍", "？？", "2333", "😂😂", "ok", "OK!"]
+
+
+async def test_a_reply_without_words_speaks_the_language_of_the_users_content(tmp_path, clock, make_settings):
+    settings = make_settings(tmp_path)  # POCKETMEM_LOCALE=auto, the default
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await fill(client)
+        card = await read(client, CARD)
+        for message in ACKNOWLEDGEMENTS:
+            recalled = await call(client, "recall_memories", {"query": message})
+            system = await prompt(client, message)
+            assert [r["label"] for r in recalled["reminders"]] == ["已逾期：截止 2026-11-26 09:00"], message
+            assert recalled["injection"].startswith("提醒（已逾期：截止 2026-11-26 09:00）“交物业费”"), message
+            assert "# 人设\n- 身份定位：生活助理" in system and "## 身份\n- 称呼：小王" in system, message
+            speaks(recalled["injection"], "zh")
+            speaks(system, "zh")
+        # A real English sentence still decides, in the same Chinese store.
+        english = await call(client, "recall_memories", {"query": "what did I say about my cat?"})
+        asked = await prompt(client, "what did I say about my cat?")
+    assert card.startswith("# 用户卡")
+    assert english["injection"].startswith("Reminder (overdue since 2026-11-26 09:00): “交物业费”")
+    assert "# Persona\n- Role: 生活助理" in asked and "## Who\n- Name: 小王" in asked
+
+
+async def test_a_reply_without_words_in_a_store_without_a_card_speaks_its_newest_memories(
+    tmp_path, clock, make_settings
+):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "add_memory", {"content": "用户周末常去爬山"})
+        card = await read(client, CARD)
+        system = await prompt(client, "👍")
+    assert card == "# 用户卡\n\n## 身份\n- 用户 id：global\n"
+    assert "# 用户卡" in system
+    speaks(system, "zh")
+
+
+async def test_a_reply_without_words_in_an_english_store_speaks_english(tmp_path, clock, make_settings):
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "update_profile", {"identity": {"name": "Sam"}, "confirmed": True})
+        overdue = (START - timedelta(hours=1)).isoformat()
+        await call(client, "add_memory", {"content": "Pay the rent", "category": "todo", "due_at": overdue})
+        recalled = await call(client, "recall_memories", {"query": "👍"})
+        system = await prompt(client, "👍")
+    assert recalled["injection"].startswith("Reminder (overdue since 2026-11-26 09:00): “Pay the rent”")
+    assert "# User card\n\n## Who\n- Name: Sam" in system
+    speaks(system, "en")

@@ -1,5 +1,6 @@
 """One clock (issue 24 item 3): every time a person sees is in POCKETMEM_TZ, with its offset where it is absolute.
-A memory written at 2026-11-26 17:17 UTC is 2026-11-27 01:17 in Asia/Shanghai: each surface must say the 27th."""
+A memory written at 2026-11-26 17:17 UTC is 2026-11-27 01:17 in Asia/Shanghai: each surface must say the 27th.
+What the model reads too: every instant a tool or resource returns is ISO 8601 in the zone, to the second."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from zoneinfo import ZoneInfo
 import anyio
 import httpx2
 import pytest
+from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock, from_iso
 from pocketmem.base.models import Category
 from pocketmem.core.shown_time import absolute, relative
+from pocketmem.mcp.server import build_server
 from pocketmem.service.profile.profile_files import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import standalone
@@ -123,3 +126,72 @@ def test_the_cli_token_list_and_maintenance_speak_the_zone(tmp_path, capsys):
     assert absolute(created, SHANGHAI) in listed.stdout
     dry = run_cli(capsys, home, "maintain", "--dry-run", "--now", "2026-11-27T01:17:00+08:00")
     assert "maintenance at 2026-11-27 01:17 +08:00 would purge nothing" in dry.stderr, dry.stderr
+
+
+# -- what the model reads: every instant a tool or resource returns is on the user's clock ------------------------
+SHOWN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00$")  # the zone's offset, whole seconds
+TIME_KEYS = ("_at", "_until", "valid_from", "oldest", "newest")
+
+
+def _instants(value: object, path: str = "") -> dict[str, str]:
+    """Every time a result carries, by where it is: {"memories[0].created_at": "2026-…", …}."""
+    found: dict[str, str] = {}
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str) and key.endswith(TIME_KEYS):
+                found[f"{path}{key}"] = item
+            found.update(_instants(item, f"{path}{key}."))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.update(_instants(item, f"{path[:-1]}[{i}]."))
+    return found
+
+
+@pytest.mark.anyio
+@pytest.mark.backends
+async def test_every_instant_the_model_reads_is_in_the_zone_to_the_second(tmp_path, make_settings):
+    settings = make_settings(tmp_path)
+    clock = FixedClock(LATE_UTC + timedelta(milliseconds=125))  # 2026-11-27 01:17:00.125 in Shanghai
+    seen: dict[str, str] = {}
+
+    async def tool(name: str, args: dict) -> dict:
+        result = await client.call_tool(name, args)
+        assert not result.is_error, result.content[0].text
+        assert json.loads(result.content[0].text) == result.structured_content  # the text block hosts inject
+        seen.update({f"{name}:{k}": v for k, v in _instants(result.structured_content).items()})
+        return result.structured_content
+
+    async def resource(uri: str) -> dict:
+        shown = json.loads((await client.read_resource(uri)).contents[0].text)
+        seen.update({f"{uri}:{k}": v for k, v in _instants(shown).items()})
+        return shown
+
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        todo = await tool("add_memory", {"content": "给朵朵交学费", "category": "todo",
+                                         "due_at": "2026-11-27T00:30:00+08:00"})  # 2026-11-26T16:30Z
+        said = await tool("add_memory", {"content": "用户说今晚去看了演唱会", "category": "episode",
+                                         "created_at": "2026-11-26T21:00"})  # wall-clock time in the zone
+        core = await tool("add_memory", {"content": "用户对花生过敏", "scores": {"persistence": 1}})
+        pending = await tool("add_memory", {"content": "用户可能喜欢爵士乐", "confidence": 0.7})
+        recalled = await tool("recall_memories", {"query": "学费交了吗", "keywords": ["学费"]})
+        await tool("list_memories", {})
+        await tool("list_memories", {"status": "pending"})
+        await tool("confirm_pending", {"pending_id": pending["pending_id"], "action": "snooze"})
+        await tool("patch_core_memory", {"memory_id": core["memory_id"], "patch": "坚果也不行"})
+        await tool("mark_memory", {"memory_id": todo["memory_id"], "action": "complete"})
+        await tool("forget_memory", {"memory_id": said["memory_id"]})
+        await tool("list_trash", {})
+        restored = await tool("restore", {"memory_id": said["memory_id"]})
+        for uri in ("memory://memories", f"memory://memories/{core['memory_id']}", "memory://review",
+                    "memory://stats"):
+            await resource(uri)
+
+    reminder = recalled["reminders"][0]
+    assert reminder["label"] == "已逾期：截止 2026-11-27 00:30"
+    assert reminder["due_at"] == "2026-11-27T00:30:00+08:00"  # the label's day, not 2026-11-26T16:30Z
+    assert recalled["memories"][0]["due_at"] == reminder["due_at"]
+    assert restored["memory"]["created_at"] == "2026-11-26T21:00:00+08:00"  # as it was said, not 13:00Z
+    assert {"memory://stats:oldest", "memory://stats:newest", "confirm_pending:cooldown_until",
+            "mark_memory:memory.completed_at", "forget_memory:item.purge_at", "list_trash:items[0].deleted_at",
+            f"memory://memories/{core['memory_id']}:revisions[0].created_at"} <= set(seen)
+    assert {where: when for where, when in seen.items() if not SHOWN.match(when)} == {}

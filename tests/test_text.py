@@ -7,6 +7,7 @@ from pocketmem.core.text import (
     fts_match_expression,
     guess_language,
     index_terms,
+    own_language,
     query_terms,
     weighted_query_terms,
 )
@@ -58,6 +59,19 @@ def test_fts_expression_quotes_everything():
 )
 def test_language_guess(text, lang):
     assert guess_language(text) == lang
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("👍", None), ("？？", None), ("2333", None), ("😂😂", None), ("", None),
+        ("ok", None), ("OK!", None), ("lol", None), ("okay", None), ("I see", None), ("ｏｋ", None),
+        ("哈哈", "zh"), ("ok 好的", "zh"), ("what did I say about my cat?", "en"), ("yes please", "en"),
+        ("thanks", "en"), ("ok ok ok", "en"),
+    ],
+)
+def test_a_text_has_a_language_of_its_own_only_with_words(text, lang):
+    assert own_language(text) == lang
 
 
 def test_clean_text_rules():

@@ -3,7 +3,9 @@ them together; a clean shutdown keeps every one, and a failed write keeps them f
 
 from __future__ import annotations
 
+import json
 import sys
+from datetime import datetime
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -11,10 +13,12 @@ from mcp import Client, StdioServerParameters
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import StoreError
 from pocketmem.base.models import EventKind
+from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.shared.reinforcement import UseLedger
 from pocketmem.service.writing.add_request import AddRequest
 
+from .helpers import call
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -106,3 +110,19 @@ async def test_a_server_shut_down_cleanly_keeps_every_use_count(tmp_path, clock,
             assert [m["id"] for m in result.structured_content["memories"]] == [ids[0]]
     async with PocketMem(settings, clock=clock) as app:
         assert await counts(app, ids) == ([7, 0], 7)
+
+
+async def test_a_deferred_count_written_after_a_later_use_keeps_the_later_time(tmp_path, clock, make_settings):
+    settings = make_settings(tmp_path, use_flush_interval=3600)  # only the explicit flush below writes the counts
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        memory_id = (await call(client, "add_memory", {"content": "用户不喜欢香菜", "keywords": ["香菜"]}))["memory_id"]
+        hit = await call(client, "recall_memories", {"query": "香菜", "keywords": ["香菜"]})
+        assert [m["id"] for m in hit["memories"]] == [memory_id]  # counted at START, waiting for the flush
+        clock.advance(seconds=3)
+        used = await call(client, "recall_memories", {"query": "👍", "used": [memory_id]})  # written at once
+        assert used["reinforced"] == [memory_id]
+        assert app.retrieval.uses.pending == 1
+        await app.retrieval.uses.flush()
+        shown = json.loads((await client.read_resource(f"memory://memories/{memory_id}")).contents[0].text)
+    assert datetime.fromisoformat(shown["last_active_at"]) == clock.now()
+    assert shown["use_count"] == 1

@@ -17,7 +17,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import EmbedderMismatch, NotFound
 from pocketmem.base.models import EventKind
 from pocketmem.base.progress import Progress, no_progress
-from pocketmem.base.results import MemoryView
+from pocketmem.base.results import MemoryRecord, MemoryView, RevisionView
 from pocketmem.core.scoring import importance_now
 from pocketmem.core.text import shown_language
 from pocketmem.providers.embeddings import Embedder, make_embedder
@@ -201,16 +201,17 @@ class PocketMem:
 
     # -- views ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
+        """memory_record as JSON, its instants as stored (UTC): `pocketmem show`, the resource's fingerprint."""
+        return (await self.memory_record(user_id, memory_id)).model_dump(mode="json")
+
+    async def memory_record(self, user_id: str, memory_id: str) -> MemoryRecord:
         async with self.store.read() as reader:
             memory = await reader.get_memory(user_id, memory_id)
             if memory is None:
                 raise NotFound(f"no memory with id {memory_id!r}")
             revisions = await reader.list_revisions(user_id, memory_id)
-        now = self.clock.now()
-        view = MemoryView.of(memory, importance_now(memory, now))
-        out = view.model_dump(mode="json")
-        out["revisions"] = [r.model_dump(mode="json", exclude={"user_id"}) for r in revisions]
-        return out
+        view = MemoryView.of(memory, importance_now(memory, self.clock.now()))
+        return MemoryRecord(**dict(view), revisions=[RevisionView.of(r) for r in revisions])
 
     async def user_card(self, user_id: str) -> str:
         if self.settings.temporary:
@@ -234,8 +235,8 @@ class PocketMem:
             "tombstones": stats.tombstones,
             "revisions": stats.revisions,
             "events": stats.events,
-            "oldest": _iso(stats.oldest),
-            "newest": _iso(stats.newest),
+            "oldest": stats.oldest,
+            "newest": stats.newest,
             "embedder": self.embedder.tag,
             "database": self.settings.database_label,
             **({"sync": await self.sync.status(user_id)} if self.sync is not None else {}),
@@ -278,9 +279,9 @@ class PocketMem:
         return report
 
 
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when is not None else None
-
-
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    return json.dumps(value, ensure_ascii=False, indent=2, default=_plain)
+
+
+def _plain(value: object) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pocketmem.base.models import Category, DeleteReason, Memory, PendingItem, PendingStatus, Status
+from pocketmem.base.models import Category, DeleteReason, Memory, PendingItem, PendingStatus, Revision, Status
 
 
 class ScoresView(BaseModel):
@@ -71,6 +71,26 @@ class MemoryView(BaseModel):
             purge_at=memory.purge_at,
             delete_reason=memory.delete_reason,
         )
+
+
+class RevisionView(BaseModel):
+    id: str
+    memory_id: str
+    previous_content: str
+    new_content: str
+    mode: str
+    reason: str | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, revision: Revision) -> RevisionView:
+        return cls(**revision.model_dump(exclude={"user_id"}))
+
+
+class MemoryRecord(MemoryView):
+    """One memory with its earlier texts, newest first (memory://memories/{memory_id}, `pocketmem show`)."""
+
+    revisions: list[RevisionView]
 
 
 class PendingView(BaseModel):

@@ -265,9 +265,32 @@ def patched_text(
     return text
 
 
-def shown_language(locale: str, text: str) -> str:
-    """The language of what a person or the model reads: POCKETMEM_LOCALE, or with `auto` that of `text`."""
-    return locale if locale != "auto" else guess_language(text)
+# A reply of at most two Latin words and this many letters in all (ok, OK!, lol, thx, yes, hmm, okay) is an
+# acknowledgement a Chinese user types as readily as an English one: it does not say which language to speak.
+ACK_LETTERS = 4
+_LETTERS = re.compile(rf"[^\W\d_{_CJK}]+")
+
+
+def own_language(text: str) -> str | None:
+    """The language `text` is written in, or None when it has none of its own: no letters (👍, ？？, 2333, 😂😂)
+    or only a short Latin acknowledgement (ACK_LETTERS). Chinese, Japanese or Korean characters always decide
+    (哈哈 is Chinese), as guess_language weighs them against the Latin letters."""
+    if _CJK_CHAR.search(text):
+        return guess_language(text)
+    words = _LETTERS.findall(text)
+    return "en" if len(words) > 2 or sum(map(len, words)) > ACK_LETTERS else None
+
+
+def stated_language(locale: str, text: str) -> str | None:
+    """The language of what a person or the model reads, when the locale or `text` decides it: POCKETMEM_LOCALE,
+    or with `auto` the language `text` has of its own; None when the user's own content must decide."""
+    return locale if locale != "auto" else own_language(text)
+
+
+def shown_language(locale: str, text: str, content: str = "") -> str:
+    """The language of what a person or the model reads: stated_language, else that of the user's `content`
+    (the user card's words: service/shared/usercard.content_language), else English."""
+    return stated_language(locale, text) or guess_language(content)
 
 
 def has_cjk(text: str) -> bool:

@@ -14,7 +14,8 @@ from pydantic import Field
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
 from pocketmem.core.rubric import Language, agent_rubric
-from pocketmem.core.text import guess_language
+from pocketmem.core.text import own_language
+from pocketmem.service.shared.usercard import content_language
 
 LANGUAGES = get_args(Language)  # the rubric's languages
 # remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
@@ -39,9 +40,11 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
         return package.text
 
     @mcp.prompt(title="Extract memories from a conversation")
-    def extract_memories(
+    async def extract_memories(
         conversation: Annotated[str | None, Field(description="The recent messages to mine, as plain text.")] = None,
-        language: Annotated[str | None, Field(description="zh or en; default follows the conversation.")] = None,
+        language: Annotated[
+            str | None, Field(description="zh or en; default follows the conversation, else your memories.")
+        ] = None,
     ) -> str:
         """The rubric remember_conversation uses, for turning a conversation into add_memory calls yourself."""
         if conversation is not None and len(conversation) > MAX_CONVERSATION_CHARS:
@@ -56,7 +59,10 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
                 f"invalid argument language: must be one of: {', '.join(LANGUAGES)} (leave it out to follow the "
                 "conversation)",
             )
-        lang = language or (guess_language(conversation) if conversation else "zh")
+        # The conversation's language; without one of its own (none given, 👍, ok), the user's content's.
+        lang = language or own_language(conversation or "") or await content_language(
+            app.store, current_user(), app.clock.now()
+        )
         # The rubric remember_conversation gives its LLM (rubric.py) with the settings in force, then the tool
         # calls that carry it out.
         rubric = agent_rubric("zh" if lang == "zh" else "en", app.settings)

@@ -1,4 +1,5 @@
-"""Resources: the user card, store statistics, the review queue, and one memory by id."""
+"""Resources: the user card, store statistics, the review queue, and one memory by id. The instants of the JSON
+ones are in the user's zone, to the whole second (core/shown_time.in_zone), as the tools' results are."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import NotFound, PocketmemError
+from pocketmem.core.shown_time import in_zone
 
 USER_CARD_URI = "memory://user-card"
 STATS_URI = "memory://stats"
@@ -24,7 +26,7 @@ async def listing(app: PocketMem, user_id: str) -> dict[str, Any]:
     listed = await app.listing.list_memories(
         user_id, category=None, status="active", text=None, limit=LISTED, offset=0
     )
-    return listed.model_dump(mode="json", exclude={"counts"})
+    return in_zone(listed, app.settings.zone).model_dump(mode="json", exclude={"counts"})
 
 
 def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
@@ -47,7 +49,7 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
         mime_type="application/json",
     )
     async def stats() -> dict[str, Any]:
-        stats = await app.stats(current_user())
+        stats = in_zone(await app.stats(current_user()), app.settings.zone)
         if get_access_token() is not None:
             # A network user has no business knowing where the server keeps its files.
             stats.pop("database", None)
@@ -64,7 +66,7 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
         mime_type="application/json",
     )
     async def review() -> dict[str, Any]:
-        return (await app.review.queue(current_user())).model_dump(mode="json")
+        return in_zone(await app.review.queue(current_user()), app.settings.zone).model_dump(mode="json")
 
     @mcp.resource(
         MEMORIES_URI,
@@ -86,7 +88,8 @@ def register_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[]
     )
     async def memory(memory_id: str) -> dict[str, Any]:
         try:
-            return await app.get_memory(current_user(), memory_id)
+            record = await app.memory_record(current_user(), memory_id)
+            return in_zone(record, app.settings.zone).model_dump(mode="json")
         except NotFound as exc:
             raise ResourceNotFoundError(f"{exc}; list ids with the list_memories tool or memory://memories") from None
         except PocketmemError as exc:

@@ -16,7 +16,7 @@ them). The detail lives in docs/tools.md and in the error messages. No SQL here.
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Annotated, Any, Literal, NamedTuple, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -42,6 +42,7 @@ from pocketmem.base.results import (
 )
 from pocketmem.core.instants import Instant
 from pocketmem.core.routing import routing_rule
+from pocketmem.core.shown_time import in_zone
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
@@ -114,17 +115,29 @@ def describe(text: str, settings: Settings) -> str:
 
 
 def declare(mcp: MCPServer, settings: Settings) -> Callable[[F], F]:
-    """Register a tool under its row of TOOLS, its description filled from the settings."""
+    """Register a tool under its row of TOOLS, its description filled from the settings, its result's instants
+    in the user's zone (`shown_in_zone`)."""
 
     def add(fn: F) -> F:
         row = TOOLS[fn.__name__]
         mcp.add_tool(
-            fn, name=fn.__name__, title=row.title, annotations=row.annotations,
+            shown_in_zone(fn, settings.zone), name=fn.__name__, title=row.title, annotations=row.annotations,
             description=describe(fn.__doc__ or "", settings),
         )
         return fn
 
     return add
+
+
+def shown_in_zone(fn: Callable[P, Awaitable[R]], zone: tzinfo) -> Callable[P, Awaitable[R]]:
+    """The tool with every datetime of its result in `zone`, whole seconds (core/shown_time.in_zone): the model
+    reads `due_at` and the label beside it on one clock. The one place a tool's result meets the zone."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        return in_zone(await fn(*args, **kwargs), zone)
+
+    return wrapper
 
 
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

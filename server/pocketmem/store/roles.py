@@ -418,7 +418,8 @@ class MemoryWrites(Protocol):
 
     @abstractmethod
     async def touch(self, user_id: str, memory_ids: Sequence[str], now: datetime, *, by: int = 1) -> None:
-        """use_count += by, last_active_at = now."""
+        """use_count += by, last_active_at = the later of its own and `now` (a deferred count written after a
+        later use must not move it back)."""
 
     @abstractmethod
     async def eviction_candidates(

@@ -44,9 +44,10 @@ from pocketmem.core.operations import (
 )
 from pocketmem.core.routing import route
 from pocketmem.core.rubric import Language, server_rubric
-from pocketmem.core.text import clean_text, guess_language
+from pocketmem.core.text import clean_text, own_language
 from pocketmem.providers.llm import ChatAnswer, ChatModel, ChatRequest, ChatTurn, configured_model
 from pocketmem.service.recall.retrieval import RecallRequest, Retrieval
+from pocketmem.service.shared.usercard import content_language
 from pocketmem.service.writing.add_request import MAX_KEYWORD_CHARS, MAX_KEYWORDS, AddRequest
 from pocketmem.service.writing.batch import (
     AddStep,
@@ -209,7 +210,9 @@ class Extraction:
             if (kw := clean_text(raw, f"hints.keywords[{i}]", max_chars=MAX_KEYWORD_CHARS, allow_empty=True))
         ]
         said = " ".join(m.content for m in turns if m.role == "user")
-        language: Language = "zh" if guess_language(said) == "zh" else "en"
+        # The conversation's language; a conversation of 👍 and ok has none: the user's content's (as recall's)
+        spoken = own_language(said) or await content_language(self.store, user_id, self.clock.now())
+        language: Language = "zh" if spoken == "zh" else "en"
         related = await self._related(user_id, turns, keywords, hints.memory_ids, note)
         known = {f"m{i}": memory for i, memory in enumerate(related, start=1)}
         system = server_rubric(language, self.settings)

@@ -27,13 +27,12 @@ from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
 from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line
 from pocketmem.core.profile_text import profile_summary
-from pocketmem.core.text import shown_language
 from pocketmem.core.tokens_estimate import estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
 from pocketmem.service.recall.retrieval import RecallRequest, Retrieval, checked_message
-from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_WORDS, temporary_card, who_lines
+from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_WORDS, temporary_card, user_language, who_lines
 from pocketmem.service.upkeep.todos import open_todo_label
 from pocketmem.store.base import Transactions
 from pocketmem.store.types import MemoryFilter
@@ -60,15 +59,15 @@ class ContextBuilder:
         # Refused above recall's limit before anything reads the message whole.
         lines = [checked_message(line, f"context[{i}]", allow_empty=True) for i, line in enumerate(context)]
         trigger = long_term_trigger("\n".join([checked_message(message, "query"), *lines]))
-        lang = shown_language(self.settings.locale, message)
-        zh = lang == "zh"
         await self.files.check(user_id)
+        lang = await user_language(self.store, user_id, self.settings, message, self.clock.now())
+        zh = lang == "zh"
         result = await self.retrieval.recall(
             user_id,
             RecallRequest(
                 query=message, context=tuple(context)[-3:], keywords=trigger.files,
                 top_k=EVIDENCE_TOP_K_LONG if trigger.long_term else EVIDENCE_TOP_K,
-                include_history=trigger.long_term,
+                include_history=trigger.long_term, lang=lang,
             ),
         )
         sh = shares(self.settings.context_tokens)

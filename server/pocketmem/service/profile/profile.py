@@ -33,8 +33,9 @@ from pocketmem.core.profile_text import (
     profile_summary,
     render,
 )
-from pocketmem.core.text import clean_text, shown_language, visible
+from pocketmem.core.text import clean_text, visible
 from pocketmem.service.shared.rows import new_id
+from pocketmem.service.shared.usercard import user_language
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.types import MemoryFilter
@@ -198,7 +199,8 @@ class Profile:
         """A pending confirmation of the changed fields: one item per proposal, and none for a proposal the user
         rejected when asked (as pending memories: writing.pending_in) unless the person makes it themselves."""
         said = "\n".join(v for values in changes.values() for v in values.values())
-        lang = shown_language(self.settings.locale, said)  # as recall and the user card: the locale, else `said`
+        # as recall and the user card
+        lang = await user_language(self.store, user_id, self.settings, said, self.clock.now())
         lines = [
             line for section, fields in changes.items() for line in profile_summary(section, fields, lang, cleared=True)
         ]

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pocketmem.base.clock import Clock
@@ -35,7 +35,6 @@ from pocketmem.core.text import (
     clean_text,
     guess_language,
     named_words,
-    shown_language,
     stem_word,
     weighted_query_terms,
 )
@@ -45,7 +44,7 @@ from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVect
 from pocketmem.service.recall.library import LibraryHits, LibraryRecall
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
-from pocketmem.service.shared.usercard import render_user_card
+from pocketmem.service.shared.usercard import render_user_card, user_language
 from pocketmem.service.upkeep.todos import due_reminders, open_todo_label, reminder_view
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreReader
@@ -100,6 +99,7 @@ class RecallRequest:
     record: bool = True  # count hits as used; benchmarks turn it off to keep queries independent
     used: Sequence[str] = ()  # ids the agent says shaped its previous reply (review.record_used)
     temporary: bool = False  # recall nothing, record nothing
+    lang: str | None = None  # the language shown, when the caller has decided it (usercard.user_language)
 
 
 class Retrieval:
@@ -220,10 +220,11 @@ class Retrieval:
         hooks; docs/architecture.md, *A recall, traced*)."""
         if self.files_check is not None:
             await self.files_check(user_id)
-        result = await self.recall(user_id, req)
+        lang = await user_language(self.store, user_id, self.settings, req.query, self.clock.now())
+        result = await self.recall(user_id, replace(req, lang=lang))
         if result.temporary or self.onboarding is None:
             return result
-        return result.model_copy(update={"onboarding": await self.onboarding(user_id, guess_language(req.query))})
+        return result.model_copy(update={"onboarding": await self.onboarding(user_id, lang)})
 
     async def recall(self, user_id: str, req: RecallRequest) -> RecallResult:
         q = self.parse(req)
@@ -232,7 +233,7 @@ class Retrieval:
             raise InvalidInput("top_k", "must be between 1 and 50")
         if req.temporary or self.settings.temporary:
             return RecallResult(memories=[], injection="", temporary=True)
-        locale = shown_language(self.settings.locale, q.message)
+        locale = req.lang or await user_language(self.store, user_id, self.settings, q.message, self.clock.now())
         # 我以前…用过什么 asks for earlier versions as include_history does (core/timeexpr.py)
         history = req.include_history or q.time.earlier
         statuses = (Status.active, Status.superseded) if history else (Status.active,)

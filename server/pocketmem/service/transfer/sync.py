@@ -33,7 +33,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 from pydantic import BaseModel, Field
 
-from pocketmem.base.clock import Clock, to_iso
+from pocketmem.base.clock import Clock, from_iso, to_iso
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
@@ -397,8 +397,8 @@ class Sync:
             "library": getattr(self.library, "label", None),
             "scopes": list(self.settings.sync_scopes),
             "interval": self.settings.sync_interval,
-            "last_attempt_at": state.get("last_attempt_at"),
-            "last_success_at": state.get("last_success_at"),
+            "last_attempt_at": _instant(state.get("last_attempt_at")),
+            "last_success_at": _instant(state.get("last_success_at")),
             "last_error": state.get("last_error"),
             "consecutive_failures": state.get("consecutive_failures", 0),
             "pending_uploads": pending,
@@ -462,6 +462,11 @@ def backoff(interval: float, failures: int) -> float:
     if failures <= 0:
         return interval
     return min(interval * 2 ** min(failures, 20), max(interval, MAX_BACKOFF))
+
+
+def _instant(stored: object) -> datetime | None:
+    """A time the sync state keeps as text, as a datetime (shown in the user's zone by who shows it)."""
+    return from_iso(stored) if isinstance(stored, str) else None
 
 
 def _trash_filter() -> Any:

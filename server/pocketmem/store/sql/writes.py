@@ -132,10 +132,13 @@ class MemoryWriteQueries:
             return
         d = self.dialect
         ids, params = d.in_list("id", memory_ids)
+        # The later of the two: a deferred recall count (service/shared/reinforcement.py) may be written after a
+        # use recorded since, and must not move last_active_at back.
         await self._exec(
             d.sql(
-                "update memories set use_count = use_count + {p}, last_active_at = {p} "
+                "update memories set use_count = use_count + {p}, "
+                f"last_active_at = {d.greatest}(coalesce(last_active_at, {{p}}), {{p}}) "
                 f"where {d.owner()} = {{p}} and {ids}"
             ),
-            (by, d.ts(now), user_id, *params),
+            (by, d.ts(now), d.ts(now), user_id, *params),
         )
