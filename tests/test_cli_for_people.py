@@ -139,6 +139,20 @@ def test_client_config_carries_where_the_store_is_and_how_it_is_read_but_no_secr
     assert [m["id"] for m in listed["items"]] == [memory_id]
 
 
+def test_client_config_carries_every_setting_set_here_that_is_not_its_default(capsys, tmp_path):
+    """The host starts the server with the entry's env alone: a setting of this shell left out would run it
+    otherwise (POCKETMEM_SECRETS=refuse would be redact there)."""
+    chosen = {"POCKETMEM_SECRETS": "refuse", "POCKETMEM_LOCALE": "en", "POCKETMEM_TOP_K": "5",
+              "POCKETMEM_CLOUD_URL": "postgresql://me@db.example/mem"}
+    out = ok(run_cli(capsys, tmp_path, "client-config", **chosen, POCKETMEM_LOG_LEVEL="WARNING",
+                     POCKETMEM_EMBED_API_KEY="sk-secret-1"))
+    env = json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]
+    assert env == {**chosen, "POCKETMEM_EMBEDDER": "hash", "POCKETMEM_HOME": str(tmp_path),
+                   "POCKETMEM_TZ": "Asia/Shanghai"}  # the log level is the default's: nothing to carry
+    assert "# note: POCKETMEM_EMBED_API_KEY is set here but left out because it holds a secret" in out.stderr
+    assert "sk-secret-1" not in out.stdout + out.stderr
+
+
 def test_a_pending_profile_change_shows_as_one(capsys, tmp_path, make_settings):
     import asyncio
 

@@ -8,6 +8,8 @@ from pocketmem.core.formatting import (
     InjectionItem,
     age_label,
     calendar_days,
+    cut,
+    due_label,
     injection_block,
     user_card,
 )
@@ -89,3 +91,33 @@ def test_a_long_first_todo_keeps_no_room():
     core = [f"核心记忆第{i}条：用户很在意这件事。" for i in range(100)]
     card = user_card("User card", [CardSection("Core memories", core), CardSection("Open todos", ["长" * 700])])
     assert "## Open todos" not in card and card.count("- 核心记忆第") > 30
+
+
+FAMILY = "👨\u200d👩\u200d👧\u200d👦"  # four people joined by three zero-width joiners: one character to a reader
+
+
+@pytest.mark.parametrize("unit", [
+    FAMILY,
+    "🇨🇳",  # a flag: two regional indicators
+    "e\u0301",  # e and a combining acute accent
+    "👍🏽",  # a thumb with a skin tone
+    "1\ufe0f\u20e3",  # a keycap: digit, variation selector, enclosing keycap
+    "\u1100\u1161\u11a8",  # a Hangul syllable written as three jamo
+])
+def test_a_cut_ends_between_two_characters_as_a_reader_sees_them(unit):
+    units = [*"Team avatars: ", *[unit] * 30]
+    text = "".join(units)
+    for room in range(len(text) + 1):
+        whole = max(k for k in range(len(units) + 1) if len("".join(units[:k])) <= room)
+        assert cut(text, room) == "".join(units[:whole]), room
+
+
+@pytest.mark.parametrize(("due", "zh", "en"), [
+    (datetime(2026, 11, 28, 18, 0, tzinfo=TZ), "截止 2026-11-28 18:00", "due 2026-11-28 18:00"),
+    (datetime(2026, 11, 28, 23, 59, 59, 999000, tzinfo=TZ), "截止 2026-11-28", "due 2026-11-28"),  # a date alone
+])
+def test_a_due_date_alone_is_labelled_with_the_date(due, zh, en):
+    before, after = datetime(2026, 11, 28, 9, 0, tzinfo=TZ), datetime(2026, 11, 29, 0, 0, tzinfo=TZ)
+    assert (due_label(due, before, TZ, "zh"), due_label(due, before, TZ, "en")) == (zh, en)
+    assert due_label(due, after, TZ, "zh") == "已逾期：" + zh
+    assert due_label(due, after, TZ, "en") == en.replace("due", "overdue since")

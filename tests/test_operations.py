@@ -135,8 +135,8 @@ def test_a_date_without_zone_is_the_users_local_time():
                            "due_at": "2026-12-01T10:00:00"}))
     assert checked.op.due_at == datetime(2026, 12, 1, 10, 0, tzinfo=SHANGHAI)
     add = {"op": "ADD", "content": "面试", "category": "event", "confidence": 0.9, "due_at": "2026-12-01"}
-    [dated] = check(ops(add))
-    assert dated.op.due_at == datetime(2026, 12, 1, 0, 0, tzinfo=SHANGHAI)
+    [dated] = check(ops(add))  # a date alone, as the rubric has the model write dates: due by the end of that day
+    assert dated.op.due_at == datetime(2026, 12, 1, 23, 59, 59, 999000, tzinfo=SHANGHAI)
 
 
 @pytest.mark.parametrize("example", [EXAMPLE_ANSWER_ZH, EXAMPLE_ANSWER_EN])

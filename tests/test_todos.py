@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from mcp import Client
@@ -15,10 +17,11 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
 from .asgi import Browser, make_browser
-from .helpers import SHANGHAI, START
+from .helpers import SHANGHAI, START, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
 USER = "global"
+LOS_ANGELES = ZoneInfo("America/Los_Angeles")
 
 
 async def todo(app: PocketMem, content: str, **kw) -> str:
@@ -221,3 +224,42 @@ async def test_an_expired_todo_leaves_every_list_of_open_todos(tmp_path, make_se
     assert call not in user_md and user_md.count("- 待办事项") == 20 and "- … +" not in user_md, user_md
     assert page.status_code == 200 and call not in page.text and "待办事项0" in page.text
     assert len(overview.todos) == 20 and not overview.due and not overview.overdue
+
+
+async def test_a_todo_due_on_a_date_is_due_all_that_day_and_shown_as_that_date(tmp_path, make_settings, clock):
+    """A date alone (what the extraction rubric has the model write) is due by the end of that day in the user's
+    zone: reminded from the day's start, overdue only from the next day, labelled with the date alone on every
+    surface; export and import keep it."""
+    clock.set(datetime(2026, 11, 27, 9, 0, tzinfo=LOS_ANGELES))
+    settings = make_settings(tmp_path, tz="America/Los_Angeles", profile_files="on")
+    notes, venue = "Send the release notes to QA.", "Book the venue for the team party."
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        added = await call(client, "add_memory", {"content": notes, "category": "todo", "due_at": "2026-11-27"})
+        await call(client, "add_memory", {"content": venue, "category": "todo", "due_at": "2026-11-28"})
+        [shown] = (await call(client, "list_memories", {"text": "release notes"}))["items"]
+        assert (shown["due_at"], shown["remind_at"]) == ("2026-11-27T23:59:59-08:00", "2026-11-27T00:00:00-08:00")
+        today = await call(client, "recall_memories", {"query": "What do I have to do today?"})
+        assert [(r["id"], r["label"], r["overdue"]) for r in today["reminders"]] == [
+            (added["memory_id"], "due 2026-11-27", False)
+        ]
+        assert today["injection"].splitlines()[0] == f"Reminder (due 2026-11-27): “{notes}”"
+        card = (await client.read_resource("memory://user-card")).contents[0].text
+        assert f"- {notes} (due 2026-11-27)\n- {venue} (due 2026-11-28)\n" in card, card
+        assert f"- {notes} — due 2026-11-27\n" in await app.profile_files.render_user(USER)
+        async with make_browser(app) as http:
+            page = await Browser(http).get("/todos")
+        assert '<time datetime="2026-11-27">2026-11-27</time>' in page.text
+
+        clock.set(datetime(2026, 11, 27, 23, 59, 30, tzinfo=LOS_ANGELES))
+        late = await call(client, "recall_memories", {"query": "What do I have to do today?"})
+        assert [(r["label"], r["overdue"]) for r in late["reminders"]] == [("due 2026-11-27", False)]
+        clock.set(datetime(2026, 11, 28, 0, 0, 1, tzinfo=LOS_ANGELES))
+        next_day = await call(client, "recall_memories", {"query": "What do I have to do today?"})
+        assert [(r["content"], r["label"], r["overdue"]) for r in next_day["reminders"]] == [
+            (venue, "due 2026-11-28", False), (notes, "overdue since 2026-11-27", True)
+        ]
+        exported = io.StringIO()
+        await app.exporter.export(exported)
+    async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db", tz="America/Los_Angeles"), clock=clock) as copy:
+        await copy.exporter.import_lines(exported.getvalue().splitlines())
+        assert f"- {notes} (overdue since 2026-11-27)\n- {venue} (due 2026-11-28)\n" in await copy.user_card(USER)

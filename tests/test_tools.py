@@ -10,6 +10,8 @@ import pytest
 from mcp import Client
 
 from pocketmem.app import PocketMem
+from pocketmem.base.models import Category
+from pocketmem.core.rubric import server_rubric
 from pocketmem.mcp.server import build_server
 
 from .helpers import call, error
@@ -74,6 +76,86 @@ async def test_the_tool_definitions_fit_in_8000_bytes(client):
     tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools]
     lean = [{key: tool[key] for key in ("name", "description", "inputSchema")} for tool in tools]
     assert len(json.dumps(lean, ensure_ascii=False, separators=(",", ":")).encode()) <= 8000
+
+
+# The keywords of JSON Schema 2020-12 (core, applicator, validation, meta-data, format annotation, content): a
+# validator or a host (Gemini-backed ones answer 400 "Unknown name") knows no other.
+JSON_SCHEMA_KEYWORDS = {
+    "$schema", "$id", "$ref", "$defs", "$anchor", "$dynamicRef", "$dynamicAnchor", "$comment", "$vocabulary",
+    "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "prefixItems", "items", "contains",
+    "properties", "patternProperties", "additionalProperties", "propertyNames", "unevaluatedItems",
+    "unevaluatedProperties", "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains",
+    "minContains", "maxProperties", "minProperties", "required", "dependentRequired", "title", "description",
+    "default", "deprecated", "readOnly", "writeOnly", "examples", "format", "contentEncoding", "contentMediaType",
+    "contentSchema",
+}
+NAMED = {"properties", "$defs", "patternProperties", "dependentSchemas"}  # their keys are names, not keywords
+
+
+def unknown_keywords(schema: object, where: str) -> list[str]:
+    if isinstance(schema, list):
+        return [found for i, item in enumerate(schema) for found in unknown_keywords(item, f"{where}[{i}]")]
+    if not isinstance(schema, dict):
+        return []
+    found = [f"{where}.{key}" for key in schema if key not in JSON_SCHEMA_KEYWORDS]
+    for key, value in schema.items():
+        if key in NAMED and isinstance(value, dict):
+            found += [f for name, sub in value.items() for f in unknown_keywords(sub, f"{where}.{key}.{name}")]
+        elif key not in ("enum", "const", "default", "examples", "required"):
+            found += unknown_keywords(value, f"{where}.{key}")
+    return found
+
+
+async def test_every_input_schema_speaks_json_schema_only(client):
+    """Bounds are `minimum`/`maximum`, never pydantic's `ge`/`le`, which validators ignore and some hosts refuse."""
+    tools = (await client.list_tools()).tools
+    assert [found for tool in tools for found in unknown_keywords(tool.input_schema, tool.name)] == []
+    schemas = {tool.name: tool.input_schema["properties"] for tool in tools}
+    assert {k: v for k, v in schemas["recall_memories"]["top_k"].items() if k != "description"} == {
+        "minimum": 1, "maximum": 50, "type": "integer"
+    }
+    assert schemas["confirm_pending"]["snooze_hours"]["exclusiveMinimum"] == 0
+    assert schemas["add_memory"]["scores"]["properties"]["persistence"]["maximum"] == 1
+    # a date alone is accepted, so no `format: date-time`; the description says what is taken
+    for tool, name in (("add_memory", "due_at"), ("add_memory", "created_at"), ("list_memories", "since")):
+        assert schemas[tool][name] == {"type": "string"}, (tool, name)
+    assert "ISO 8601 date or date-time" in next(t.description for t in tools if t.name == "add_memory")
+    assert (await error(client, "recall_memories", {"query": "x", "top_k": True})).startswith(
+        "invalid arguments: top_k must be a number, not true or false"
+    )
+
+
+async def test_what_a_model_reads_of_the_tools_prompts_and_resources_is_english_prose(client):
+    """Descriptions are English, one paragraph each (Chinese words only as examples beside English)."""
+    tools = (await client.list_tools()).tools
+    prompts = (await client.list_prompts()).prompts
+    resources = (await client.list_resources()).resources
+
+    def described(node: object) -> list[str]:
+        if isinstance(node, dict):
+            own = [node["description"]] if isinstance(node.get("description"), str) else []
+            return own + [text for value in node.values() for text in described(value)]
+        return [text for item in node for text in described(item)] if isinstance(node, list) else []
+
+    texts = [t.description for t in [*tools, *prompts, *resources]]
+    texts += [text for tool in tools for text in described(tool.input_schema)]
+    texts += [a.description for p in prompts for a in p.arguments or [] if a.description]
+    for text in texts:
+        assert text and re.search(r"[A-Za-z]{3}", text) and "\n" not in text and "  " not in text, repr(text)
+    persona = next(r.description for r in resources if r.name == "persona")
+    assert "(role, tone, boundaries, taboos, priorities)" in persona, persona
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+async def test_the_rubric_files_memories_under_every_category_there_is(client, settings, language):
+    """The extract_memories prompt and remember_conversation's model read the same list: every category."""
+    prompt = (await client.get_prompt("extract_memories", {"language": language})).messages[0].content.text
+    for rubric in (prompt, server_rubric(language, settings)):
+        head = rubric.index("（category）：" if language == "zh" else "(category):")
+        listed = re.findall(r"(?:^|  )- ([a-z]+) ", rubric[head:rubric.index("\n", rubric.index("- project", head))],
+                            re.MULTILINE)
+        assert listed == [category.value for category in Category]
 
 
 async def test_a_results_text_is_its_structured_content_as_compact_json(client):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pocketmem.base.config import Settings, mask_url
+from pocketmem.base.config import ENV_PREFIX, Settings, mask_url
 
 HOSTS = {
     "claude-desktop": "Claude Desktop: Settings > Developer > Edit Config (claude_desktop_config.json)",
@@ -85,13 +85,8 @@ def _known(name: str) -> str | None:
     return name or None
 
 
-# Settings set in this environment that choose where the data lives and how it is read: a host that starts the
-# server without them opens another (empty) store, or re-embeds it with another embedder. Paths go in absolute.
-CARRIED = (
-    "POCKETMEM_DB", "POCKETMEM_CONFIG", "POCKETMEM_DATABASE_URL", "POCKETMEM_CLOUD_URL", "POCKETMEM_SYNC_SCOPES",
-    "POCKETMEM_PROFILE_FILES", "POCKETMEM_EMBEDDER", "POCKETMEM_EMBED_MODEL", "POCKETMEM_EMBED_BASE_URL",
-    "POCKETMEM_EMBED_DIMENSIONS", "POCKETMEM_LLM_MODEL", "POCKETMEM_LLM_BASE_URL",
-)
+# Written from the settings themselves (the home made absolute, the zone named), not copied from the shell.
+OWN = ("POCKETMEM_HOME", "POCKETMEM_TZ", "POCKETMEM_USER")
 PATHS = ("POCKETMEM_DB", "POCKETMEM_CONFIG", "POCKETMEM_EMBED_MODEL")  # EMBED_MODEL when it names a folder
 SECRETS = {  # never printed: each set here is named on stderr with where to put it
     "POCKETMEM_LLM_API_KEY": "llm_api_key", "POCKETMEM_EMBED_API_KEY": "embed_api_key",
@@ -101,7 +96,9 @@ SECRETS = {  # never printed: each set here is named on stderr with where to put
 
 def host_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
     """The entry's env, and the variables set here but left out because they hold a secret (a key, or a URL
-    with a password in it)."""
+    with a password in it). A host starts the server with a minimal environment, so every POCKETMEM_* setting set
+    here that differs from its default goes in (paths made absolute): the host's server then runs as this shell's
+    would, on the same store, read the same way."""
     env = {"POCKETMEM_HOME": str(settings.home.absolute())}  # the host starts the server in another folder
     zone = settings.tz or machine_zone()
     if zone:
@@ -109,9 +106,10 @@ def host_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
     if settings.user != "global":
         env["POCKETMEM_USER"] = settings.user
     left_out = [name for name in SECRETS if os.environ.get(name, "").strip()]
-    for name in CARRIED:
+    for key, field in Settings.model_fields.items():
+        name = ENV_PREFIX + key.upper()
         value = os.environ.get(name, "").strip()
-        if not value:
+        if not value or name in OWN or name in SECRETS or getattr(settings, key) == field.default:
             continue
         if mask_url(value) != value:
             left_out.append(name)
@@ -157,9 +155,9 @@ def add_install_commands(sub: Any) -> None:
         "client-config",
         help="print the config that registers this pocketmem with Claude Desktop, Cursor, VS Code or Claude Code",
         description="Print the MCP server entry for a host, with the absolute path of this installation and "
-        "the current POCKETMEM_HOME / POCKETMEM_TZ / POCKETMEM_USER and the settings set here that choose the store "
-        "and how it is read (POCKETMEM_DB, POCKETMEM_EMBEDDER, POCKETMEM_LLM_MODEL, ...; secrets are left out with a "
-        "note), ready to paste into the host's config.",
+        "the current POCKETMEM_HOME / POCKETMEM_TZ / POCKETMEM_USER and every other POCKETMEM_* setting set here "
+        "that differs from its default (POCKETMEM_DB, POCKETMEM_EMBEDDER, POCKETMEM_SECRETS, ...; secrets are left "
+        "out with a note), ready to paste into the host's config.",
         epilog="examples:\n  pocketmem client-config\n  pocketmem client-config --host vscode > .vscode/mcp.json\n"
         "  POCKETMEM_TZ=Asia/Shanghai pocketmem client-config --host claude-code",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -5,16 +5,43 @@
     2个月前的对话摘要“…”        31..365 days: days // 30 months
     1年前的对话摘要“…”          over 365 days: days // 365 years
     English: `3 days ago: “…”`
+
+A memory is shown on one line wherever it is listed for a model or a person to read line by line (the injection
+block, the user card, memory_context, the profile files): `one_line` joins its lines and runs of white space, so
+no text of a memory can start a line of its own (a heading, a todo, a reminder). The memory itself is kept as
+written. A line cut short is cut between two characters as a reader sees them (`cut`: whole grapheme clusters, so
+never inside an emoji sequence, a flag or a letter with its accents).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
+from functools import cache
+from typing import Any
+
+from pocketmem.core.instants import whole_day
 
 CARD_LIMIT_BYTES = 2048
 ELLIPSIS = "…"
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: every run of white space (line breaks, tabs, U+2028 ...) one space, none at the ends."""
+    return " ".join(text.split())
+
+
+def cut(text: str, room: int) -> str:
+    """The longest start of `text` of at most `room` characters that ends between two grapheme clusters."""
+    if len(text) <= room:
+        return text
+    end = 0
+    for cluster in _graphemes().finditer(text):
+        if cluster.end() > room:
+            break
+        end = cluster.end()
+    return text[:end]
 
 
 def calendar_days(when: datetime, now: datetime, zone: tzinfo) -> int:
@@ -28,10 +55,12 @@ def is_overdue(due_at: datetime | None, now: datetime) -> bool:
 
 def due_label(due_at: datetime | None, now: datetime, zone: tzinfo, locale: str) -> str:
     """A todo's time as recall's reminders and the user card show it: 截止 2026-11-28 18:00 / 已逾期：截止 … ;
-    due 2026-11-28 18:00 / overdue since … ; 待办 / to do (no due time)."""
+    due 2026-11-28 18:00 / overdue since … ; a due date alone (core/instants.whole_day) as 截止 2026-11-28 /
+    due 2026-11-28; 待办 / to do (no due time)."""
     if due_at is None:
         return "待办" if locale == "zh" else "to do"
-    when = f"{due_at.astimezone(zone):%Y-%m-%d %H:%M}"
+    local = due_at.astimezone(zone)
+    when = f"{local:%Y-%m-%d}" if whole_day(due_at, zone) else f"{local:%Y-%m-%d %H:%M}"
     if locale == "zh":
         return f"已逾期：截止 {when}" if is_overdue(due_at, now) else f"截止 {when}"
     return f"overdue since {when}" if is_overdue(due_at, now) else f"due {when}"
@@ -66,8 +95,17 @@ class InjectionItem:
     done: bool = False  # a completed todo
 
 
+@cache
+def _graphemes() -> Any:
+    """The grapheme cluster pattern, imported when a line is first cut: the module takes about 12 ms to import,
+    which a server start need not pay."""
+    import regex
+
+    return regex.compile(r"\X")
+
+
 def injection_line(item: InjectionItem, locale: str, content: str | None = None) -> str:
-    text = item.content if content is None else content
+    text = one_line(item.content if content is None else content)
     label = age_label(item.days, locale)
     if locale == "zh":
         if item.reminder is not None:
@@ -94,7 +132,8 @@ def injection_block(items: Sequence[InjectionItem], locale: str, budget: int) ->
         frame = len(injection_line(item, locale, content=""))
         room = budget - used - separator - frame - len(ELLIPSIS)
         if room >= 8:  # a shorter stub would mislead more than it helps
-            lines.append(injection_line(item, locale, content=item.content[:room] + ELLIPSIS))
+            shortened = cut(one_line(item.content), room).rstrip() + ELLIPSIS
+            lines.append(injection_line(item, locale, content=shortened))
         break
     return "\n".join(lines)
 
@@ -114,12 +153,13 @@ class CardSection:
 
 
 def user_card(title: str, sections: Sequence[CardSection], limit_bytes: int = CARD_LIMIT_BYTES) -> str:
-    """Markdown card: a title and bulleted sections, cut to `limit_bytes` of UTF-8 with a `- … +N` note of what was
-    left out. Each later section keeps room for its heading and its first entry (the most urgent todo) when those
-    take at most a quarter of the card, so a long section before it cannot push it off."""
+    """Markdown card: a title and bulleted sections, each entry on one line (`one_line`), cut to `limit_bytes` of
+    UTF-8 with a `- … +N` note of what was left out. Each later section keeps room for its heading and its first
+    entry (the most urgent todo) when those take at most a quarter of the card, so a long section before it cannot
+    push it off."""
     out: list[str] = [f"# {title}"]
     size = _line_bytes(out[0])
-    shown = [section for section in sections if section.entries]
+    shown = [replace(s, entries=[one_line(entry) for entry in s.entries]) for s in sections if s.entries]
     for index, section in enumerate(shown):
         limit = limit_bytes - sum(_kept_room(later, limit_bytes) for later in shown[index + 1:])
         head = f"\n## {section.heading}"

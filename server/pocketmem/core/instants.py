@@ -6,20 +6,27 @@ writes or reads goes through here.
     decode(text)                the stored text -> an aware UTC datetime (reads the old unpadded years too)
     problem(text)               why a stored value is not canonical, or None (for `pocketmem doctor`)
     repaired(text)              the canonical text for a stored value that can be mended, or None
+    Due, whole_day(when, zone)  a due time given as a date alone is the end of that day (see below)
 
 The range is checked in UTC, after the user's offset or zone is applied: `1000-01-01` in Asia/Shanghai is
 999-12-31T16:00Z and is refused, because a year before 1000 does not fit the four-digit stored form. The upper
 bound leaves room for the days a store adds (trash purge, episode expiry) without overflowing datetime.
 Numbers are refused: an epoch count (`expires_at=-1`) is almost always a mistake, not a date.
+
+A date alone is midnight of that day in the user's zone, except for a due time: `due_at="2026-11-28"` means by the
+end of that day, so it is kept as 23:59:59.999 there (`Due`), and a due time at 23:59:59 in the user's zone is
+shown as its date alone (`whole_day`) and is overdue only from the next day. That instant is all there is to it:
+export, import and sync carry it as any other time. Without a remind_at of its own, such a todo is reminded
+from the start of its day (`day_start`, service/writing/add_request.py).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, time, tzinfo
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, WithJsonSchema
 
 from pocketmem.base.errors import InvalidInput
 
@@ -28,6 +35,8 @@ STORED_MAX_YEAR = 9999  # what a store can keep: accepted times plus the days th
 _STORED = re.compile(r"^(-?\d{1,6})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})?$")
 _CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 RANGE_RULE = f"must be between the years {MIN_YEAR} and {MAX_YEAR} in UTC"
+END_OF_DAY = time(23, 59, 59, 999000)  # a due date given alone; the stored form keeps milliseconds
+_DATE_ALONE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
 
 
 class UnreadableInstant(ValueError):
@@ -63,9 +72,39 @@ def not_a_number(value: Any) -> Any:
     return value
 
 
+def day_end(value: Any) -> Any:
+    """A due time given as a date alone (`2026-11-28`, or a date) as the end of that day, wall-clock time that
+    `accept` reads in the user's zone; anything else as it is. Numbers are refused (`not_a_number`)."""
+    value = not_a_number(value)
+    if isinstance(value, str) and _DATE_ALONE.match(value):
+        try:
+            value = date.fromisoformat(value.strip())
+        except ValueError:
+            return value  # 2026-02-30: pydantic names it
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime.combine(value, END_OF_DAY)
+    return value
+
+
+def whole_day(when: datetime, zone: tzinfo) -> bool:
+    """Whether a due time stands for a whole day: the end of a day in `zone`. To the second, so the time a tool
+    shows (whole seconds) and an agent sends back keeps its meaning."""
+    local = when.astimezone(zone)
+    return (local.hour, local.minute, local.second) == (END_OF_DAY.hour, END_OF_DAY.minute, END_OF_DAY.second)
+
+
+def day_start(when: datetime, zone: tzinfo) -> datetime:
+    """The start (midnight) of the day `when` falls on in `zone`, in UTC."""
+    return datetime.combine(when.astimezone(zone).date(), time(), tzinfo=zone).astimezone(UTC)
+
+
+# What a tool's schema says of a time: text (a date alone is accepted, so no `format: date-time`).
+_ISO_TEXT = WithJsonSchema({"type": "string"})
 # An ISO 8601 instant as a pydantic field; JSON numbers are refused (expires_at=-1 is not a date). The range is
 # checked by `accept`.
-Instant = Annotated[datetime, BeforeValidator(not_a_number)]
+Instant = Annotated[datetime, BeforeValidator(not_a_number), _ISO_TEXT]
+# A due time: the same, a date alone being the end of that day.
+Due = Annotated[datetime, BeforeValidator(day_end), _ISO_TEXT]
 
 
 def encode(when: datetime) -> str:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category, Memory
 from pocketmem.core import instants
-from pocketmem.core.instants import Instant
+from pocketmem.core.instants import Due
 from pocketmem.core.text import clean_text, patched_text
 
 MAX_OPERATIONS = 20
@@ -61,7 +61,7 @@ class AddOp(_Op):
     scores: ScoresOut | None = None
     confidence: Unit
     keywords: list[str] = Field(default_factory=list)
-    due_at: Instant | None = None
+    due_at: Due | None = None
 
 
 class UpdateOp(_Op):
@@ -72,7 +72,7 @@ class UpdateOp(_Op):
     scores: ScoresOut | None = None
     confidence: Unit
     keywords: list[str] | None = None
-    due_at: Instant | None = None
+    due_at: Due | None = None
 
 
 class PatchOp(_Op):

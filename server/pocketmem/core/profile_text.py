@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pocketmem.core.formatting import one_line
+
 
 @dataclass(frozen=True)
 class FieldDef:
@@ -113,10 +115,6 @@ TITLES = {"Persona.md": "Persona", "User.md": "User", "Project.md": "Project", "
 
 def field_label(fd: FieldDef) -> str:
     return f"{fd.zh} ({fd.key})"
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 # User text is text: the characters that would make Markdown of it (links, images, HTML, entities, code) are

@@ -3,6 +3,8 @@ always in the user's time zone (POCKETMEM_TZ, `Settings.zone`), never the stored
 
     absolute(when, zone)              2026-11-27 01:17 +08:00    an instant, always with its offset
     day(when, zone)                   2026-11-27                 the calendar day it falls on in the zone
+    due_on(when, zone)                2026-11-27 | absolute      a due time: a date alone (core/instants.whole_day)
+                                                                 is that date, any other the absolute time
     relative(when, now, zone, locale) 刚刚 · 5分钟前 · 3小时前 · 3天前 · 2个月前 · 5天后
                                       just now · 5 minutes ago · 3 hours ago · 3 days ago · in 5 days
     in_zone(result, zone)             2026-11-27T01:17:00+08:00  every instant of a result the model reads
@@ -23,6 +25,7 @@ from pydantic import BaseModel
 
 from pocketmem.base.clock import from_iso
 from pocketmem.core.formatting import age_label, calendar_days
+from pocketmem.core.instants import whole_day
 
 MINUTE, HOUR = 60, 3600
 T = TypeVar("T")
@@ -67,6 +70,11 @@ def _in_zone(value: Any, zone: tzinfo) -> Any:
 
 def day(when: datetime | str, zone: tzinfo) -> str:
     return as_instant(when).astimezone(zone).date().isoformat()
+
+
+def due_on(when: datetime | str, zone: tzinfo) -> str:
+    instant = as_instant(when)
+    return day(instant, zone) if whole_day(instant, zone) else absolute(instant, zone)
 
 
 def relative(when: datetime | str, now: datetime, zone: tzinfo, locale: str) -> str:

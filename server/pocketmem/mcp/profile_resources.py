@@ -8,6 +8,7 @@ from collections.abc import Callable
 from mcp.server.mcpserver import MCPServer
 
 from pocketmem.app import PocketMem
+from pocketmem.core.profile_text import PERSONA_FIELDS
 
 PERSONA_URI = "memory://persona"
 PROJECT_URI = "memory://project"
@@ -27,7 +28,7 @@ async def render_resource(app: PocketMem, user_id: str, uri: str) -> str:
 def register_profile_resources(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
     @mcp.resource(
         PERSONA_URI, name="persona", title="Assistant persona", mime_type="text/markdown",
-        description="Who the assistant is for this user (身份定位、语气、边界、禁区、优先行为), Markdown.",
+        description=f"Who the assistant is for this user ({', '.join(fd.key for fd in PERSONA_FIELDS)}), Markdown.",
     )
     async def persona() -> str:
         return await render_resource(app, current_user(), PERSONA_URI)

@@ -16,24 +16,27 @@ Value = Annotated[str | None, Field(max_length=300)]
 
 
 class PersonaIn(BaseModel):
+    # Who the assistant is for this user (Persona.md: 身份定位、语气、边界、禁区、优先行为). No docstring: it would
+    # be sent as the schema's description with every model request.
 
     model_config = ConfigDict(extra="forbid")
 
-    role: Value = Field(None, description="身份定位")
-    tone: Value = Field(None, description="语气")
-    boundaries: Value = Field(None, description="边界")
-    taboos: Value = Field(None, description="禁区")
-    priorities: Value = Field(None, description="优先行为")
+    role: Value = Field(None, description="Who you are to the user: assistant, partner, tutor...")
+    tone: Value = None
+    boundaries: Value = Field(None, description="Limits you keep, e.g. ask before changing things")
+    taboos: Value = Field(None, description="What you never do or bring up")
+    priorities: Value = Field(None, description="What you do first")
 
 
 class IdentityIn(BaseModel):
+    # Who the user is (User.md: 称呼、职业背景、技术偏好、协作习惯).
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Value = Field(None, description="称呼")
-    background: Value = Field(None, description="职业背景")
-    tech: Value = Field(None, description="技术偏好")
-    collaboration: Value = Field(None, description="协作习惯")
+    name: Value = Field(None, description="What to call the user")
+    background: Value = Field(None, description="Their work and background")
+    tech: Value = Field(None, description="Languages, tools and tech they prefer")
+    collaboration: Value = Field(None, description="How they like to work together")
 
 
 def register_profile_tools(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:

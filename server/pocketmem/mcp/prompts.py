@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, get_args
+from typing import Annotated, Any, TypeVar, get_args
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -15,15 +15,28 @@ from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
 from pocketmem.core.rubric import Language, agent_rubric
 from pocketmem.core.text import own_language
+from pocketmem.mcp.tools import describe
 from pocketmem.service.shared.usercard import content_language
 
 LANGUAGES = get_args(Language)  # the rubric's languages
 # remember_conversation takes at most 100 messages of 4,000 characters; the prompt takes no more text than that.
 MAX_CONVERSATION_CHARS = 40_000
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def prompt(mcp: MCPServer, app: PocketMem, title: str) -> Callable[[F], F]:
+    """Register a prompt with its docstring as one clean paragraph, as the tools' descriptions are written
+    (mcp/tools.describe): the SDK would send it with the docstring's indentation."""
+
+    def add(fn: F) -> F:
+        mcp.prompt(title=title, description=describe(fn.__doc__ or "", app.settings))(fn)
+        return fn
+
+    return add
 
 
 def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], str]) -> None:
-    @mcp.prompt(title="Memory context for a message")
+    @prompt(mcp, app, "Memory context for a message")
     async def memory_context(
         message: Annotated[str, Field(description="The user's current message.")],
         context: Annotated[str | None, Field(description="Recent conversation lines, one per line (up to 3).")] = None,
@@ -39,7 +52,7 @@ def register_prompts(mcp: MCPServer, app: PocketMem, current_user: Callable[[], 
             raise MCPError(INVALID_PARAMS, f"invalid argument {field}: {exc.rule}") from None
         return package.text
 
-    @mcp.prompt(title="Extract memories from a conversation")
+    @prompt(mcp, app, "Extract memories from a conversation")
     async def extract_memories(
         conversation: Annotated[str | None, Field(description="The recent messages to mine, as plain text.")] = None,
         language: Annotated[

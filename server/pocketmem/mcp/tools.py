@@ -16,7 +16,7 @@ them). The detail lives in docs/tools.md and in the error messages. No SQL here.
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Annotated, Any, Literal, NamedTuple, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -40,7 +40,7 @@ from pocketmem.base.results import (
     RestoreResult,
     TrashList,
 )
-from pocketmem.core.instants import Instant
+from pocketmem.core.instants import Due, Instant
 from pocketmem.core.routing import routing_rule
 from pocketmem.core.shown_time import in_zone
 from pocketmem.service.recall.retrieval import RecallRequest
@@ -90,12 +90,14 @@ def _not_true_or_false(value: object) -> object:
     return value
 
 
+# After the bounds: pydantic writes a Field's bounds as JSON Schema (minimum, maximum) only when no validator
+# stands before it in the Annotated; the validator still runs before the number is read.
 NotBool = BeforeValidator(_not_true_or_false)
-Unit = Annotated[float, NotBool, Field(ge=0, le=1, allow_inf_nan=False)]
+Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), NotBool]
 MemoryId = Annotated[str, Field(min_length=1, max_length=64)]
 Why = Annotated[str | None, Field(max_length=500)]
-Limit = Annotated[int, NotBool, Field(ge=1, le=500)]
-Offset = Annotated[int, NotBool, Field(ge=0, le=1_000_000)]
+Limit = Annotated[int, Field(ge=1, le=500), NotBool]
+Offset = Annotated[int, Field(ge=0, le=1_000_000), NotBool]
 
 
 class ScoresIn(BaseModel):
@@ -189,7 +191,7 @@ def recall_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[R
             ),
         ] = None,
         top_k: Annotated[
-            Annotated[int, NotBool, Field(ge=1, le=50)] | None, Field(description=f"Default {top_k}.")
+            Annotated[int, Field(ge=1, le=50), NotBool] | None, Field(description=f"Default {top_k}.")
         ] = None,
         categories: list[Category] | None = None,
         include_history: Annotated[bool, Field(description="Add superseded versions.")] = False,
@@ -238,7 +240,7 @@ def add_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[AddR
         ] = None,
         created_at: Instant | None = None,
         valid_from: Instant | None = None,
-        due_at: Instant | None = None,
+        due_at: Due | None = None,
         remind_at: Instant | None = None,
         expires_at: Instant | None = None,
         source: Annotated[str | None, Field(max_length=500)] = None,
@@ -249,7 +251,8 @@ def add_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[AddR
         temporary: Annotated[bool, Field(description="Off the record.")] = False,
     ) -> AddResult:
         """Remember a preference, fact, lesson, goal, person, todo (due_at) or episode (chat summary, expires
-        in {episode_days} days). {routing} Secrets are redacted or refused."""
+        in {episode_days} days). {routing} Secrets are redacted or refused. Times: ISO 8601 date or date-time; a
+        due_at date is due by the end of that day."""
         request = AddRequest(
             content=content,
             category=category,
@@ -291,7 +294,7 @@ def confirm_tool(app: PocketMem, current_user: User) -> Callable[..., Awaitable[
         pending_id: Annotated[str, Field(min_length=1, max_length=64)],
         action: Literal["confirm", "reject", "snooze"],
         snooze_hours: Annotated[
-            Annotated[float, NotBool, Field(gt=0, le=2160, allow_inf_nan=False)] | None,
+            Annotated[float, Field(gt=0, le=2160, allow_inf_nan=False), NotBool] | None,
             Field(description="Default 24."),
         ] = None,
     ) -> ConfirmResult:
@@ -332,8 +335,8 @@ def list_memories_tool(app: PocketMem, current_user: User) -> Callable[..., Awai
         text: Annotated[str | None, Field(max_length=200)] = None,
         limit: Limit = 50,
         offset: Offset = 0,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: Instant | None = None,
+        until: Instant | None = None,
     ) -> MemoryList:
         """Browse memories, newest first, with `counts` per category. A date alone is local midnight."""
         return await app.listing.list_memories(

@@ -110,11 +110,14 @@ class Page:
     def ago(self, value: Any) -> Markup:
         return moment(value, self.now, self.pm.settings.zone, self.locale)
 
+    def due(self, value: Any) -> Markup:
+        return moment(value, self.now, self.pm.settings.zone, self.locale, due=True)
+
     def render(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         html = self.web.env.get_template(template).render(
             t=self.t, locale=self.locale, base=self.base, visitor=self.visitor, csrf=self.visitor.csrf,
             request=self.request, zone=self.pm.settings.zone, poll=POLL_SECONDS,
-            msg=_known_message(self.request.query_params.get("msg")), ago=self.ago,
+            msg=_known_message(self.request.query_params.get("msg")), ago=self.ago, due=self.due,
             review_why=lambda why: review_why(why, self.t), **context,
         )
         return HTMLResponse(html, status_code=status_code, headers=_NO_STORE)

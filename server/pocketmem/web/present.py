@@ -14,7 +14,9 @@ from markupsafe import Markup
 
 from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError
 from pocketmem.base.models import CHAIN_LINKS, Event, Status
-from pocketmem.core.shown_time import absolute, as_instant, relative
+from pocketmem.core.formatting import ELLIPSIS, cut
+from pocketmem.core.instants import whole_day
+from pocketmem.core.shown_time import absolute, as_instant, day, relative
 from pocketmem.service.manage.browse import MemoryDetail
 from pocketmem.web.i18n import MESSAGES
 
@@ -31,11 +33,14 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{round(value * 100)}%"
 
 
-def moment(value: datetime | str | None, now: datetime, zone: tzinfo, locale: str) -> Markup:
-    """A relative time (3天前, "3 days ago") carrying the absolute one, with its offset, on hover."""
+def moment(value: datetime | str | None, now: datetime, zone: tzinfo, locale: str, *, due: bool = False) -> Markup:
+    """A relative time (3天前, "3 days ago") carrying the absolute one, with its offset, on hover; a due time
+    (`due`) that is a date alone (core/instants.whole_day) is that date."""
     if value is None:
         return Markup("—")
     instant = as_instant(value)
+    if due and whole_day(instant, zone):
+        return Markup('<time datetime="{0}">{0}</time>').format(day(instant, zone))
     return Markup('<time datetime="{}" title="{}">{}</time>').format(
         instant.isoformat(), absolute(instant, zone), relative(instant, now, zone, locale)
     )
@@ -91,7 +96,7 @@ class History:
         other = self.detail.named.get(memory_id or "")
         if other is None:
             return Markup.escape(self.t("event.gone"))
-        shown = other.content if len(other.content) <= SNIPPET else other.content[: SNIPPET - 1] + "…"
+        shown = other.content if len(other.content) <= SNIPPET else cut(other.content, SNIPPET - 1) + ELLIPSIS
         return Markup('<a href="{}/memories/{}" data-user>{}</a>').format(self.base, other.id, shown)
 
 

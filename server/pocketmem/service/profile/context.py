@@ -25,7 +25,7 @@ from pocketmem.base.models import Memory, expired
 from pocketmem.base.results import RecallHit, RecallResult
 from pocketmem.core import privacy, slots
 from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
-from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line
+from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line, one_line
 from pocketmem.core.profile_text import profile_summary
 from pocketmem.core.tokens_estimate import estimate_tokens
 from pocketmem.core.triggers import long_term_trigger
@@ -91,7 +91,7 @@ class ContextBuilder:
     def _line(
         self, content: str, days: int, lang: str, outdated: bool = False, done: bool = False, due: str | None = None
     ) -> str:
-        item = InjectionItem(content=" ".join(content.split()), days=days, outdated=outdated, done=done, reminder=due)
+        item = InjectionItem(content=content, days=days, outdated=outdated, done=done, reminder=due)
         return injection_line(item, lang)
 
     def _due(self, shown: Memory | RecallHit, lang: str) -> str | None:
@@ -115,7 +115,7 @@ class ContextBuilder:
         tail = ["", onboarding] if onboarding else []
         core_heading = f"## {words['core']}"
         room = limit - estimate_tokens("\n".join(fixed + tail)) - estimate_tokens(core_heading)
-        listed = [f"- {' '.join(m.content.split())}" for m in core]
+        listed = [f"- {one_line(m.content)}" for m in core]
         lines = fit_lines(listed, max(0, room), estimate_tokens, lambda n: f"- … +{n}")
         body = fixed + (["", core_heading, *lines] if lines else []) + tail
         # fit_lines keeps the first lines and may end with a "… +N" note in place of the rest.
@@ -126,8 +126,8 @@ class ContextBuilder:
         now = self.clock.now()
         lines = [injection_line(InjectionItem(r.content, 0, reminder=r.label), lang) for r in result.reminders]
         lines += [
-            (f"待确认：{p.content}（pending_id {p.pending_id}）" if zh else f"Waiting for confirmation: {p.content} "
-             f"(pending_id {p.pending_id})")
+            (f"待确认：{one_line(p.content)}（pending_id {p.pending_id}）" if zh
+             else f"Waiting for confirmation: {one_line(p.content)} (pending_id {p.pending_id})")
             for p in result.pending_confirmations
         ]
         if not result.temporary:

@@ -25,6 +25,7 @@ from pocketmem.base.errors import Conflict, InvalidInput
 from pocketmem.base.models import OPEN_PENDING, Category, EventKind, PendingItem, PendingStatus, ProfileRevision
 from pocketmem.base.results import ConfirmResult
 from pocketmem.core import privacy
+from pocketmem.core.formatting import one_line
 from pocketmem.core.profile_text import (
     MAX_FIELD_CHARS,
     SECTIONS,
@@ -120,7 +121,7 @@ class Profile:
                 raise InvalidInput(name, f"unknown field; {section} has {', '.join(sorted(known))}")
             if value is None:
                 continue
-            text = " ".join(clean_text(value, name, max_chars=MAX_FIELD_CHARS, allow_empty=True).split())
+            text = one_line(clean_text(value, name, max_chars=MAX_FIELD_CHARS, allow_empty=True))
             text = text if visible(text) else ""  # only invisible characters: the field is cleared, as by ""
             screened = privacy.screen(text)
             if screened.findings:

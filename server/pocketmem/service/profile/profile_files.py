@@ -61,9 +61,10 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError, StoreError
 from pocketmem.base.filelock import FileLock
 from pocketmem.base.models import Category, EventKind, Status
+from pocketmem.core.formatting import is_overdue
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
-from pocketmem.core.shown_time import absolute
+from pocketmem.core.shown_time import due_on
 from pocketmem.service.profile.file_versions import closest_base, cut_short, distance, restore_ids
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
@@ -339,8 +340,8 @@ class ProfileFiles:
         zone = self.settings.zone
         todo_lines = []
         for todo in todos:
-            when = f" — due {absolute(todo.due_at, zone)}" if todo.due_at else ""
-            late = " (overdue)" if todo.due_at is not None and todo.due_at < now else ""
+            when = f" — due {due_on(todo.due_at, zone)}" if todo.due_at else ""
+            late = " (overdue)" if is_overdue(todo.due_at, now) else ""
             todo_lines.append(f"- {md_text(todo.content)}{when}{late}")
         if total > len(todos):
             todo_lines.append(f"- … +{total - len(todos)}")  # as on the user card

@@ -21,6 +21,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Category, EventKind
 from pocketmem.core import privacy
+from pocketmem.core.formatting import one_line
 from pocketmem.core.text import clean_text, guess_language
 from pocketmem.providers.llm import ChatModel, ChatRequest, ChatTurn, configured_model
 from pocketmem.store.base import Transactions
@@ -69,7 +70,7 @@ class ProjectSummary:
             self._model = self._model_factory(self.settings)
         if self._model is None:
             return False
-        notes = "\n".join(f"- {' '.join(m.content.split())}" for m in reversed(older))
+        notes = "\n".join(f"- {one_line(m.content)}" for m in reversed(older))
         try:
             answer = await self._model.complete(
                 ChatRequest(system=PROMPT, turns=(ChatTurn("user", notes),), max_tokens=600),

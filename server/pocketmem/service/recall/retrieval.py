@@ -28,7 +28,7 @@ from pocketmem.base.models import Category, Status, expired
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
 from pocketmem.core import relevance, termstats, timeexpr
 from pocketmem.core.dictionary import segmenter
-from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
+from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, cut, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
 from pocketmem.core.text import (
@@ -396,7 +396,7 @@ class Retrieval:
         await self.uses.record(user_id, [], health.messages(), now)
         return RecallResult(
             memories=[],
-            injection=card[: self.settings.injection_budget],
+            injection=cut(card, self.settings.injection_budget),
             pending_confirmations=[PendingView.of(p) for p in pending],
             degraded=f"{fallback.CARD_ONLY} — " + "; ".join(health.messages()),
         )

@@ -18,6 +18,7 @@ from pocketmem.base.errors import InvalidInput
 from pocketmem.base.models import Category
 from pocketmem.base.results import AddResult
 from pocketmem.core import instants, privacy
+from pocketmem.core.instants import Due
 from pocketmem.core.text import clean_text
 
 MAX_KEYWORDS = 12
@@ -39,7 +40,7 @@ class AddRequest(BaseModel):
     supersedes: str | None = None
     created_at: datetime | None = None
     valid_from: datetime | None = None
-    due_at: datetime | None = None
+    due_at: Due | None = None
     remind_at: datetime | None = None
     expires_at: datetime | None = None
     source: str | None = None
@@ -87,9 +88,19 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
             "valid_from", "is in the future; a fact is stored once it holds (a plan is a todo with due_at)"
         )
     _refuse_expired(req, settings, now)
+    req = _reminded_all_day(req, settings)
     if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:
         raise InvalidInput("remind_at", "must not be after due_at")
     return req.model_copy(update={"content": content, "keywords": keywords, **side})
+
+
+def _reminded_all_day(req: AddRequest, settings: Settings) -> AddRequest:
+    """A todo due on a date alone (core/instants.whole_day) is due all that day: without a remind_at of its own,
+    it is reminded from the day's start."""
+    due, zone = req.due_at, settings.zone
+    if req.category != Category.todo or req.remind_at is not None or due is None or not instants.whole_day(due, zone):
+        return req
+    return req.model_copy(update={"remind_at": instants.day_start(due, zone)})
 
 
 def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
