@@ -15,7 +15,7 @@ from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
-from pocketmem.base.models import Status
+from pocketmem.base.models import Category, Status
 from pocketmem.mcp.server import build_server
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.transfer.sync import backoff
@@ -87,6 +87,18 @@ async def test_two_devices_converge_with_deletes_respected(tmp_path, library_url
             assert again.uploaded == 0
             assert sum(u.downloaded + u.tombstones_downloaded for u in again.users) == 0
         assert (await a.stats(USER))["sync"]["pending_uploads"] == 0
+
+
+async def test_a_todo_due_on_a_date_arrives_due_on_that_date(tmp_path, library_url, make_settings):
+    """A due date alone is kept as the end of that day, an instant like any other: sync carries it unchanged."""
+    async with (
+        device(make_settings, tmp_path, "a", library_url, FixedClock(START)) as a,
+        device(make_settings, tmp_path, "b", library_url, FixedClock(START)) as b,
+    ):
+        await add(a, "周五前交房租", category=Category.todo, due_at="2026-11-27")
+        for app in (a, b):
+            await synced(app)
+        assert "- 周五前交房租（截止 2026-11-27）\n" in await b.user_card(USER)
 
 
 async def test_an_edit_older_than_a_delete_does_not_bring_it_back(tmp_path, library_url, make_settings):

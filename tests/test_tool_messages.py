@@ -29,7 +29,7 @@ async def error_text(client: Client, name: str, args: dict) -> str:
          "category must be one of: preference, fact, lesson, goal, person, todo, event, episode, context"),
         ("add_memory", {"content": ""}, "content must not be empty"),
         ("add_memory", {"content": "x", "confidence": 2}, "confidence must be at most 1"),
-        ("add_memory", {"content": "x", "due_at": "next week"}, "due_at must be an ISO 8601 time"),
+        ("add_memory", {"content": "x", "due_at": "next week"}, "due_at must be an ISO 8601 date or time"),
         ("add_memory", {"content": "x", "scores": {"persistence": -1}}, "scores.persistence must be at least 0"),
         ("add_memory", {}, "content is required"),
         ("recall_memories", {"query": "x", "top_k": 0}, "top_k must be at least 1"),

@@ -67,9 +67,9 @@ def _rule(err: Any) -> str:
         "dict_type": "must be an object",
         "model_type": "must be an object",
         "model_attributes_type": "must be an object",
-        "datetime_parsing": "must be an ISO 8601 time, e.g. 2026-11-28T18:00+08:00",
-        "datetime_from_date_parsing": "must be an ISO 8601 time, e.g. 2026-11-28T18:00+08:00",
-        "datetime_type": "must be an ISO 8601 time, e.g. 2026-11-28T18:00+08:00",
+        "datetime_parsing": "must be an ISO 8601 date or time, e.g. 2026-11-28 or 2026-11-28T18:00+08:00",
+        "datetime_from_date_parsing": "must be an ISO 8601 date or time, e.g. 2026-11-28 or 2026-11-28T18:00+08:00",
+        "datetime_type": "must be an ISO 8601 date or time, e.g. 2026-11-28 or 2026-11-28T18:00+08:00",
     }
     return rules.get(kind) or str(err.get("msg", "is not valid")).rstrip(".").lower()
 
