@@ -44,6 +44,8 @@ async def test_a_date_whose_utc_year_is_below_1000_is_refused_in_every_field(app
     await app.writing.add(USER, AddRequest(content="用户喜欢香菜"))
     before = await rows(app)
     for value in POISON:  # Asia/Shanghai: 1000-01-01 local is 999-12-31T16:00Z
+        if field == "due_at" and value == "1000-01-01":
+            continue  # a due date alone is the end of that day: 1000-01-01T15:59:59.999Z, within the years
         with pytest.raises(InvalidInput, match=rf"^{field}: must be between the years 1000 and 9000 in UTC"):
             await app.writing.add(
                 USER, AddRequest.model_validate({"content": "用户要交房租", "category": "todo", field: value})
