@@ -21,6 +21,7 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
+from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Status
 from pocketmem.cli import _doctor, build_parser
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
@@ -228,3 +229,40 @@ def test_doctor_help_says_what_repair_does():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
     text = " ".join(sub.choices["doctor"].format_help().split())
     assert "recreate missing tables" in text and "rebuild the keyword and vector indexes" in text
+
+
+LEAVE_WAL = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("pragma wal_autocheckpoint = 0")
+conn.execute("update memories set content = 'edited in the WAL only'")
+os._exit(0)  # no close: the write stays in memory.db-wal, acknowledged
+"""
+
+
+async def test_a_wal_left_without_its_memory_db_is_named_and_never_deleted(tmp_path, settings, capsys):
+    await a_store(settings)
+    db, wal = settings.db_path, Path(f"{settings.db_path}-wal")
+    subprocess.run([sys.executable, "-c", LEAVE_WAL, str(db)], check=True)
+    kept = wal.read_bytes()
+    assert len(kept) > 0
+    moved = tmp_path / "moved.db"
+    db.rename(moved)
+    for repair in (False, True):
+        code, report = await doctor(settings, capsys, repair)
+        assert code == 1 and len(report["problems"]) == 1, report
+        line = report["problems"][0]
+        assert line.startswith(f"{db} is missing, but {wal} ({len(kept)} bytes) beside it holds writes")
+        assert "Put memory.db back beside it" in line and "move memory.db-wal away (keep it)" in line
+        no_backup([line.replace("or a backup", "")])  # never "restore": the writes are in that WAL
+    done = subprocess.run([sys.executable, "-m", "pocketmem", "list"], env=server_env(Backend(), settings.home),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stderr.strip() == f"pocketmem: {line}"
+    with pytest.raises(PocketmemError, match="is missing, but"):  # serve, the page and every command open so
+        await PocketMem(settings).open()
+    assert not db.exists() and wal.read_bytes() == kept
+    moved.rename(db)  # put back: the write the WAL held is there
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        async with app.store.read() as reader:
+            listed = await reader.scan_memories("global", (Status.active,), None, 10)
+    assert {m.content for m in listed} == {"edited in the WAL only"}

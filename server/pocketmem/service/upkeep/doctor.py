@@ -28,6 +28,7 @@ from pocketmem.service.writing.embed_queue import upgrades
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults
+from pocketmem.store.sqlite.driver import orphaned_journal
 from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
     path = str(settings.db_path)
     if not os.path.isdir(settings.db_path.parent):
         return [f"the store cannot be opened: {why}"]  # the folder cannot be made (access.creation_problem)
+    if (orphaned := orphaned_journal(path)) is not None:
+        return [orphaned]  # never "restore from a backup": the writes are in that journal
     if found := access.access_problems(path):
         return found
     if any(s in why.lower() for s in access.LOCKED):
