@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from pocketmem.app import PocketMem
@@ -231,6 +232,12 @@ def test_doctor_help_says_what_repair_does():
     assert "recreate missing tables" in text and "rebuild the keyword and vector indexes" in text
 
 
+async def pocketmem(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(120):
+        return await anyio.run_process([sys.executable, "-m", "pocketmem", *args], check=False,
+                                       env=server_env(Backend(), home, **env), stdin=subprocess.DEVNULL)
+
+
 LEAVE_WAL = """
 import os, sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -243,8 +250,8 @@ os._exit(0)  # no close: the write stays in memory.db-wal, acknowledged
 async def test_a_wal_left_without_its_memory_db_is_named_and_never_deleted(tmp_path, settings, capsys):
     await a_store(settings)
     db, wal = settings.db_path, Path(f"{settings.db_path}-wal")
-    subprocess.run([sys.executable, "-c", LEAVE_WAL, str(db)], check=True)
-    kept = wal.read_bytes()
+    await anyio.run_process([sys.executable, "-c", LEAVE_WAL, str(db)])
+    kept = await anyio.Path(wal).read_bytes()
     assert len(kept) > 0
     moved = tmp_path / "moved.db"
     db.rename(moved)
@@ -255,14 +262,26 @@ async def test_a_wal_left_without_its_memory_db_is_named_and_never_deleted(tmp_p
         assert line.startswith(f"{db} is missing, but {wal} ({len(kept)} bytes) beside it holds writes")
         assert "Put memory.db back beside it" in line and "move memory.db-wal away (keep it)" in line
         no_backup([line.replace("or a backup", "")])  # never "restore": the writes are in that WAL
-    done = subprocess.run([sys.executable, "-m", "pocketmem", "list"], env=server_env(Backend(), settings.home),
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert done.returncode == 2 and done.stderr.strip() == f"pocketmem: {line}"
+    done = await pocketmem(settings.home, "list")
+    assert done.returncode == 2 and done.stderr.decode().strip() == f"pocketmem: {line}"
     with pytest.raises(PocketmemError, match="is missing, but"):  # serve, the page and every command open so
         await PocketMem(settings).open()
-    assert not db.exists() and wal.read_bytes() == kept
+    assert not db.exists() and await anyio.Path(wal).read_bytes() == kept
     moved.rename(db)  # put back: the write the WAL held is there
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         async with app.store.read() as reader:
             listed = await reader.scan_memories("global", (Status.active,), None, 10)
     assert {m.content for m in listed} == {"edited in the WAL only"}
+
+
+async def test_pocketmem_db_naming_a_folder_is_named_as_a_setting_not_sent_to_a_backup(tmp_path, make_settings, capsys):
+    settings = make_settings(tmp_path, db=tmp_path / "home")
+    settings.home.mkdir()
+    said = (f"{settings.home} is a folder, not the store's SQLite file: set POCKETMEM_DB to a file (such as "
+            f"{settings.home / 'memory.db'})")
+    code, report = await doctor(settings, capsys)
+    assert code == 1 and len(report["problems"]) == 1 and report["problems"][0].startswith(said), report
+    no_backup(report["problems"])
+    done = await pocketmem(settings.home, "list", POCKETMEM_DB=str(settings.home))
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and said in stderr and "unable to open" not in stderr, stderr

@@ -13,7 +13,7 @@ import pytest
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import parse
-from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.shared.folder_owner import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import standalone
 

@@ -3,7 +3,8 @@
 SQLite writes more than memory.db: `memory.db-wal` and `memory.db-shm` beside it (created by whoever opens it
 first) and temporary files in its folder; pocketmem's writers take turns on `memory.db.lock` (base/filelock.py). A
 store is writable only when all of these are. Permission bits and read-only mounts are causes of their own,
-never damage: their remedy is a chmod or another POCKETMEM_HOME, not a backup.
+never damage: their remedy is a chmod, a chown (base/permissions.py says which) or another POCKETMEM_HOME, not a
+backup. A store path that is a folder is a setting to change.
 
 Another process that holds the write lock is told apart too, by name where the system says who it is
 (/proc/locks on Linux: the WAL write lock is byte 120 of `memory.db-shm`, a rollback journal's RESERVED lock
@@ -16,6 +17,7 @@ import errno
 import os
 from pathlib import Path
 
+from pocketmem.base.permissions import grant
 from pocketmem.store.sqlite.driver import connect
 
 WAL_WRITE_BYTE = 120
@@ -79,29 +81,32 @@ def access_problems(db_path: str) -> list[str]:
     if not os.path.isdir(folder):
         return []  # opening reports a folder that cannot be made (creation_problem)
     if not os.access(folder, os.R_OK | os.X_OK):
-        return [f"the folder {folder} cannot be read by this user: give it read and search permission "
-                f"(chmod u+rx {folder}), or set POCKETMEM_HOME to a folder of your own"]
+        return [f"the folder {folder} cannot be read by this user: {grant(folder, 'rx', 'readable and searchable')}, "
+                "or set POCKETMEM_HOME to a folder of your own"]
     if _read_only_mount(folder):
         return [f"{folder} is on a read-only file system: the store can be read but nothing can be saved; "
                 "remount it read-write, or copy the folder to a writable disk and point POCKETMEM_HOME there"]
+    if os.path.isdir(db):
+        return [f"{db} is a folder, not the store's SQLite file: set POCKETMEM_DB to a file (such as "
+                f"{db / 'memory.db'}), or unset it to keep the store in $POCKETMEM_HOME/memory.db; if POCKETMEM_DB "
+                "is not set, move that folder away"]
     problems = []
     if not os.access(folder, os.W_OK):
         problems.append(
             f"the folder {folder} is not writable by this user: SQLite makes memory.db-wal, memory.db-shm and "
-            f"temporary files beside memory.db, so nothing can be saved; make it writable (chmod u+w {folder})"
+            f"temporary files beside memory.db, so nothing can be saved; {grant(folder, 'w', 'writable')}"
         )
     for path in (db, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
         if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
             may = "write" if os.access(path, os.R_OK) else "read"
-            problems.append(f"this user may not {may} {path}: make it readable and writable (chmod u+rw {path}) "
-                            "for the user who runs pocketmem")
+            problems.append(f"this user may not {may} {path}: {grant(path, 'rw', 'readable and writable')}")
     lock = Path(f"{db_path}.lock")
     if os.path.isdir(lock):
         problems.append(f"the write lock {lock} is a folder, not a file: nothing can be saved; remove that folder "
                         "(pocketmem makes the file itself)")
     elif os.path.exists(lock) and not os.access(lock, os.R_OK | os.W_OK):
         problems.append(f"the write lock {lock} is not readable and writable by this user: nothing can be saved; "
-                        f"make it so (chmod u+rw {lock}) or remove it (pocketmem makes it again)")
+                        f"{grant(lock, 'rw', 'readable and writable')}, or remove it (pocketmem makes it again)")
     return problems
 
 
