@@ -88,6 +88,36 @@ async def test_a_write_lock_another_process_holds_is_named_and_the_store_still_r
     assert code == 0 and report["ok"], report["problems"]
 
 
+EXCLUSIVE = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("pragma locking_mode = exclusive")  # held from the first statement on, readers kept out too
+conn.execute(sys.argv[2])
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("statement", ["update users set updated_at = updated_at", "select count(*) from users"])
+async def test_a_process_holding_the_file_exclusively_is_named_within_the_doctors_wait(settings, capsys, statement):
+    await a_store(settings)
+    with subprocess.Popen(  # noqa: ASYNC220 - the other process, started before the test does anything
+        [sys.executable, "-c", EXCLUSIVE, str(settings.db_path), statement], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            with anyio.fail_after(25):  # opening alone used to wait 4 x 10 s
+                code, report = await doctor(settings, capsys)
+            assert code == 1 and len(report["problems"]) == 1, report["problems"]
+            line = report["problems"][0]
+            assert line.startswith(f"the store's write lock has been held for over 3 s by process {holder.pid} (")
+            assert "Do not restore or remove memory.db" in line
+        finally:
+            holder.kill()
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+
+
 def limited(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`pocketmem ARGS` as a user whom file modes bind (root without the capabilities that bypass them)."""
     prefix: list[str] = []

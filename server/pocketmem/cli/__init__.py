@@ -104,10 +104,11 @@ async def _sync(settings: Settings) -> int:
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """The report on stdout, exit 1 when it lists a problem; the doctor itself never ends in an error."""
     from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.upkeep.doctor import opening_problems
+    from pocketmem.service.upkeep.doctor import check_readable, opening_problems
 
     app = PocketMem(settings)
     try:
+        await check_readable(settings)  # within 3 s, where opening would wait for a process that holds the file
         # The store alone: what the rest of the app reads on opening (store_meta) may be what is missing.
         await app.store.open()
     except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is the report

@@ -17,9 +17,12 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
+
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import PocketmemError
+from pocketmem.base.errors import PocketmemError, StoreError
 from pocketmem.base.models import EventKind, ProfileRevision
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.shared.rows import new_id
@@ -58,6 +61,18 @@ def rebuild_advice(settings: Settings) -> str:
 # How long the doctor waits for another process's write lock before it names that process (writers wait longer).
 LOCK_WAIT = 3.0
 REPAIR_BLOCKED = "nothing was repaired: `pocketmem doctor --repair` needs to save to the store; fix the above first"
+
+
+async def check_readable(settings: Settings) -> None:
+    """Before the store is opened: a SQLite file another process holds so that even reading waits (an exclusive
+    lock) raises within LOCK_WAIT, as opening would after the writers' longer wait, several times over; the
+    error goes to `opening_problems`, which names the process. Anything else is left to opening."""
+    path = str(settings.db_path)
+    if settings.database_url is not None or not os.path.isfile(path):
+        return
+    why = await anyio.to_thread.run_sync(access.read_lock_problem, path, LOCK_WAIT)
+    if why is not None and any(s in why.lower() for s in access.LOCKED):
+        raise StoreError(f"cannot open the memory store at {path}: {why}")
 
 
 def opening_problems(settings: Settings, exc: BaseException) -> list[str]:

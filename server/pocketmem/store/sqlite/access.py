@@ -7,8 +7,10 @@ never damage: their remedy is a chmod, a chown (base/permissions.py says which) 
 backup. A store path that is a folder is a setting to change.
 
 Another process that holds the write lock is told apart too, by name where the system says who it is
-(/proc/locks on Linux: the WAL write lock is byte 120 of `memory.db-shm`, a rollback journal's RESERVED lock
-byte 0x40000001 of `memory.db`, pocketmem's own turn the `flock` of `memory.db.lock`).
+(/proc/locks on Linux: the WAL write lock is byte 120 of `memory.db-shm`; a write lock on `memory.db`'s lock bytes
+from 0x40000000, a rollback journal's RESERVED lock or any process's EXCLUSIVE one (`pragma locking_mode =
+exclusive`, which keeps even readers out); pocketmem's own turn the `flock` of `memory.db.lock`). Every look here
+waits `wait` seconds at most, never a writer's longer wait.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from pocketmem.base.permissions import grant
 from pocketmem.store.sqlite.driver import connect
 
 WAL_WRITE_BYTE = 120
-RESERVED_BYTE = 0x40000001
+# memory.db's lock bytes: PENDING (0x40000000), RESERVED (a rollback journal's writer), then the SHARED range; a
+# write lock on any of them (an EXCLUSIVE one: `pragma locking_mode = exclusive`) keeps others from writing.
+DB_LOCK_BYTES = (0x40000000, 0x40000000 + 2 + 510 - 1)
 # File systems made by the kernel: a folder cannot be made in them.
 SYSTEM_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
                                 "securityfs", "configfs", "pstore", "bpf", "mqueue", "efivarfs"})
@@ -111,7 +115,7 @@ def access_problems(db_path: str) -> list[str]:
 
 
 def _holds(fields: list[str], inodes: dict[tuple[int, int, int], str]) -> bool:
-    """Whether a /proc/locks line is a write lock on one of the store's files, on the byte that means writing."""
+    """Whether a /proc/locks line is a write lock on one of the store's files, on the bytes that mean writing."""
     kind, mode, device, start, end = fields[1], fields[3], fields[5], fields[6], fields[7]
     major, minor, inode = device.split(":")
     name = inodes.get((int(major, 16), int(minor, 16), int(inode)))
@@ -119,8 +123,8 @@ def _holds(fields: list[str], inodes: dict[tuple[int, int, int], str]) -> bool:
         return False
     if kind == "FLOCK":
         return name == "lock"
-    byte = {"shm": WAL_WRITE_BYTE, "db": RESERVED_BYTE}.get(name)
-    return byte is not None and int(start) <= byte <= (int(end) if end != "EOF" else byte)
+    first, last = {"shm": (WAL_WRITE_BYTE, WAL_WRITE_BYTE), "db": DB_LOCK_BYTES}.get(name, (1, 0))
+    return int(start) <= last and first <= (int(end) if end != "EOF" else last)
 
 
 def lock_holders(db_path: str) -> list[str]:
@@ -149,12 +153,31 @@ def _process(pid: int) -> str:
     return f"process {pid} ({command[:120]})" if command else f"process {pid}"
 
 
+def read_lock_problem(db_path: str, wait: float) -> str | None:
+    """Reads the schema once (waiting at most `wait` seconds): why it cannot be read, or None. A process holding
+    the file exclusively keeps every reader waiting; opening the store would wait the writers' time, several
+    times. Runs in a worker thread."""
+    try:
+        conn = connect(db_path, load_vectors=False, wait=wait)
+    except Exception as exc:  # noqa: BLE001 - the reason is the answer
+        return str(exc)
+    try:
+        conn.execute("select count(*) from sqlite_master").fetchall()
+    except Exception as exc:  # noqa: BLE001 - the reason is the answer
+        return str(exc)
+    finally:
+        conn.close()
+    return None
+
+
 def write_lock_problem(db_path: str, wait: float) -> str | None:
     """Takes the write lock for a moment (waiting at most `wait` seconds, not the writers' longer wait) and lets
     it go, changing nothing: why it cannot be had, or None. Runs in a worker thread."""
-    conn = connect(db_path, load_vectors=False)
     try:
-        conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
+        conn = connect(db_path, load_vectors=False, wait=wait)
+    except Exception as exc:  # noqa: BLE001 - the reason is the answer
+        return str(exc)
+    try:
         conn.execute("begin immediate")
         conn.execute("rollback")
     except Exception as exc:  # noqa: BLE001 - the reason is the answer

@@ -95,18 +95,17 @@ def orphaned_journal(path: str) -> str | None:
     return None
 
 
-def connect(path: str, *, load_vectors: bool, immutable: bool = False) -> Any:
-    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout.
+def connect(path: str, *, load_vectors: bool, immutable: bool = False, wait: float = BUSY_TIMEOUT_MS / 1000) -> Any:
+    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout (`wait`
+    seconds, from the first statement on: switching to WAL waits for a process that holds the file).
     `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused
     (StoreError) for a missing database whose journal is still there (`orphaned_journal`)."""
     if (orphaned := orphaned_journal(path)) is not None:
         raise StoreError(orphaned)
     module, vectors_available = sqlite_module()
     target = f"file:{pathname2url(path)}?immutable=1" if immutable else path
-    conn = module.connect(
-        target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000, uri=immutable
-    )
-    conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn = module.connect(target, isolation_level=None, check_same_thread=False, timeout=wait, uri=immutable)
+    conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
     conn.execute("pragma foreign_keys = on")
     if immutable:
         conn.execute("pragma query_only = on")
