@@ -45,8 +45,8 @@ def home() -> Iterator[Path]:
 
 
 def env(home: Path) -> dict[str, str]:
-    """The environment of pocketmem over `home`, the code under test named by its absolute path (started in `/`)."""
-    return {**server_env(Backend(), home), "PYTHONPATH": SERVER_SOURCE}
+    """The environment of pocketmem over `home`, the code under test first (started in `/`, which USER may read)."""
+    return {"PYTHONPATH": SERVER_SOURCE, **server_env(Backend(), home)}
 
 
 def as_root(home: Path, *args: str) -> None:

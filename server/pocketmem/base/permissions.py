@@ -1,4 +1,5 @@
-"""What to run so that the user who runs pocketmem may use a path, by who owns it.
+"""What to run so that the user who runs pocketmem may use a path, by who owns it, and whether a disk can be
+written at all.
 
 Only a file's owner (or root) may change its mode: `chmod u+rw` on a file another user owns fails with "Operation
 not permitted". So the advice is `chmod` for a path this user owns and `chown` (run as root) for one another user
@@ -35,3 +36,11 @@ def grant(path: Path | str, mode: str, what: str) -> str:
     whole = " -R" if os.path.isdir(path) else ""  # a folder with what is in it: files made there are the owner's
     return (f"it belongs to {_name(owner)}, so only {who} may change that: make it this user's "
             f"(sudo chown{whole} {_name(me)} {path}) or run pocketmem as {_name(owner)}")
+
+
+def read_only_mount(path: Path | str) -> bool:
+    """Whether `path` lies on a file system mounted read-only: no chmod or chown makes it writable."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return False

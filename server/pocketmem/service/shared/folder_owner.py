@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from pocketmem.base.permissions import grant
+from pocketmem.base.permissions import grant, read_only_mount
 
 OWNER_FILE = ".pocketmem-store"  # the id of the store that keeps this folder
 STORE_ID_KEY = "profile_files_store_id"
@@ -38,6 +38,8 @@ def folder_problem(folder: Path) -> str | None:
     if not os.path.isdir(folder):
         return None
     lost = "so its Markdown files are neither updated nor read back (recall still answers from the store)"
+    if read_only_mount(folder):  # nothing is written there: the store's own check names the read-only disk
+        return None
     if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
         return (f"the profile folder {folder} is not readable and writable by this user, {lost}: "
                 f"{grant(folder, 'rwx', 'readable and writable')}")

@@ -19,7 +19,7 @@ import errno
 import os
 from pathlib import Path
 
-from pocketmem.base.permissions import grant
+from pocketmem.base.permissions import grant, read_only_mount
 from pocketmem.store.sqlite.driver import connect
 
 WAL_WRITE_BYTE = 120
@@ -40,13 +40,6 @@ def _nearest(path: Path) -> Path:
     return path
 
 
-def _read_only_mount(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
 def _filesystem(path: Path) -> str | None:
     """The type of the file system `path` lies on, from the mount table (Linux), or None."""
     try:
@@ -64,7 +57,7 @@ def creation_problem(folder: Path, exc: OSError) -> str:
     if os.path.exists(there) and not os.path.isdir(there):
         return (f"{there} is a file, not a folder, so {folder} cannot be made in it ({home}): move that file "
                 "away, or set POCKETMEM_HOME to a folder")
-    if exc.errno == errno.EROFS or _read_only_mount(there):
+    if exc.errno == errno.EROFS or read_only_mount(there):
         return (f"{folder} cannot be made: {there} is on a read-only file system ({home}); set POCKETMEM_HOME "
                 "to a folder on a writable disk")
     if (kind := _filesystem(there)) in SYSTEM_FILESYSTEMS:
@@ -87,7 +80,7 @@ def access_problems(db_path: str) -> list[str]:
     if not os.access(folder, os.R_OK | os.X_OK):
         return [f"the folder {folder} cannot be read by this user: {grant(folder, 'rx', 'readable and searchable')}, "
                 "or set POCKETMEM_HOME to a folder of your own"]
-    if _read_only_mount(folder):
+    if read_only_mount(folder):
         return [f"{folder} is on a read-only file system: the store can be read but nothing can be saved; "
                 "remount it read-write, or copy the folder to a writable disk and point POCKETMEM_HOME there"]
     if os.path.isdir(db):
@@ -151,23 +144,6 @@ def _process(pid: int) -> str:
     except OSError:
         command = ""
     return f"process {pid} ({command[:120]})" if command else f"process {pid}"
-
-
-def read_lock_problem(db_path: str, wait: float) -> str | None:
-    """Reads the schema once (waiting at most `wait` seconds): why it cannot be read, or None. A process holding
-    the file exclusively keeps every reader waiting; opening the store would wait the writers' time, several
-    times. Runs in a worker thread."""
-    try:
-        conn = connect(db_path, load_vectors=False, wait=wait)
-    except Exception as exc:  # noqa: BLE001 - the reason is the answer
-        return str(exc)
-    try:
-        conn.execute("select count(*) from sqlite_master").fetchall()
-    except Exception as exc:  # noqa: BLE001 - the reason is the answer
-        return str(exc)
-    finally:
-        conn.close()
-    return None
 
 
 def write_lock_problem(db_path: str, wait: float) -> str | None:
