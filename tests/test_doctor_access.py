@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -315,3 +316,38 @@ async def test_pocketmem_db_naming_a_folder_is_named_as_a_setting_not_sent_to_a_
     done = await pocketmem(settings.home, "list", POCKETMEM_DB=str(settings.home))
     stderr = done.stderr.decode()
     assert done.returncode == 2 and said in stderr and "unable to open" not in stderr, stderr
+
+
+FULL_DISK = """
+mount -t tmpfs -o size=2m tmpfs {disk} || exit 9
+cp -a {store} {disk}/home
+dd if=/dev/zero of={disk}/filler bs=4k 2>/dev/null
+# room for memory.db-shm and little else: opening works, saving does not
+dd if=/dev/zero of={disk}/filler bs=4k count=$(( $(stat -c %s {disk}/filler) / 4096 - {left} )) 2>/dev/null
+POCKETMEM_HOME={disk}/home {pocketmem} add 用户养了一只猫叫小白 > /dev/null 2> {out}/add.err; echo $? > {out}/add.code
+POCKETMEM_HOME={disk}/home {pocketmem} doctor > {out}/doctor.json; echo $? > {out}/doctor.code
+"""
+
+
+def namespaces() -> bool:
+    return shutil.which("unshare") is not None and not subprocess.run(["unshare", "-rm", "true"]).returncode
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("left", [0, 12])  # 4 KiB blocks left free: none (opening fails too), or room for the -shm
+async def test_a_full_disk_is_named_by_the_doctor_never_sent_to_a_backup(tmp_path, settings, left):
+    if not namespaces():
+        pytest.skip("needs user and mount namespaces (unshare -rm) for a small disk of its own")
+    await a_store(settings)
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    script = FULL_DISK.format(disk=disk, store=settings.home, out=out, left=left,
+                              pocketmem=shlex.join([sys.executable, "-m", "pocketmem"]))
+    with anyio.fail_after(300):
+        await anyio.run_process(["unshare", "-rm", "sh", "-c", script], env=server_env(Backend(), settings.home))
+    add_code, add_err = int((out / "add.code").read_text()), (out / "add.err").read_text()
+    assert add_code == 2 and f"{disk}/home" in add_err and "is full" in add_err, add_err
+    code, report = int((out / "doctor.code").read_text()), json.loads((out / "doctor.json").read_text())
+    assert code == 1 and report["problems"][0].startswith(f"the disk holding {disk}/home is full ("), report
+    no_backup(report["problems"])

@@ -29,6 +29,9 @@ DB_LOCK_BYTES = (0x40000000, 0x40000000 + 2 + 510 - 1)
 # File systems made by the kernel: a folder cannot be made in them.
 SYSTEM_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
                                 "securityfs", "configfs", "pstore", "bpf", "mqueue", "efivarfs"})
+# Free bytes under which saving fails: a memory with its vector, keyword rows and events takes tens of KiB of WAL
+# frames, and memory.db-shm 32 KiB when it is made.
+LOW_SPACE = 1 << 20
 # What SQLite says when another connection holds the write lock.
 LOCKED = ("database is locked", "database is busy")
 
@@ -104,7 +107,24 @@ def access_problems(db_path: str) -> list[str]:
     elif os.path.exists(lock) and not os.access(lock, os.R_OK | os.W_OK):
         problems.append(f"the write lock {lock} is not readable and writable by this user: nothing can be saved; "
                         f"{grant(lock, 'rw', 'readable and writable')}, or remove it (pocketmem makes it again)")
+    if (full := space_problem(folder)) is not None:
+        problems.append(full)
     return problems
+
+
+def space_problem(folder: Path) -> str | None:
+    """A disk too full to save on: the doctor's write check takes the write lock but writes nothing, so it is
+    asked here. None when there is room (or the system does not say)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_SPACE:
+        return None
+    return (f"the disk holding {folder} is full ({free // 1024} KiB free): every save fails with \"disk is full\" "
+            "(and opening, once memory.db-shm cannot be made, with \"disk I/O error\"); nothing is damaged. Free "
+            "some space, or move POCKETMEM_HOME to another disk")
 
 
 def _holds(fields: list[str], inodes: dict[tuple[int, int, int], str]) -> bool:
