@@ -1,7 +1,9 @@
-"""The doctor's advice fits the cause: a write lock another process holds is named with that process, within a few
-seconds; permission bits, a read-only file, a lock file that is a folder and a POCKETMEM_HOME that cannot be a
-folder name the path and what to change, never a backup; a store without `api_tokens` or `store_meta` opens and
-`--repair` recreates them; a memory.db emptied beside the user's profile files is reported, nothing deleted.
+"""The doctor's advice fits the cause: a write lock another process holds (an exclusive lock included) is named with
+that process, within a few seconds; permission bits, a read-only file, a lock file that is a folder, a
+POCKETMEM_HOME that cannot be a folder, a POCKETMEM_DB that is one and a full disk name the path and what to change,
+never a backup; a store without `api_tokens` or `store_meta` opens and `--repair` recreates them; a memory.db
+emptied beside the user's profile files is reported, nothing deleted; a memory.db moved away from the WAL that
+holds its last writes is never replaced by a new one.
 
 Permission cases run the command line in a child process: as root, under `setpriv` without the capabilities that
 let root ignore file modes (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER), as an unprivileged user would."""
