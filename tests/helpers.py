@@ -146,3 +146,18 @@ async def rows(store, status: Status = Status.active) -> dict[str, str]:
     async with store.read() as r:
         items, _ = await r.list_memories(USER, MemoryFilter(statuses=(status,), limit=500))
     return {m.id: m.content for m in items}
+
+
+def damage(db: Path, statement: str, *params: object) -> None:
+    """Change the file as another program would, with the sqlite-vec extension loaded (its triggers need it)."""
+    import sqlean
+    import sqlite_vec
+
+    conn = sqlean.connect(str(db))
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.execute(statement, params)
+        conn.commit()
+    finally:
+        conn.close()

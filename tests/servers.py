@@ -55,8 +55,10 @@ def server_env(backend: Backend, home: Path, **extra: str) -> dict[str, str]:
         "POCKETMEM_HOME": str(home),
         "POCKETMEM_TZ": "Asia/Shanghai",
         "POCKETMEM_EMBEDDER": "hash",  # as make_settings: tests of the default embedder pass their own
-        # The package under test, when it is not the installed one (a checkout run with PYTHONPATH=server).
-        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
+        # The package under test, when it is not the installed one (a checkout run with PYTHONPATH=server), made
+        # absolute: a child started in another folder (cwd="/") would otherwise import whichever copy is installed.
+        **({"PYTHONPATH": os.pathsep.join(map(os.path.abspath, os.environ["PYTHONPATH"].split(os.pathsep)))}
+           if os.environ.get("PYTHONPATH") else {}),
         **backend.env(home),
         **extra,
     }

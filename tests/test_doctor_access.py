@@ -1,7 +1,9 @@
-"""The doctor's advice fits the cause: a write lock another process holds is named with that process, within a few
-seconds; permission bits, a read-only file, a lock file that is a folder and a POCKETMEM_HOME that cannot be a
-folder name the path and what to change, never a backup; a store without `api_tokens` or `store_meta` opens and
-`--repair` recreates them; a memory.db emptied beside the user's profile files is reported, nothing deleted.
+"""The doctor's advice fits the cause: a write lock another process holds (an exclusive lock included) is named with
+that process, within a few seconds; permission bits, a read-only file, a lock file that is a folder, a
+POCKETMEM_HOME that cannot be a folder, a POCKETMEM_DB that is one and a full disk name the path and what to change,
+never a backup; a store without `api_tokens` or `store_meta` opens and `--repair` recreates them; a memory.db
+emptied beside the user's profile files is reported, nothing deleted; a memory.db moved away from the WAL that
+holds its last writes is never replaced by a new one.
 
 Permission cases run the command line in a child process: as root, under `setpriv` without the capabilities that
 let root ignore file modes (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER), as an unprivileged user would."""
@@ -11,16 +13,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
+from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Status
 from pocketmem.cli import _doctor, build_parser
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
@@ -80,6 +85,36 @@ async def test_a_write_lock_another_process_holds_is_named_and_the_store_still_r
                 async with app.store.read() as reader:
                     listed = await reader.scan_memories("global", (Status.active,), None, 10)
             assert sorted(m.content for m in listed) == sorted(FACTS)
+        finally:
+            holder.kill()
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+
+
+EXCLUSIVE = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("pragma locking_mode = exclusive")  # held from the first statement on, readers kept out too
+conn.execute(sys.argv[2])
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("statement", ["update users set updated_at = updated_at", "select count(*) from users"])
+async def test_a_process_holding_the_file_exclusively_is_named_within_the_doctors_wait(settings, capsys, statement):
+    await a_store(settings)
+    with subprocess.Popen(  # noqa: ASYNC220 - the other process, started before the test does anything
+        [sys.executable, "-c", EXCLUSIVE, str(settings.db_path), statement], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            with anyio.fail_after(25):  # opening alone used to wait 4 x 10 s
+                code, report = await doctor(settings, capsys)
+            assert code == 1 and len(report["problems"]) == 1, report["problems"]
+            line = report["problems"][0]
+            assert line.startswith(f"the store's write lock has been held for over 3 s by process {holder.pid} (")
+            assert "Do not restore or remove memory.db" in line
         finally:
             holder.kill()
     code, report = await doctor(settings, capsys)
@@ -228,3 +263,93 @@ def test_doctor_help_says_what_repair_does():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
     text = " ".join(sub.choices["doctor"].format_help().split())
     assert "recreate missing tables" in text and "rebuild the keyword and vector indexes" in text
+
+
+async def pocketmem(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(120):
+        return await anyio.run_process([sys.executable, "-m", "pocketmem", *args], check=False,
+                                       env=server_env(Backend(), home, **env), stdin=subprocess.DEVNULL)
+
+
+LEAVE_WAL = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("pragma wal_autocheckpoint = 0")
+conn.execute("update memories set content = 'edited in the WAL only'")
+os._exit(0)  # no close: the write stays in memory.db-wal, acknowledged
+"""
+
+
+async def test_a_wal_left_without_its_memory_db_is_named_and_never_deleted(tmp_path, settings, capsys):
+    await a_store(settings)
+    db, wal = settings.db_path, Path(f"{settings.db_path}-wal")
+    await anyio.run_process([sys.executable, "-c", LEAVE_WAL, str(db)])
+    kept = await anyio.Path(wal).read_bytes()
+    assert len(kept) > 0
+    moved = tmp_path / "moved.db"
+    db.rename(moved)
+    for repair in (False, True):
+        code, report = await doctor(settings, capsys, repair)
+        assert code == 1 and len(report["problems"]) == 1, report
+        line = report["problems"][0]
+        assert line.startswith(f"{db} is missing, but {wal} ({len(kept)} bytes) beside it holds writes")
+        assert "Put memory.db back beside it" in line and "move memory.db-wal away (keep it)" in line
+        no_backup([line.replace("or a backup", "")])  # never "restore": the writes are in that WAL
+    done = await pocketmem(settings.home, "list")
+    assert done.returncode == 2 and done.stderr.decode().strip() == f"pocketmem: {line}"
+    with pytest.raises(PocketmemError, match="is missing, but"):  # serve, the page and every command open so
+        await PocketMem(settings).open()
+    assert not db.exists() and await anyio.Path(wal).read_bytes() == kept
+    moved.rename(db)  # put back: the write the WAL held is there
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        async with app.store.read() as reader:
+            listed = await reader.scan_memories("global", (Status.active,), None, 10)
+    assert {m.content for m in listed} == {"edited in the WAL only"}
+
+
+async def test_pocketmem_db_naming_a_folder_is_named_as_a_setting_not_sent_to_a_backup(tmp_path, make_settings, capsys):
+    settings = make_settings(tmp_path, db=tmp_path / "home")
+    settings.home.mkdir()
+    said = (f"{settings.home} is a folder, not the store's SQLite file: set POCKETMEM_DB to a file (such as "
+            f"{settings.home / 'memory.db'})")
+    code, report = await doctor(settings, capsys)
+    assert code == 1 and len(report["problems"]) == 1 and report["problems"][0].startswith(said), report
+    no_backup(report["problems"])
+    done = await pocketmem(settings.home, "list", POCKETMEM_DB=str(settings.home))
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and said in stderr and "unable to open" not in stderr, stderr
+
+
+FULL_DISK = """
+mount -t tmpfs -o size=2m tmpfs {disk} || exit 9
+cp -a {store} {disk}/home
+dd if=/dev/zero of={disk}/filler bs=4k 2>/dev/null
+# room for memory.db-shm and little else: opening works, saving does not
+dd if=/dev/zero of={disk}/filler bs=4k count=$(( $(stat -c %s {disk}/filler) / 4096 - {left} )) 2>/dev/null
+POCKETMEM_HOME={disk}/home {pocketmem} add 用户养了一只猫叫小白 > /dev/null 2> {out}/add.err; echo $? > {out}/add.code
+POCKETMEM_HOME={disk}/home {pocketmem} doctor > {out}/doctor.json; echo $? > {out}/doctor.code
+"""
+
+
+def namespaces() -> bool:
+    return shutil.which("unshare") is not None and not subprocess.run(["unshare", "-rm", "true"]).returncode
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("left", [0, 12])  # 4 KiB blocks left free: none (opening fails too), or room for the -shm
+async def test_a_full_disk_is_named_by_the_doctor_never_sent_to_a_backup(tmp_path, settings, left):
+    if not namespaces():
+        pytest.skip("needs user and mount namespaces (unshare -rm) for a small disk of its own")
+    await a_store(settings)
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    script = FULL_DISK.format(disk=disk, store=settings.home, out=out, left=left,
+                              pocketmem=shlex.join([sys.executable, "-m", "pocketmem"]))
+    with anyio.fail_after(300):
+        await anyio.run_process(["unshare", "-rm", "sh", "-c", script], env=server_env(Backend(), settings.home))
+    add_code, add_err = int((out / "add.code").read_text()), (out / "add.err").read_text()
+    assert add_code == 2 and f"{disk}/home" in add_err and "is full" in add_err, add_err
+    code, report = int((out / "doctor.code").read_text()), json.loads((out / "doctor.json").read_text())
+    assert code == 1 and report["problems"][0].startswith(f"the disk holding {disk}/home is full ("), report
+    no_backup(report["problems"])

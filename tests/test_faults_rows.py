@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-from pathlib import Path
 
 import pytest
 
@@ -19,27 +18,12 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, call
+from .helpers import START, call, damage
 from .servers import cli
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
 CORE = {"content": "用户不吃香菜", "category": "preference", "keywords": ["香菜"], "scores": {"persistence": 1.0}}
-
-
-def damage(db: Path, statement: str, *params: object) -> None:
-    """Change the file as another program would, with the sqlite-vec extension loaded (its triggers need it)."""
-    import sqlean
-    import sqlite_vec
-
-    conn = sqlean.connect(str(db))
-    try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.execute(statement, params)
-        conn.commit()
-    finally:
-        conn.close()
 
 
 async def sql(app: PocketMem, statement: str, *params: object) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
-from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.shared.folder_owner import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START

@@ -16,7 +16,7 @@ from mcp import Client
 from pocketmem.app import PocketMem
 from pocketmem.base.models import Category, EventKind
 from pocketmem.mcp.server import build_server
-from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.shared.folder_owner import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, call, error

@@ -37,3 +37,19 @@ def test_log_level_in_any_case(monkeypatch, tmp_path, given):
     monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
     monkeypatch.setenv("POCKETMEM_LOG_LEVEL", given)
     assert load_settings().log_level == "INFO"
+
+
+def test_a_bad_value_in_the_toml_file_is_named_by_its_key_there_not_by_a_variable(tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text('max_active = "lots"\nembed_api_key = 5\ntop_k = 0\n')
+    monkeypatch.setenv("POCKETMEM_CONFIG", str(config))
+    monkeypatch.setenv("POCKETMEM_TOP_K", "99")  # the environment wins: its value is the one named
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    lines = str(caught.value).splitlines()[1:]
+    assert lines == [
+        f"  max_active (in {config}): Input should be a valid integer, unable to parse string as an integer "
+        "(got 'lots')",
+        "  POCKETMEM_TOP_K: Input should be less than or equal to 50 (got '99')",
+        f"  embed_api_key (in {config}): Input should be a valid string",  # a key's value is never shown
+    ]

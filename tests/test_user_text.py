@@ -17,7 +17,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import parse
 from pocketmem.mcp.server import build_server
-from pocketmem.service.profile.profile_files import folder_name
+from pocketmem.service.shared.folder_owner import folder_name
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.web.server import standalone
 

@@ -63,13 +63,14 @@ def make_library(settings: Settings) -> Store | None:
     )
 
 
-def make_store(settings: Settings) -> Store:
-    """PostgreSQL when POCKETMEM_DATABASE_URL is set, else the SQLite file."""
+def make_store(settings: Settings, *, wait: float | None = None) -> Store:
+    """PostgreSQL when POCKETMEM_DATABASE_URL is set, else the SQLite file; `wait`: how long a SQLite connection
+    waits for another process's lock (default: the writers' busy timeout; the doctor waits less)."""
     if settings.database_url is not None:
         from pocketmem.store.postgres.store import PostgresStore  # imported only when a PostgreSQL store is named
 
         return PostgresStore(settings.database_url.get_secret_value(), pool_size=settings.pg_pool_size)
-    return SQLiteStore(settings.db_path)
+    return SQLiteStore(settings.db_path) if wait is None else SQLiteStore(settings.db_path, wait=wait)
 
 
 class PocketMem:

@@ -350,21 +350,49 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] | None = None) -> str:
+    """One line per bad value, named where it came from: the variable when it is set (the environment wins), else the
+    key of the TOML file that holds it."""
     environ = os.environ if environ is None else environ
+    toml_file, toml = _toml_values()
     lines = ["invalid pocketmem settings:"]
     for err in exc.errors():
         loc = [str(part) for part in err["loc"]]
-        name = (ENV_PREFIX + loc[0].upper()) if loc else "settings"
-        given = environ.get(name)
-        secret = "key" in name.lower() or name.endswith("_URL") and "://" in (given or "") and "@" in (given or "")
+        name, given = _source(loc[0], environ, toml_file, toml) if loc else ("settings", None)
+        secret = "key" in name.lower() or "_url" in name.lower() and "://" in str(given) and "@" in str(given)
         shown = f" (got {given!r})" if given is not None and not secret else ""
         message = err["msg"]
         if err["type"] == "extra_forbidden" and loc:
             close = difflib.get_close_matches(loc[0].lower(), list(Settings.model_fields), n=1, cutoff=0.6)
-            name = f"{loc[0]} (in {_toml_path() or 'the config file'})"
+            name = f"{loc[0]} (in {toml_file or 'the config file'})"
             message = "not a pocketmem setting" + (f"; did you mean {close[0]}?" if close else "")
         lines.append(f"  {name}: {message}{shown}")
     return "\n".join(lines)
+
+
+def _source(key: str, environ: Mapping[str, str], toml_file: Path | None, toml: dict[str, Any]) -> tuple[str, Any]:
+    """Where the value of setting `key` (a field or one of its aliases) came from, and the value: the first of its
+    variables that is set, else its key in the TOML file, else (a default) its variable."""
+    field, variables = key, [ENV_PREFIX + key.upper()]
+    for name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        choices = [str(c) for c in alias.choices] if isinstance(alias, AliasChoices) else []
+        if key == name or key in choices:
+            field, variables = name, [c for c in choices if c.isupper()] or [ENV_PREFIX + name.upper()]
+    for variable in variables:
+        if variable in environ:
+            return variable, environ[variable]
+    if field in toml:
+        return f"{field} (in {toml_file})", toml[field]
+    return variables[0], None
+
+
+def _toml_values() -> tuple[Path | None, dict[str, Any]]:
+    """The TOML file Settings read and its keys (none when there is no file or it cannot be read again)."""
+    try:
+        path = _toml_path()
+        return path, tomllib.loads(path.read_text(encoding="utf-8")) if path is not None else {}
+    except (ConfigError, OSError, ValueError):
+        return None, {}
 
 
 def known_variables() -> set[str]:

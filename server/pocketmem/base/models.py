@@ -87,6 +87,7 @@ class EventKind(StrEnum):
     token_revoked = "token_revoked"
     profile_updated = "profile_updated"  # persona or identity saved (update_profile, a confirmed proposal, a file edit)
     profile_file_rejected = "profile_file_rejected"  # part of a person's edit of a Markdown file was not taken in
+    set_aside = "set_aside"  # doctor --repair: a row no read could decode, removed; its stored values in the payload
 
 
 class Scores(BaseModel):

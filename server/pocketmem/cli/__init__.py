@@ -103,10 +103,11 @@ async def _sync(settings: Settings) -> int:
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """The report on stdout, exit 1 when it lists a problem; the doctor itself never ends in an error."""
-    from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.upkeep.doctor import opening_problems
+    from pocketmem.app import PocketMem, dumps, make_store
+    from pocketmem.service.upkeep.doctor import LOCK_WAIT, opening_problems
 
-    app = PocketMem(settings)
+    # Every wait for another process's lock bounded by LOCK_WAIT, the opening's included.
+    app = PocketMem(settings, store=make_store(settings, wait=LOCK_WAIT))
     try:
         # The store alone: what the rest of the app reads on opening (store_meta) may be what is missing.
         await app.store.open()
@@ -471,7 +472,8 @@ def _add_store_commands(sub: Any) -> None:
         "--repair", action="store_true",
         help="repair what the report lists as repairable: recreate missing tables (empty when they held data of "
         "their own), columns, indexes and triggers, rebuild the keyword and vector indexes from the memories, "
-        "rewrite stored times that cannot be read back",
+        "rewrite stored times that cannot be read back, mend rows that cannot be read or set them aside (their "
+        "values kept in a set_aside event)",
     )
     sub.add_parser("reindex", help="re-embed every memory with the configured embedder (after changing it)")
 

@@ -311,8 +311,9 @@ class UpkeepReads(Protocol):
 
     @abstractmethod
     async def unreadable_rows(self) -> list[dict[str, Any]]:
-        """For `pocketmem doctor`: every memories, profiles and profile_files row of any user that the reads leave
-        out because it cannot be decoded (table, user_id, id, why; see store/sql/row_check.py)."""
+        """For `pocketmem doctor`: every row of any user, in memories and in each table export reads, that the reads
+        leave out (or export refuses) because it cannot be decoded (table, user_id, id, why, key; see
+        store/sql/row_check.py)."""
 
 
 class BrowseReads(Protocol):
@@ -485,6 +486,19 @@ class TrashWrites(Protocol):
         marked purged_at = `when`. False when there was nothing to delete."""
 
 
+class RowRepairs(Protocol):
+    """`doctor --repair` on a row the reads cannot decode (unreadable_rows): one of the tables store/sql/row_check.py
+    checks, found by the `key` it reported."""
+
+    @abstractmethod
+    async def rewrite_row(self, table: str, key: dict[str, Any], values: dict[str, Any]) -> None:
+        """Set columns (as stored) of that row."""
+
+    @abstractmethod
+    async def remove_row(self, table: str, key: dict[str, Any]) -> None:
+        """Delete that row (its stored values kept elsewhere first)."""
+
+
 class TokenWrites(Protocol):
     """Writing API tokens."""
 
@@ -550,6 +564,6 @@ class StoreReader(
 
 class StoreWriter(
     StoreReader, MemoryWrites, PendingWrites, EventWrites, TrashWrites, ImportWrites, TokenWrites, SyncWrites,
-    MetaWrites, UserLocks, ProfileWriter,
+    MetaWrites, RowRepairs, UserLocks, ProfileWriter,
 ):
     """Writes; only available inside `Store.write()`: every write role."""

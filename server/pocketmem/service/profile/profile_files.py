@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
-from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -68,7 +67,7 @@ from pocketmem.core.shown_time import due_on
 from pocketmem.service.profile.file_versions import closest_base, cut_short, distance, restore_ids
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
-from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
+from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_name, folder_problem
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
 from pocketmem.service.transfer.exporting import atomic_write, check_directory
 from pocketmem.service.writing.add_request import AddRequest, screen_secrets
@@ -89,12 +88,6 @@ REMOVAL_FORGETS = {"core", "project"}
 MTIME_SLACK_NS = 2_000_000_000
 FOLDER_LOCK_TIMEOUT = 30.0
 KEEP_EARLIER = 4  # texts written before the last one, kept to find the copy a person started editing from
-
-
-def folder_name(user_id: str) -> str:
-    """A user's folder: the id itself when it is a safe file name, else percent-encoded (never . or ..)."""
-    name = quote(user_id, safe="-_.")
-    return name.replace(".", "%2E") if set(name) == {"."} else name
 
 
 def _not_a_file(path: Path) -> str | None:
@@ -171,6 +164,7 @@ class ProfileFiles:
         self._taken: dict[tuple[str, str], str] = {}  # hash of the person's save last taken in (this process)
         self._owned: dict[str, bool] = {}
         self._store_id: str | None = None
+        self._faults: dict[str, str] = {}  # user -> what keeps their folder from being read or written (logged once)
         if self.enabled:
             store.on_commit(self._on_commit)
 
@@ -199,13 +193,28 @@ class ProfileFiles:
             if kinds and not kinds <= QUIET_KINDS:
                 await self.sync(user_id)
 
-    async def check(self, user_id: str) -> FileReport | None:
-        """At a read: take in a person's edit if a file changed on disk since pocketmem last looked."""
+    async def check(self, user_id: str) -> str | None:
+        """At a read: take in a person's edit if a file changed on disk since pocketmem last looked. What keeps the
+        user's folder from being read or written, else None: the files are a mirror of the store, so that is never
+        an error of the read."""
         if not self.enabled:
             return None
-        if self._owned.get(user_id) is False or not any(self._maybe_edited(user_id, name) for name in FILE_NAMES):
-            return None
-        return await self.sync(user_id)
+        try:
+            edited = self._owned.get(user_id) is not False and any(self._maybe_edited(user_id, n) for n in FILE_NAMES)
+        except OSError as exc:
+            return self._fault(user_id, exc)
+        if edited:
+            await self.sync(user_id)
+        return self._faults.get(user_id)
+
+    def _fault(self, user_id: str, exc: OSError) -> str:
+        """The user's folder could not be read or written: in words naming the path and the change, logged once
+        until it is cleared (`_faults`)."""
+        why = folder_problem(self.folder(user_id)) or f"the profile files in {self.folder(user_id)}: {exc}"
+        if self._faults.get(user_id) != why:
+            log.warning("profile files of %s: %s", user_id, why)
+        self._faults[user_id] = why
+        return why
 
     def _maybe_edited(self, user_id: str, name: str) -> bool:
         """False when the file is surely what this process wrote (same stat, or the same bytes)."""
@@ -257,7 +266,11 @@ class ProfileFiles:
         if user_id in self._busy:
             self._dirty.add(user_id)
             return report
-        if not await self._owns(user_id):
+        try:
+            if not await self._owns(user_id):
+                return report
+        except OSError as exc:
+            report.failed.append(f"files failed: {self._fault(user_id, exc)}")
             return report
         # Other processes of the store (Claude Desktop and Claude Code on one home) wait on the folder's lock: each
         # compares a file with the text recorded, takes in the difference and records it before the next looks.
@@ -276,10 +289,13 @@ class ProfileFiles:
                             await self._guarded(report, name, self._write(user_id, name, report))
                         if user_id not in self._dirty:
                             break
-            except (OSError, StoreError) as exc:
-                # The store is the truth; a disk problem never fails the write that triggered us.
+            except OSError as exc:  # the store is the truth; a disk problem never fails the write that triggered us
+                report.failed.append(f"files failed: {self._fault(user_id, exc)}")
+            except StoreError as exc:
                 log.warning("profile files of %s: %s", user_id, exc)
                 report.failed.append(f"files failed: {exc}")
+            else:
+                self._faults.pop(user_id, None)
             finally:
                 self._busy.discard(user_id)
                 self._dirty.discard(user_id)

@@ -95,6 +95,13 @@ class BookkeepingFailed(Failure):
     label = "store"
 
 
+class ProfileFilesFailed(Failure):
+    """The profile's Markdown files could not be read or written (their folder's permissions): a person's edit is
+    not taken in, nothing else is missing."""
+
+    label = "profile files"
+
+
 @dataclass
 class Health:
     """What recall can use in this call: decided by the failures recorded as they happen."""

@@ -127,9 +127,9 @@ class Retrieval:
             freshness=settings.weight_freshness,
             importance=settings.weight_importance,
         )
-        # Set by the app for the recall tool (`answer`): take in a person's edit of the profile files; the
-        # onboarding instruction while the profile is unconfirmed.
-        self.files_check: Callable[[str], Awaitable[object]] | None = None
+        # Set by the app for the recall tool (`answer`): take in a person's edit of the profile files (what keeps
+        # them from being read or written, else None); the onboarding instruction while the profile is unconfirmed.
+        self.files_check: Callable[[str], Awaitable[str | None]] | None = None
         self.onboarding: Callable[[str, str], Awaitable[str | None]] | None = None
         self.rules = CandidateRules(
             importance_pool=settings.candidate_limit,
@@ -217,11 +217,14 @@ class Retrieval:
     async def answer(self, user_id: str, req: RecallRequest) -> RecallResult:
         """What the recall tool answers: the recall, after a person's edit of the profile files is taken in,
         with the onboarding instruction while the user has not confirmed their profile (the app sets both
-        hooks; docs/architecture.md, *A recall, traced*)."""
-        if self.files_check is not None:
-            await self.files_check(user_id)
+        hooks; docs/architecture.md, *A recall, traced*). Profile files that cannot be read or written are named
+        in `degraded`: they mirror the store, which answers."""
+        files = await self.files_check(user_id) if self.files_check is not None else None
         lang = await user_language(self.store, user_id, self.settings, req.query, self.clock.now())
         result = await self.recall(user_id, replace(req, lang=lang))
+        if files is not None:
+            degraded = "; ".join(filter(None, [result.degraded, str(fallback.ProfileFilesFailed(files))]))
+            result = result.model_copy(update={"degraded": degraded})
         if result.temporary or self.onboarding is None:
             return result
         return result.model_copy(update={"onboarding": await self.onboarding(user_id, lang)})

@@ -1,12 +1,27 @@
-"""Which store keeps a profile folder: the first store to write it leaves its id there (OWNER_FILE), taken from its
-store_meta (STORE_ID_KEY); profile/profile_files.py claims and honours it, upkeep/doctor_files.py checks it."""
+"""The profile folders in POCKETMEM_HOME: a user's folder's name, which store keeps a folder, and whether this user
+can keep the files there.
+
+The first store to write a folder leaves its id there (OWNER_FILE), taken from its store_meta (STORE_ID_KEY);
+profile/profile_files.py claims and honours it, upkeep/doctor_files.py checks it. A folder this user may not read
+or write (made by another user, a chmod) keeps its files from being updated or read back: profile_files.py reports
+it without failing the read or write that got there, the doctor names it with the change (`folder_problem`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import quote
+
+from pocketmem.base.permissions import grant, read_only_mount
 
 OWNER_FILE = ".pocketmem-store"  # the id of the store that keeps this folder
 STORE_ID_KEY = "profile_files_store_id"
+
+
+def folder_name(user_id: str) -> str:
+    """A user's folder: the id itself when it is a safe file name, else percent-encoded (never . or ..)."""
+    name = quote(user_id, safe="-_.")
+    return name.replace(".", "%2E") if set(name) == {"."} else name
 
 
 def folder_owner(marker: Path) -> str | None:
@@ -15,3 +30,21 @@ def folder_owner(marker: Path) -> str | None:
         return marker.read_text(encoding="utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def folder_problem(folder: Path) -> str | None:
+    """What keeps this user from reading and writing the profile files in `folder`, naming the path and the change
+    (chmod or chown, by who owns it); None when nothing does, or the folder is not made yet."""
+    if not os.path.isdir(folder):
+        return None
+    lost = "so its Markdown files are neither updated nor read back (recall still answers from the store)"
+    if read_only_mount(folder):  # nothing is written there: the store's own check names the read-only disk
+        return None
+    if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        return (f"the profile folder {folder} is not readable and writable by this user, {lost}: "
+                f"{grant(folder, 'rwx', 'readable and writable')}")
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and not os.access(path, os.R_OK | os.W_OK):
+            return (f"{path} is not readable and writable by this user, {lost}: "
+                    f"{grant(path, 'rw', 'readable and writable')}")
+    return None

@@ -2,12 +2,14 @@
 page, a lock file it may not create) becomes a line of the report with the repair it suggests; the doctor itself
 never fails. With `repair`, what can be rebuilt is: derived tables, indexes and triggers from the migrations'
 schema, the keyword rows of memories that have none, the vector index from the stored vectors, unreadable times
-in their stored form, and rows the reads leave out because they cannot be decoded (store/sql/row_check.py); a
+in their stored form, and rows the reads or export leave out because they cannot be decoded (store/sql/
+row_check.py: mended where a value can be put right, else set aside with their stored values kept in an event); a
 missing table that holds data of its own is recreated empty.
 
 The advice fits the cause: a path this user may not write, or a read-only disk, names the path and what to change;
-a write lock another process holds names that process; only damage to the file itself sends the user to a backup
-(restoring a file a running process holds open, or removing its -wal, loses what it wrote)."""
+a write lock another process holds names that process, within LOCK_WAIT; a memory.db missing beside its -wal says
+to put it back; only damage to the file itself sends the user to a backup (restoring a file a running process holds
+open, or removing its -wal, loses what it wrote)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from pocketmem.service.writing.embed_queue import upgrades
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults
+from pocketmem.store.sqlite.driver import orphaned_journal
 from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,8 @@ def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
     path = str(settings.db_path)
     if not os.path.isdir(settings.db_path.parent):
         return [f"the store cannot be opened: {why}"]  # the folder cannot be made (access.creation_problem)
+    if (orphaned := orphaned_journal(path)) is not None:
+        return [orphaned]  # never "restore from a backup": the writes are in that journal
     if found := access.access_problems(path):
         return found
     if any(s in why.lower() for s in access.LOCKED):
@@ -175,31 +180,40 @@ class Doctor:
         return await self.store.write_problems(LOCK_WAIT)
 
     async def _rows(self, repair: bool) -> list[dict[str, Any]]:
-        """Rows the reads leave out (store.unreadable_rows); with repair, each mended inside one write transaction
-        and given `repaired_to` (what was written; None when nothing would make it readable)."""
+        """Rows the reads leave out or export refuses (store.unreadable_rows); with repair, each mended or set aside
+        inside one write transaction and given `repaired_to` (what was written; None when nothing would make it
+        readable)."""
         if not repair:
             async with self.store.read() as reader:
                 found = await reader.unreadable_rows()
-            for item in found:
-                item.pop("fixes", None)
-            return found
-        async with self.store.write() as tx:
-            found = await tx.unreadable_rows()
-            for item in found:
-                item["repaired_to"] = await self._mend(tx, item, self.clock.now())
-        return found
+        else:
+            async with self.store.write() as tx:
+                found = await tx.unreadable_rows()
+                for item in found:
+                    item["repaired_to"] = await self._mend(tx, item, self.clock.now())
+        return [{k: v for k, v in item.items() if k not in ("key", "fixes", "row")} for item in found]
 
     @staticmethod
     async def _mend(tx: StoreWriter, item: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """A memory: the columns records.mend_memory names, its text untouched. A profile section: emptied, its
+        """A memory: the columns records.mend_memory names, its text untouched; a tombstone: its reason
+        (records.mend_tombstone), since it keeps a purged memory from coming back. A profile section: emptied, its
         stored text kept as the revision's `previous` (`unreadable`). A profile file's earlier texts (pocketmem's own
-        older versions of the file): none."""
+        older versions of the file): none. Any other row (a pending candidate, an event, a revision, a use counter)
+        is set aside: removed, every stored value of it kept in a `set_aside` event of its user."""
         table, user_id, key = item["table"], item["user_id"], item["id"]
-        if table == "memories":
-            fixes = item.pop("fixes")
-            if fixes:
+        if "fixes" in item:
+            fixes = item["fixes"]
+            if fixes and table == "memories":
                 await tx.update_memory(user_id, key, **fixes)
+            elif fixes:
+                await tx.rewrite_row(table, item["key"], fixes)
             return fixes or None
+        if "row" in item:
+            await tx.add_event(user_id, EventKind.set_aside, now, payload={
+                "table": table, "id": key, "why": item["why"], "row": item["row"], "source": "repair",
+            })
+            await tx.remove_row(table, item["key"])
+            return {"set_aside_in": "memory_events"}
         if table == "profiles":
             await tx.put_profile(user_id, key, {}, now)
             await tx.insert_profile_revision(ProfileRevision(
@@ -266,13 +280,13 @@ class Doctor:
         rows = report["unreadable_rows"]
         if rows and not repair:
             problems.append(
-                f"{len(rows)} stored row(s) cannot be read, each left out of its user's reads (listed under "
-                "unreadable_rows): run `pocketmem doctor --repair`"
+                f"{len(rows)} stored row(s) cannot be read, each left out of its user's reads and export (listed "
+                "under unreadable_rows): run `pocketmem doctor --repair`"
             )
         if unmended := [row for row in rows if repair and row["repaired_to"] is None]:
             problems.append(
-                f"{len(unmended)} row(s) under unreadable_rows hold a status or delete reason no version writes, "
-                f"which --repair cannot guess: {restore_advice(self.settings)}"
+                f"{len(unmended)} row(s) under unreadable_rows hold a value --repair cannot guess (a memory's status "
+                f"or delete reason no version writes): {restore_advice(self.settings)}"
             )
         if "error" not in store:
             if store["integrity"] != "ok":

@@ -5,22 +5,27 @@ and any other store leaves it alone. A folder that names another store while thi
 means the files there are neither updated nor read back: most often memory.db was emptied or replaced (a file cut
 to zero bytes opens as a new, empty store), sometimes two stores share one POCKETMEM_HOME. The doctor says
 which, and what to do; it deletes nothing. A store that holds memories but lost its id (its store_meta table
-recreated by `doctor --repair`) takes back the one its folders hold.
+recreated by `doctor --repair`) takes back the one its folders hold. A user's folder this user may not read or
+write is named with the change (chmod, or chown when another user owns it: shared/folder_owner.py).
 """
 
 from __future__ import annotations
 
 from pocketmem.base.config import Settings
-from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_owner
+from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_name, folder_owner, folder_problem
 from pocketmem.store.base import Store
 
 
 async def folder_problems(settings: Settings, store: Store, memories: int | None) -> list[str]:
-    """A line for each profile folder in POCKETMEM_HOME that another store keeps."""
+    """A line for each user's profile folder this user may not read or write, and for each profile folder in
+    POCKETMEM_HOME that another store keeps."""
     if not settings.files_on:
         return []
+    async with store.read() as reader:
+        users = await reader.user_ids()
+    folders = [settings.home / folder_name(user) for user in dict.fromkeys([settings.user, *users])]
+    problems = [line for folder in folders if (line := folder_problem(folder)) is not None]
     ours = await store.get_meta(STORE_ID_KEY)
-    problems = []
     for marker in sorted(settings.home.glob(f"*/{OWNER_FILE}")):
         theirs = folder_owner(marker)
         if theirs is None or theirs == ours:

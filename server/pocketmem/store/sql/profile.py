@@ -15,18 +15,17 @@ from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import (
     MEMORY_COLUMNS,
+    PROFILE_REVISION_COLUMNS,
     earlier_from_row,
     leave_out,
     memory_from_row,
     profile_from_row,
+    profile_revision_from_row,
     readable,
 )
 
 if TYPE_CHECKING:
     from pocketmem.store.types import MemoryFilter
-
-_PROFILE_REVISION_COLUMNS = "id, user_id, section, previous, new, source, created_at"
-
 
 def listing_where(
     d: Dialect,
@@ -79,18 +78,12 @@ class ProfileQueries(Queries):
         d = self.dialect
         rows = await self._all(
             d.sql(
-                f"select {_PROFILE_REVISION_COLUMNS} from profile_revisions "
+                f"select {PROFILE_REVISION_COLUMNS} from profile_revisions "
                 f"where user_id = {{p}} order by created_at desc, {d.tie_break} desc limit {{p}}"
             ),
             (user_id, limit),
         )
-        return [
-            ProfileRevision(
-                id=r[0], user_id=r[1], section=r[2], previous=dict(d.from_json(r[3])), new=dict(d.from_json(r[4])),
-                source=r[5], created_at=d.from_column(r[6]),
-            )
-            for r in rows
-        ]
+        return [profile_revision_from_row(r, d) for r in rows]
 
     async def get_profile_file(self, user_id: str, name: str) -> tuple[str, str, list[str]] | None:
         d = self.dialect
@@ -146,7 +139,7 @@ class ProfileQueries(Queries):
         j = d.json_p()
         await self._exec(
             d.sql(
-                f"insert into profile_revisions ({_PROFILE_REVISION_COLUMNS}) "
+                f"insert into profile_revisions ({PROFILE_REVISION_COLUMNS}) "
                 f"values ({{p}}, {{p}}, {{p}}, {j}, {j}, {{p}}, {{p}})"
             ),
             (

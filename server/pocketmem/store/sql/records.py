@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from pocketmem.base.errors import UnreadableRow
 from pocketmem.base.models import (
     Category,
@@ -20,6 +22,7 @@ from pocketmem.base.models import (
     Memory,
     PendingItem,
     PendingStatus,
+    ProfileRevision,
     Revision,
     Scores,
     Status,
@@ -49,6 +52,7 @@ TOMBSTONE_COLUMNS = (
 REVISION_COLUMNS = "id, memory_id, user_id, previous_content, new_content, mode, reason, created_at"
 EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at"
 USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
+PROFILE_REVISION_COLUMNS = "id, user_id, section, previous, new, source, created_at"
 USER_COLUMNS = "user_id, display_name, identity_confirmed, persona, created_at, updated_at"
 
 # Columns holding instants, wherever they appear (converted by the dialect's time codec).
@@ -108,6 +112,16 @@ def leave_out(exc: UnreadableRow, left: list[UnreadableRow]) -> None:
 @lru_cache(maxsize=256)
 def _warn(message: str) -> None:
     log.warning("left out: %s", message)
+
+
+def unreadable(table: str, user_id: Any, row_id: Any, exc: ValueError) -> UnreadableRow:
+    """UnreadableRow naming the row, with why in one line: pydantic's first complaint, as `field: message`."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        why = f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']} (got {first.get('input')!r:.40})"
+    else:
+        why = str(exc)
+    return UnreadableRow(table, str(user_id), str(row_id), why)
 
 
 def memory_from_row(row: Sequence[Any], d: Dialect) -> Memory:
@@ -281,7 +295,7 @@ def pending_from_row(row: Sequence[Any], d: Dialect) -> PendingItem:
             updated_at=d.from_column(updated_at),
         )
     except ValueError as exc:  # pydantic's ValidationError, a bad status or time, JSON that is not JSON
-        raise UnreadableRow("memory_pending", str(user_id), str(id_), str(exc)) from None
+        raise unreadable("memory_pending", user_id, id_, exc) from None
     if (fault := item.candidate_fault()) is not None:
         raise UnreadableRow("memory_pending", item.user_id, item.id, " ".join(fault))
     return item
@@ -322,30 +336,48 @@ def pending_params(item: PendingItem, d: Dialect) -> tuple[Any, ...]:
 
 
 def user_from_row(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
-    """A users row; its times as ISO 8601 text, as export writes them."""
-    return {
-        "user_id": row[0],
-        "display_name": row[1],
-        "identity_confirmed": bool(row[2]),
-        "persona": row[3],
-        "created_at": d.iso(row[4]),
-        "updated_at": d.iso(row[5]),
-    }
+    """A users row; its times as ISO 8601 text, as export writes them. UnreadableRow naming it for a time that
+    cannot be read (the doctor's times check rewrites it)."""
+    try:
+        return {
+            "user_id": row[0],
+            "display_name": row[1],
+            "identity_confirmed": bool(row[2]),
+            "persona": row[3],
+            "created_at": d.iso(row[4]),
+            "updated_at": d.iso(row[5]),
+        }
+    except ValueError as exc:
+        raise unreadable("users", row[0], row[0], exc) from None
 
 
 def tombstone_from_row(r: Sequence[Any], d: Dialect) -> Tombstone:
-    return Tombstone(
-        tombstone_id=r[0],
-        memory_id=r[1],
-        user_id=r[2],
-        deleted_at=d.from_column(r[3]),
-        purge_at=d.dt(r[4]),
-        reason=DeleteReason(r[5]),
-        cloud_synced_at=d.dt(r[6]),
-        payload_hash=r[7],
-        restored_at=d.dt(r[8]),
-        purged_at=d.dt(r[9]),
-    )
+    """A tombstone, or UnreadableRow naming it (a reason or time this release cannot read)."""
+    try:
+        return Tombstone(
+            tombstone_id=r[0],
+            memory_id=r[1],
+            user_id=r[2],
+            deleted_at=d.from_column(r[3]),
+            purge_at=d.dt(r[4]),
+            reason=DeleteReason(r[5]),
+            cloud_synced_at=d.dt(r[6]),
+            payload_hash=r[7],
+            restored_at=d.dt(r[8]),
+            purged_at=d.dt(r[9]),
+        )
+    except ValueError as exc:
+        raise unreadable("memory_tombstones", r[2], r[0], exc) from None
+
+
+# What `doctor --repair` writes in place of a tombstone's reason it cannot read: the reason of a person's forget.
+MENDED_REASON = DeleteReason.user_delete
+
+
+def mend_tombstone(r: Sequence[Any]) -> dict[str, Any]:
+    """The columns of a tombstone row to rewrite so that it reads again (its reason, MENDED_REASON): a tombstone
+    keeps a purged memory from coming back, so it is mended, never set aside. Empty when the reason reads."""
+    return {} if r[5] in {reason.value for reason in DeleteReason} else {"reason": MENDED_REASON.value}
 
 
 def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
@@ -364,16 +396,31 @@ def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
 
 
 def revision_from_row(r: Sequence[Any], d: Dialect) -> Revision:
-    return Revision(
-        id=r[0],
-        memory_id=r[1],
-        user_id=r[2],
-        previous_content=r[3],
-        new_content=r[4],
-        mode=r[5],
-        reason=r[6],
-        created_at=d.from_column(r[7]),
-    )
+    """A content revision, or UnreadableRow naming it."""
+    try:
+        return Revision(
+            id=r[0],
+            memory_id=r[1],
+            user_id=r[2],
+            previous_content=r[3],
+            new_content=r[4],
+            mode=r[5],
+            reason=r[6],
+            created_at=d.from_column(r[7]),
+        )
+    except ValueError as exc:  # pydantic's ValidationError (a value of another kind), a bad time
+        raise unreadable("memory_revisions", r[2], r[0], exc) from None
+
+
+def profile_revision_from_row(r: Sequence[Any], d: Dialect) -> ProfileRevision:
+    """A change of a profile section (PROFILE_REVISION_COLUMNS), or UnreadableRow naming it."""
+    try:
+        return ProfileRevision(
+            id=r[0], user_id=r[1], section=r[2], previous=json_column("previous", r[3], d, dict),
+            new=json_column("new", r[4], d, dict), source=r[5], created_at=d.from_column(r[6]),
+        )
+    except ValueError as exc:
+        raise unreadable("profile_revisions", r[1], r[0], exc) from None
 
 
 def revision_params(r: Revision, d: Dialect) -> tuple[Any, ...]:
@@ -392,15 +439,19 @@ def event_from_row(r: Sequence[Any], d: Dialect) -> Event:
             created_at=d.from_column(r[6]),
         )
     except ValueError as exc:  # a kind no version wrote, a bad time or payload: name the row
-        raise UnreadableRow("memory_events", str(r[1]), str(r[0]), str(exc)) from None
+        raise unreadable("memory_events", r[1], r[0], exc) from None
 
 
 def usage_from_row(r: Sequence[Any], d: Dialect) -> Usage:
-    return Usage(
-        user_id=r[0],
-        memory_id=r[1],
-        used_count=r[2],
-        last_used_at=d.dt(r[3]),
-        used_mark=r[4],
-        recalled_mark=r[5],
-    )
+    """A memory's use counters (USAGE_COLUMNS), or UnreadableRow naming the row by its memory's id."""
+    try:
+        return Usage(
+            user_id=r[0],
+            memory_id=r[1],
+            used_count=r[2],
+            last_used_at=d.dt(r[3]),
+            used_mark=r[4],
+            recalled_mark=r[5],
+        )
+    except ValueError as exc:
+        raise unreadable("memory_usage", r[0], r[1], exc) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pocketmem.base.errors import Conflict, StoreError, UnreadableRow
@@ -83,13 +84,8 @@ class SyncQueries(Queries):
             f"select {self._sync_column}, {TOMBSTONE_COLUMNS} from memory_tombstones where {where}",
             (user_id, *params, limit),
         )
-        return [(change_key(r[0], r[1]), _or_unreadable(self._to_tombstone, r[1:])) for r in rows]
-
-    def _to_tombstone(self, row: Sequence[Any]) -> Tombstone:
-        try:
-            return tombstone_from_row(row, self.dialect)
-        except ValueError as exc:  # a reason or time this release cannot read
-            raise UnreadableRow("memory_tombstones", str(row[2]), str(row[0]), str(exc)) from None
+        read = partial(tombstone_from_row, d=self.dialect)
+        return [(change_key(r[0], r[1]), _or_unreadable(read, r[1:])) for r in rows]
 
     async def meta(self, key: str) -> str | None:
         row = await self._one(self.dialect.sql("select value from store_meta where key = {p}"), (key,))

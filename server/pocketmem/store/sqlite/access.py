@@ -3,11 +3,14 @@
 SQLite writes more than memory.db: `memory.db-wal` and `memory.db-shm` beside it (created by whoever opens it
 first) and temporary files in its folder; pocketmem's writers take turns on `memory.db.lock` (base/filelock.py). A
 store is writable only when all of these are. Permission bits and read-only mounts are causes of their own,
-never damage: their remedy is a chmod or another POCKETMEM_HOME, not a backup.
+never damage: their remedy is a chmod, a chown (base/permissions.py says which) or another POCKETMEM_HOME, not a
+backup. A store path that is a folder is a setting to change.
 
 Another process that holds the write lock is told apart too, by name where the system says who it is
-(/proc/locks on Linux: the WAL write lock is byte 120 of `memory.db-shm`, a rollback journal's RESERVED lock
-byte 0x40000001 of `memory.db`, pocketmem's own turn the `flock` of `memory.db.lock`).
+(/proc/locks on Linux: the WAL write lock is byte 120 of `memory.db-shm`; a write lock on `memory.db`'s lock bytes
+from 0x40000000, a rollback journal's RESERVED lock or any process's EXCLUSIVE one (`pragma locking_mode =
+exclusive`, which keeps even readers out); pocketmem's own turn the `flock` of `memory.db.lock`). Every look here
+waits `wait` seconds at most, never a writer's longer wait.
 """
 
 from __future__ import annotations
@@ -16,13 +19,19 @@ import errno
 import os
 from pathlib import Path
 
+from pocketmem.base.permissions import grant, read_only_mount
 from pocketmem.store.sqlite.driver import connect
 
 WAL_WRITE_BYTE = 120
-RESERVED_BYTE = 0x40000001
+# memory.db's lock bytes: PENDING (0x40000000), RESERVED (a rollback journal's writer), then the SHARED range; a
+# write lock on any of them (an EXCLUSIVE one: `pragma locking_mode = exclusive`) keeps others from writing.
+DB_LOCK_BYTES = (0x40000000, 0x40000000 + 2 + 510 - 1)
 # File systems made by the kernel: a folder cannot be made in them.
 SYSTEM_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
                                 "securityfs", "configfs", "pstore", "bpf", "mqueue", "efivarfs"})
+# Free bytes under which saving fails: a memory with its vector, keyword rows and events takes tens of KiB of WAL
+# frames, and memory.db-shm 32 KiB when it is made.
+LOW_SPACE = 1 << 20
 # What SQLite says when another connection holds the write lock.
 LOCKED = ("database is locked", "database is busy")
 
@@ -32,13 +41,6 @@ def _nearest(path: Path) -> Path:
     while not os.path.lexists(path) and path.parent != path:
         path = path.parent
     return path
-
-
-def _read_only_mount(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
 
 
 def _filesystem(path: Path) -> str | None:
@@ -58,7 +60,7 @@ def creation_problem(folder: Path, exc: OSError) -> str:
     if os.path.exists(there) and not os.path.isdir(there):
         return (f"{there} is a file, not a folder, so {folder} cannot be made in it ({home}): move that file "
                 "away, or set POCKETMEM_HOME to a folder")
-    if exc.errno == errno.EROFS or _read_only_mount(there):
+    if exc.errno == errno.EROFS or read_only_mount(there):
         return (f"{folder} cannot be made: {there} is on a read-only file system ({home}); set POCKETMEM_HOME "
                 "to a folder on a writable disk")
     if (kind := _filesystem(there)) in SYSTEM_FILESYSTEMS:
@@ -79,34 +81,54 @@ def access_problems(db_path: str) -> list[str]:
     if not os.path.isdir(folder):
         return []  # opening reports a folder that cannot be made (creation_problem)
     if not os.access(folder, os.R_OK | os.X_OK):
-        return [f"the folder {folder} cannot be read by this user: give it read and search permission "
-                f"(chmod u+rx {folder}), or set POCKETMEM_HOME to a folder of your own"]
-    if _read_only_mount(folder):
+        return [f"the folder {folder} cannot be read by this user: {grant(folder, 'rx', 'readable and searchable')}, "
+                "or set POCKETMEM_HOME to a folder of your own"]
+    if read_only_mount(folder):
         return [f"{folder} is on a read-only file system: the store can be read but nothing can be saved; "
                 "remount it read-write, or copy the folder to a writable disk and point POCKETMEM_HOME there"]
+    if os.path.isdir(db):
+        return [f"{db} is a folder, not the store's SQLite file: set POCKETMEM_DB to a file (such as "
+                f"{db / 'memory.db'}), or unset it to keep the store in $POCKETMEM_HOME/memory.db; if POCKETMEM_DB "
+                "is not set, move that folder away"]
     problems = []
     if not os.access(folder, os.W_OK):
         problems.append(
             f"the folder {folder} is not writable by this user: SQLite makes memory.db-wal, memory.db-shm and "
-            f"temporary files beside memory.db, so nothing can be saved; make it writable (chmod u+w {folder})"
+            f"temporary files beside memory.db, so nothing can be saved; {grant(folder, 'w', 'writable')}"
         )
     for path in (db, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
         if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
             may = "write" if os.access(path, os.R_OK) else "read"
-            problems.append(f"this user may not {may} {path}: make it readable and writable (chmod u+rw {path}) "
-                            "for the user who runs pocketmem")
+            problems.append(f"this user may not {may} {path}: {grant(path, 'rw', 'readable and writable')}")
     lock = Path(f"{db_path}.lock")
     if os.path.isdir(lock):
         problems.append(f"the write lock {lock} is a folder, not a file: nothing can be saved; remove that folder "
                         "(pocketmem makes the file itself)")
     elif os.path.exists(lock) and not os.access(lock, os.R_OK | os.W_OK):
         problems.append(f"the write lock {lock} is not readable and writable by this user: nothing can be saved; "
-                        f"make it so (chmod u+rw {lock}) or remove it (pocketmem makes it again)")
+                        f"{grant(lock, 'rw', 'readable and writable')}, or remove it (pocketmem makes it again)")
+    if (full := space_problem(folder)) is not None:
+        problems.append(full)
     return problems
 
 
+def space_problem(folder: Path) -> str | None:
+    """A disk too full to save on: the doctor's write check takes the write lock but writes nothing, so it is
+    asked here. None when there is room (or the system does not say)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_SPACE:
+        return None
+    return (f"the disk holding {folder} is full ({free // 1024} KiB free): every save fails with \"disk is full\" "
+            "(and opening, once memory.db-shm cannot be made, with \"disk I/O error\"); nothing is damaged. Free "
+            "some space, or move POCKETMEM_HOME to another disk")
+
+
 def _holds(fields: list[str], inodes: dict[tuple[int, int, int], str]) -> bool:
-    """Whether a /proc/locks line is a write lock on one of the store's files, on the byte that means writing."""
+    """Whether a /proc/locks line is a write lock on one of the store's files, on the bytes that mean writing."""
     kind, mode, device, start, end = fields[1], fields[3], fields[5], fields[6], fields[7]
     major, minor, inode = device.split(":")
     name = inodes.get((int(major, 16), int(minor, 16), int(inode)))
@@ -114,8 +136,8 @@ def _holds(fields: list[str], inodes: dict[tuple[int, int, int], str]) -> bool:
         return False
     if kind == "FLOCK":
         return name == "lock"
-    byte = {"shm": WAL_WRITE_BYTE, "db": RESERVED_BYTE}.get(name)
-    return byte is not None and int(start) <= byte <= (int(end) if end != "EOF" else byte)
+    first, last = {"shm": (WAL_WRITE_BYTE, WAL_WRITE_BYTE), "db": DB_LOCK_BYTES}.get(name, (1, 0))
+    return int(start) <= last and first <= (int(end) if end != "EOF" else last)
 
 
 def lock_holders(db_path: str) -> list[str]:
@@ -147,9 +169,11 @@ def _process(pid: int) -> str:
 def write_lock_problem(db_path: str, wait: float) -> str | None:
     """Takes the write lock for a moment (waiting at most `wait` seconds, not the writers' longer wait) and lets
     it go, changing nothing: why it cannot be had, or None. Runs in a worker thread."""
-    conn = connect(db_path, load_vectors=False)
     try:
-        conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
+        conn = connect(db_path, load_vectors=False, wait=wait)
+    except Exception as exc:  # noqa: BLE001 - the reason is the answer
+        return str(exc)
+    try:
         conn.execute("begin immediate")
         conn.execute("rollback")
     except Exception as exc:  # noqa: BLE001 - the reason is the answer

@@ -4,6 +4,10 @@ Python's own `sqlite3` cannot load extensions on many builds (this one included:
 `enable_load_extension`), and sqlite-vec is an extension. We prefer the standard library when it
 can load sqlite-vec and otherwise use `sqlean` (sqlean.py), a drop-in sqlite3 with extension
 loading and a current SQLite, available as wheels for Linux, macOS and Windows.
+
+Every connection to the store is made here, so this is where a database is refused that opening would create
+in place of a missing one while its `-wal` or `-journal` is still there: SQLite would make a new, empty file and
+delete that journal, and the writes it holds with it (`orphaned_journal`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import sqlite3
 from types import ModuleType
 from typing import Any
 from urllib.request import pathname2url
+
+from pocketmem.base.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +69,43 @@ def sqlite_module() -> tuple[ModuleType, bool]:
     return sqlite3, False
 
 
-def connect(path: str, *, load_vectors: bool, immutable: bool = False) -> Any:
-    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout.
-    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is."""
+# What SQLite replays into the database when it opens it, and deletes when it makes a new one instead.
+JOURNALS = ("-wal", "-journal")
+
+
+def orphaned_journal(path: str) -> str | None:
+    """Why the store at `path` must not be opened: the database is missing but a journal beside it holds writes
+    (it was moved, renamed or deleted while a process had written to it). None when the database is there, or
+    no journal holding anything is."""
+    if path == ":memory:" or os.path.lexists(path):
+        return None
+    for suffix in JOURNALS:
+        try:
+            size = os.stat(path + suffix).st_size
+        except OSError:
+            continue
+        if size > 0:
+            name = os.path.basename(path)
+            return (
+                f"{path} is missing, but {path}{suffix} ({size} bytes) beside it holds writes not yet copied into it: "
+                f"opening the store would make a new, empty {name} and SQLite would delete {name}{suffix} with them, "
+                f"so nothing was opened or changed. Put {name} back beside it (from where it was moved, or a backup) "
+                f"and start again; if {name} is truly lost, move {name}{suffix} away (keep it) to begin a new store"
+            )
+    return None
+
+
+def connect(path: str, *, load_vectors: bool, immutable: bool = False, wait: float = BUSY_TIMEOUT_MS / 1000) -> Any:
+    """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout (`wait`
+    seconds, from the first statement on: switching to WAL waits for a process that holds the file).
+    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused
+    (StoreError) for a missing database whose journal is still there (`orphaned_journal`)."""
+    if (orphaned := orphaned_journal(path)) is not None:
+        raise StoreError(orphaned)
     module, vectors_available = sqlite_module()
     target = f"file:{pathname2url(path)}?immutable=1" if immutable else path
-    conn = module.connect(
-        target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000, uri=immutable
-    )
-    conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn = module.connect(target, isolation_level=None, check_same_thread=False, timeout=wait, uri=immutable)
+    conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
     conn.execute("pragma foreign_keys = on")
     if immutable:
         conn.execute("pragma query_only = on")

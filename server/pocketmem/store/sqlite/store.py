@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import UTC, datetime
@@ -59,29 +60,29 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-async def _optimize(conn: aiosqlite.Connection, pragma: str) -> None:
+async def _optimize(conn: aiosqlite.Connection, pragma: str, wait: float) -> None:
     """`pragma optimize` may write statistics: it is skipped, without waiting, while another process writes (an old
-    SQLite without it loses nothing either)."""
+    SQLite without it loses nothing either); then the connection waits `wait` seconds again."""
     try:
         await conn.execute("pragma busy_timeout = 0")
         try:
             await conn.execute(pragma)
         finally:
-            await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+            await conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
     except Exception:  # noqa: BLE001 - the queries do not depend on it
         log.debug("%s skipped", pragma, exc_info=True)
 
 
-def _probe(path: str, immutable: bool = False) -> None:
-    conn = connect(path, load_vectors=True, immutable=immutable)
+def _probe(path: str, wait: float, immutable: bool = False) -> None:
+    conn = connect(path, load_vectors=True, immutable=immutable, wait=wait)
     try:
         conn.execute("select count(*) from sqlite_master").fetchall()
     finally:
         conn.close()
 
 
-def _quick_check(path: str, immutable: bool = False) -> list[str]:
-    conn = connect(path, load_vectors=False, immutable=immutable)
+def _quick_check(path: str, wait: float, immutable: bool = False) -> list[str]:
+    conn = connect(path, load_vectors=False, immutable=immutable, wait=wait)
     try:
         return [str(r[0]) for r in conn.execute("pragma quick_check").fetchall()]
     finally:
@@ -89,8 +90,10 @@ def _quick_check(path: str, immutable: bool = False) -> list[str]:
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, wait: float = BUSY_TIMEOUT_MS / 1000) -> None:
+        """`wait`: how long each statement waits for another process's lock (SQLite's busy timeout)."""
         self.path = str(path)
+        self.wait = wait
         self._writer: aiosqlite.Connection | None = None
         self._owner_index = False
         self._reader: aiosqlite.Connection | None = None
@@ -120,10 +123,10 @@ class SQLiteStore(Store):
         but its commits and BEGIN IMMEDIATE (`writer`; driver.py says why)."""
         path = self._copy or self.path
         query_only = self._copy is not None
-        immutable = self._immutable
+        immutable, wait = self._immutable, self.wait
 
         def factory() -> Any:
-            conn = connect(path, load_vectors=True, immutable=immutable)
+            conn = connect(path, load_vectors=True, immutable=immutable, wait=wait)
             if query_only:
                 conn.execute("pragma query_only = on")  # the copy stands for a read-only store: no write
             return conn
@@ -143,13 +146,15 @@ class SQLiteStore(Store):
             except OSError as exc:
                 raise StoreError(access.creation_problem(folder, exc)) from None
         # Servers starting together on a new file race to switch it to WAL and create its tables; a statement
-        # that finds its snapshot stale fails as locked without waiting, so the whole opening is tried again.
+        # that finds its snapshot stale fails as locked without waiting, so the whole opening is tried again. A lock
+        # that was waited for the whole busy timeout is a process holding the file: that wait was the one allowed.
         for attempt in range(LOCK_RETRIES + 1):
+            started = time.monotonic()
             try:
                 await self._open_once()
                 return
             except StoreError as exc:
-                if not _is_locked(exc) or attempt == LOCK_RETRIES:
+                if not _is_locked(exc) or attempt == LOCK_RETRIES or time.monotonic() - started >= self.wait:
                     raise
                 log.info("the memory store at %s is being set up by another process; trying again", self.path)
                 await anyio.sleep(OPEN_RETRY_PAUSE * (attempt + 1))
@@ -167,7 +172,7 @@ class SQLiteStore(Store):
             )
             self._owner_index = bool(list(found))
             # Refresh planner statistics where they are stale (cheap; SQLite's advice for long-lived connections).
-            await _optimize(self._writer, "pragma optimize = 0x10002")
+            await _optimize(self._writer, "pragma optimize = 0x10002", self.wait)
             self._reader = await self._connect(inline=True) if self.path != ":memory:" else self._writer
             self._bookkeeper = await self._connect(writer=True) if self.path != ":memory:" else self._writer
             if self._bookkeeper is not self._writer:
@@ -189,13 +194,13 @@ class SQLiteStore(Store):
     async def _probe_or_copy(self) -> None:
         """Opens the file in a plain thread; a read-only WAL store without its -shm is read from a copy."""
         try:
-            await anyio.to_thread.run_sync(_probe, self.path)
+            await anyio.to_thread.run_sync(_probe, self.path, self.wait)
         except Exception:
             if readonly_copy.closed_read_only(self.path):
                 self._immutable = True
                 log.warning("the memory store at %s is read-only: reading it as it was closed; nothing can be saved "
                             "until the folder is writable", self.path)
-                await anyio.to_thread.run_sync(_probe, self.path, True)
+                await anyio.to_thread.run_sync(_probe, self.path, self.wait, True)
                 return
             if not readonly_copy.wal_without_shm(self.path):
                 raise
@@ -205,7 +210,7 @@ class SQLiteStore(Store):
                 "nothing can be saved until the folder is writable",
                 self.path, self._copy,
             )
-            await anyio.to_thread.run_sync(_probe, self._copy)
+            await anyio.to_thread.run_sync(_probe, self._copy, self.wait)
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
         """Applies what is missing; a read-only store is read with the schema it has."""
@@ -286,7 +291,7 @@ class SQLiteStore(Store):
     async def close(self) -> None:
         if self._writer is not None:
             # Keeps the query planner's statistics current so it picks the right index.
-            await _optimize(self._writer, "pragma optimize")
+            await _optimize(self._writer, "pragma optimize", self.wait)
         for conn in {id(c): c for c in (self._reader, self._bookkeeper, self._writer) if c is not None}.values():
             try:
                 await conn.close()
@@ -506,7 +511,7 @@ class SQLiteStore(Store):
         if self.path == ":memory:":
             return None
         try:
-            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path, self._immutable)
+            found = await anyio.to_thread.run_sync(_quick_check, self._copy or self.path, self.wait, self._immutable)
         except Exception as exc:  # noqa: BLE001 - a check that cannot even run has found damage
             found = [str(exc)]
         problem = None if found == ["ok"] else "; ".join(found[:3])
