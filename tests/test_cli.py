@@ -40,11 +40,11 @@ def test_stats_and_doctor_on_a_fresh_store(tmp_path):
 
 
 def test_doctor_and_serve_name_reindex_after_an_embedder_change(tmp_path):
-    assert run(tmp_path, "stats").returncode == 0  # creates the store with the hash embedder
+    assert run(tmp_path, "add", "用户不吃香菜").returncode == 0  # the store's vectors are the hash embedder's
     env = {"POCKETMEM_EMBEDDER": "openai", "POCKETMEM_EMBED_MODEL": "text-embedding-3-small",
            "POCKETMEM_EMBED_BASE_URL": "http://127.0.0.1:9/v1"}
-    stats = run(tmp_path, "stats", **env)
-    assert stats.returncode == 2 and "pocketmem reindex" in stats.stderr
+    stats = run(tmp_path, "stats", **env)  # a command that only reads works, changing nothing
+    assert stats.returncode == 0, stats.stderr  # (serve refuses it: tests/test_faults_storage.py)
     doctor = run(tmp_path, "doctor", **env)
     report = json.loads(doctor.stdout)
     assert doctor.returncode == 1

@@ -189,7 +189,8 @@ async def test_a_patch_meanwhile_keeps_its_own_vector(openai_app: PocketMem, fak
     stored = await openai_app.writing.add(USER, request(CORIANDER))
     fake.start()
     fresh = [9.0] * 64
-    await openai_app.store.write_vectors([(USER, stored.memory_id, fresh)], openai_app.embedder.tag)
+    async with openai_app.store.write() as tx:
+        await tx.write_vectors([(USER, stored.memory_id, fresh)], openai_app.embedder.tag)
     assert await openai_app.embed_queue.attempt() is True
     async with openai_app.store.read() as reader:
         vector = (await reader.memory_vectors(USER, [stored.memory_id]))[stored.memory_id]

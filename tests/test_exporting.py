@@ -219,7 +219,7 @@ def test_cli_export_and_import(tmp_path, backend, make_settings):
 
     async def vector_rows() -> int:  # the command embedded what it imported (with its embedder) before it ended
         app = PocketMem(make_settings(tmp_path, home=fresh, db=fresh / "memory.db"))
-        await app.open(check_embedder=False)
+        await app.open()
         try:
             return int((await app.store.health())["vector_rows"])
         finally:

@@ -147,7 +147,7 @@ def test_start_up_failures_are_one_line_with_a_fix_and_a_non_zero_exit(tmp_path,
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 
     other = tmp_path / "other"
-    assert cli(backend, other, "stats").returncode == 0  # made with the built-in embedder
+    assert cli(backend, other, "add", "用户不吃香菜").returncode == 0  # made with the built-in embedder
     mismatch = cli(
         backend, other, "serve", POCKETMEM_EMBEDDER="openai", POCKETMEM_EMBED_API_KEY="x", POCKETMEM_EMBED_MODEL="m"
     )

@@ -279,9 +279,14 @@ async def test_store_made_by_another_embedder_is_refused(tmp_path, clock, make_s
         await add(app, "用户不喜欢香菜")
         await app.store.set_meta("embedder", "openai:text-embedding-3-small")
     with pytest.raises(EmbedderMismatch, match="pocketmem reindex"):
-        await PocketMem(settings, clock=clock).open()
+        await PocketMem(settings, clock=clock).open(serving=True)
+    async with PocketMem(settings, clock=clock) as app:  # another command reads it by its words, changing nothing
+        result = await app.retrieval.recall(USER, _recall("香菜"))
+        assert [m.content for m in result.memories] == ["用户不喜欢香菜"]
+        assert result.degraded is not None and "pocketmem reindex" in result.degraded
+        assert await app.store.get_meta("embedder") == "openai:text-embedding-3-small"
     fixer = PocketMem(settings, clock=clock)
-    await fixer.open(check_embedder=False)
+    await fixer.open()
     try:
         assert await fixer.reindex() == 1
     finally:

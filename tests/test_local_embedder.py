@@ -105,9 +105,9 @@ async def test_reindex_moves_a_store_from_hash_to_local(tmp_path, clock, shared_
         kept = await app.writing.add("global", AddRequest(content="The user drinks two cups of coffee every morning"))
     local = make_settings(tmp_path, embedder="local", embed_model=MODEL_DIR)
     with pytest.raises(EmbedderMismatch, match="pocketmem reindex"):
-        await PocketMem(local, clock=clock, embedder=shared_embedder).open()
+        await PocketMem(local, clock=clock, embedder=shared_embedder).open(serving=True)
     app = PocketMem(local, clock=clock, embedder=shared_embedder)
-    await app.open(check_embedder=False)
+    await app.open()
     try:
         assert await app.reindex() == 1
     finally:

@@ -111,7 +111,7 @@ async def test_a_hash_store_is_re_embedded_resumably_and_recall_says_degraded_me
 
     # The first start after the upgrade begins the run; it is interrupted after one batch.
     first = PocketMem(settings, clock=clock)
-    await first.open()
+    await first.open(serving=True)
     assert await first.store.get_meta("embedder") == "use:universal-sentence-encoder-multilingual-3"
 
     def crash(done: int, total: int | None) -> None:
@@ -251,12 +251,15 @@ async def test_a_duplicate_with_more_detail_gives_the_memory_its_wording_and_its
 
 
 async def test_a_store_of_an_earlier_built_in_version_is_re_embedded_by_itself(tmp_path, clock, make_settings):
-    """Built-in embedders cost nothing to run again: a store whose vectors an earlier version of `hash` made opens
-    with the current one and is re-embedded in the background, where another embedder asks for `reindex`."""
+    """Built-in embedders cost nothing to run again: a store whose vectors an earlier version of `hash` made is
+    re-embedded in the background when the server starts with the current one, where another embedder asks for
+    `reindex`."""
     async with PocketMem(make_settings(tmp_path), clock=clock) as old:
         stored = await old.writing.add(old.settings.user, AddRequest(content=CAT))
         await old.store.set_meta("embedder", "hash:an-earlier-version")
-    async with PocketMem(make_settings(tmp_path), clock=clock) as app:
+    app = PocketMem(make_settings(tmp_path), clock=clock)
+    await app.open(serving=True)
+    try:
         assert app.embed_queue.reembedding is not None
         await app.embed_queue.run_once()
         assert app.embed_queue.reembedding is None
@@ -265,7 +268,9 @@ async def test_a_store_of_an_earlier_built_in_version_is_re_embedded_by_itself(t
             assert await reader.missing_vectors(10) == []
         found = await app.retrieval.recall(app.settings.user, RecallRequest(query="小白", keywords=("小白",)))
         assert [m.id for m in found.memories] == [stored.memory_id]
+    finally:
+        await app.close()
     with pytest.raises(EmbedderMismatch):
-        async with PocketMem(make_settings(tmp_path, embedder="openai", embed_model="m", embed_api_key="k"),
-                             clock=clock):
-            pass
+        await PocketMem(
+            make_settings(tmp_path, embedder="openai", embed_model="m", embed_api_key="k"), clock=clock
+        ).open(serving=True)

@@ -126,7 +126,7 @@ async def test_doctor_repair_recreates_a_missing_derived_table_with_its_rows(tmp
     conn.execute(f"drop table {dropped}")
     conn.close()
     app = PocketMem(settings, clock=FixedClock(START))
-    await app.open(check_embedder=False)  # as `pocketmem doctor` opens it
+    await app.open()  # as `pocketmem doctor` opens it
     try:
         report = await app.doctor()
         if dropped == "memory_vectors":

@@ -39,13 +39,14 @@ from pocketmem.service.upkeep.doctor import Doctor
 from pocketmem.service.upkeep.maintenance import Maintenance
 from pocketmem.service.upkeep.review import Review
 from pocketmem.service.upkeep.todos import Todos
-from pocketmem.service.writing.embed_queue import EmbedQueue, upgrades
+from pocketmem.service.writing.embed_queue import EmbedQueue
 from pocketmem.service.writing.patching import Patching
 from pocketmem.service.writing.pending import Pending
 from pocketmem.service.writing.trash import Trash
-from pocketmem.service.writing.vectors import Vectors
+from pocketmem.service.writing.vectors import EMBEDDER_KEY, Vectors, upgrades
 from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
+from pocketmem.store.sqlite.faults import StorageFault
 from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -98,16 +99,14 @@ class PocketMem:
         self.profile = Profile(settings, self.store, self.clock)
         self.pending = Pending(self.store, self.clock, self.writing, self.profile.confirm_change)
         # Memories stored while the embedding endpoint was down get their vectors here, in the background.
-        self.embed_queue = EmbedQueue(self.store, self.embedder)
+        self.embed_queue = EmbedQueue(self.store, self.vectors)
         self.vectors.when_deferred(self.embed_queue.wake)
         # The cloud library (POCKETMEM_CLOUD_URL): synced with, and asked by recall for what the notebook lacks.
         self.library: Store | None = library or make_library(settings)
         library_recall = (
             LibraryRecall(settings, self.store, self.library, self.embedder.tag) if self.library is not None else None
         )
-        self.retrieval = Retrieval(
-            settings, self.store, self.embedder, self.clock, self.calibration, library=library_recall
-        )
+        self.retrieval = Retrieval(settings, self.store, self.vectors, self.clock, library=library_recall)
         self.retrieval.vectors_pending = lambda: self.embed_queue.reembedding
         self.maintenance = Maintenance(settings, self.store, self.clock, self.trash)
         self.review = Review(settings, self.store, self.clock, self.trash)
@@ -116,7 +115,7 @@ class PocketMem:
         self.browse = Browse(settings, self.store, self.clock, self.retrieval)
         self.curation = Curation(settings, self.store, self.clock, self.writing)
         self.sync = (
-            Sync(settings, self.store, self.library, self.trash, self.embedder, self.clock)
+            Sync(settings, self.store, self.library, self.trash, self.vectors, self.clock)
             if self.library is not None
             else None
         )
@@ -136,17 +135,23 @@ class PocketMem:
         self._open_lock = asyncio.Lock()
 
     # -- lifetime -------------------------------------------------------------------------------
-    async def open(self, *, check_embedder: bool = True, warm: bool = True) -> None:
+    async def open(self, *, serving: bool = False, warm: bool = True) -> None:
         """Open the store (refcounted: each MCP connection may open and close it). With `warm`, the text tools
-        start loading in a worker thread at once; a server passes False and calls warm_up after its handshake."""
+        start loading in a worker thread at once; a server passes False and calls warm_up after its handshake.
+
+        `serving`: `pocketmem serve`, the one process that takes the store for its embedder on start
+        (`_take_store`). Every other opening leaves the store's embedder and vectors as they are; when they are
+        another embedder's, it uses none (service/writing/vectors.py) and says so."""
         async with self._open_lock:
             if self._opened == 0:
                 if warm:
                     self._warming = asyncio.get_running_loop().run_in_executor(None, warm_up)
                 await self.store.open()
                 try:
-                    if check_embedder:
-                        await self._check_embedder()
+                    if serving:
+                        await self._take_store()
+                    if (note := await self.vectors.look()) is not None:
+                        log.log(logging.WARNING if serving else logging.INFO, "%s", note)
                     await self.embed_queue.load()  # a re-embedding run left unfinished goes on
                     if self.library is not None:
                         await self.library.open()  # without waiting: the library may be down at start-up
@@ -184,21 +189,28 @@ class PocketMem:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _check_embedder(self) -> None:
-        stored = await self.store.get_meta("embedder")
-        if stored is not None and stored != self.embedder.tag and upgrades(stored, self.embedder):
-            # The first start after an upgrade to the default encoder: the embed queue re-embeds in the background.
-            await self.embed_queue.begin(stored, await self._memory_total())
-        elif stored is not None and stored != self.embedder.tag:
+    async def _take_store(self) -> None:
+        """The server's start: a store without vectors records this embedder; one whose vectors another built-in
+        embedder made, or whose record was lost, is re-embedded in the background (embed_queue.py); another
+        embedder's store is refused (vectors.py, `upgrades`: the rule). A store that cannot be written (a
+        read-only mount) is served as it is: recall through the keyword index, saying why."""
+        stored = await self.store.get_meta(EMBEDDER_KEY)
+        if stored is not None and stored != self.embedder.tag and not upgrades(stored, self.embedder):
             raise EmbedderMismatch(
                 f"this store's vectors were made by {stored}, but the configured embedder is {self.embedder.tag}; "
                 "vectors of two models never mix. Run `pocketmem reindex` to re-embed every memory with the "
                 "configured embedder, or set POCKETMEM_EMBEDDER / POCKETMEM_EMBED_MODEL back."
             )
-        dims = self.embedder.dimensions
-        if dims is not None:
-            await self.store.ensure_vectors(self.embedder.tag, dims)
-        # Otherwise the index exists already, or is created when the endpoint first tells the vector size.
+        try:
+            if stored is not None and stored != self.embedder.tag:
+                await self.embed_queue.begin(stored, await self._memory_total())
+            elif self.embedder.dimensions is not None:
+                await self.store.ensure_vectors(self.embedder.tag, self.embedder.dimensions)
+            # Otherwise the index is created when the endpoint first tells the vector size.
+        except StorageFault as exc:
+            if exc.kind != "read-only":
+                raise
+            log.warning("the store keeps its embedder as it is: %s", exc)
 
     # -- views ----------------------------------------------------------------------------------
     async def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
@@ -249,9 +261,10 @@ class PocketMem:
         """Re-embed every memory with the configured embedder and rebuild the vector index (embed_queue.py); a run
         left unfinished (a crash, or the re-embedding after an upgrade) is resumed where it stopped."""
         run = await self.embed_queue.load()
-        if run is None or run.finished or run.target != self.embedder.tag:
+        stored = await self.store.get_meta(EMBEDDER_KEY)
+        if run is None or run.finished or run.target != self.embedder.tag or stored != self.embedder.tag:
             await self.embedder.embed("pocketmem")  # the embedder answers before the old vectors are dropped
-            run = await self.embed_queue.begin(await self.store.get_meta("embedder"), await self._memory_total())
+            run = await self.embed_queue.begin(stored, await self._memory_total())
         progress(run.done, run.total)
         await self.embed_queue.run_once(progress)
         async with self.store.write(user_id=self.settings.user) as tx:

@@ -131,7 +131,7 @@ async def _reindex(settings: Settings) -> int:
     from pocketmem.app import PocketMem
 
     app = PocketMem(settings)
-    await app.open(check_embedder=False)
+    await app.open()
     try:
         with progress_bar("re-embedding", "memories") as progress:
             count = await app.reindex(progress)
@@ -301,7 +301,7 @@ async def _preflight(settings: Settings) -> None:
     from pocketmem.app import PocketMem
 
     app = PocketMem(settings)
-    await app.open(warm=False)  # the server loads the text tools after its handshake, not here
+    await app.open(serving=True, warm=False)  # the server loads the text tools after its handshake, not here
     await app.close()
 
 
@@ -323,7 +323,7 @@ async def _token(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.service.manage.tokens import TokenService
 
     app = PocketMem(settings)
-    await app.open(check_embedder=False)
+    await app.open()
     try:
         tokens = TokenService(app.store, app.clock)
         if args.token_command == "create":

@@ -490,48 +490,57 @@ def serve_workers(settings: Settings, options: NetworkOptions) -> int:
 
 
 async def serve(settings: Settings, options: NetworkOptions, *, app: PocketMem | None = None) -> None:
-    """Run until interrupted. Prints the URL (with the real port when --port 0) on stderr once listening."""
-    import uvicorn
-
+    """Run until interrupted, the app open for serving (it takes the store for its embedder: app.py). Prints the
+    URL (with the real port when --port 0) on stderr once listening."""
     worker = options.listen_fd is not None
     if worker and options.worker_index > 0:
         # One worker keeps the timers; the others only answer requests.
         settings = settings.model_copy(update={"maintain_interval": 0, "sync_interval": 0})
     app = app or PocketMem(settings)
-    async with app:
-        active_tokens = await TokenService(app.store, app.clock).count_active()
-        anonymous = access_policy(options.host, options.auth, active_tokens, options.allowed_hosts)
-        asgi = build_app(settings, app, options, anonymous)
-        level = logging.getLogger().getEffectiveLevel()
-        config = uvicorn.Config(
-            asgi,
-            host=options.host,
-            port=options.port,
-            log_config=None,  # keep pocketmem's stderr logging
-            log_level=level,
-            access_log=level <= logging.INFO,
-            server_header=False,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        )
-        server = uvicorn.Server(config)
-        sock = adopt_socket(options.listen_fd) if options.listen_fd is not None else listen(options.host, options.port)
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn has a started flag, no event
-            await asyncio.sleep(0.02)
-        if server.started and not worker:
-            port = server.servers[0].sockets[0].getsockname()[1]
-            open_ = await TokenService(app.store, app.clock).anonymous_allowed()
-            print(_describe(options, port, anonymous, active_tokens, open_), file=sys.stderr, flush=True)
-            if options.ui:
-                host = f"[{options.host}]" if ":" in options.host else options.host
-                print(f"pocketmem: memory management page at http://{host}:{port}/ui/memories", file=sys.stderr,
-                      flush=True)
-        orphaned = asyncio.create_task(stop_when_orphaned(server)) if worker else None
-        try:
-            await serving
-        finally:
-            if orphaned is not None:
-                orphaned.cancel()
+    await app.open(serving=True)
+    try:
+        await _serve_app(settings, options, app, worker)
+    finally:
+        await app.close()
+
+
+async def _serve_app(settings: Settings, options: NetworkOptions, app: PocketMem, worker: bool) -> None:
+    """`serve`'s body, with the app open for serving."""
+    import uvicorn
+
+    active_tokens = await TokenService(app.store, app.clock).count_active()
+    anonymous = access_policy(options.host, options.auth, active_tokens, options.allowed_hosts)
+    asgi = build_app(settings, app, options, anonymous)
+    level = logging.getLogger().getEffectiveLevel()
+    config = uvicorn.Config(
+        asgi,
+        host=options.host,
+        port=options.port,
+        log_config=None,  # keep pocketmem's stderr logging
+        log_level=level,
+        access_log=level <= logging.INFO,
+        server_header=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+    server = uvicorn.Server(config)
+    sock = adopt_socket(options.listen_fd) if options.listen_fd is not None else listen(options.host, options.port)
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn has a started flag, no event
+        await asyncio.sleep(0.02)
+    if server.started and not worker:
+        port = server.servers[0].sockets[0].getsockname()[1]
+        open_ = await TokenService(app.store, app.clock).anonymous_allowed()
+        print(_describe(options, port, anonymous, active_tokens, open_), file=sys.stderr, flush=True)
+        if options.ui:
+            host = f"[{options.host}]" if ":" in options.host else options.host
+            print(f"pocketmem: memory management page at http://{host}:{port}/ui/memories", file=sys.stderr,
+                  flush=True)
+    orphaned = asyncio.create_task(stop_when_orphaned(server)) if worker else None
+    try:
+        await serving
+    finally:
+        if orphaned is not None:
+            orphaned.cancel()
 
 
 async def stop_when_orphaned(server: Any, interval: float = 1.0) -> None:

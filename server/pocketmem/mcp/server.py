@@ -97,10 +97,11 @@ def build_server(
     async def after_maintenance(*_: object) -> None:
         await app.profile_files.sync_all()  # edits people saved in the Markdown files
         await notifier.check_all()
+        app.embed_queue.wake()  # memories other processes stored without a vector (vectors.py)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[PocketMem]:
-        await app.open(warm=False)  # the text tools and the model load after the handshake (_warm_up)
+        await app.open(serving=True, warm=False)  # the text tools and the model load after the handshake (_warm_up)
         log.info(
             "ready: database %s, embedder %s, user %s, transport %s",
             settings.database_label, app.embedder.tag, settings.user,

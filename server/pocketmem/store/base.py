@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -118,11 +118,12 @@ class MetaAdmin(Protocol):
 
 
 class VectorAdmin(MetaAdmin, Protocol):
-    """The vector index: created for the embedder's size, rebuilt by reindex, vectors written in bulk."""
+    """The vector index: created for the embedder's size, rebuilt by reindex."""
 
     @abstractmethod
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
-        """Create the vector index for `dimensions` if missing; record which embedder fills it."""
+        """Create the vector index for `dimensions` if missing and record `embed_tag` as the embedder that fills
+        it, in one transaction; a store that records another embedder is left as it is."""
 
     _vectors_ensured: tuple[str, int] | None = None
 
@@ -130,25 +131,22 @@ class VectorAdmin(MetaAdmin, Protocol):
         """Make sure the vector index for `embed_tag`'s vectors of `dimensions` exists; idempotent, and free
         after the first call for the same pair, so every write path may call it before it stores a vector.
 
-        A store that already records this embedder has its index (opening refuses another embedder's store);
-        otherwise the index is created now (prepare_vectors), for the size the first vector tells.
+        A store that records no embedder yet gets its index now (prepare_vectors), for the size the first vector
+        tells, and records `embed_tag`; one that records another embedder is left as it is (its vectors never mix
+        with these: the caller's transaction finds the record and writes no vector).
         """
         if self._vectors_ensured == (embed_tag, dimensions):
             return
         if await self.get_meta("embedder") != embed_tag:
             await self.prepare_vectors(embed_tag, dimensions)
+            if await self.get_meta("embedder") != embed_tag:
+                return
         self._vectors_ensured = (embed_tag, dimensions)
 
     @abstractmethod
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
-        """Drop and recreate the vector index (reindex); memories' vectors must be rewritten after."""
-
-    @abstractmethod
-    async def write_vectors(
-        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
-    ) -> None:
-        """Store new vectors for (user_id, memory_id, vector), in one transaction; `only_missing` leaves a
-        memory that has gained a vector meanwhile as it is."""
+        """In one transaction: every vector dropped, the index recreated for `dimensions` and `embed_tag` recorded
+        in place of the embedder before (re-embedding); memories' vectors must be rewritten after."""
 
 
 def keyword_rows_added(n: int) -> str:

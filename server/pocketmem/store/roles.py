@@ -288,6 +288,10 @@ class UpkeepReads(Protocol):
         raise NotImplementedError
 
     @abstractmethod
+    async def holds_vectors(self) -> bool:
+        """Whether any memory of any user keeps a vector (the doctor: a store that does not record whose they are)."""
+
+    @abstractmethod
     async def scan_memories(
         self, user_id: str, statuses: Sequence[Status], after: str | None, limit: int
     ) -> list[Memory]:
@@ -398,10 +402,19 @@ class MemoryWrites(Protocol):
         content: str,
         content_hash: str,
         keywords: list[str],
-        vector: Sequence[float],
+        vector: Sequence[float] | None,
         text: IndexedText,
         updated_at: datetime,
-    ) -> None: ...
+    ) -> None:
+        """New content, its keyword terms and its vector (None: it has none until the embed queue computes it)."""
+
+    @abstractmethod
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        """Store `embed_tag`'s vectors for (user_id, memory_id, vector); `only_missing` leaves a memory that has
+        gained a vector meanwhile as it is. The caller checks first, in this transaction, that the store records
+        `embed_tag` (service/writing/vectors.py, `agree_in`)."""
 
     @abstractmethod
     async def set_status(
@@ -539,8 +552,8 @@ class UserLocks(Protocol):
             await self.lock_user(user_id)
 
 
-class MemoryTx(MemoryReads, MemoryWrites, EventWrites, Protocol):
-    """Changing a memory and logging the change (patch, reinforcement)."""
+class MemoryTx(MemoryReads, MemoryWrites, EventWrites, MetaReads, Protocol):
+    """Changing a memory and logging the change (patch, reinforcement); store_meta says whose vectors it keeps."""
 
 
 class SearchTx(MemoryReads, SearchReads, Protocol):

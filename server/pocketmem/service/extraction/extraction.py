@@ -174,7 +174,8 @@ class Extraction:
         self.patching = patching
         threshold = min(settings.relevance_threshold, RELATED_THRESHOLD)
         wide = settings.model_copy(update={"relevance_threshold": threshold})
-        self.retrieval = Retrieval(wide, store, retrieval.embedder, clock, retrieval.calibration)
+        self.retrieval = Retrieval(wide, store, retrieval.store_vectors, clock)
+        self.retrieval.vectors_pending = retrieval.vectors_pending
         self.clock = clock
         self.model = configured_model(settings)  # None unless POCKETMEM_LLM_MODEL is set
         # PROFILE operations go here (the app wires Profile.update): persona / identity changes to confirm.

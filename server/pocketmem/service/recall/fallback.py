@@ -61,6 +61,13 @@ class VectorsPending(Failure):
     loses = frozenset({"vectors", "semantic"})
 
 
+class VectorsOfAnotherModel(Failure):
+    """The store keeps another embedder's vectors (service/writing/vectors.py): this one's cannot be compared."""
+
+    label = "vectors"
+    loses = frozenset({"vectors", "semantic"})
+
+
 class VectorIndexFailed(Failure):
     """The nearest-vector search failed; the shortlist's similarities can still be read."""
 

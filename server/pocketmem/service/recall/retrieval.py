@@ -38,14 +38,13 @@ from pocketmem.core.text import (
     stem_word,
     weighted_query_terms,
 )
-from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.recall import fallback, versions
 from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVectors, gather_candidates
 from pocketmem.service.recall.library import LibraryHits, LibraryRecall
-from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
 from pocketmem.service.shared.usercard import render_user_card, user_language
 from pocketmem.service.upkeep.todos import due_reminders, open_todo_label, reminder_view
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreReader
 
@@ -107,17 +106,18 @@ class Retrieval:
         self,
         settings: Settings,
         store: Store,
-        embedder: Embedder,
+        store_vectors: Vectors,
         clock: Clock,
-        calibration: Calibration,
         library: LibraryRecall | None = None,
     ) -> None:
         self.settings = settings
         self.library = library
         self.store = store
-        self.embedder = embedder
+        # Whether the store's vectors are this embedder's: checked in each recall's read transaction.
+        self.store_vectors = store_vectors
+        self.embedder = embedder = store_vectors.embedder
         self.clock = clock
-        self.calibration = calibration
+        self.calibration = store_vectors.calibration
         self.uses = UseLedger(store)  # recall's bookkeeping; a server defers it off the answer's path
         # While the store is being re-embedded (embed_queue.py): why the vectors cannot be used yet, else None.
         self.vectors_pending: Callable[[], str | None] = lambda: None
@@ -177,6 +177,9 @@ class Retrieval:
         re-embedded (embed_queue.py) or when the embedder fails; the words answer alone."""
         if (pending := self.vectors_pending()) is not None:
             health.fail(fallback.VectorsPending(pending))
+            return None
+        if (foreign := self.store_vectors.note()) is not None:  # as last read: the query is not encoded
+            health.fail(fallback.VectorsOfAnotherModel(foreign))
             return None
         try:
             return await self.calibration.scale(guess_language(q.message))
@@ -308,6 +311,9 @@ class Retrieval:
     ) -> list[Ranked]:
         """The admitted candidates in order: ranked, the older of two same-topic memories shadowed, and the
         newest version of a fact the question asks about first (service/recall/versions.py)."""
+        if not await self._vectors_usable(reader, health):
+            encoding = asyncio.get_running_loop().create_future()
+            encoding.set_result(QueryVectors(None, None, NEUTRAL))
         # Superseded memories are searched too: a hit on one brings its current version (versions.py).
         candidates = await gather_candidates(reader, user_id, q, encoding, versions.SEARCHED, health, self.rules, now)
         vector, _, scale, _ = encoding.result()
@@ -323,6 +329,17 @@ class Retrieval:
             pairs = await reader.pairwise_similarities(user_id, [r.memory.id for r in pool])
             ranked = shadow_older(pool, pairs, scale)
         return await versions.newest_first(reader, user_id, q.message, ranked, now, req.categories)
+
+    async def _vectors_usable(self, reader: StoreReader, health: fallback.Health) -> bool:
+        """Whether this recall may search and compare the store's vectors, read in its own snapshot: a store
+        another process switched to another embedder meanwhile is answered through the keyword index, and
+        `degraded` says why (a store that records no embedder has no vectors to search: nothing to say)."""
+        if await self.store_vectors.agree_in(reader):
+            return True
+        note = self.store_vectors.note()
+        if note is not None and not any(isinstance(f, fallback.VectorsOfAnotherModel) for f in health.failures):
+            health.fail(fallback.VectorsOfAnotherModel(note))
+        return False
 
     def _injection(self, ranked: list[Ranked], reminders: list[ReminderView], locale: str, now: datetime) -> str:
         """Due reminders come first: they are the lines the agent must not miss when the budget is tight."""

@@ -38,12 +38,13 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.progress import Progress, no_progress
-from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.transfer.core_merge import Resolution
 from pocketmem.service.transfer.sync_rules import apply_memory, apply_tombstone, sync_view, text_to_embed
 from pocketmem.service.upkeep.unsent import LIBRARY_KEY, position_key
 from pocketmem.service.writing.trash import Trash
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import Store
+from pocketmem.store.roles import MetaReads
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +118,14 @@ class SyncReport(BaseModel):
 
 class Sync:
     def __init__(
-        self, settings: Settings, local: Store, library: Store, trash: Trash, embedder: Embedder, clock: Clock
+        self, settings: Settings, local: Store, library: Store, trash: Trash, vectors: Vectors, clock: Clock
     ) -> None:
         self.settings = settings
         self.local = local
         self.library = library
         self.trash = trash
-        self.embedder = embedder
+        self.vectors = vectors  # the notebook's vectors must be this embedder's too (`_same_model`)
+        self.embedder = vectors.embedder
         self.clock = clock
         self._lock = anyio.Lock()
         self._library_id: str | None = None
@@ -166,15 +168,29 @@ class Sync:
         self._library_id = library_id
         if await self.local.get_meta(LIBRARY_KEY) != library_id:
             await self.local.set_meta(LIBRARY_KEY, library_id)
+        if await self.local.get_meta("embedder") is None:  # a notebook without vectors yet: this embedder's
+            await self.local.ensure_vectors(self.embedder.tag, await self._dimensions())
+        async with self.local.read() as reader:
+            await self._same_model(reader)
         tag = await self.library.get_meta("embedder")
         if tag is None:
-            dims = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
-            await self.library.prepare_vectors(self.embedder.tag, dims)
+            await self.library.prepare_vectors(self.embedder.tag, await self._dimensions())
         elif tag != self.embedder.tag:
             raise EmbedderMismatch(
                 f"the cloud library's vectors were made by {tag}, but this notebook embeds with {self.embedder.tag}; "
                 "vectors of two models never mix. Configure the same POCKETMEM_EMBEDDER / POCKETMEM_EMBED_MODEL "
                 "on every device that syncs with one library."
+            )
+
+    async def _dimensions(self) -> int:
+        return self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
+
+    async def _same_model(self, tx: MetaReads) -> None:
+        """Inside a notebook transaction that reads or writes vectors: they are this embedder's, as the library's
+        are (service/writing/vectors.py); else the run stops before any vector travels."""
+        if not await self.vectors.agree_in(tx):
+            raise EmbedderMismatch(
+                f"this notebook cannot sync: {self.vectors.note() or 'it records no embedder for its vectors'}"
             )
 
     def _key(self, user_id: str, direction: str) -> str:
@@ -206,6 +222,7 @@ class Sync:
                     for m in _readable(page, out, "notebook")
                     if m.status != Status.trashed or m.delete_reason == DeleteReason.evicted
                 ]
+                await self._same_model(reader)
                 vectors = await reader.memory_vectors(user_id, [m.id for m in memories])
                 revisions = [r for m in memories if m.core for r in await reader.list_revisions(user_id, m.id)]
             if not page:
@@ -268,6 +285,7 @@ class Sync:
         while True:
             async with self.local.read() as reader:
                 trash = await reader.scan_memories(user_id, (Status.trashed,), after, PAGE)
+                await self._same_model(reader)
                 vectors = await reader.memory_vectors(user_id, [m.id for m in trash])
                 tombstones = await reader.tombstones_for(user_id, [m.id for m in trash])
             if not trash:
@@ -314,6 +332,7 @@ class Sync:
                 break
             now = self.clock.now()
             async with self.local.write(user_id=user_id) as tx:
+                await self._same_model(tx)
                 landed: list[str] = []
                 for memory in memories:
                     incoming = sync_view(memory)  # a library served by a pocketmem server may evict too

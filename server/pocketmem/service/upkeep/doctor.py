@@ -26,7 +26,7 @@ from pocketmem.base.models import EventKind, ProfileRevision
 from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.shared.rows import new_id
 from pocketmem.service.upkeep.doctor_files import adopt_lost_id, folder_problems
-from pocketmem.service.writing.embed_queue import upgrades
+from pocketmem.service.writing.vectors import EMBEDDER_KEY, UNKNOWN, upgrades
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults
@@ -141,6 +141,8 @@ class Doctor:
             recreated = await self._step("recreating missing tables and columns", self.store.repair_schema)
             report["repaired"] += recreated or []
         report["embedder"] = await self._embedder()
+        lost = await self._step("checking whose vectors the store keeps", lambda: self._lost_record(report, repair))
+        (report["repaired"] if repair else self.problems).extend(lost or [])
         if repair and isinstance(self.store, SQLiteStore):
             report["repaired"] += await self._repair_vectors(self.store, report["embedder"])
         schema = await self._step("checking the schema", self.store.schema_problems) or []
@@ -234,19 +236,54 @@ class Doctor:
             out: dict[str, Any] = {"tag": self.embedder.tag, "ok": True, "dimensions": len(vector)}
         except Exception as exc:  # noqa: BLE001 - the report says what failed
             out = {"tag": self.embedder.tag, "ok": False, "error": str(exc)}
-        stored = out["store_embedder"] = await self._step(
-            "reading the store's embedder", lambda: self.store.get_meta("embedder")
+        out["store_embedder"] = await self._step(
+            "reading the store's embedder", lambda: self.store.get_meta(EMBEDDER_KEY)
         )
-        if stored is not None and stored != self.embedder.tag and upgrades(stored, self.embedder):
-            out["note"] = (  # no problem: docs/configuration.md, "Changing embedder"
-                f"the store's vectors were made by {stored}: the next start of `pocketmem serve` re-embeds every "
-                f"memory with {self.embedder.tag} in the background (no command needed), or `pocketmem reindex` "
-                "does it now"
-            )
+        self._note(out)
         waiting = await self._step("counting memories without a vector", self._missing_vectors)
         # Memories stored while the embedding endpoint was down; `serve` embeds them in the background.
         out["waiting_for_vectors"] = waiting if waiting is None or waiting < 1000 else "1000+"
         return out
+
+    def _note(self, out: dict[str, Any]) -> None:
+        """No problem, a note: a store the next `pocketmem serve` re-embeds by itself (docs/configuration.md,
+        "Changing embedder")."""
+        stored = out["store_embedder"]
+        if stored is None or stored == self.embedder.tag or not upgrades(stored, self.embedder):
+            return
+        made = (
+            "the store does not know which embedder made its vectors (its record was lost)" if stored == UNKNOWN
+            else f"the store's vectors were made by {stored}"
+        )
+        out["note"] = (
+            f"{made}: the next start of `pocketmem serve` re-embeds every memory with {self.embedder.tag} in the "
+            "background (no command needed), or `pocketmem reindex` does it now"
+        )
+
+    async def _lost_record(self, report: dict[str, Any], repair: bool) -> list[str]:
+        """Vectors that no record names (store_meta lost or emptied) are never taken for the configured embedder's:
+        with repair the store is marked as keeping an UNKNOWN model's, which the next `pocketmem serve` re-embeds;
+        the line for `repaired`, or without repair the problem."""
+        embedder = report["embedder"]
+        if embedder["store_embedder"] is not None:
+            return []
+        async with self.store.read() as reader:
+            if not await reader.holds_vectors():
+                return []
+        if not repair:
+            return [
+                "the store keeps vectors but no record of the embedder that made them (its store_meta was lost): run "
+                "`pocketmem doctor --repair`; it marks the store for re-embedding, which the next start of "
+                "`pocketmem serve` does (or `pocketmem reindex`)"
+            ]
+        await self.store.set_meta(EMBEDDER_KEY, UNKNOWN)
+        embedder["store_embedder"] = UNKNOWN
+        self._note(embedder)
+        return [
+            "the store no longer recorded which embedder made its vectors: no model is assumed; it is marked for "
+            "re-embedding, which the next start of `pocketmem serve` does with its embedder (or `pocketmem reindex` "
+            "now); until then recall uses the keyword index"
+        ]
 
     async def _missing_vectors(self) -> int:
         async with self.store.read() as reader:

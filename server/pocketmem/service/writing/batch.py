@@ -117,7 +117,6 @@ async def apply_batch(writing: Writing, patching: Patching, user_id: str, steps:
                     result = await writing.store_in(tx, user_id, req, vector, now, cap=False)
                 results.append(note_redactions(result, step.redacted))
             elif isinstance(step, PatchStep):
-                assert vector is not None
                 results.append(
                     await patching.patch_in(
                         tx, user_id, step.memory_id, step.patch, step.mode, step.reason, vector, now, step.redacted,

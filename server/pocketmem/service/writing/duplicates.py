@@ -31,10 +31,9 @@ from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core.sameness import aspects_agree, facts_agree, orders_agree
 from pocketmem.core.text import content_hash, guess_language, normalise, signature, strip_subject
-from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.shared.rows import embedding_text, indexed_text, new_id
-from pocketmem.service.shared.sameness import Sameness
 from pocketmem.service.writing.add_request import MAX_KEYWORDS, AddRequest
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.roles import SearchTx, WriteTx
 
 NEAR_DUPLICATE_MIN_CHARS = 4
@@ -42,9 +41,10 @@ NEAR_DUPLICATE_CANDIDATES = 10
 
 
 class Duplicates:
-    def __init__(self, embedder: Embedder, sameness: Sameness) -> None:
-        self.embedder = embedder
-        self.sameness = sameness
+    def __init__(self, vectors: Vectors) -> None:
+        self.vectors = vectors
+        self.embedder = vectors.embedder
+        self.sameness = vectors.sameness
 
     async def near_duplicate(
         self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None, *, skip: str | None = None
@@ -124,7 +124,8 @@ class Duplicates:
         if not richer and merged == existing.keywords:
             return False
         new_vector = await self._vector(tx, user_id, existing.id, content, merged, vector if richer else None)
-        if new_vector is None:  # no vector at hand (the embedding endpoint was down): the memory stays as it is
+        # No vector at hand (the endpoint was down, or the store keeps another embedder's): it stays as it is.
+        if new_vector is None:
             return False
         if richer:
             await tx.insert_revision(Revision(
@@ -152,6 +153,8 @@ class Duplicates:
         embeds the new text and keywords. Any other would hold the write lock for its round trip: the memory takes
         the request's own vector (computed before the lock) when it takes the request's wording, else keeps its
         own (the new keywords are then found by the keyword index, and join the vector on `pocketmem reindex`)."""
+        if not await self.vectors.agree_in(tx):
+            return None  # the store keeps another embedder's vectors: none of this one's joins them
         if self.embedder.lexical:
             return await self.embedder.embed(embedding_text(content, keywords))
         if given is not None:

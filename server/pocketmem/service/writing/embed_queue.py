@@ -11,13 +11,16 @@ memory without a vector; the keyword index has it at once, so recall finds it by
     bounded    a memory whose batch failed MAX_ATTEMPTS times is set aside until the next start (or
                `pocketmem reindex`), so one text the endpoint rejects cannot hold up the others forever
 
-Vectors are written only where the memory still has none (a patch meanwhile brings its own).
+Vectors are written only where the memory still has none (a patch meanwhile brings its own), and only in a
+transaction that finds the store recording this embedder (vectors.py, `agree_in`): a queue whose store records
+another embedder's vectors (another process switched it) writes none.
 
-Re-embedding a whole store (`pocketmem reindex`, or the first start after an upgrade from the built-in `hash`
-embedder to the default `use`) is the same work list: `begin` empties the vector index for the new embedder
-and records the run in store_meta (`reembed`: from, to, total, done), and the queue fills every vector. A
-crash half-way loses nothing: the memories still without a vector are the rest of the work, found again on the
-next start. Until the run is done recall answers through the word path and says so (`reembedding`).
+Re-embedding a whole store (`pocketmem reindex`, or the first start of `pocketmem serve` after an upgrade from
+the built-in `hash` embedder to the default `use`: vectors.py, `upgrades`) is the same work list: `begin` empties
+the vector index and records the new embedder in one transaction, then the run in store_meta (`reembed`: from,
+to, total, done), and the queue fills every vector. A crash half-way loses nothing: the memories still without a
+vector are the rest of the work, found again on the next start. Until the run is done recall answers through the
+word path and says so (`reembedding`).
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from dataclasses import asdict, dataclass, field
 import anyio
 
 from pocketmem.base.progress import Progress, no_progress
-from pocketmem.providers.embeddings import Embedder
 from pocketmem.service.shared.rows import embedding_text
+from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import VectorStore
 
 log = logging.getLogger(__name__)
@@ -43,16 +46,6 @@ MAX_DELAY = 300.0
 MAX_ATTEMPTS = 8
 REEMBED_KEY = "reembed"
 LOG_EVERY = 1000  # a re-embedding run logs its progress every this many memories
-# Embedders that run inside pocketmem (no endpoint, no download): a store whose vectors one of them made is
-# re-embedded by itself when it opens with another of them or a newer version of the same one (the built-in
-# lexical vectors, the default before `use`, replaced by the shipped model; `hash:v1` by `hash:v2`). Any other
-# change of embedder waits for `pocketmem reindex` (it may call a paid endpoint or download a model).
-BUILT_IN = ("hash", "use")
-
-
-def upgrades(stored_tag: str, embedder: Embedder) -> bool:
-    """Whether a store embedded by `stored_tag` is re-embedded with `embedder` on open, without asking."""
-    return stored_tag.split(":", 1)[0] in BUILT_IN and embedder.kind in BUILT_IN
 
 
 @dataclass
@@ -88,12 +81,13 @@ class EmbedQueue:
     def __init__(
         self,
         store: VectorStore,
-        embedder: Embedder,
+        vectors: Vectors,
         *,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self.store = store
-        self.embedder = embedder
+        self.vectors = vectors
+        self.embedder = vectors.embedder
         self.state = QueueState()
         self._sleep = sleep
         self._wake = anyio.Event()
@@ -155,7 +149,10 @@ class EmbedQueue:
 
     async def run_once(self, progress: Progress = no_progress) -> int:
         """Embed every memory still without a vector (except those set aside). Returns how many got one.
-        Raises the embedder's error when the endpoint fails; what was done before it is kept."""
+        Raises the embedder's error when the endpoint fails; what was done before it is kept. While the store
+        records another embedder's vectors it embeds nothing: a process with that embedder computes them."""
+        if await self.vectors.look() is not None:
+            return 0
         done = 0
         after = 0
         while True:
@@ -176,11 +173,16 @@ class EmbedQueue:
                 raise
             # The endpoint was down when the store opened: the vector index waits for the first vector's size.
             await self.store.ensure_vectors(self.embedder.tag, len(vectors[0]))
-            await self.store.write_vectors(
-                [(user, mid, vec) for (_, user, mid, _, _), vec in zip(work, vectors, strict=True)],
-                self.embedder.tag,
-                only_missing=True,
-            )
+            async with self.store.write() as tx:
+                await tx.lock_users(user for _, user, _, _, _ in work)
+                if not await self.vectors.agree_in(tx):  # switched to another embedder meanwhile
+                    log.warning("vectors not written: %s", self.vectors.note() or "the store records no embedder")
+                    return done
+                await tx.write_vectors(
+                    [(user, mid, vec) for (_, user, mid, _, _), vec in zip(work, vectors, strict=True)],
+                    self.embedder.tag,
+                    only_missing=True,
+                )
             for _, _, mid, _, _ in work:
                 self.state.attempts.pop(mid, None)
             done += len(work)

@@ -85,14 +85,15 @@ class Patching:
 
     async def patch_in(
         self, tx: MemoryTx, user_id: str, memory_id: str, patch: str, mode: Literal["append", "replace"],
-        reason: str | None, vector: Sequence[float], now: datetime, redacted: list[str] | None = None,
+        reason: str | None, vector: Sequence[float] | None, now: datetime, redacted: list[str] | None = None,
         *, prepared: str | None = None,
     ) -> PatchResult:
         """Inside a transaction: patch a core memory, keeping the previous text as a revision; a patch that makes
         the text it has already writes nothing (status unchanged).
 
         `vector` was computed from `prepared` before the transaction; if the memory changed meanwhile the
-        vector would not match the text, so the patch is refused and can be retried.
+        vector would not match the text, so the patch is refused and can be retried. The new text goes without a
+        vector (computed later) when there is none, or the store keeps another embedder's vectors.
         """
         memory = require_core(await tx.get_memory(user_id, memory_id), memory_id)
         new_content = self.patched(memory.content, patch, mode, now)
@@ -116,6 +117,8 @@ class Patching:
             created_at=now,
         )
         await tx.insert_revision(revision)
+        if vector is not None and not await self.vectors.agree_in(tx):
+            vector = None
         await tx.replace_content(
             user_id,
             memory.id,

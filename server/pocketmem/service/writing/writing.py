@@ -54,7 +54,7 @@ class Writing:
         self.clock = clock
         self.vectors = vectors
         self.trash = trash
-        self.duplicates = Duplicates(vectors.embedder, vectors.sameness)
+        self.duplicates = Duplicates(vectors)
         self._known_users: set[str] = set()
 
     async def _ensure_user(self, tx: MemoryWrites, user_id: str, now: datetime) -> None:
@@ -350,6 +350,8 @@ class Writing:
         """Inside a transaction: store (or find the duplicate), supersede, settle pending items asking the same,
         and enforce the cap unless `cap` is off (a batch enforces it once, after all its writes)."""
         digest = content_hash(req.content)
+        if vector is not None and not await self.vectors.agree_in(tx):
+            vector = None  # the store records another embedder's vectors: neither compared with nor stored
         old = await self.supersede_target(tx, user_id, req.supersedes)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
         if existing is None:
@@ -391,10 +393,7 @@ class Writing:
         if old is not None:
             message += _replaces(old.id)
         if no_vector:
-            message += (
-                " The embedding endpoint did not answer, so it is found by keyword until its vector is computed"
-                " in the background."
-            )
+            message += self.vectors.missing_note()
         if evicted:
             moved = "1 low-importance memory" if evicted == 1 else f"{evicted} low-importance memories"
             message += f" {moved} moved to the trash (restorable for {self.settings.trash_days} days)."

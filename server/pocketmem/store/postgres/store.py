@@ -12,7 +12,7 @@ Needs the optional dependencies: pip install "pocketmem[postgres]".
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -24,7 +24,7 @@ from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, keyword_rows_added
 from pocketmem.store.postgres import instants_check, schema_check
 from pocketmem.store.postgres import migrations as postgres_migrations
-from pocketmem.store.postgres.records import lexemes, vector_text
+from pocketmem.store.postgres.records import lexemes
 from pocketmem.store.postgres.tx import PostgresTx
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,29 @@ def _import_driver() -> tuple[Any, Any]:
             'PostgreSQL support needs its driver: pip install "pocketmem[postgres]" (psycopg and psycopg-pool)'
         ) from exc
     return psycopg, psycopg_pool
+
+
+async def _claim_vectors(tx: PostgresTx, embed_tag: str, dimensions: int) -> bool:
+    """Inside a write transaction holding the DDL lock: the embedding column sized and indexed for `dimensions`, and
+    `embed_tag` recorded as the embedder of the store's vectors, unless the store records another embedder (its
+    vectors never mix with these: nothing is done). Whether the store now records `embed_tag`."""
+    if await tx.meta("embedder") not in (None, embed_tag):
+        return False
+    dims = int(dimensions)
+    row = await tx.fetch_one(
+        "select atttypmod from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'"
+    )
+    if row[0] != dims:
+        await tx.execute("drop index if exists memories_embedding_hnsw")
+        # Vectors of another size cannot join the index (they are rewritten by reindex).
+        await tx.execute("update memories set embedding = null where vector_dims(embedding) <> %s", (dims,))
+        await tx.execute(f"alter table memories alter column embedding type vector({dims})")
+    await tx.execute(
+        "create index if not exists memories_embedding_hnsw on memories using hnsw (embedding vector_cosine_ops)"
+    )
+    await tx.put_meta("embedder", embed_tag)
+    await tx.put_meta("dimensions", str(dims))
+    return True
 
 
 class PostgresStore(Store):
@@ -202,24 +225,10 @@ class PostgresStore(Store):
         return str(row[0])
 
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
-        dims = int(dimensions)
         async with self.open_write() as tx:
             await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-            row = await tx.fetch_one(
-                "select atttypmod from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'"
-            )
-            if row[0] != dims:
-                await tx.execute("drop index if exists memories_embedding_hnsw")
-                # Vectors of another size cannot join the index (they are rewritten by reindex).
-                await tx.execute("update memories set embedding = null where vector_dims(embedding) <> %s", (dims,))
-                await tx.execute(f"alter table memories alter column embedding type vector({dims})")
-            await tx.execute(
-                "create index if not exists memories_embedding_hnsw "
-                "on memories using hnsw (embedding vector_cosine_ops)"
-            )
-            await tx.put_meta("embedder", embed_tag)
-            await tx.put_meta("dimensions", str(dims))
-        self._vectors = True
+            claimed = await _claim_vectors(tx, embed_tag, dimensions)
+        self._vectors = self._vectors or claimed
 
     async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
         async with self.open_write() as tx:
@@ -227,25 +236,11 @@ class PostgresStore(Store):
             await tx.execute("drop index if exists memories_embedding_hnsw")
             await tx.execute("update memories set embedding = null")
             await tx.execute("alter table memories alter column embedding type vector")
-            await tx.execute("delete from store_meta where key in ('embedder', 'dimensions', 'calibration')")
-        self._vectors = False
-        await self.prepare_vectors(embed_tag, dimensions)
-
-    async def write_vectors(
-        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
-    ) -> None:
-        async with self.open_write() as tx:
             await tx.execute(
-                "update memories m set embedding = v.e::vector, embed_model = %s "
-                "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u"
-                + (" and m.embedding is null" if only_missing else ""),
-                (
-                    embed_tag,
-                    [r[0] for r in rows],
-                    [r[1] for r in rows],
-                    [vector_text(r[2]) for r in rows],
-                ),
+                "delete from store_meta where key in ('embedder', 'dimensions') or key like %s", ("calibration:%",)
             )
+            await _claim_vectors(tx, embed_tag, dimensions)
+        self._vectors = True
 
     async def optimize(self) -> None:
         """Fold the keyword counters' +1/-1 rows into one row per term."""

@@ -106,9 +106,19 @@ class PostgresTx(UpkeepQueries, SyncQueries, WriteQueries, SharedQueries, StoreW
         return None
 
     async def _indexed_content(
-        self, user_id: str, memory_id: str, vector: Sequence[float], text: IndexedText
+        self, user_id: str, memory_id: str, vector: Sequence[float] | None, text: IndexedText
     ) -> None:
         return None
+
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        await self._exec(
+            "update memories m set embedding = v.e::vector, embed_model = %s "
+            "from unnest(%s::text[], %s::text[], %s::text[]) as v(u, id, e) where m.id = v.id and m.user_id = v.u"
+            + (" and m.embedding is null" if only_missing else ""),
+            (embed_tag, [r[0] for r in rows], [r[1] for r in rows], [vector_text(r[2]) for r in rows]),
+        )
 
     async def _indexed_status(self, user_id: str, memory_id: str, status: Status) -> None:
         return None

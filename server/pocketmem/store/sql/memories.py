@@ -101,6 +101,9 @@ class MemoryQueries:
         )
         return [(int(r[0]), r[1], r[2], r[3], list(d.from_json(r[4]))) for r in rows]
 
+    async def holds_vectors(self) -> bool:
+        return await self._one("select 1 from memories where embedding is not null limit 1") is not None
+
     async def list_memories(self, user_id: str, flt: MemoryFilter) -> tuple[list[Memory], int]:
         d = self.dialect
         clause, params = memory_filter_clause(self.dialect, user_id, flt)

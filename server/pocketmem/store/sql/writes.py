@@ -36,7 +36,7 @@ class MemoryWriteQueries:
             self, ref: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
         ) -> None: ...
         async def _indexed_content(
-            self, user_id: str, memory_id: str, vector: Sequence[float], text: IndexedText
+            self, user_id: str, memory_id: str, vector: Sequence[float] | None, text: IndexedText
         ) -> None: ...
         async def _indexed_status(self, user_id: str, memory_id: str, status: Status) -> None: ...
 
@@ -68,7 +68,7 @@ class MemoryWriteQueries:
         content: str,
         content_hash: str,
         keywords: list[str],
-        vector: Sequence[float],
+        vector: Sequence[float] | None,
         text: IndexedText,
         updated_at: datetime,
     ) -> None:

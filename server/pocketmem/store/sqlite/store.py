@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +29,7 @@ from pocketmem.store.sqlite import access, faults, instants_check, readonly_copy
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.group import GroupCommitter
-from pocketmem.store.sqlite.tx import QUANTISED, SQLiteTx, create_vector_index, pack_vector
+from pocketmem.store.sqlite.tx import SQLiteTx, create_vector_index
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,26 @@ def _quick_check(path: str, wait: float, immutable: bool = False) -> list[str]:
         return [str(r[0]) for r in conn.execute("pragma quick_check").fetchall()]
     finally:
         conn.close()
+
+
+async def _claim_vectors(tx: SQLiteTx, embed_tag: str, dimensions: int, extension: bool) -> bool:
+    """Inside a write transaction: record `embed_tag` (and the vector size) as the embedder of the store's vectors
+    and create the vector index when the extension loads, unless the store records another embedder (its vectors
+    never mix with these: nothing is done). Whether the store now records `embed_tag`."""
+    stored = await tx.meta("embedder")
+    if stored not in (None, embed_tag):
+        return False
+    if extension and not await tx.fetch_one(
+        "select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'"
+    ):
+        # Memories written while the index was missing (e.g. sqlite-vec unavailable) join it now.
+        await create_vector_index(tx, dimensions)
+    await tx.execute(
+        "insert into store_meta (key, value) values ('embedder', ?), ('dimensions', ?) "
+        "on conflict (key) do update set value = excluded.value",
+        (embed_tag, str(dimensions)),
+    )
+    return True
 
 
 class SQLiteStore(Store):
@@ -434,6 +454,8 @@ class SQLiteStore(Store):
         return str(row[0])
 
     async def prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
+        """Also where sqlite-vec cannot be loaded: the record keeps another embedder's vectors out of the
+        memories rows, which similarities are then computed from."""
         try:
             await self._prepare_vectors(embed_tag, dimensions)
         except faults.StorageFault as exc:
@@ -443,19 +465,9 @@ class SQLiteStore(Store):
             log.warning("the memory store at %s is read-only: its vector index cannot be created", self.path)
 
     async def _prepare_vectors(self, embed_tag: str, dimensions: int) -> None:
-        if not self._vectors_loaded:
-            return
         async with self.open_write() as tx:
-            exists = await tx.fetch_one("select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'")
-            if not exists:
-                # Memories written while the index was missing (e.g. sqlite-vec unavailable) join it now.
-                await create_vector_index(tx, dimensions)
-            await tx.execute(
-                "insert into store_meta (key, value) values ('embedder', ?), ('dimensions', ?) "
-                "on conflict (key) do update set value = excluded.value",
-                (embed_tag, str(dimensions)),
-            )
-        self._vector_table = True
+            claimed = await _claim_vectors(tx, embed_tag, dimensions, self._vectors_loaded)
+        self._vector_table = self._vector_table or (claimed and self._vectors_loaded)
 
     async def rebuild_vector_index(self) -> None:
         """The vector index dropped and built again from the vectors the memories keep (a store made before the
@@ -475,32 +487,8 @@ class SQLiteStore(Store):
             await tx.execute(
                 "delete from store_meta where key in ('embedder', 'dimensions') or key like 'calibration:%'"
             )
-        self._vector_table = False
-        await self.prepare_vectors(embed_tag, dimensions)
-
-    async def write_vectors(
-        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
-    ) -> None:
-        async with self.open_write() as tx:
-            for user_id, memory_id, vector in rows:
-                rowid = await tx.rowid(user_id, memory_id)
-                if rowid is None:
-                    continue
-                blob = pack_vector(vector)
-                status, had = await tx.fetch_one(
-                    "select status, embedding is not null from memories where rowid = ?", (rowid,)
-                )
-                if only_missing and had:
-                    continue  # re-embedded meanwhile (a patch): that vector is the newer one
-                await tx.execute(
-                    "update memories set embedding = ?, embed_model = ? where rowid = ?", (blob, embed_tag, rowid)
-                )
-                if self.vectors_available:
-                    await tx.execute("delete from memory_vectors where rowid = ?", (rowid,))
-                    await tx.execute(
-                        f"insert into memory_vectors (rowid, user_id, status, embedding) values (?, ?, ?, {QUANTISED})",
-                        (rowid, user_id, status, blob),
-                    )
+            await _claim_vectors(tx, embed_tag, dimensions, self._vectors_loaded)
+        self._vector_table = self._vectors_loaded
 
     async def quick_check(self) -> str | None:
         """`pragma quick_check`: every page and index, FTS5's included (SQLite >= 3.44); O(size of the file).

@@ -120,7 +120,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
             )
 
     async def _indexed_content(
-        self, user_id: str, memory_id: str, vector: Sequence[float], text: IndexedText
+        self, user_id: str, memory_id: str, vector: Sequence[float] | None, text: IndexedText
     ) -> None:
         rowid = await self._rowid(user_id, memory_id)
         if rowid is None:
@@ -132,14 +132,33 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         if self._vectors:
             await self._requantise(rowid, vector)
 
-    async def _requantise(self, rowid: int, vector: Sequence[float]) -> None:
-        """A memory's new vector into the binary index (vec0 keeps a bit vector's type only on insert)."""
+    async def _requantise(self, rowid: int, vector: Sequence[float] | None) -> None:
+        """A memory's new vector into the binary index (vec0 keeps a bit vector's type only on insert); no
+        vector, no entry."""
         await self._exec("delete from memory_vectors where rowid = ?", (rowid,))
-        await self._exec(
-            "insert into memory_vectors (rowid, user_id, status, embedding) "
-            f"select rowid, user_id, status, {QUANTISED} from memories where rowid = ?",
-            (pack_vector(vector), rowid),
-        )
+        if vector is not None:
+            await self._exec(
+                "insert into memory_vectors (rowid, user_id, status, embedding) "
+                f"select rowid, user_id, status, {QUANTISED} from memories where rowid = ?",
+                (pack_vector(vector), rowid),
+            )
+
+    async def write_vectors(
+        self, rows: Sequence[tuple[str, str, Sequence[float]]], embed_tag: str, *, only_missing: bool = False
+    ) -> None:
+        for user_id, memory_id, vector in rows:
+            rowid = await self._rowid(user_id, memory_id)
+            if rowid is None:
+                continue
+            had = await self._one("select embedding is not null from memories where rowid = ?", (rowid,))
+            if only_missing and had[0]:
+                continue  # re-embedded meanwhile (a patch): that vector is the newer one
+            await self._exec(
+                "update memories set embedding = ?, embed_model = ? where rowid = ?",
+                (pack_vector(vector), embed_tag, rowid),
+            )
+            if self._vectors:
+                await self._requantise(rowid, vector)
 
     async def _indexed_status(self, user_id: str, memory_id: str, status: Status) -> None:
         if self._vectors:
