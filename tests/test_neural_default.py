@@ -145,7 +145,7 @@ def test_reindex_resumes_an_interrupted_run_and_doctor_says_how_far(tmp_path, cl
             for fact in facts:
                 await old.writing.add(old.settings.user, AddRequest(content=fact))
         upgraded = PocketMem(make_settings(tmp_path, embedder="use"), clock=clock)
-        await upgraded.open()
+        await upgraded.open(serving=True)
 
         def crash(done: int, total: int | None) -> None:
             raise Interrupted

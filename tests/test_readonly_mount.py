@@ -85,6 +85,9 @@ async def test_a_store_on_a_read_only_mount_reads(tmp_path, state, backend, make
     if state == "closed-without-vector-index":
         assert code == 1 and report["problems"] == [
             read_only,
+            "the store keeps vectors but no record of the embedder that made them (its store_meta was lost, or an "
+            "early release never wrote it): run `pocketmem doctor --repair`; it marks the store for re-embedding, "
+            "which the next start of `pocketmem serve` does (or `pocketmem reindex`)",
             "the vector index is missing although sqlite-vec loads: run `pocketmem doctor --repair` "
             "(or `pocketmem reindex`) to rebuild it"]
     else:

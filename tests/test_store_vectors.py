@@ -37,13 +37,13 @@ async def test_vector_index_is_prepared_once_and_kept(
         for text in ("The user drinks oolong tea", "用户每天早上跑步五公里"):
             assert (await app.writing.add("global", AddRequest(content=text))).status == "stored"
         await app.store.ensure_vectors(tag, dims)
-        assert calls == []  # prepared while opening; the writes found it ready
+        assert calls == [(tag, dims)]  # prepared by the first write (opening writes nothing); the second found it
         assert await app.store.get_meta("embedder") == tag
 
     async with PocketMem(settings, clock=clock) as app:
         await app.store.ensure_vectors(tag, dims)
         assert (await app.writing.add("global", AddRequest(content="The user lives in Hangzhou"))).status == "stored"
-    assert calls == []  # a store that records this embedder already has its index
+    assert calls == [(tag, dims)]  # a store that records this embedder already has its index
 
 
 async def test_a_store_without_an_index_prepares_it_at_the_first_vector(

@@ -43,7 +43,7 @@ from pocketmem.service.writing.embed_queue import EmbedQueue
 from pocketmem.service.writing.patching import Patching
 from pocketmem.service.writing.pending import Pending
 from pocketmem.service.writing.trash import Trash
-from pocketmem.service.writing.vectors import EMBEDDER_KEY, Vectors, upgrades
+from pocketmem.service.writing.vectors import EMBEDDER_KEY, UNKNOWN, Vectors, upgrades
 from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
 from pocketmem.store.sqlite.faults import StorageFault
@@ -191,10 +191,12 @@ class PocketMem:
 
     async def _take_store(self) -> None:
         """The server's start: a store without vectors records this embedder; one whose vectors another built-in
-        embedder made, or whose record was lost, is re-embedded in the background (embed_queue.py); another
+        embedder made, or a model no record names, is re-embedded in the background (embed_queue.py); another
         embedder's store is refused (vectors.py, `upgrades`: the rule). A store that cannot be written (a
         read-only mount) is served as it is: recall through the keyword index, saying why."""
         stored = await self.store.get_meta(EMBEDDER_KEY)
+        if stored is None and await self._holds_vectors():
+            stored = UNKNOWN  # vectors no record names (store_meta lost, an early release): never taken for ours
         if stored is not None and stored != self.embedder.tag and not upgrades(stored, self.embedder):
             raise EmbedderMismatch(
                 f"this store's vectors were made by {stored}, but the configured embedder is {self.embedder.tag}; "
@@ -272,6 +274,10 @@ class PocketMem:
                                payload={"embedder": self.embedder.tag, "memories": run.total})
         self.calibration.reset()
         return run.total
+
+    async def _holds_vectors(self) -> bool:
+        async with self.store.read() as reader:
+            return await reader.holds_vectors()
 
     async def _memory_total(self) -> int:
         async with self.store.read() as reader:

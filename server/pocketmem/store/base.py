@@ -132,8 +132,8 @@ class VectorAdmin(MetaAdmin, Protocol):
         after the first call for the same pair, so every write path may call it before it stores a vector.
 
         A store that records no embedder yet gets its index now (prepare_vectors), for the size the first vector
-        tells, and records `embed_tag`; one that records another embedder is left as it is (its vectors never mix
-        with these: the caller's transaction finds the record and writes no vector).
+        tells, and records `embed_tag`; one that records another embedder, or none but keeps vectors, is left as it
+        is (its vectors never mix with these: the caller's transaction finds the record and writes no vector).
         """
         if self._vectors_ensured == (embed_tag, dimensions):
             return

@@ -289,7 +289,8 @@ class UpkeepReads(Protocol):
 
     @abstractmethod
     async def holds_vectors(self) -> bool:
-        """Whether any memory of any user keeps a vector (the doctor: a store that does not record whose they are)."""
+        """Whether any memory of any user keeps a vector: in a store that records no embedder, vectors of a model
+        no one can name (store_meta lost, or an early release's store)."""
 
     @abstractmethod
     async def scan_memories(

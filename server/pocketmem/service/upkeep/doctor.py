@@ -98,8 +98,8 @@ def step_advice(settings: Settings, exc: BaseException) -> str:
 def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
     """What is wrong with the vector index, with the step that fixes that cause (nothing on a fresh store)."""
     store = report["store"]
-    if store["vectors_available"]:
-        return []
+    if store["vectors_available"] or "note" in report["embedder"]:
+        return []  # (a store the next server re-embeds gets its index then)
     stored_embedder = report["embedder"].get("store_embedder")
     if postgres:
         return ["the vector index is missing: recall uses the keyword index only; run `pocketmem reindex` "
@@ -261,7 +261,8 @@ class Doctor:
         )
 
     async def _lost_record(self, report: dict[str, Any], repair: bool) -> list[str]:
-        """Vectors that no record names (store_meta lost or emptied) are never taken for the configured embedder's:
+        """Vectors that no record names (store_meta lost, an early release's store) are never taken for the configured
+        embedder's:
         with repair the store is marked as keeping an UNKNOWN model's, which the next `pocketmem serve` re-embeds;
         the line for `repaired`, or without repair the problem."""
         embedder = report["embedder"]
@@ -272,9 +273,9 @@ class Doctor:
                 return []
         if not repair:
             return [
-                "the store keeps vectors but no record of the embedder that made them (its store_meta was lost): run "
-                "`pocketmem doctor --repair`; it marks the store for re-embedding, which the next start of "
-                "`pocketmem serve` does (or `pocketmem reindex`)"
+                "the store keeps vectors but no record of the embedder that made them (its store_meta was lost, or an "
+                "early release never wrote it): run `pocketmem doctor --repair`; it marks the store for re-embedding, "
+                "which the next start of `pocketmem serve` does (or `pocketmem reindex`)"
             ]
         await self.store.set_meta(EMBEDDER_KEY, UNKNOWN)
         embedder["store_embedder"] = UNKNOWN

@@ -48,9 +48,11 @@ def _import_driver() -> tuple[Any, Any]:
 
 async def _claim_vectors(tx: PostgresTx, embed_tag: str, dimensions: int) -> bool:
     """Inside a write transaction holding the DDL lock: the embedding column sized and indexed for `dimensions`, and
-    `embed_tag` recorded as the embedder of the store's vectors, unless the store records another embedder (its
-    vectors never mix with these: nothing is done). Whether the store now records `embed_tag`."""
-    if await tx.meta("embedder") not in (None, embed_tag):
+    `embed_tag` recorded as the embedder of the store's vectors, unless the store records another embedder, or none
+    but keeps vectors (whose model no one can name): their vectors never mix with these, and nothing is done.
+    Whether the store now records `embed_tag`."""
+    stored = await tx.meta("embedder")
+    if stored not in (None, embed_tag) or (stored is None and await tx.holds_vectors()):
         return False
     dims = int(dimensions)
     row = await tx.fetch_one(

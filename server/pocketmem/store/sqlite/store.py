@@ -91,10 +91,11 @@ def _quick_check(path: str, wait: float, immutable: bool = False) -> list[str]:
 
 async def _claim_vectors(tx: SQLiteTx, embed_tag: str, dimensions: int, extension: bool) -> bool:
     """Inside a write transaction: record `embed_tag` (and the vector size) as the embedder of the store's vectors
-    and create the vector index when the extension loads, unless the store records another embedder (its vectors
-    never mix with these: nothing is done). Whether the store now records `embed_tag`."""
+    and create the vector index when the extension loads, unless the store records another embedder, or none but
+    keeps vectors (whose model no one can name): their vectors never mix with these, and nothing is done. Whether
+    the store now records `embed_tag`."""
     stored = await tx.meta("embedder")
-    if stored not in (None, embed_tag):
+    if stored not in (None, embed_tag) or (stored is None and await tx.holds_vectors()):
         return False
     if extension and not await tx.fetch_one(
         "select 1 from sqlite_master where type = 'table' and name = 'memory_vectors'"
