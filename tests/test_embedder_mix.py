@@ -27,7 +27,7 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.service.writing.vectors import UNKNOWN
 
-from .helpers import USER, add, call
+from .helpers import USER, add, call, device
 from .servers import FACTS, ServerProcess, cli, connect, crashed_store, run_cli, server_env
 
 pytestmark = [pytest.mark.anyio]
@@ -103,7 +103,7 @@ async def test_a_server_whose_store_is_switched_under_it_stops_using_vectors(tmp
             recalled = await call(client, "recall_memories", {"query": "小白是谁"})
             assert recalled["memories"][0]["content"] == "用户的猫叫小白"
             assert "vectors: this store's vectors are made by hash:v9-test" in recalled["degraded"]
-            assert "restart `pocketmem serve`" in recalled["degraded"]
+            assert "restart pocketmem, or (re)start `pocketmem serve` to re-embed" in recalled["degraded"]
             added = await call(client, "add_memory", {"content": "用户喜欢喝乌龙茶"})
             assert added["status"] == "stored" and "stored without a vector" in added["message"]
             assert await app.embed_queue.run_once() == 0
@@ -155,6 +155,20 @@ async def test_a_lost_embedder_record_is_not_claimed_by_repair_but_re_embedded_b
         assert found.degraded is None
     finally:
         await server.close()
+
+
+async def test_sync_refuses_a_notebook_whose_vectors_are_another_embedders(tmp_path, clock, make_settings, library_url):
+    async with device(make_settings, tmp_path, "a", library_url, clock) as made:
+        await add(made, "用户的猫叫小白")
+    other = PocketMem(
+        make_settings(tmp_path, db=tmp_path / "a.db", cloud_url=library_url, sync_interval=0), clock=clock,
+        embedder=LaterHash(),
+    )
+    async with other:
+        report = await other.sync.run()
+        assert not report.ok
+        assert "this notebook cannot sync: this store's vectors are made by hash:v2-512" in report.error
+        assert await other.library.get_meta("embedder") is None  # nothing travelled, not even the library's record
 
 
 def test_every_command_that_reads_leaves_another_embedders_store_as_it_is(tmp_path, capsys):

@@ -57,7 +57,7 @@ def foreign_note(stored_tag: str, embedder: Embedder) -> str:
             "uses the keyword index alone and new memories wait for their vectors until `pocketmem serve` "
             "re-embeds every memory on its next start, or `pocketmem reindex` does it now"
         )
-    how = "restart `pocketmem serve`" if upgrades(stored_tag, embedder) else "run `pocketmem reindex`"
+    how = "(re)start `pocketmem serve`" if upgrades(stored_tag, embedder) else "run `pocketmem reindex`"
     return (
         f"this store's vectors are made by {stored_tag}, not by the configured embedder {embedder.tag} (vectors of "
         "two models never mix): recall uses the keyword index alone, and memories stored now wait for their "
