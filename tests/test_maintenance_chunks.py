@@ -48,11 +48,15 @@ def export_lines(size: int) -> list[str]:
 @pytest.fixture
 async def big(tmp_path, make_settings) -> PocketMem:
     clock = FixedClock(START)
-    async with PocketMem(make_settings(tmp_path, max_active=SIZE * 2), clock=clock) as app:
+    app = PocketMem(make_settings(tmp_path, max_active=SIZE * 2), clock=clock)
+    await app.open(serving=True)  # a server's maintenance pass: the server took the store for its embedder
+    try:
         report = await app.exporter.import_lines(export_lines(SIZE))
         assert not report.refused, report.refused
         clock.advance(days=40)  # every stored score is now stale
         yield app
+    finally:
+        await app.close()
 
 
 async def test_an_add_and_a_recall_made_during_a_long_rescore_finish_before_it(big, monkeypatch):

@@ -252,7 +252,8 @@ class Doctor:
         if stored is None or stored == self.embedder.tag or not upgrades(stored, self.embedder):
             return
         made = (
-            "the store does not know which embedder made its vectors (its record was lost)" if stored == UNKNOWN
+            "the store does not know which embedder made its vectors (its record was lost)"
+            if stored == UNKNOWN
             else f"the store's vectors were made by {stored}"
         )
         out["note"] = (
@@ -261,10 +262,9 @@ class Doctor:
         )
 
     async def _lost_record(self, report: dict[str, Any], repair: bool) -> list[str]:
-        """Vectors that no record names (store_meta lost, an early release's store) are never taken for the configured
-        embedder's:
-        with repair the store is marked as keeping an UNKNOWN model's, which the next `pocketmem serve` re-embeds;
-        the line for `repaired`, or without repair the problem."""
+        """Vectors that no record names (store_meta lost, an early release's store) are never taken for the
+        configured embedder's: with repair the store is marked as keeping an UNKNOWN model's, which the next
+        `pocketmem serve` re-embeds. The line for `repaired`, or without repair the problem."""
         embedder = report["embedder"]
         if embedder["store_embedder"] is not None:
             return []
