@@ -259,21 +259,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             raise ConfigError(
                 "--auth, --allowed-host and --ui apply to --transport http or sse; stdio acts as POCKETMEM_USER"
             )
-        from pocketmem.mcp.server import build_server
-
-        # Open the store once before the protocol starts: a store or embedder fault is then one line on
-        # stderr and a non-zero exit, not an ExceptionGroup from inside the server's lifespan.
-        asyncio.run(_preflight(settings))
         import anyio
 
-        from pocketmem.mcp.stdio import run_stdio
-
-        server = build_server(settings)
-        if sys.stdin is not None and sys.stdin.isatty():
-            print("pocketmem: waiting for an MCP client on stdin (a host such as Claude Desktop starts this command; "
-                  "`pocketmem client-config` prints its entry). Ctrl-C stops.", file=sys.stderr)
-        args.protocol_started = True  # from here a failure is the server's, reported through the protocol
-        anyio.run(run_stdio, server)
+        anyio.run(_serve_stdio, settings, args)
         return 0
     from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
 
@@ -296,12 +284,24 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _preflight(settings: Settings) -> None:
+async def _serve_stdio(settings: Settings, args: argparse.Namespace) -> None:
     from pocketmem.app import PocketMem
+    from pocketmem.mcp.server import build_server
+    from pocketmem.mcp.stdio import run_stdio
 
+    # The store is opened before the protocol starts: a store or embedder fault is then one line on stderr and a
+    # non-zero exit, not an ExceptionGroup from inside the server's lifespan, which shares this opening.
     app = PocketMem(settings)
     await app.open(warm=False)  # the server loads the text tools after its handshake, not here
-    await app.close()
+    try:
+        server = build_server(settings, app=app)
+        if sys.stdin is not None and sys.stdin.isatty():
+            print("pocketmem: waiting for an MCP client on stdin (a host such as Claude Desktop starts this command; "
+                  "`pocketmem client-config` prints its entry). Ctrl-C stops.", file=sys.stderr)
+        args.protocol_started = True  # from here a failure is the server's, reported through the protocol
+        await run_stdio(server)
+    finally:
+        await app.close()
 
 
 def _page_hook() -> Any:
