@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import io
 import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from pocketmem.cli.safety import (
     maintenance_failures,
     maintenance_summary,
 )
+from pocketmem.cli.serving import serve, ui
 from pocketmem.cli.support import (
     add_common_options,
     configure_logging,
@@ -253,85 +252,6 @@ def _instant(text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r} (e.g. 2026-12-26T10:00+08:00)") from None
-
-
-def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    if args.transport == "stdio":
-        if args.auth != "auto" or args.allowed_host or args.ui:
-            raise ConfigError(
-                "--auth, --allowed-host and --ui apply to --transport http or sse; stdio acts as POCKETMEM_USER"
-            )
-        import anyio
-
-        anyio.run(_serve_stdio, settings, args)
-        return 0
-    from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
-
-    options = check_options(NetworkOptions(
-        transport=args.transport,
-        host=args.host,
-        port=args.port,
-        auth=AuthMode(args.auth),
-        allowed_hosts=tuple(args.allowed_host),
-        mount=_page_hook() if args.ui else None,
-        stateless=args.stateless,
-        workers=args.workers,
-        listen_fd=args.listen_fd,
-        worker_index=args.worker_index,
-        argv=tuple(args.argv),
-    ))
-    if options.workers > 1 and options.listen_fd is None:
-        return serve_workers(settings, options)
-    asyncio.run(serve(settings, options))
-    return 0
-
-
-async def _serve_stdio(settings: Settings, args: argparse.Namespace) -> None:
-    with _collector_off():
-        from pocketmem.app import PocketMem
-        from pocketmem.mcp.server import build_server
-        from pocketmem.mcp.stdio import run_stdio
-
-        app = PocketMem(settings)
-        server = build_server(settings, app=app)
-        # The store is opened before the protocol starts: a store or embedder fault is then one line on stderr and
-        # a non-zero exit, not an ExceptionGroup from inside the server's lifespan, which shares this opening.
-        await app.open(warm=False)  # the server loads the text tools after its handshake, not here
-    try:
-        if sys.stdin is not None and sys.stdin.isatty():
-            print("pocketmem: waiting for an MCP client on stdin (a host such as Claude Desktop starts this command; "
-                  "`pocketmem client-config` prints its entry). Ctrl-C stops.", file=sys.stderr)
-        args.protocol_started = True  # from here a failure is the server's, reported through the protocol
-        await run_stdio(server)
-    finally:
-        await app.close()
-
-
-@contextmanager
-def _collector_off() -> Iterator[None]:
-    """A server's start-up without the cyclic garbage collector. Start-up makes some 150,000 objects (modules,
-    classes, schemas) that live as long as the process, and few cycles among them (about 4,000 objects): the
-    collector would walk them again and again while they are made, about 8% of start-up. Once the server is built
-    they are frozen (gc.freeze), so the collections that follow skip them too."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
-def _page_hook() -> Any:
-    from pocketmem.web.server import mount_page
-
-    return mount_page
-
-
-def _ui(settings: Settings, args: argparse.Namespace) -> int:
-    from pocketmem.web.server import serve_ui
-
-    asyncio.run(serve_ui(settings, port=args.port, open_browser=not args.no_browser))
-    return 0
 
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
@@ -577,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         configure_logging(settings, args.verbose, args.log_level)
         warn_unknown_variables()
         commands: dict[str, Callable[[], int]] = {
-            "serve": lambda: _serve(settings, args),
+            "serve": lambda: serve(settings, args),
             "stats": lambda: _run(_stats, settings),
             "sync": lambda: _run(_sync, settings),
             "doctor": lambda: asyncio.run(_doctor(settings, args)),
@@ -586,7 +506,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "export": lambda: asyncio.run(_export(settings, args)),
             "import": lambda: asyncio.run(_import(settings, args)),
             "token": lambda: asyncio.run(_token(settings, args)),
-            "ui": lambda: _ui(settings, args),
+            "ui": lambda: ui(settings, args),
         }
         handler = getattr(args, "handler", None)
         code = asyncio.run(handler(settings, args)) if handler is not None else commands[args.command]()
