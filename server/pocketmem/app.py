@@ -31,7 +31,6 @@ from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.recall.retrieval import Retrieval, warm_up
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.usercard import render_user_card, temporary_card
-from pocketmem.service.transfer.exporting import Exporter
 from pocketmem.service.upkeep.maintenance import Maintenance
 from pocketmem.service.upkeep.review import Review
 from pocketmem.service.upkeep.todos import Todos
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from pocketmem.service.manage.browse import Browse
     from pocketmem.service.manage.curation import Curation
     from pocketmem.service.profile.context import ContextBuilder
+    from pocketmem.service.transfer.exporting import Exporter
     from pocketmem.service.transfer.sync import Sync
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,6 @@ class PocketMem:
             from pocketmem.service.transfer.sync import Sync  # imported only when a cloud library is named
 
             self.sync = Sync(settings, self.store, self.library, self.trash, self.embedder, self.clock)
-        self.exporter = Exporter(
-            settings, self.store, self.embedder, self.clock, self.trash, self.vectors
-        )
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
@@ -143,6 +140,12 @@ class PocketMem:
         from pocketmem.service.manage.curation import Curation  # the management page's edits: loaded on first use
 
         return Curation(self.settings, self.store, self.clock, self.writing)
+
+    @cached_property
+    def exporter(self) -> Exporter:
+        from pocketmem.service.transfer.exporting import Exporter  # export and import: loaded on first use
+
+        return Exporter(self.settings, self.store, self.embedder, self.clock, self.trash, self.vectors)
 
     @cached_property
     def context(self) -> ContextBuilder:

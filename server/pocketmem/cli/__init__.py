@@ -171,7 +171,7 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem
-    from pocketmem.service.transfer.exporting import check_target
+    from pocketmem.base.files import check_target
 
     users = [args.user] if args.user else None
     if args.output is not None and str(args.output) != "-":
@@ -200,7 +200,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
                 )
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
-            from pocketmem.service.transfer.exporting import atomic_write
+            from pocketmem.base.files import atomic_write
 
             buffer = io.StringIO()
             with progress_bar("exporting", "users") as progress:

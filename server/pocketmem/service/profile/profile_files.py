@@ -60,6 +60,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError, StoreError
 from pocketmem.base.filelock import FileLock
+from pocketmem.base.files import atomic_write, check_directory
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.instants import UnreadableInstant
 from pocketmem.core.profile_text import FILES, Parsed, Section, md_text, parse, render
@@ -69,7 +70,6 @@ from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
-from pocketmem.service.transfer.exporting import atomic_write, check_directory
 from pocketmem.service.writing.add_request import AddRequest, screen_secrets
 from pocketmem.service.writing.patching import Patching
 from pocketmem.service.writing.writing import Writing
