@@ -26,7 +26,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status, expired
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
-from pocketmem.core import privacy, relevance, termstats, timeexpr
+from pocketmem.core import privacy, relevance, sameness, termstats, timeexpr
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
 from pocketmem.core.similarity import NEUTRAL, Scale
@@ -34,6 +34,7 @@ from pocketmem.core.text import (
     clean_text,
     guess_language,
     named_words,
+    runs_pattern,
     segmenter,
     shown_language,
     stem_word,
@@ -81,11 +82,12 @@ def checked_message(text: str, field: str, *, allow_empty: bool = False) -> str:
 
 def warm_up() -> None:
     """Load the segmenter's dictionary and the background frequencies (about a second on a quiet machine) and
-    compile the secret patterns, so the first recall or write does not pay for them; run in a worker thread when
-    the app opens, or by a server after its handshake."""
+    compile the patterns of the secrets, the time words and the same-fact rule, so the first recall or write does
+    not pay for them; run in a worker thread when the app opens, or by a server after its handshake."""
     segmenter()
     termstats.background_share("")
-    privacy.patterns()
+    for compiled in (privacy.patterns, timeexpr.patterns, sameness.patterns, runs_pattern):
+        compiled()
     versions.warm_up()
 
 
