@@ -82,8 +82,9 @@ def checked_message(text: str, field: str, *, allow_empty: bool = False) -> str:
 
 def warm_up() -> None:
     """Load the segmenter's dictionary and the background frequencies (about a second on a quiet machine) and
-    compile the patterns of the secrets, the time words and the same-fact rule, so the first recall or write does
-    not pay for them; run in a worker thread when the app opens, or by a server after its handshake."""
+    compile the patterns start-up leaves out (the secrets, the time words, the same-fact rule, CJK runs), so the
+    first recall or write does not pay for them; run in a worker thread when the app opens, or by a server after its
+    handshake."""
     segmenter()
     termstats.background_share("")
     for compiled in (privacy.patterns, timeexpr.patterns, sameness.patterns, runs_pattern):
