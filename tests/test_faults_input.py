@@ -15,9 +15,9 @@ from mcp.shared.exceptions import MCPError
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
+from pocketmem.base.files import atomic_write, check_target
 from pocketmem.core import privacy
 from pocketmem.mcp.server import build_server
-from pocketmem.service.transfer.exporting import atomic_write, check_target
 from pocketmem.service.writing.add_request import AddRequest
 
 from .scripted_llm import ScriptedSampler, ops

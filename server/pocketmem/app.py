@@ -10,7 +10,8 @@ import asyncio
 import json
 import logging
 from datetime import datetime
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.clock import Clock, SystemClock
 from pocketmem.base.config import Settings
@@ -22,10 +23,7 @@ from pocketmem.core.scoring import importance_now
 from pocketmem.core.text import shown_language
 from pocketmem.providers.embeddings import Embedder, make_embedder
 from pocketmem.service.extraction.extraction import Extraction
-from pocketmem.service.manage.browse import Browse
-from pocketmem.service.manage.curation import Curation
 from pocketmem.service.manage.listing import Listing
-from pocketmem.service.profile.context import ContextBuilder
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
 from pocketmem.service.profile.project_summary import ProjectSummary
@@ -33,9 +31,6 @@ from pocketmem.service.recall.library import LibraryRecall
 from pocketmem.service.recall.retrieval import Retrieval, warm_up
 from pocketmem.service.shared.calibration import Calibration
 from pocketmem.service.shared.usercard import render_user_card, temporary_card
-from pocketmem.service.transfer.exporting import Exporter
-from pocketmem.service.transfer.sync import Sync
-from pocketmem.service.upkeep.doctor import Doctor
 from pocketmem.service.upkeep.maintenance import Maintenance
 from pocketmem.service.upkeep.review import Review
 from pocketmem.service.upkeep.todos import Todos
@@ -48,6 +43,13 @@ from pocketmem.service.writing.writing import Writing
 from pocketmem.store.base import Store
 from pocketmem.store.sqlite.faults import StorageFault
 from pocketmem.store.sqlite.store import SQLiteStore
+
+if TYPE_CHECKING:
+    from pocketmem.service.manage.browse import Browse
+    from pocketmem.service.manage.curation import Curation
+    from pocketmem.service.profile.context import ContextBuilder
+    from pocketmem.service.transfer.exporting import Exporter
+    from pocketmem.service.transfer.sync import Sync
 
 log = logging.getLogger(__name__)
 
@@ -112,27 +114,46 @@ class PocketMem:
         self.review = Review(settings, self.store, self.clock, self.trash)
         self.todos = Todos(settings, self.store, self.clock)
         self.extraction = Extraction(settings, self.store, self.writing, self.patching, self.retrieval, self.clock)
-        self.browse = Browse(settings, self.store, self.clock, self.retrieval)
-        self.curation = Curation(settings, self.store, self.clock, self.writing)
-        self.sync = (
-            Sync(settings, self.store, self.library, self.trash, self.vectors, self.clock)
-            if self.library is not None
-            else None
-        )
-        self.exporter = Exporter(
-            settings, self.store, self.embedder, self.clock, self.trash, self.vectors
-        )
+        self.sync: Sync | None = None
+        if self.library is not None:
+            from pocketmem.service.transfer.sync import Sync  # imported only when a cloud library is named
+
+            self.sync = Sync(settings, self.store, self.library, self.trash, self.vectors, self.clock)
         self.extraction.propose_profile = self.profile.update  # remember_conversation's PROFILE operations
         self.profile_files = ProfileFiles(settings, self.store, self.profile, self.writing, self.patching, self.clock)
         self.project_summary = ProjectSummary(settings, self.store, self.clock)
         self.profile_files.summary = self.project_summary
         self.retrieval.files_check = self.profile_files.check  # the recall tool's one call (retrieval.answer)
         self.retrieval.onboarding = self.profile.onboarding
-        self.context = ContextBuilder(
-            settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files
-        )
         self._opened = 0
         self._open_lock = asyncio.Lock()
+
+    # -- built on first use: a server's handshake needs none of these, so their modules load after it ------------
+    @cached_property
+    def browse(self) -> Browse:
+        from pocketmem.service.manage.browse import Browse  # the management page's lists: loaded on first use
+
+        return Browse(self.settings, self.store, self.clock, self.retrieval)
+
+    @cached_property
+    def curation(self) -> Curation:
+        from pocketmem.service.manage.curation import Curation  # the management page's edits: loaded on first use
+
+        return Curation(self.settings, self.store, self.clock, self.writing)
+
+    @cached_property
+    def exporter(self) -> Exporter:
+        from pocketmem.service.transfer.exporting import Exporter  # export and import: loaded on first use
+
+        return Exporter(self.settings, self.store, self.embedder, self.clock, self.trash, self.vectors)
+
+    @cached_property
+    def context(self) -> ContextBuilder:
+        from pocketmem.service.profile.context import ContextBuilder  # the prompt's context package: on first use
+
+        return ContextBuilder(
+            self.settings, self.store, self.clock, self.retrieval, self.profile, self.profile_files
+        )
 
     # -- lifetime -------------------------------------------------------------------------------
     async def open(self, *, serving: bool = False, warm: bool = True) -> None:
@@ -288,6 +309,8 @@ class PocketMem:
 
     async def doctor(self, repair: bool = False) -> dict[str, Any]:
         """Every check of service/upkeep/doctor.py; a problem is a line of the report (`problems`), never an error."""
+        from pocketmem.service.upkeep.doctor import Doctor  # the doctor's checks load when it runs, not at start
+
         report = await Doctor(self.settings, self.store, self.embedder, self.clock).run(repair=repair)
         try:
             run = await self.embed_queue.load()

@@ -1,14 +1,19 @@
-"""Files: writing one whole or not at all (a reader, or a crash, never sees half of it), and where the cache
-folder is."""
+"""Files: writing one whole or not at all (a reader, or a crash, never sees half of it), only where a file may be
+written (a new path or a regular file, never a device, a directory, a pipe or a symbolic link), and where the
+cache folder is."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
+
+from pocketmem.base.errors import FileNotWritten, InvalidInput
 
 
 def write_atomically(path: Path, data: bytes | memoryview, *, unless: Callable[[], bool] | None = None) -> bool:
@@ -36,3 +41,49 @@ def cache_file(name: str) -> Path:
     """A file in the user's cache folder (`platformdirs`; on Linux ~/.cache/pocketmem/): what can be made
     again from the package's own data, kept so that a start reads it instead of making it."""
     return Path(platformdirs.user_cache_dir("pocketmem")) / name
+
+
+def atomic_write(path: Path, text: str, unless: Callable[[], bool] | None = None) -> bool:
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file; `unless` as
+    in write_atomically. Whether the file was replaced."""
+    check_target(path)
+    try:
+        return write_atomically(path, text.encode("utf-8"), unless=unless)
+    except OSError as exc:
+        kept = "the file there is kept as it was" if path.exists() else "no file was made"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise FileNotWritten(f"the disk holding {path} is full: {kept}; free some space and try again") from None
+        raise FileNotWritten(f"cannot write {path} ({exc.strerror or exc}): {kept}") from None
+
+
+def check_target(path: Path, field: str = "output") -> None:
+    """An export goes only to a new path or over an existing regular file: never a device, a directory,
+    a pipe or a symbolic link (the rename would replace whatever is there)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "directory" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode)
+        else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "pipe" if stat.S_ISFIFO(mode)
+        else "socket" if stat.S_ISSOCK(mode) else "special file"
+    )
+    raise InvalidInput(field, f"{path} is a {kind}; give a new file name or an existing regular file")
+
+
+def check_directory(path: Path, field: str) -> None:
+    """An export folder is a new path or an existing directory: never a symbolic link (dangling or not), a file
+    or a device, as `check_target` refuses them for a file."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        kind = "symbolic link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "special file"
+        raise InvalidInput(field, f"{path} is a {kind}; give a new folder name or an existing folder")

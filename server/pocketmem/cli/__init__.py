@@ -35,6 +35,7 @@ from pocketmem.cli.safety import (
     maintenance_failures,
     maintenance_summary,
 )
+from pocketmem.cli.serving import serve, ui
 from pocketmem.cli.support import (
     add_common_options,
     configure_logging,
@@ -171,7 +172,7 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem
-    from pocketmem.service.transfer.exporting import check_target
+    from pocketmem.base.files import check_target
 
     users = [args.user] if args.user else None
     if args.output is not None and str(args.output) != "-":
@@ -200,7 +201,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
                 )
         else:
             # Written next to the target and renamed, so an interrupted export never leaves half a file.
-            from pocketmem.service.transfer.exporting import atomic_write
+            from pocketmem.base.files import atomic_write
 
             buffer = io.StringIO()
             with progress_bar("exporting", "users") as progress:
@@ -252,70 +253,6 @@ def _instant(text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r} (e.g. 2026-12-26T10:00+08:00)") from None
-
-
-def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    if args.transport == "stdio":
-        if args.auth != "auto" or args.allowed_host or args.ui:
-            raise ConfigError(
-                "--auth, --allowed-host and --ui apply to --transport http or sse; stdio acts as POCKETMEM_USER"
-            )
-        from pocketmem.mcp.server import build_server
-
-        # Open the store once before the protocol starts: a store or embedder fault is then one line on
-        # stderr and a non-zero exit, not an ExceptionGroup from inside the server's lifespan.
-        asyncio.run(_preflight(settings))
-        import anyio
-
-        from pocketmem.mcp.stdio import run_stdio
-
-        server = build_server(settings)
-        if sys.stdin is not None and sys.stdin.isatty():
-            print("pocketmem: waiting for an MCP client on stdin (a host such as Claude Desktop starts this command; "
-                  "`pocketmem client-config` prints its entry). Ctrl-C stops.", file=sys.stderr)
-        args.protocol_started = True  # from here a failure is the server's, reported through the protocol
-        anyio.run(run_stdio, server)
-        return 0
-    from pocketmem.mcp.http import AuthMode, NetworkOptions, check_options, serve, serve_workers
-
-    options = check_options(NetworkOptions(
-        transport=args.transport,
-        host=args.host,
-        port=args.port,
-        auth=AuthMode(args.auth),
-        allowed_hosts=tuple(args.allowed_host),
-        mount=_page_hook() if args.ui else None,
-        stateless=args.stateless,
-        workers=args.workers,
-        listen_fd=args.listen_fd,
-        worker_index=args.worker_index,
-        argv=tuple(args.argv),
-    ))
-    if options.workers > 1 and options.listen_fd is None:
-        return serve_workers(settings, options)
-    asyncio.run(serve(settings, options))
-    return 0
-
-
-async def _preflight(settings: Settings) -> None:
-    from pocketmem.app import PocketMem
-
-    app = PocketMem(settings)
-    await app.open(serving=True, warm=False)  # the server loads the text tools after its handshake, not here
-    await app.close()
-
-
-def _page_hook() -> Any:
-    from pocketmem.web.server import mount_page
-
-    return mount_page
-
-
-def _ui(settings: Settings, args: argparse.Namespace) -> int:
-    from pocketmem.web.server import serve_ui
-
-    asyncio.run(serve_ui(settings, port=args.port, open_browser=not args.no_browser))
-    return 0
 
 
 async def _token(settings: Settings, args: argparse.Namespace) -> int:
@@ -562,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         configure_logging(settings, args.verbose, args.log_level)
         warn_unknown_variables()
         commands: dict[str, Callable[[], int]] = {
-            "serve": lambda: _serve(settings, args),
+            "serve": lambda: serve(settings, args),
             "stats": lambda: _run(_stats, settings),
             "sync": lambda: _run(_sync, settings),
             "doctor": lambda: asyncio.run(_doctor(settings, args)),
@@ -571,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "export": lambda: asyncio.run(_export(settings, args)),
             "import": lambda: asyncio.run(_import(settings, args)),
             "token": lambda: asyncio.run(_token(settings, args)),
-            "ui": lambda: _ui(settings, args),
+            "ui": lambda: ui(settings, args),
         }
         handler = getattr(args, "handler", None)
         code = asyncio.run(handler(settings, args)) if handler is not None else commands[args.command]()

@@ -36,6 +36,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date
+from functools import cache
+from typing import NamedTuple
 
 from pocketmem.core.text import clean_text, has_cjk
 
@@ -47,109 +49,83 @@ KIND_LABELS = {
     "id_number": ("证件号", "ID number"),
 }
 
-_TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+# Each pattern is its source, flags written inline (`(?i)`), compiled on first use by `patterns()`.
+_TOKEN_PATTERNS: list[tuple[str, str]] = [
     (
         "private_key",
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-            re.DOTALL,
-        ),
+        r"(?s)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     ),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])LTAI[0-9A-Za-z]{12,28}(?![0-9A-Za-z])")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])AKID[0-9A-Za-z]{30,36}(?![0-9A-Za-z])")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_live_[A-Za-z0-9]{16,}")),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
-    (
-        "api_key",
-        re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
-    ),
+    ("api_key", r"(?<![A-Za-z0-9])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),
+    ("api_key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    ("api_key", r"(?<![A-Za-z0-9])LTAI[0-9A-Za-z]{12,28}(?![0-9A-Za-z])"),
+    ("api_key", r"(?<![A-Za-z0-9])AKID[0-9A-Za-z]{30,36}(?![0-9A-Za-z])"),
+    ("api_key", r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}"),
+    ("api_key", r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,}"),
+    ("api_key", r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,}"),
+    ("api_key", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}"),
+    ("api_key", r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("api_key", r"(?<![A-Za-z0-9])(?:sk|rk)_live_[A-Za-z0-9]{16,}"),
+    ("api_key", r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}"),
+    ("api_key", r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
     # pocketmem's own bearer tokens (service/manage/tokens.py: pm_<12 hex>_<secret>), bare or in a header
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])pm_[0-9a-f]{12}_[A-Za-z0-9_\-]{20,}")),
+    ("api_key", r"(?<![A-Za-z0-9])pm_[0-9a-f]{12}_[A-Za-z0-9_\-]{20,}"),
     # any bearer credential: `Authorization: Bearer <token>` (a token has a digit: "Bearer tokens are" is talk)
-    (
-        "api_key",
-        re.compile(r"(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})", re.IGNORECASE | re.ASCII),
-    ),
+    ("api_key", r"(?ai)(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})"),
     # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
     # only the password is redacted
-    ("password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@", re.IGNORECASE)),
+    ("password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@"),
     # a password in an environment variable: `PGPASSWORD=S3cret psql`, `export MYSQL_PWD='…'`, REDIS_PASSWORD=…
     # (the name in capitals; a reference such as $DB_PASS or <password> is not a value; PWD alone is the directory)
     (
         "password",
-        re.compile(
-            r"(?<![\w$])(?:[A-Z][A-Z0-9_]*)?(?:PASSWORD|PASSWD|PASSPHRASE|_PWD|_PASS)=(?![$<]|\[redacted |【)"
-            r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"`;&|,，。；\u3400-\u9fff]{3,})"
-        ),
+        r"(?<![\w$])(?:[A-Z][A-Z0-9_]*)?(?:PASSWORD|PASSWD|PASSPHRASE|_PWD|_PASS)=(?![$<]|\[redacted |【)"
+        r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"`;&|,，。；\u3400-\u9fff]{3,})",
     ),
     # a secret or token in an environment variable when the value looks like one: `JWT_SECRET=…`, `CI_TOKEN=…`
     (
         "api_key",
-        re.compile(
-            r"(?<![\w$])(?:[A-Z][A-Z0-9_]*)?(?:SECRET|TOKEN)=(?P<secret>['\"]?(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{8,}['\"]?)",
-            re.ASCII,
-        ),
+        r"(?a)(?<![\w$])(?:[A-Z][A-Z0-9_]*)?(?:SECRET|TOKEN)=(?P<secret>['\"]?(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{8,}['\"]?)",
     ),
     # `curl -u user:PASSWORD` / `--user user:PASSWORD`: only the password (`-u user` alone makes curl ask for it;
     # user:password written out is the syntax, not a value)
     (
         "password",
-        re.compile(
-            r"(?<![\w-])curl(?:[ \t]+\S+){0,16}?[ \t]+(?:-u[ \t]*|--user(?:[ \t]+|=))['\"]?[^\s:'\"]*:"
-            r"(?![$<]|\[redacted |【|(?:password|passwd|pass|pwd)(?![^\s'\"]))(?P<secret>[^\s'\"]+)"
-        ),
+        r"(?<![\w-])curl(?:[ \t]+\S+){0,16}?[ \t]+(?:-u[ \t]*|--user(?:[ \t]+|=))['\"]?[^\s:'\"]*:"
+        r"(?![$<]|\[redacted |【|(?:password|passwd|pass|pwd)(?![^\s'\"]))(?P<secret>[^\s'\"]+)",
     ),
     # a registry or redis password on a command line: `docker login -u sam -p S3cret`, `--password=S3cret`
     # (podman, nerdctl), `redis-cli -a S3cret`, `--pass S3cret`; unquoted, the value has a digit or symbol
     # (`docker login -p flag` is talk), and --password-stdin reads it from elsewhere
     (
         "password",
-        re.compile(
-            r"(?<![\w-])(?:(?:docker|podman|nerdctl)[ \t]+login(?:[ \t]+\S+){0,16}?[ \t]+(?:-p|--password)"
-            r"|redis-cli(?:[ \t]+\S+){0,16}?[ \t]+(?:-a|--pass))(?:[ \t]+|=)(?!\[redacted |【)"
-            r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|(?=[^\s'\"`,，。；;【\u3400-\u9fff]*[\d!@#$%^&*?_~+=])"
-            r"[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})"
-        ),
+        r"(?<![\w-])(?:(?:docker|podman|nerdctl)[ \t]+login(?:[ \t]+\S+){0,16}?[ \t]+(?:-p|--password)"
+        r"|redis-cli(?:[ \t]+\S+){0,16}?[ \t]+(?:-a|--pass))(?:[ \t]+|=)(?!\[redacted |【)"
+        r"(?P<secret>'[^'\n]+'|\"[^\"\n]+\"|(?=[^\s'\"`,，。；;【\u3400-\u9fff]*[\d!@#$%^&*?_~+=])"
+        r"[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})",
     ),
     # `Authorization: Basic <base64 of user:password>` (12+ characters with a digit or padding: "basic plan" is talk)
     (
         "password",
-        re.compile(
-            r"(?<![A-Za-z])basic[ \t]+(?P<secret>(?=[A-Za-z0-9+/]*[0-9=])[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
-            re.IGNORECASE,
-        ),
+        r"(?i)(?<![A-Za-z])basic[ \t]+(?P<secret>(?=[A-Za-z0-9+/]*[0-9=])[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
     ),
     # a chat bot's webhook, whose URL is its credential: Slack, Discord, Feishu/Lark (飞书), DingTalk (钉钉),
     # WeCom (企业微信); only the secret part; and a DingTalk robot's signing secret (SEC + 64 hex)
     (
         "api_key",
-        re.compile(
-            r"(?:hooks\.slack\.com/services/[A-Za-z0-9]+/[A-Za-z0-9]+/|discord(?:app)?\.com/api/webhooks/\d+/"
-            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/"
-            r"|oapi\.dingtalk\.com/robot/send\?(?:[^\s#]*?&)?access_token="
-            r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?(?:[^\s#]*?&)?key=)(?P<secret>[A-Za-z0-9_\-]{16,})",
-            re.IGNORECASE,
-        ),
+        r"(?i)(?:hooks\.slack\.com/services/[A-Za-z0-9]+/[A-Za-z0-9]+/|discord(?:app)?\.com/api/webhooks/\d+/"
+        r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/"
+        r"|oapi\.dingtalk\.com/robot/send\?(?:[^\s#]*?&)?access_token="
+        r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?(?:[^\s#]*?&)?key=)(?P<secret>[A-Za-z0-9_\-]{16,})",
     ),
-    ("api_key", re.compile(r"(?<![A-Za-z0-9])SEC[0-9a-f]{64}(?![0-9A-Za-z])")),
+    ("api_key", r"(?<![A-Za-z0-9])SEC[0-9a-f]{64}(?![0-9A-Za-z])"),
     # the verb before the name: `I changed my wifi password to Tr0ub4dor&3` (the value has a digit or symbol, so
     # `changed my password to something stronger` is talk)
     (
         "password",
-        re.compile(
-            r"(?<![A-Za-z])(?:changed|set|reset|updated|switched)\s+(?:(?:my|the|our|his|her|their)\s+)?"
-            r"(?:[\w-]+\s+){0,2}?(?:password|passwd|passphrase|passcode|pin)\s+to\s+"
-            r"(?!\[redacted )(?P<secret>(?=[^\s,;]*[0-9!@#$%^&*?_~+=])[^\s,;]{4,})",
-            re.IGNORECASE,
-        ),
+        r"(?i)(?<![A-Za-z])(?:changed|set|reset|updated|switched)\s+(?:(?:my|the|our|his|her|their)\s+)?"
+        r"(?:[\w-]+\s+){0,2}?(?:password|passwd|passphrase|passcode|pin)\s+to\s+"
+        r"(?!\[redacted )(?P<secret>(?=[^\s,;]*[0-9!@#$%^&*?_~+=])[^\s,;]{4,})",
     ),
     # a password on a command line: `mysql -uroot -pS3cret` (-p glued to its value; a lone -p asks for it; at most
     # 16 words between the program and its flag in this and the other command patterns, so a scan of a line of
@@ -157,12 +133,10 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # `sshpass -p S3cret`
     (
         "password",
-        re.compile(
-            r"(?<![\w-])(?:(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump|-admin)?)(?:[ \t]+\S+){0,16}?[ \t]+-p"
-            r"|sshpass[ \t]+-p[ \t]*)"
-            r"(?!\[redacted )(?P<secret>'[^'\n]*'|\"[^\"\n]*\""
-            r"|[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})"
-        ),
+        r"(?<![\w-])(?:(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump|-admin)?)(?:[ \t]+\S+){0,16}?[ \t]+-p"
+        r"|sshpass[ \t]+-p[ \t]*)"
+        r"(?!\[redacted )(?P<secret>'[^'\n]*'|\"[^\"\n]*\""
+        r"|[^\s\-'\"`,，。；;【\u3400-\u9fff][^\s'\"`,，。；;【\u3400-\u9fff]{2,})",
     ),
 ]
 
@@ -171,83 +145,108 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # letters), so "my password is in 1Password" or 密码是生日 are left alone; after a few words (the password for
 # my laptop is, is now, 换成了, 叫) it needs a digit or symbol. Generic names (secret, token, 密钥) need a
 # token-like value: 8+ characters with a digit.
-_LATIN = r"(?<![A-Za-z])(?:{})(?![A-Za-z])"
-_NAMED: list[tuple[str, bool, re.Pattern[str]]] = [
-    ("password", False, re.compile(_LATIN.format(r"password|passwd|passphrase|passcode|pin|pwd|pw"), re.IGNORECASE)),
+_LATIN = r"(?i)(?<![A-Za-z])(?:{})(?![A-Za-z])"
+_NAMED: list[tuple[str, bool, str]] = [
+    ("password", False, _LATIN.format(r"password|passwd|passphrase|passcode|pin|pwd|pw")),
     (
         "password",
         False,
-        re.compile(
-            r"(?:支付|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)", re.IGNORECASE
-        ),
+        r"(?i)(?:支付|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)",
     ),
     (
         "api_key",
         True,
-        re.compile(
-            _LATIN.format(
-                r"api[ _-]?key|apikey|access[ _-]?token|auth[ _-]?token|secret[ _-]?key|client[ _-]?secret"
-                r"|aws_secret_access_key|secret|token"
-            ),
-            re.IGNORECASE,
+        _LATIN.format(
+            r"api[ _-]?key|apikey|access[ _-]?token|auth[ _-]?token|secret[ _-]?key|client[ _-]?secret"
+            r"|aws_secret_access_key|secret|token"
         ),
     ),
-    ("api_key", True, re.compile(r"密钥|秘钥|令牌")),
+    ("api_key", True, r"密钥|秘钥|令牌"),
 ]
 # What leads from a name to its value, tried in this order; each asks its own of the value (_fits).
 _EN_LINK = (
     r"(?:(?:is|was|has\s+been|had\s+been|will\s+be|got)\s+)?(?:now\s+)?"
     r"(?:(?:changed|set|reset|updated|switched|rotated)\s+to|is|was|now)"
 )
-_SEPARATORS: list[tuple[str, re.Pattern[str]]] = [
-    ("explicit", re.compile(r"\s*[:=：]\s*")),
-    ("word", re.compile(r"\s*(?:\bis\b|\bwas\b|是|為|为)\s*", re.IGNORECASE)),
+_SEPARATORS: list[tuple[str, str]] = [
+    ("explicit", r"\s*[:=：]\s*"),
+    ("word", r"(?i)\s*(?:\bis\b|\bwas\b|是|為|为)\s*"),
     # a few words between: `the password for my work laptop is`, `is now`, `changed to`, 换成了, 改为, 设成, 叫
     (
         "words",
-        re.compile(
-            rf"(?:\s+(?:for|of|on|at|to|in)(?:\s+[^\s:=：,，。;；]+){{1,4}}?)?\s+{_EN_LINK}(?![A-Za-z])\s*[:：]?\s*"
-            r"|\s*(?:现在|已经|已|都|就|也|又|刚|最近)?\s*"
-            r"(?:(?:换|改|设|設|设置|設置|设定|設定|重置|更新|更改|修改|变|變)(?:成|为|為)了?|叫做?|叫作|是|為|为)"
-            r"\s*[:：]?\s*",
-            re.IGNORECASE,
-        ),
+        rf"(?i)(?:\s+(?:for|of|on|at|to|in)(?:\s+[^\s:=：,，。;；]+){{1,4}}?)?\s+{_EN_LINK}(?![A-Za-z])\s*[:：]?\s*"
+        r"|\s*(?:现在|已经|已|都|就|也|又|刚|最近)?\s*"
+        r"(?:(?:换|改|设|設|设置|設置|设定|設定|重置|更新|更改|修改|变|變)(?:成|为|為)了?|叫做?|叫作|是|為|为)"
+        r"\s*[:：]?\s*",
     ),
-    ("bare", re.compile(r"\s+")),
+    ("bare", r"\s+"),
 ]
 # Removed before searching: they hide a secret from the patterns without changing what a reader sees.
 INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e\u034f")
 # A value never starts at a placeholder: screening text already screened changes nothing.
-_VALUE = re.compile(r"[\"'“‘]?(?!\[redacted )([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})")
+_VALUE = r"[\"'“‘]?(?!\[redacted )([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})"
 # `user / password` after a login word: Login for the NAS: admin / Passw0rd!2024, 登录 root / Abc12345
-_LOGIN_PAIR = re.compile(
-    r"(?:(?<![A-Za-z])(?:log[ -]?in|sign[ -]?in|credentials?|creds|account)(?![A-Za-z])|登录|登陆|登入|账号|帐号|帳號)"
+_LOGIN_PAIR = (
+    r"(?i)(?:(?<![A-Za-z])(?:log[ -]?in|sign[ -]?in|credentials?|creds|account)(?![A-Za-z])"
+    r"|登录|登陆|登入|账号|帐号|帳號)"
     r"[^\n:：，。；;/]{0,40}?[:：\s]\s*(?=[\w.@+\-]*[A-Za-z])[\w.@+\-]{1,64}\s*/\s*"
-    r"(?!\[redacted )(?P<secret>[^\s/,，。；;\"'`“”‘’\u3400-\u9fff]{3,})(?!/)",
-    re.IGNORECASE,
+    r"(?!\[redacted )(?P<secret>[^\s/,，。；;\"'`“”‘’\u3400-\u9fff]{3,})(?!/)"
 )
 # A run of digits is not a number on its own when it is part of a decimal (0.0857810984489368 is a fraction).
-_CARD = re.compile(r"(?<![\dA-Za-z.])(?:\d[ -]?){12,18}\d(?![\dA-Za-z]|\.\d)")
+_CARD = r"(?<![\dA-Za-z.])(?:\d[ -]?){12,18}\d(?![\dA-Za-z]|\.\d)"
 # written whole or in groups of 6, 8 and 4 (110105 19491231 002X, 110105-19491231-002X)
-_CN_ID = re.compile(r"(?<![\dA-Za-z.])\d{6}[ -]?\d{8}[ -]?\d{3}[\dXx](?![\dA-Za-z]|\.\d)")
-_SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)")
+_CN_ID = r"(?<![\dA-Za-z.])\d{6}[ -]?\d{8}[ -]?\d{3}[\dXx](?![\dA-Za-z]|\.\d)"
+_SSN = r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)"
+_PLACEHOLDER = r"【已隐去[^】]*】|\[redacted [^\]]*\]"
+_CLAUSE_END = r"[，。；！？、,;!?\n]|\.(?:\s|$)"
+# Asking to keep something says nothing once the secret is gone ("remember it for me", 帮我记一下).
+_FILLER = r"(?i)帮我|记住|记一下|记下|请|一下|[哦吧啊呢]|\b(?:please|remember|note|keep|save|it|this|that|for|me)\b"
 
 
-def _scoped(pattern: re.Pattern[str]) -> str:
-    """One pattern as a part of _ANY: its flags scoped to it, its named groups plain (names repeat)."""
-    flags = "".join(letter for flag, letter in ((re.ASCII, "a"), (re.IGNORECASE, "i"), (re.DOTALL, "s"))
-                    if pattern.flags & flag)
-    body = re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern)
-    return f"(?{flags}:{body})" if flags else f"(?:{body})"
+def _scoped(source: str) -> str:
+    """One pattern as a part of the first pass: its inline flags scoped to it, its named groups plain (names
+    repeat)."""
+    flags = re.match(r"\(\?([ais]+)\)", source)
+    body = re.sub(r"\(\?P<\w+>", "(?:", source[flags.end():] if flags else source)
+    return f"(?{flags.group(1) if flags else ''}:{body})"
 
 
-# Matches where any pattern above matches: one scan that rules out most texts before each pattern runs.
-_ANY = re.compile(
-    "|".join(
-        _scoped(p)
-        for p in [*(p for _, p in _TOKEN_PATTERNS), *(p for _, _, p in _NAMED), _LOGIN_PAIR, _CARD, _CN_ID, _SSN]
+class Patterns(NamedTuple):
+    tokens: list[tuple[str, re.Pattern[str]]]  # (kind, the secret itself)
+    names: list[tuple[str, bool, re.Pattern[str]]]  # (kind, token-like, a secret's name)
+    separators: list[tuple[str, re.Pattern[str]]]  # (how, what leads from a name to its value)
+    value: re.Pattern[str]
+    login_pair: re.Pattern[str]
+    card: re.Pattern[str]
+    cn_id: re.Pattern[str]
+    ssn: re.Pattern[str]
+    first_pass: re.Pattern[str]  # where any of them matches: one scan rules out most texts before each runs
+    placeholder: re.Pattern[str]
+    clause_end: re.Pattern[str]
+    filler: re.Pattern[str]
+
+
+@cache
+def patterns() -> Patterns:
+    """Every pattern of this module, compiled once: on the first text screened, or by the server's warm-up after
+    its handshake (compiling them takes about 50 ms, which a server would otherwise pay before it)."""
+    first_pass = [*(s for _, s in _TOKEN_PATTERNS), *(s for _, _, s in _NAMED), _LOGIN_PAIR, _CARD, _CN_ID, _SSN]
+    return Patterns(
+        tokens=[(kind, re.compile(source)) for kind, source in _TOKEN_PATTERNS],
+        names=[(kind, token_like, re.compile(source)) for kind, token_like, source in _NAMED],
+        separators=[(how, re.compile(source)) for how, source in _SEPARATORS],
+        value=re.compile(_VALUE),
+        login_pair=re.compile(_LOGIN_PAIR),
+        card=re.compile(_CARD),
+        cn_id=re.compile(_CN_ID),
+        ssn=re.compile(_SSN),
+        first_pass=re.compile("|".join(_scoped(source) for source in first_pass)),
+        placeholder=re.compile(_PLACEHOLDER),
+        clause_end=re.compile(_CLAUSE_END),
+        filler=re.compile(_FILLER),
     )
-)
+
+
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _CN_ID_CHECK = "10X98765432"
 
@@ -344,42 +343,44 @@ def find_secrets(text: str) -> list[Finding]:
 
 def _find(text: str) -> list[Finding]:
     found: list[Finding] = []
-    if _ANY.search(text) is None:
+    compiled = patterns()
+    if compiled.first_pass.search(text) is None:
         return found
 
     def add(kind: str, start: int, end: int) -> None:
         if not any(f.start < end and start < f.end for f in found):
             found.append(Finding(kind, start, end))
 
-    for kind, pattern in _TOKEN_PATTERNS:
+    for kind, pattern in compiled.tokens:
         for m in pattern.finditer(text):
             add(kind, *m.span("secret" if "secret" in pattern.groupindex else 0))
-    for kind, token_like, names in _NAMED:
+    for kind, token_like, names in compiled.names:
         for m in names.finditer(text):
             span = _named_value(text, m.end(), token_like)
             if span is not None:
                 add(kind, *span)
-    for m in _LOGIN_PAIR.finditer(text):
+    for m in compiled.login_pair.finditer(text):
         secret = m.group("secret").rstrip(".!?)")
         if len(secret) >= 4 and _login_password(secret):
             add("password", m.start("secret"), m.start("secret") + len(secret))
-    for m in _CN_ID.finditer(text):
+    for m in compiled.cn_id.finditer(text):
         if cn_id_ok(re.sub(r"[ -]", "", m.group())):
             add("id_number", m.start(), m.end())
-    for m in _CARD.finditer(text):
+    for m in compiled.card.finditer(text):
         digits = re.sub(r"[ -]", "", m.group())
         if 13 <= len(digits) <= 19 and luhn_ok(digits):
             add("card_number", m.start(), m.end())
-    for m in _SSN.finditer(text):
+    for m in compiled.ssn.finditer(text):
         add("id_number", m.start(), m.end())
     return sorted(found, key=lambda f: f.start)
 
 
 def _named_value(text: str, at: int, token_like: bool) -> tuple[int, int] | None:
     """The span of the value that a secret's name ending at `at` leads to, if there is one."""
-    for how, separator in _SEPARATORS:
+    compiled = patterns()
+    for how, separator in compiled.separators:
         sep = separator.match(text, at)
-        value = _VALUE.match(text, sep.end()) if sep is not None else None
+        value = compiled.value.match(text, sep.end()) if sep is not None else None
         if value is None:
             continue
         secret = value.group(1).rstrip(".!?)")
@@ -417,12 +418,6 @@ def named(kinds: list[str]) -> str:
     return ", ".join(("an " if KIND_LABELS[k][1][0] in "AEIOU" else "a ") + KIND_LABELS[k][1] for k in kinds)
 
 
-_PLACEHOLDER = re.compile(r"【已隐去[^】]*】|\[redacted [^\]]*\]")
-_CLAUSE_END = re.compile(r"[，。；！？、,;!?\n]|\.(?:\s|$)")
-# Asking to keep something says nothing once the secret is gone ("remember it for me", 帮我记一下).
-_FILLER = re.compile(
-    r"帮我|记住|记一下|记下|请|一下|[哦吧啊呢]|\b(?:please|remember|note|keep|save|it|this|that|for|me)\b", re.I
-)
 
 
 def meaningful(redacted: str) -> bool:
@@ -433,18 +428,19 @@ def meaningful(redacted: str) -> bool:
     without one, counts (公司 VPN 的密码是 【…】，每季度换一次 keeps 每季度换一次), less secret names and the words
     that ask to remember. Four word characters left are enough."""
     kept: list[str] = []
-    for clause in _CLAUSE_END.split(redacted):
-        parts = _PLACEHOLDER.split(clause)
+    compiled = patterns()
+    for clause in compiled.clause_end.split(redacted):
+        parts = compiled.placeholder.split(clause)
         kept.extend(parts[1:] if len(parts) > 1 else parts)
     rest = " ".join(kept)
-    for _, _, names in _NAMED:
+    for _, _, names in compiled.names:
         rest = names.sub("", rest)
-    return len(re.findall(r"\w", _FILLER.sub("", rest))) >= 4
+    return len(re.findall(r"\w", compiled.filler.sub("", rest))) >= 4
 
 
 def is_shell(content: str) -> bool:
     """A stored memory that is only a redacted secret (written before the write path refused those)."""
-    return _PLACEHOLDER.search(content) is not None and not meaningful(content)
+    return patterns().placeholder.search(content) is not None and not meaningful(content)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import cache
+from typing import NamedTuple
 
 from pocketmem.core import wordlists
 from pocketmem.core.termstats import background_share
@@ -52,7 +54,6 @@ _EN_NUMBERS = {
     "hundred": "100", "thousand": "1000", "million": "1000000", "half": "0.5", "dozen": "12", "first": "1st",
     "second": "2nd", "third": "3rd",
 }
-_WEEKDAYS_ZH = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天])")
 _WEEKDAY_ZH = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
 _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 # A sentence's capitalised first word before another capitalised one is a first name when ordinary English
@@ -60,27 +61,56 @@ _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturda
 # John 0.005, Every 0.012, Last 0.015, New 0.036). Chosen by hand: the common openers stay out, and with them
 # the commonest first names.
 FIRST_NAME_SHARE = 0.004
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)?")
-_SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)$")
-_TITLE = re.compile(r"《([^》]+)》|“([^”]+)”|\"([^\"]+)\"")
-_LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _KIN = {word: relative for relative, words in wordlists.words("kinship.tsv", "kin").items() for word in words}
-_KIN_ZH = re.compile("|".join(sorted((re.escape(w) for w in _KIN if has_cjk(w)), key=len, reverse=True)))
 _SURNAMES = "".join(wordlists.words("surnames.tsv", "common")["-"])
-# A common surname that opens a sentence or clause, and the Han character after it (a given name's first).
-_ZH_PERSON = re.compile(rf"(?:^|(?<=[\s，。；：！？、,.;:!?]))([{_SURNAMES}][\u4e00-\u9fff])")
-
 _ASPECTS = {group: words["-"] for group in ("intent", "past", "past_verb", "present_verb", "frequency")
             for words in [wordlists.words("aspect_words.tsv", group)]}
-_ASPECT_ZH = {group: re.compile("|".join(sorted(han, key=len, reverse=True)))
-              for group, words in _ASPECTS.items() if (han := [w for w in words if has_cjk(w)])}
+# Chinese numerals: a run holding more than 一, or any run before a unit (一楼, 一点: 一 alone is mostly an article).
+_ZH_NUMERAL = "〇零一二两俩三四五六七八九十百千万半"
+_MONTHS_EN = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+              "november", "december")
+
+
+class Patterns(NamedTuple):
+    weekdays_zh: re.Pattern[str]
+    word: re.Pattern[str]
+    sentence_start: re.Pattern[str]
+    title: re.Pattern[str]
+    latin_in_cjk: re.Pattern[str]
+    kin_zh: re.Pattern[str]
+    zh_person: re.Pattern[str]  # a common surname opening a sentence or clause, and the Han character after it
+    aspect_zh: dict[str, re.Pattern[str]]
+    order_mark: re.Pattern[str]  # a number (digits, Chinese numerals, number words) or a Latin word
+    unit: re.Pattern[str]
+
+
+@cache
+def patterns() -> Patterns:
+    """Every pattern of this module, compiled once: on the first comparison, or by the server's warm-up after its
+    handshake (compiling them takes a few milliseconds, which a server would otherwise pay before it)."""
+    return Patterns(
+        weekdays_zh=re.compile(r"(?:周|星期|礼拜)([一二三四五六日天])"),
+        word=re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)?"),
+        sentence_start=re.compile(r"(?:^|[.!?。！？]\s*)$"),
+        title=re.compile(r"《([^》]+)》|“([^”]+)”|\"([^\"]+)\""),
+        latin_in_cjk=re.compile(r"[A-Za-z][A-Za-z0-9]+"),
+        kin_zh=re.compile("|".join(sorted((re.escape(w) for w in _KIN if has_cjk(w)), key=len, reverse=True))),
+        zh_person=re.compile(rf"(?:^|(?<=[\s，。；：！？、,.;:!?]))([{_SURNAMES}][\u4e00-\u9fff])"),
+        aspect_zh={group: re.compile("|".join(sorted(han, key=len, reverse=True)))
+                   for group, words in _ASPECTS.items() if (han := [w for w in words if has_cjk(w)])},
+        order_mark=re.compile(
+            rf"\d+(?:\.\d+)?|[{_ZH_NUMERAL}]*[〇零二两俩三四五六七八九十百千万半][{_ZH_NUMERAL}]*"
+            rf"|[{_ZH_NUMERAL}]+(?=[点楼层号次个岁年月天日周元块斤里米分秒])|[A-Za-z][A-Za-z'’]*"
+        ),
+        unit=re.compile(r"\s*([\u4e00-\u9fff]|[A-Za-z]+)"),
+    )
 
 
 def aspect_words(text: str, group: str) -> frozenset[str]:
     """The words of an aspect group (intent, past, frequency: core/data/aspect_words.tsv) a text holds."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     latin = set(re.findall(r"[a-z]+", folded)) & set(_ASPECTS[group])
-    han = _ASPECT_ZH.get(group)
+    han = patterns().aspect_zh.get(group)
     return frozenset(latin | set(han.findall(folded) if han else ()))
 
 
@@ -121,17 +151,6 @@ def aspects_agree(a: str, b: str) -> bool:
     return tenses_agree(a, b)
 
 
-# Chinese numerals: a run holding more than 一, or any run before a unit (一楼, 一点: 一 alone is mostly an article).
-_ZH_NUMERAL = "〇零一二两俩三四五六七八九十百千万半"
-_ORDER_MARK = re.compile(
-    rf"\d+(?:\.\d+)?|[{_ZH_NUMERAL}]*[〇零二两俩三四五六七八九十百千万半][{_ZH_NUMERAL}]*"
-    rf"|[{_ZH_NUMERAL}]+(?=[点楼层号次个岁年月天日周元块斤里米分秒])|[A-Za-z][A-Za-z'’]*"
-)
-_UNIT = re.compile(r"\s*([\u4e00-\u9fff]|[A-Za-z]+)")
-_MONTHS_EN = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-              "november", "december")
-
-
 def order_marks(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """The numbers and names of a text as (kind, value) in the order it states them, and its other words in
     order, each once. A number's kind is its unit, the word or Han character after it (3点, two cats); a
@@ -140,18 +159,19 @@ def order_marks(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     a Chinese sentence opens with."""
     folded = unicodedata.normalize("NFKC", text)
     chinese = has_cjk(folded)
-    spans = [(m.span(), "weekday", str(_WEEKDAY_ZH[m.group(1)])) for m in _WEEKDAYS_ZH.finditer(folded)]
-    spans += [(m.span(1), "name", m.group(1)) for m in _ZH_PERSON.finditer(folded)] if chinese else []
-    for match in _ORDER_MARK.finditer(folded):
+    p = patterns()
+    spans = [(m.span(), "weekday", str(_WEEKDAY_ZH[m.group(1)])) for m in p.weekdays_zh.finditer(folded)]
+    spans += [(m.span(1), "name", m.group(1)) for m in p.zh_person.finditer(folded)] if chinese else []
+    for match in p.order_mark.finditer(folded):
         word, lower = match.group(), match.group().casefold()
-        unit = _UNIT.match(folded, match.end())
+        unit = p.unit.match(folded, match.end())
         if lower in _WEEKDAYS_EN or (word[0].isupper() and lower in _MONTHS_EN):
             kind, calendar = ("weekday", _WEEKDAYS_EN) if lower in _WEEKDAYS_EN else ("month", _MONTHS_EN)
             spans.append((match.span(), kind, str(calendar.index(lower) + 1)))
         elif word[0].isdigit() or has_cjk(word) or lower in _EN_NUMBERS:
             spans.append((match.span(), _fold(unit.group(1)) if unit else "", _EN_NUMBERS.get(lower, word)))
         elif chinese or word[0].isupper() and (
-            not _SENTENCE_START.search(folded[: match.start()]) or background_share(_fold(word)) < FIRST_NAME_SHARE
+            not p.sentence_start.search(folded[: match.start()]) or background_share(_fold(word)) < FIRST_NAME_SHARE
         ):
             spans.append((match.span(), "name", _fold(word)))
     spans.sort()
@@ -187,7 +207,7 @@ def number_words(text: str) -> tuple[str, ...]:
     found = [_ZH_NUMERALS[ch] for ch in folded if ch in _ZH_NUMERALS]
     words = re.findall(r"[a-z]+", folded.casefold())
     found += [_EN_NUMBERS[w] for w in words if w in _EN_NUMBERS]
-    found += [f"weekday {_WEEKDAY_ZH[day]}" for day in _WEEKDAYS_ZH.findall(folded)]
+    found += [f"weekday {_WEEKDAY_ZH[day]}" for day in patterns().weekdays_zh.findall(folded)]
     found += [f"weekday {_WEEKDAYS_EN.index(w) + 1}" for w in words if w in _WEEKDAYS_EN]
     return tuple(sorted(found))
 
@@ -201,21 +221,22 @@ def entities(text: str) -> frozenset[str]:
     are rare in ordinary English (Zoe Lowe, FIRST_NAME_SHARE), titles, Latin words among Chinese."""
     folded = unicodedata.normalize("NFKC", text)
     out: set[str] = set()
-    words = list(_WORD.finditer(folded))
+    p = patterns()
+    words = list(p.word.finditer(folded))
     for i, match in enumerate(words):
         word = match.group()
         if not word[0].isupper():
             continue
         following = words[i + 1].group() if i + 1 < len(words) else ""
-        if not _SENTENCE_START.search(folded[: match.start()]) or (
+        if not p.sentence_start.search(folded[: match.start()]) or (
             following[:1].isupper() and background_share(_fold(word)) < FIRST_NAME_SHARE
         ):
             out.add(_fold(word))
-    for groups in _TITLE.findall(folded):
+    for groups in p.title.findall(folded):
         out.update(normalise_title(g) for g in groups if g)
     if re.search(r"[\u4e00-\u9fff]", folded):
-        out.update(_fold(w) for w in _LATIN_IN_CJK.findall(folded))
-        out.update(_ZH_PERSON.findall(folded))
+        out.update(_fold(w) for w in p.latin_in_cjk.findall(folded))
+        out.update(p.zh_person.findall(folded))
     return frozenset(out)
 
 
@@ -225,7 +246,7 @@ def normalise_title(title: str) -> str:
 
 def _words(text: str) -> set[str]:
     folded = unicodedata.normalize("NFKC", text)
-    return {_fold(w) for w in _WORD.findall(folded)}
+    return {_fold(w) for w in patterns().word.findall(folded)}
 
 
 def _mentions(text: str, entity: str) -> bool:
@@ -248,7 +269,7 @@ def _numbers_and_negations(text: str) -> tuple[tuple[str, ...], int]:
 def relatives(text: str) -> frozenset[str]:
     """The family members a text names (妈妈 and mom are one: mother)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    found = {_KIN[word] for word in _KIN_ZH.findall(folded)}
+    found = {_KIN[word] for word in patterns().kin_zh.findall(folded)}
     return frozenset(found | {_KIN[word] for word in re.findall(r"[a-z][a-z-]*", folded) if word in _KIN})
 
 

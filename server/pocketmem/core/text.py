@@ -29,7 +29,6 @@ from pocketmem.core.dictionary import segmenter, tagger
 
 # Han, kana and Hangul are written without spaces between words.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_RUN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -85,10 +84,17 @@ def is_cjk_char(ch: str) -> bool:
     return bool(_CJK_CHAR.match(ch))
 
 
+@cache
+def runs_pattern() -> re.Pattern[str]:
+    """A run of CJK characters or of Latin letters and digits, compiled once: on first use, or by the server's
+    warm-up after its handshake (its two classes of those ranges take a few milliseconds to compile)."""
+    return re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
+
+
 def runs(text: str) -> Iterator[tuple[str, bool]]:
     """Yield (run, is_cjk) for each run of CJK characters or of Latin letters/digits."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    for match in _RUN.finditer(folded):
+    for match in runs_pattern().finditer(folded):
         run = match.group()
         yield run, bool(_CJK_CHAR.match(run[0]))
 

@@ -38,8 +38,22 @@ import calendar
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import cache
+from typing import NamedTuple
 
 from pocketmem.core import wordlists
+
+_ZH_NUM = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10, "半": 0}
+_EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_WEEKDAY_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if name} | {
+    name.casefold(): i for i, name in enumerate(calendar.month_abbr) if name
+}
+_WEEKDAYS = {name.casefold(): i for i, name in enumerate(calendar.day_name)}
+_N = r"\d{1,2}|[一二两三四五六七八九十]{1,3}"  # a month's or a day's number, in digits or Chinese numerals
+_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
+_DAY_AFTER = "那天|这天|当天|那晚|晚上|早上|上午|中午|下午|的时候|有什么|要做|的安排|我|你|咱"
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 
 
 def _cues(group: str) -> re.Pattern[str]:
@@ -51,46 +65,58 @@ def _cues(group: str) -> re.Pattern[str]:
     return re.compile(rf"{zh}|\b(?:{en})\b", re.IGNORECASE)
 
 
-_PAST = _cues("past")
-_ZH_NUM = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10, "半": 0}
-_AGO_ZH = re.compile(r"(\d+|[一两二三四五六七八九十]+)\s*(天|日|周|个?星期|个?礼拜|个月|年)前")
-_AGO_EN = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", re.IGNORECASE)
-_EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+class Patterns(NamedTuple):
+    past: re.Pattern[str]
+    ago_zh: re.Pattern[str]
+    ago_en: re.Pattern[str]
+    day_zh: re.Pattern[str]
+    week_zh: re.Pattern[str]
+    iso_day: re.Pattern[str]
+    zh_day: re.Pattern[str]
+    zh_month_day: re.Pattern[str]
+    zh_bare_day: re.Pattern[str]
+    en_ordinal_day: re.Pattern[str]
+    en_day: re.Pattern[str]
+    en_weekday: re.Pattern[str]
+    en_week: re.Pattern[str]
+    ahead: re.Pattern[str]  # a message that looks ahead takes the coming date of a day named without a year
+    earlier: re.Pattern[str]  # asking what was true before, not when something happened
+    question: re.Pattern[str]
 
 
-_WEEKDAY_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_DAY_ZH = re.compile(r"(?<!每)(上|这|本|下)?(?:个)?(?:周|星期|礼拜)([一二三四五六日天])")
-_WEEK_ZH = re.compile(r"(上|这|本|下)(?:一)?(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])")
-_MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if name} | {
-    name.casefold(): i for i, name in enumerate(calendar.month_abbr) if name
-}
-_WEEKDAYS = {name.casefold(): i for i, name in enumerate(calendar.day_name)}
-_ISO_DAY = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
-_N = r"\d{1,2}|[一二两三四五六七八九十]{1,3}"  # a month's or a day's number, in digits or Chinese numerals
-_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
-_ZH_DAY = re.compile(
-    rf"(?:(\d{{4}})\s*年|(前年|去年|今年|明年))?\s*(?<![\d一二三四五六七八九十])({_N})\s*月\s*({_N})\s*[日号號]"
-)
-# A day of a month, without the month: after a month named relatively (上个月5号), or before words that make it a
-# day (14号那天, 14号我们聊了什么); 3号线, 3号楼 and 每月5号 name no day.
-_ZH_MONTH_DAY = re.compile(rf"(上|这|本|下)个?月\s*({_N})\s*[日号號]")
-_DAY_AFTER = "那天|这天|当天|那晚|晚上|早上|上午|中午|下午|的时候|有什么|要做|的安排|我|你|咱"
-_ZH_BARE_DAY = re.compile(rf"(?<![\d一二三四五六七八九十月每周期拜第有])({_N})\s*[日号號](?={_DAY_AFTER})")
-_EN_ORDINAL_DAY = re.compile(
-    r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:floor|time|try|attempt|round|page|line|row|step))",
-    re.IGNORECASE,
-)
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_EN_DAY = re.compile(
-    rf"\b(?:({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?"
-    rf"|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?)\b",
-    re.IGNORECASE,
-)
-_EN_WEEKDAY = re.compile(r"\b(last|this|next|on)?\s*(" + "|".join(_WEEKDAYS) + r")\b(?!s)", re.IGNORECASE)
-_EN_WEEK = re.compile(r"\b(last|this|next)\s+week\b", re.IGNORECASE)
-_AHEAD = _cues("ahead")  # a message that looks ahead takes the coming date of a day named without a year
-_EARLIER = _cues("earlier")  # asking what was true before, not when something happened
-_QUESTION = _cues("question")
+@cache
+def patterns() -> Patterns:
+    """Every pattern of this module, compiled once: on the first query read, or by the server's warm-up after its
+    handshake (compiling them takes a few milliseconds, which a server would otherwise pay before it)."""
+    return Patterns(
+        past=_cues("past"),
+        ago_zh=re.compile(r"(\d+|[一两二三四五六七八九十]+)\s*(天|日|周|个?星期|个?礼拜|个月|年)前"),
+        ago_en=re.compile(r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", re.IGNORECASE),
+        day_zh=re.compile(r"(?<!每)(上|这|本|下)?(?:个)?(?:周|星期|礼拜)([一二三四五六日天])"),
+        week_zh=re.compile(r"(上|这|本|下)(?:一)?(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
+        iso_day=re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"),
+        zh_day=re.compile(
+            rf"(?:(\d{{4}})\s*年|(前年|去年|今年|明年))?\s*(?<![\d一二三四五六七八九十])({_N})\s*月\s*({_N})\s*[日号號]"
+        ),
+        # A day of a month, without the month: after a month named relatively (上个月5号), or before words that
+        # make it a day (14号那天, 14号我们聊了什么); 3号线, 3号楼 and 每月5号 name no day.
+        zh_month_day=re.compile(rf"(上|这|本|下)个?月\s*({_N})\s*[日号號]"),
+        zh_bare_day=re.compile(rf"(?<![\d一二三四五六七八九十月每周期拜第有])({_N})\s*[日号號](?={_DAY_AFTER})"),
+        en_ordinal_day=re.compile(
+            r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:floor|time|try|attempt|round|page|line|row|step))",
+            re.IGNORECASE,
+        ),
+        en_day=re.compile(
+            rf"\b(?:({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?"
+            rf"|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?)\b",
+            re.IGNORECASE,
+        ),
+        en_weekday=re.compile(r"\b(last|this|next|on)?\s*(" + "|".join(_WEEKDAYS) + r")\b(?!s)", re.IGNORECASE),
+        en_week=re.compile(r"\b(last|this|next)\s+week\b", re.IGNORECASE),
+        ahead=_cues("ahead"),
+        earlier=_cues("earlier"),
+        question=_cues("question"),
+    )
 
 
 @dataclass(frozen=True)
@@ -141,9 +167,10 @@ def _dated(year: int, month: int, day: int) -> date | None:
 def _month_day(text: str) -> tuple[int | None, int] | None:
     """(the month's shift from this month, or None when no month is named; the day) of a day named without its
     month: 上个月5号 -> (-1, 5); 14号那天 -> (None, 14)."""
-    if (m := _ZH_MONTH_DAY.search(text)) is not None:
+    p = patterns()
+    if (m := p.zh_month_day.search(text)) is not None:
         return _SHIFT.get(m.group(1), 0), _zh_number(m.group(2))  # 这个月, 本月: 0
-    if (m := _ZH_BARE_DAY.search(text) or _EN_ORDINAL_DAY.search(text)) is not None:
+    if (m := p.zh_bare_day.search(text) or p.en_ordinal_day.search(text)) is not None:
         return None, _zh_number(m.group(1))
     return None
 
@@ -158,10 +185,11 @@ def _nearest(named: list[date | None], today: date, ahead: bool) -> date | None:
 
 def _written_day(text: str, today: date) -> tuple[int | None, int, int] | None:
     """(year or None, month, day) of a day written with its month: 5月2号, 去年五月二号, May 2nd, 2 May 2025."""
-    if (m := _ZH_DAY.search(text)) is not None:
+    p = patterns()
+    if (m := p.zh_day.search(text)) is not None:
         year = int(m.group(1)) if m.group(1) else today.year + _YEARS[m.group(2)] if m.group(2) else None
         return year, _zh_number(m.group(3)), _zh_number(m.group(4))
-    if (m := _EN_DAY.search(text)) is not None:
+    if (m := p.en_day.search(text)) is not None:
         if m.group(1):
             return _year(m.group(3)), _MONTHS[m.group(1).casefold()], int(m.group(2))
         return _year(m.group(6)), _MONTHS[m.group(5).casefold()], int(m.group(4))
@@ -171,8 +199,9 @@ def _written_day(text: str, today: date) -> tuple[int | None, int, int] | None:
 def _calendar_day(text: str, today: date) -> date | None:
     """The calendar day the text names (5月2号, May 2nd, 2026-05-02, 上个月5号), if any: without a year, the most
     recent one on or before today, or the coming one when the text looks ahead."""
-    ahead = bool(_AHEAD.search(text))
-    if (m := _ISO_DAY.search(text)) is not None:
+    p = patterns()
+    ahead = bool(p.ahead.search(text))
+    if (m := p.iso_day.search(text)) is not None:
         return _dated(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     if (written := _written_day(text, today)) is not None:
         year, month, day = written
@@ -214,16 +243,17 @@ def _weekday(week: str, weekday: int, today: date, ahead: bool) -> date:
 def _week_window(text: str, today: date) -> tuple[tuple[date, date], bool] | None:
     """A weekday (下周六, 周六, next Saturday) or a whole week (这周, next week) the text names, and whether it names
     one day of one week (上周六, last Saturday: asked about like a calendar day; a bare 周六 is not)."""
-    ahead = bool(_AHEAD.search(text))
-    if (m := _DAY_ZH.search(text)) is not None:
+    p = patterns()
+    ahead = bool(p.ahead.search(text))
+    if (m := p.day_zh.search(text)) is not None:
         day = _weekday(m.group(1) or "", _WEEKDAY_ZH[m.group(2)], today, ahead)
         return (day, day), m.group(1) is not None
-    if (m := _EN_WEEKDAY.search(text)) is not None and not re.search(r"\bevery\s+\w+day\b", text, re.IGNORECASE):
+    if (m := p.en_weekday.search(text)) is not None and not re.search(r"\bevery\s+\w+day\b", text, re.IGNORECASE):
         which = (m.group(1) or "").casefold()
         week = which if which in ("last", "this", "next") else ""
         day = _weekday(week, _WEEKDAYS[m.group(2).casefold()], today, ahead)
         return (day, day), bool(week)
-    if (m := _WEEK_ZH.search(text) or _EN_WEEK.search(text)) is not None:
+    if (m := p.week_zh.search(text) or p.en_week.search(text)) is not None:
         start = _weekday(m.group(1).casefold(), 0, today, ahead)
         return (start, start + timedelta(days=6)), False
     return None
@@ -231,18 +261,19 @@ def _week_window(text: str, today: date) -> tuple[tuple[date, date], bool] | Non
 
 def parse(text: str, today: date) -> TimeQuery:
     lowered = text.casefold()
-    intent = bool(_PAST.search(text))
-    question = intent or bool(_QUESTION.search(text))
-    if question and _EARLIER.search(text):
+    p = patterns()
+    intent = bool(p.past.search(text))
+    question = intent or bool(p.question.search(text))
+    if question and p.earlier.search(text):
         return TimeQuery(intent=intent, window=None, earlier=True)
     if (day := _calendar_day(text, today)) is not None:
         return TimeQuery(intent=True, window=(day, day), agenda=question, named_day=True)
     if (week := _week_window(text, today)) is not None:
         return TimeQuery(intent=intent or week[1], window=week[0], agenda=question, named_day=week[1])
     window: tuple[date, date] | None = None
-    if (m := _AGO_ZH.search(text)) is not None:
+    if (m := p.ago_zh.search(text)) is not None:
         window = _ago_window(_zh_number(m.group(1)), m.group(2), today)
-    elif (m := _AGO_EN.search(lowered)) is not None:
+    elif (m := p.ago_en.search(lowered)) is not None:
         n = m.group(1)
         window = _ago_window(int(n) if n.isdigit() else _EN_NUM[n], m.group(2), today)
     elif "后天" in text or "day after tomorrow" in lowered:

@@ -25,7 +25,6 @@ from pocketmem.mcp.prompts import register_prompts
 from pocketmem.mcp.remember import register_remember_tool
 from pocketmem.mcp.resources import register_resources
 from pocketmem.mcp.tools import register_tools
-from pocketmem.service.manage.tokens import SCOPE
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +58,8 @@ def current_user_resolver(settings: Settings) -> Callable[[], str]:
 
 
 def _bearer_auth() -> AuthSettings:
+    from pocketmem.service.manage.tokens import SCOPE  # the network transports' alone: not loaded over stdio
+
     # pocketmem issues its own opaque tokens: no OAuth server and no protected-resource metadata.
     # The SDK requires an issuer URL, which is only ever published alongside that metadata.
     return AuthSettings(issuer_url="https://pocketmem.invalid/", resource_server_url=None, required_scopes=[SCOPE])

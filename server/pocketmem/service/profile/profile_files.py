@@ -59,6 +59,7 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError, StoreError
 from pocketmem.base.filelock import FileLock
+from pocketmem.base.files import atomic_write, check_directory
 from pocketmem.base.models import Category, EventKind, Status
 from pocketmem.core.formatting import is_overdue
 from pocketmem.core.instants import UnreadableInstant
@@ -69,7 +70,6 @@ from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_name, folder_problem
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
-from pocketmem.service.transfer.exporting import atomic_write, check_directory
 from pocketmem.service.writing.add_request import AddRequest, screen_secrets
 from pocketmem.service.writing.patching import Patching
 from pocketmem.service.writing.writing import Writing

@@ -26,7 +26,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput, PocketmemError, StoreError
 from pocketmem.base.models import Category, Status, expired
 from pocketmem.base.results import PendingView, RecallHit, RecallResult, ReminderView, ScoreBreakdown
-from pocketmem.core import relevance, termstats, timeexpr
+from pocketmem.core import privacy, relevance, sameness, termstats, timeexpr
 from pocketmem.core.dictionary import segmenter
 from pocketmem.core.formatting import InjectionItem, age_label, calendar_days, cut, injection_block
 from pocketmem.core.ranking import Candidate, Ranked, Weights, rank, shadow_older
@@ -35,6 +35,7 @@ from pocketmem.core.text import (
     clean_text,
     guess_language,
     named_words,
+    runs_pattern,
     stem_word,
     weighted_query_terms,
 )
@@ -80,9 +81,13 @@ def checked_message(text: str, field: str, *, allow_empty: bool = False) -> str:
 def warm_up() -> None:
     """Load the segmenter, the tagger and the background frequencies (the word tables are read from the cache
     folder in milliseconds, a first start builds them in a few seconds; the tagger's HMM tables take about half
-    a second) so the first recall or write does not pay for it; run in a worker thread when the app opens."""
+    a second) and compile the patterns start-up leaves out (the secrets, the time words, the same-fact rule, CJK
+    runs), so the first recall or write does not pay for them; run in a worker thread when the app opens, or by a
+    server after its handshake."""
     segmenter()
     termstats.background_share("")
+    for compiled in (privacy.patterns, timeexpr.patterns, sameness.patterns, runs_pattern):
+        compiled()
     versions.warm_up()
 
 

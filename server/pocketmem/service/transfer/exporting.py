@@ -31,15 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import errno
 import io
 import json
 import logging
 import re
-import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from pydantic import BaseModel, Field, ValidationError
@@ -47,8 +44,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import FileNotWritten, InvalidInput, UnreadableRow
-from pocketmem.base.files import write_atomically
+from pocketmem.base.errors import InvalidInput, UnreadableRow
 from pocketmem.base.models import (
     Event,
     EventKind,
@@ -114,52 +110,6 @@ class ImportReport(BaseModel):
 
 def _line(kind: str, body: dict[str, Any]) -> str:
     return json.dumps({"type": kind, **body}, ensure_ascii=False, sort_keys=False)
-
-
-def atomic_write(path: Path, text: str, unless: Callable[[], bool] | None = None) -> bool:
-    """Write via a temporary file in the same folder and rename, so a reader never sees half a file; `unless` as
-    in write_atomically. Whether the file was replaced."""
-    check_target(path)
-    try:
-        return write_atomically(path, text.encode("utf-8"), unless=unless)
-    except OSError as exc:
-        kept = "the file there is kept as it was" if path.exists() else "no file was made"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise FileNotWritten(f"the disk holding {path} is full: {kept}; free some space and try again") from None
-        raise FileNotWritten(f"cannot write {path} ({exc.strerror or exc}): {kept}") from None
-
-
-def check_target(path: Path, field: str = "output") -> None:
-    """An export goes only to a new path or over an existing regular file: never a device, a directory,
-    a pipe or a symbolic link (the rename would replace whatever is there)."""
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
-    if stat.S_ISREG(mode):
-        return
-    kind = (
-        "directory" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode)
-        else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "pipe" if stat.S_ISFIFO(mode)
-        else "socket" if stat.S_ISSOCK(mode) else "special file"
-    )
-    raise InvalidInput(field, f"{path} is a {kind}; give a new file name or an existing regular file")
-
-
-def check_directory(path: Path, field: str) -> None:
-    """An export folder is a new path or an existing directory: never a symbolic link (dangling or not), a file
-    or a device, as `check_target` refuses them for a file."""
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
-    if not stat.S_ISDIR(mode):
-        kind = "symbolic link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "special file"
-        raise InvalidInput(field, f"{path} is a {kind}; give a new folder name or an existing folder")
 
 
 class Exporter:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from pocketmem.store.base import keyword_rows_added
-from pocketmem.store.sqlite.driver import connect
+from pocketmem.store.sqlite.driver import connect, inline_connection_class
 
 DERIVED = ("memory_counts", "memories_fts", "memories_fts_vocab", "user_terms")
 
@@ -96,7 +96,10 @@ async def reference(upto: str | None = None) -> dict[str, SchemaObject]:
     wanted = tuple(names[: names.index(upto)] if upto is not None else names)
     if wanted not in _references:
         # The store's own sqlite3 module (driver.py): the standard library's may lack FTS5 where sqlean has it.
-        async with aiosqlite.Connection(lambda: connect(":memory:", load_vectors=False), iter_chunk_size=64) as db:
+        # Inline: an empty in-memory database never blocks, and each start builds this before the handshake,
+        # where some 170 hops to a connection thread and back would cost more than the statements.
+        inline = inline_connection_class()
+        async with inline(lambda: connect(":memory:", load_vectors=False), iter_chunk_size=64) as db:
             for name, fn in MIGRATIONS:
                 if name in wanted:
                     await fn(db)
