@@ -105,6 +105,17 @@ SECRETS = [
      "api_key", "693a91f6-7a2b-4bc4-97a0-0ec2d1fa5aaa"),
     ("用户身份证 110105 19491231 002X 办护照用过", "id_number", "110105 19491231 002X"),
     ("身份证号 110105-19491231-002X", "id_number", "19491231-002X"),
+    # pasted configuration: the name's closing quote stands before the separator (JSON), or the value is an
+    # attribute beside it (XML)
+    ('The ftp deploy config.json has "password": "Winter2024!deploy"', "password", "Winter2024"),
+    ('{"password":"hunter2x"}', "password", "hunter2x"),
+    ('"db_password": "s3cr3tpw"', "password", "s3cr3tpw"),
+    ('"apiKey": "abcd1234efgh5678"', "api_key", "abcd1234efgh5678"),
+    ('<add key="Password" value="P@ssw0rd99"/>', "password", "P@ssw0rd99"),
+    ("Password for the staging admin panel: admin / Adm1n!2024", "password", "Adm1n!2024"),
+    # a password's last character is its own, not the sentence's
+    ("psql 'host=db.internal user=app password=Sup3rS3cret! dbname=app'", "password", "Sup3rS3cret!"),
+    ("ssh root@10.0.0.5 with password Hunter2024!", "password", "Hunter2024!"),
 ]
 
 NOT_SECRETS = [
@@ -169,6 +180,18 @@ def test_each_kind_of_secret_is_found_and_redacted(text, kind, secret):
     assert ("【已隐去的" in screened.text) or ("[redacted " in screened.text)
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("psql 'user=app password=Sup3rS3cret! dbname=app'", "psql 'user=app password=[redacted password] dbname=app'"),
+        ("ssh root@10.0.0.5 with password Hunter2024!", "ssh root@10.0.0.5 with password [redacted password]"),
+        ("my password is hunter2.", "my password is [redacted password]."),
+    ],
+)
+def test_a_passwords_last_character_is_redacted_with_it(text, shown):
+    assert screen(text).text == shown
+
+
 @pytest.mark.parametrize(("text", "kind", "secret"), SECRETS)
 def test_screening_screened_text_changes_nothing(text, kind, secret):
     once = screen(text).text
@@ -203,7 +226,7 @@ async def test_add_memory_redacts_and_says_so(app):
     assert "password" in result.message and "API key" in result.message
     async with app.store.read() as r:
         memory = await r.get_memory(USER, result.memory_id)
-    assert memory.content == "用户的服务器密码是【已隐去的密码】!，部署时要用"
+    assert memory.content == "用户的服务器密码是【已隐去的密码】，部署时要用"  # its "!" is its own
     assert memory.keywords == ["服务器"]
     everything = json.dumps([e.model_dump(mode="json") for e in await _events(app)], ensure_ascii=False)
     assert "Hunter2" not in everything and "sk-abcdef" not in everything

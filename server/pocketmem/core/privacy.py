@@ -169,7 +169,8 @@ _EN_LINK = (
     r"(?:(?:changed|set|reset|updated|switched|rotated)\s+to|is|was|now)"
 )
 _SEPARATORS: list[tuple[str, str]] = [
-    ("explicit", r"\s*[:=：]\s*"),
+    # `password: x`, `"password": "x"` (JSON: the name's closing quote first), `key="Password" value="x"` (XML)
+    ("explicit", r"(?i)[\"']?\s*(?:[:=：]|\s+value\s*=)\s*"),
     ("word", r"(?i)\s*(?:\bis\b|\bwas\b|是|為|为)\s*"),
     # a few words between: `the password for my work laptop is`, `is now`, `changed to`, 换成了, 改为, 设成, 叫
     (
@@ -185,10 +186,11 @@ _SEPARATORS: list[tuple[str, str]] = [
 INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e\u034f")
 # A value never starts at a placeholder: screening text already screened changes nothing.
 _VALUE = r"[\"'“‘]?(?!\[redacted )([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})"
-# `user / password` after a login word: Login for the NAS: admin / Passw0rd!2024, 登录 root / Abc12345
+# `user / password` after a login word: Login for the NAS: admin / Passw0rd!2024, 登录 root / Abc12345,
+# Password for the admin panel: admin / Adm1n!2024
 _LOGIN_PAIR = (
-    r"(?i)(?:(?<![A-Za-z])(?:log[ -]?in|sign[ -]?in|credentials?|creds|account)(?![A-Za-z])"
-    r"|登录|登陆|登入|账号|帐号|帳號)"
+    r"(?i)(?:(?<![A-Za-z])(?:log[ -]?in|sign[ -]?in|credentials?|creds|account|password|passwd)(?![A-Za-z])"
+    r"|登录|登陆|登入|账号|帐号|帳號|密码|密碼)"
     r"[^\n:：，。；;/]{0,40}?[:：\s]\s*(?=[\w.@+\-]*[A-Za-z])[\w.@+\-]{1,64}\s*/\s*"
     r"(?!\[redacted )(?P<secret>[^\s/,，。；;\"'`“”‘’\u3400-\u9fff]{3,})(?!/)"
 )
@@ -360,7 +362,7 @@ def _find(text: str) -> list[Finding]:
             if span is not None:
                 add(kind, *span)
     for m in compiled.login_pair.finditer(text):
-        secret = m.group("secret").rstrip(".!?)")
+        secret = _without_sentence_end(m.group("secret"))
         if len(secret) >= 4 and _login_password(secret):
             add("password", m.start("secret"), m.start("secret") + len(secret))
     for m in compiled.cn_id.finditer(text):
@@ -375,6 +377,12 @@ def _find(text: str) -> list[Finding]:
     return sorted(found, key=lambda f: f.start)
 
 
+def _without_sentence_end(value: str) -> str:
+    """A value without the full stop or bracket that ends its sentence (`password: hunter2.`); `!` and `?` are
+    kept, since passwords end with them (Hunter2024!) and showing one would give part of the secret away."""
+    return value.rstrip(".)")
+
+
 def _named_value(text: str, at: int, token_like: bool) -> tuple[int, int] | None:
     """The span of the value that a secret's name ending at `at` leads to, if there is one."""
     compiled = patterns()
@@ -383,7 +391,7 @@ def _named_value(text: str, at: int, token_like: bool) -> tuple[int, int] | None
         value = compiled.value.match(text, sep.end()) if sep is not None else None
         if value is None:
             continue
-        secret = value.group(1).rstrip(".!?)")
+        secret = _without_sentence_end(value.group(1))
         if _fits(how, secret, token_like):
             return value.start(1), value.start(1) + len(secret)
     return None
