@@ -56,16 +56,21 @@ def atomic_write(path: Path, text: str, unless: Callable[[], bool] | None = None
         raise FileNotWritten(f"cannot write {path} ({exc.strerror or exc}): {kept}") from None
 
 
+def _mode(path: Path, field: str) -> int | None:
+    """What `path` itself is (a symbolic link not followed), or None when nothing is there yet."""
+    try:
+        return path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+
+
 def check_target(path: Path, field: str = "output") -> None:
     """An export goes only to a new path or over an existing regular file: never a device, a directory,
     a pipe or a symbolic link (the rename would replace whatever is there)."""
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
-    if stat.S_ISREG(mode):
+    mode = _mode(path, field)
+    if mode is None or stat.S_ISREG(mode):
         return
     kind = (
         "directory" if stat.S_ISDIR(mode) else "symbolic link" if stat.S_ISLNK(mode)
@@ -78,12 +83,7 @@ def check_target(path: Path, field: str = "output") -> None:
 def check_directory(path: Path, field: str) -> None:
     """An export folder is a new path or an existing directory: never a symbolic link (dangling or not), a file
     or a device, as `check_target` refuses them for a file."""
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
-    if not stat.S_ISDIR(mode):
+    mode = _mode(path, field)
+    if mode is not None and not stat.S_ISDIR(mode):
         kind = "symbolic link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "special file"
         raise InvalidInput(field, f"{path} is a {kind}; give a new folder name or an existing folder")
