@@ -345,44 +345,58 @@ async def test_malformed_requests_get_clean_errors(tmp_path, backend):
         assert server.errors == []
 
 
+async def subscribed_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A stateful session opened and subscribed to memory://memories: its request headers."""
+    opened = await http.post(url, json=INITIALIZE, headers=JSON_HEADERS)
+    assert opened.status_code == 200, opened.text
+    session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    subscribed = await http.post(url, headers=session, json={
+        "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "memory://memories"}})
+    assert subscribed.status_code == 200
+    return session
+
+
+class UpdateStream:
+    """The session's GET event stream: the resource updates heard on it, and an event set at the first."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str, session: dict[str, str]) -> None:
+        self.http, self.url, self.session = http, url, session
+        self.heard: list[str] = []
+        self.first = anyio.Event()
+
+    async def listen(self) -> None:
+        headers = {**self.session, "accept": "text/event-stream"}
+        async with self.http.stream("GET", self.url, headers=headers, timeout=None) as stream:
+            assert stream.status_code == 200
+            async for line in stream.aiter_lines():
+                if line.startswith("data:") and "notifications/resources/updated" in line:
+                    self.heard.append(line)
+                    self.first.set()
+
+
 @pytest.mark.slow
 async def test_the_first_token_ends_the_event_streams_opened_without_one(home, backend):
     """On loopback with no token yet, a session opened without one subscribes to memory://memories; from the
     first `token create` on every request needs a token, and that session's stream ends and hears nothing more."""
     with ServerProcess(backend, home, "http") as server:
         async with httpx2.AsyncClient(timeout=30) as http:
-            opened = await http.post(server.url, json=INITIALIZE, headers=JSON_HEADERS)
-            assert opened.status_code == 200, opened.text
-            session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
-            await http.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
-            subscribed = await http.post(server.url, headers=session, json={
-                "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "memory://memories"}})
-            assert subscribed.status_code == 200
-            heard: list[str] = []
-            first = anyio.Event()
-
-            async def listen() -> None:
-                stream_headers = {**session, "accept": "text/event-stream"}
-                async with http.stream("GET", server.url, headers=stream_headers, timeout=None) as stream:
-                    assert stream.status_code == 200
-                    async for line in stream.aiter_lines():
-                        if line.startswith("data:") and "notifications/resources/updated" in line:
-                            heard.append(line)
-                            first.set()
+            session = await subscribed_session(http, server.url)
+            events = UpdateStream(http, server.url, session)
 
             with anyio.fail_after(60):  # the task group ends when the stream does: the server closes it
                 async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(listen)
+                    tasks.start_soon(events.listen)
                     async with connect(server.url) as other:  # a second client, also without a token
-                        while not first.is_set():
+                        while not events.first.is_set():
                             await add(other, "周五去杭州")
                             await anyio.sleep(0.2)
                     token = create_token(backend, home, "global", "laptop")
-                    before = len(heard)
+                    before = len(events.heard)
                     async with connect(server.url, token) as laptop:
                         for n in range(3):
                             await add(laptop, f"买牛奶 {n}")
-            assert heard[before:] == []
+            assert events.heard[before:] == []
             refused = await http.post(server.url, headers=session, json={"jsonrpc": "2.0", "id": 3, "method": "ping"})
             assert refused.status_code in (401, 404)
         assert "Traceback" not in server.log()
@@ -395,35 +409,20 @@ async def test_revoking_a_token_ends_its_open_event_stream_and_its_notifications
     phone, laptop = create_token(backend, home, "carol", "phone"), create_token(backend, home, "carol", "laptop")
     with ServerProcess(backend, home, "http") as server:
         async with httpx2.AsyncClient(timeout=30, headers=bearer(phone)) as http:
-            opened = await http.post(server.url, json=INITIALIZE, headers=JSON_HEADERS)
-            session = {**JSON_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
-            await http.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
-            subscribed = await http.post(server.url, headers=session, json={
-                "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "memory://memories"}})
-            assert subscribed.status_code == 200
-            heard: list[str] = []
-            first = anyio.Event()
-
-            async def listen() -> None:
-                stream_headers = {**session, "accept": "text/event-stream"}
-                async with http.stream("GET", server.url, headers=stream_headers, timeout=None) as stream:
-                    assert stream.status_code == 200
-                    async for line in stream.aiter_lines():
-                        if line.startswith("data:") and "notifications/resources/updated" in line:
-                            heard.append(line)
-                            first.set()
+            session = await subscribed_session(http, server.url)
+            events = UpdateStream(http, server.url, session)
 
             with anyio.fail_after(60):  # the task group ends when the stream does: the server closes it
                 async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(listen)
+                    tasks.start_soon(events.listen)
                     async with connect(server.url, laptop) as other:
-                        while not first.is_set():  # the stream works: the laptop's writes are announced on it
+                        while not events.first.is_set():  # the stream works: the laptop's writes are announced on it
                             await add(other, "carol 周五去杭州")
                             await anyio.sleep(0.2)
                         revoked = cli(backend, home, "token", "revoke", phone.split("_")[1])
                         assert revoked.returncode == 0, revoked.stderr
-                        before = len(heard)
+                        before = len(events.heard)
                         for n in range(3):
                             await add(other, f"carol 买牛奶 {n}")
-            assert heard[before:] == []
+            assert events.heard[before:] == []
         assert "Traceback" not in server.log()
