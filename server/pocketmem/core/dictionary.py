@@ -52,15 +52,15 @@ class Tags:
     """The tag column read as jieba's tagger reads its word_tag_tab: `get(word, default)`, the default for
     what is no word of the dictionary."""
 
-    __slots__ = ("_numbers", "_codes", "_names")
+    __slots__ = ("_number", "_codes", "_names")
 
     def __init__(self, table: WordTable) -> None:
-        self._numbers = table.trie
+        self._number = table.number
         self._codes = table.columns["tag"]
         self._names = tuple(table.meta["tags"])
 
     def get(self, word: str, default: str | None = None) -> str | None:
-        number = self._numbers.get(word)
+        number = self._number(word)
         if number is None or self._codes[number] == NO_TAG:
             return default
         return self._names[self._codes[number]]
