@@ -51,7 +51,7 @@ def test_every_key_count_and_tag_is_the_one_jiebas_dicts_hold(stock):
     assert [key for key, count in tokenizer.FREQ.items() if not (key in counts and counts[key] == count)] == []
     assert [key for key, count in tokenizer.FREQ.items() if counts.get(key) != count] == []
     assert [key for key in tokenizer.FREQ if tags.get(key, "x") != tagger.word_tag_tab.get(key, "x")] == []
-    for absent in ("车该", "点辣锅", "zz", "中华人民共和国万岁"):
+    for absent in ("车该", "点辣锅", "zz", "中华人民共和国万岁", "中华\0", "人民\0银行"):  # marisa stops at a NUL
         assert absent not in counts and counts.get(absent) is None and counts.get(absent, 0) == 0
         assert tags.get(absent, "x") == "x"
         with pytest.raises(KeyError):
@@ -166,18 +166,27 @@ def test_a_cache_folder_that_cannot_be_written_keeps_the_table_in_memory(tmp_pat
 
 
 def test_the_servers_warm_up_builds_none_of_jiebas_dicts(tmp_path):
-    """In a fresh process, on a first start and on a later one: jieba.dt never loads its dictionary, and the
-    word-to-tag dict jieba.posseg builds when imported is let go."""
+    """In a fresh process, on a first start and on a later one: jieba.dt never loads its dictionary, jieba.posseg
+    builds no word-to-tag dict when imported (it would read dict.txt), and a later start reads dict.txt only for the
+    digest that names its table file."""
     script = (
-        "import jieba, jieba.posseg\n"
+        "import sys\n"
+        "opened = []\n"
+        "sys.addaudithook(lambda event, args: event == 'open' and str(args[0]).endswith('dict.txt')"
+        " and opened.append(args[0]))\n"
+        "import jieba\n"
         "from pocketmem.service.recall.retrieval import warm_up\n"
         "warm_up()\n"
-        "print(jieba.dt.initialized, len(jieba.dt.FREQ), type(jieba.posseg.dt.word_tag_tab).__name__)\n"
+        "import jieba.posseg\n"
+        "print(jieba.dt.initialized, len(jieba.dt.FREQ), type(jieba.posseg.dt.word_tag_tab).__name__, len(opened))\n"
     )
     env = {**checkout_env(), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    for _ in ("first start", "later start"):
+    for start in ("first start", "later start"):
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=180)
         assert out.returncode == 0, out.stderr
-        assert out.stdout.split() == ["False", "0", "Tags"]
+        initialized, freq, tags, reads = out.stdout.split()
+        assert (initialized, freq, tags) == ("False", "0", "Tags")
+        # a later start reads dict.txt once, for the digest that names its table file (base/wordtable.cached)
+        assert int(reads) > 1 if start == "first start" else reads == "1", (start, reads)
         written = sorted(path.name.split("-")[0] for path in (tmp_path / "cache" / "pocketmem").glob("*.bin"))
         assert written == ["background", "jieba"]

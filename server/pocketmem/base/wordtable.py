@@ -44,25 +44,33 @@ class WordTable:
     columns: dict[str, array[Any]]
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def number(self, key: str) -> int | None:
+        """The key's number, None for a key the table lacks. marisa-trie's lookups stop at a NUL character
+        (`get("ab\\0")` answers for "ab"), and no table holds one: a key with it is absent."""
+        return None if "\0" in key else self.trie.get(key)
+
 
 class Column:
     """One column of a table read by key as a read-only dict is: `key in column`, `column[key]` (KeyError for
     a key the table lacks) and `column.get(key, default)`."""
 
-    __slots__ = ("_numbers", "_values")
+    __slots__ = ("_number", "_values")
 
     def __init__(self, table: WordTable, name: str) -> None:
-        self._numbers = table.trie
+        self._number = table.number
         self._values = table.columns[name]
 
     def __contains__(self, key: str) -> bool:
-        return key in self._numbers
+        return self._number(key) is not None
 
     def __getitem__(self, key: str) -> Any:
-        return self._values[self._numbers[key]]
+        number = self._number(key)
+        if number is None:
+            raise KeyError(key)
+        return self._values[number]
 
     def get(self, key: str, default: Any = None) -> Any:
-        number = self._numbers.get(key)
+        number = self._number(key)
         return default if number is None else self._values[number]
 
 

