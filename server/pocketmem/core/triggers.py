@@ -41,9 +41,14 @@ class Trigger:
     files: tuple[str, ...]
 
 
+def refers_to_past(text: str) -> bool:
+    """The message refers to the past (之前, 上次, 还记得, last time, remember ...): it presumes a memory."""
+    return _PAST.search(text) is not None
+
+
 def long_term_trigger(text: str) -> Trigger:
     reasons = []
-    if _PAST.search(text):
+    if refers_to_past(text):
         reasons.append("past")
     if _DATE.search(text):
         reasons.append("date")

@@ -61,6 +61,7 @@ class Query:
     time: timeexpr.TimeQuery = timeexpr.TimeQuery(intent=False, window=None)
     names: frozenset[str] = frozenset()  # Latin words the message writes as names (text.named_words), stemmed
     recent_terms: dict[str, float] = field(default_factory=dict)  # the earlier lines' terms at their own weight
+    past: bool = False  # the message refers to the past (triggers.refers_to_past): it presumes a memory
 
 
 class QueryVectors(NamedTuple):
@@ -90,12 +91,13 @@ class CandidateRules:
         """The lowest bar any memory must reach in this call (a core memory's): below it nothing is loaded."""
         return fallback.threshold(self.threshold, health, self.lexical, self.model(health).core_lift)
 
-    def passes(self, candidate: Candidate, health: fallback.Health) -> bool:
-        """Recalled: its relevance reaches the bar (a core memory its own, lower bar), or its date alone makes it
-        relevant to the window the question names (`_dated` chooses which)."""
+    def passes(self, candidate: Candidate, health: fallback.Health, q: Query) -> bool:
+        """Recalled: its relevance reaches the bar (a core memory's, or any memory's when the message refers to
+        the past, is the lower one), or its date alone makes it relevant to the window the question names
+        (`_dated` chooses which)."""
         if candidate.in_window:
             return True
-        lift = self.model(health).core_lift if candidate.memory.core else 0.0
+        lift = self.model(health).core_lift if candidate.memory.core or q.past else 0.0
         return candidate.relevance >= fallback.threshold(self.threshold, health, self.lexical, lift)
 
 

@@ -39,6 +39,7 @@ from pocketmem.core.text import (
     stem_word,
     weighted_query_terms,
 )
+from pocketmem.core.triggers import refers_to_past
 from pocketmem.service.recall import fallback, versions
 from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVectors, gather_candidates
 from pocketmem.service.recall.library import LibraryHits, LibraryRecall
@@ -174,6 +175,7 @@ class Retrieval:
         return Query(
             message, context, keywords, terms, list(own), base, relevance.keyword_words(sources),
             timeexpr.parse(message, today), frozenset(stem_word(w) for w in named_words(message)), recent,
+            refers_to_past(message),
         )
 
     async def scale(self, q: Query, health: fallback.Health) -> Scale | None:
@@ -325,7 +327,7 @@ class Retrieval:
         if health.path == fallback.CARD_ONLY:
             return []
         candidates = await versions.bring_current(reader, user_id, candidates, statuses)
-        admitted = [c for c in _usable(candidates, req.categories, now) if self.rules.passes(c, health)]
+        admitted = [c for c in _usable(candidates, req.categories, now) if self.rules.passes(c, health, q)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,
                       agenda=q.time.agenda)
         pool = ranked[:SHADOW_POOL]
@@ -381,7 +383,7 @@ class Retrieval:
         async with self.library.cloud.read() as reader:
             candidates = await gather_candidates(reader, user_id, q, encoding, statuses, health, self.rules, now)
             unreadable = [f"{e.table} row {e.row_id} in the library cannot be read ({e.why})" for e in reader.left_out]
-        admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health)]
+        admitted = [c for c in _usable(candidates, categories, now) if self.rules.passes(c, health, q)]
         ranked = rank(admitted, q.terms, weights=self.weights, now=now, temporal=q.time.intent,
                       agenda=q.time.agenda)
         problem = "; ".join(filter(None, [health.describe(), *unreadable])) or None
