@@ -319,3 +319,19 @@ async def test_a_core_memory_on_the_card_is_not_repeated_as_evidence(tmp_path, c
     system, evidence = text.split(heading)
     assert core not in system and "- … +" in system, system
     assert core in evidence, evidence
+
+
+async def test_a_memory_a_secret_was_redacted_from_is_recalled_when_relevant_and_never_listed_as_recent(
+    client: Client,
+):
+    """Listed under the recent heading on every message, a memory a secret was redacted from would tell the model
+    which secrets exist and where; recall still finds it when the message is about it."""
+    for content in ("银行卡密码是 135790，网银登录用", "我的身份证号是11010519491231002X，办护照要用",
+                    "用户养了一只叫团子的橘猫"):
+        assert (await call(client, "add_memory", {"content": content, "confidence": 0.95}))["status"] == "stored"
+    unrelated = await prompt(client, "今天做点什么好")
+    assert "团子" in unrelated and "已隐去" not in unrelated, unrelated
+    asked = await prompt(client, "网银登录用的银行卡密码")
+    relevant, recent = asked.index("[关于用户的相关记忆]"), asked.find("[近期记下的其他记忆")
+    assert relevant < asked.index("银行卡密码是 【已隐去的密码】，网银登录用"), asked
+    assert "身份证" not in asked and (recent == -1 or "已隐去" not in asked[recent:]), asked

@@ -116,6 +116,30 @@ SECRETS = [
     # a password's last character is its own, not the sentence's
     ("psql 'host=db.internal user=app password=Sup3rS3cret! dbname=app'", "password", "Sup3rS3cret!"),
     ("ssh root@10.0.0.5 with password Hunter2024!", "password", "Hunter2024!"),
+    # a Chinese name followed straight by its value, the commonest way to write it
+    ("密码Aa123456，别忘了", "password", "Aa123456"),
+    ("wifi密码Aa123456", "password", "Aa123456"),
+    ("口令Aa123456", "password", "Aa123456"),
+    ("门禁密码#8866#", "password", "8866"),
+    ("银行卡PIN码4455，别告诉别人", "password", "4455"),
+    ("部署用的密钥8f3kLmN0pQrStUvWxYz", "api_key", "8f3kLmN0pQrStUvWxYz"),
+    ("密码还是Aa123456", "password", "Aa123456"),
+    # a six-digit payment PIN, attached or after a separator
+    ("支付密码520131", "password", "520131"),
+    ("取款密码520131，在柜台用", "password", "520131"),
+    ("银行卡密码 520131", "password", "520131"),
+    ("支付密码：520131", "password", "520131"),
+    ("支付密码为520131", "password", "520131"),
+    # a card's security code, a passport number
+    ("信用卡有效期 08/27，CVV 123，招行的", "security_code", "123"),
+    ("card ending 4242, CVC2: 1234", "security_code", "1234"),
+    ("安全码是 456，别告诉别人", "security_code", "456"),
+    ("卡背后三位 789", "security_code", "789"),
+    ("护照号 E12345678", "passport_number", "E12345678"),
+    ("护照号码：EA1234567，明年到期", "passport_number", "EA1234567"),
+    ("我的护照G12345678下个月到期", "passport_number", "G12345678"),
+    ("Passport no. X1234567 expires in 2030", "passport_number", "X1234567"),
+    ("passport number is 123456789", "passport_number", "123456789"),
 ]
 
 NOT_SECRETS = [
@@ -169,6 +193,32 @@ NOT_SECRETS = [
     "飞书机器人的地址是 https://open.feishu.cn/open-apis/bot/v2/hook/ 加上机器人的 id",
     "身份证 110105 19491231 0021",  # grouped, wrong checksum
     "身份证 110105-19491331-0021",  # grouped, checksum right, month 13
+    # a Chinese name followed by words, a count or an algorithm, not by a value
+    "密码错误",
+    "密码学是一门有意思的课",
+    "密码箱放在衣柜里",
+    "密码还是生日",
+    "密码要求8-16位，字母加数字",
+    "密码 8-16 位",
+    "密码：6-20位字母数字组合",
+    "密码128位加密",
+    "密码2024年改过",
+    "密码sha256加密后存库",
+    "密码 md5 加密",
+    "password hashing uses scram-sha-256",
+    "密码+2FA登录",
+    "密码>=12位",
+    "密码：12",
+    "口令红包",
+    "password123 is the worst password",  # a Latin name runs on: one word
+    "银行卡密码，记不清了",
+    # security codes and passports talked about
+    "CVV 是三位数",
+    "CVV 3位，在卡背面",
+    "护照号码有9位",
+    "护照2024年到期",
+    "the passport number is in the drawer",
+    "手机号 138 0013 8000",
 ]
 
 
@@ -406,3 +456,27 @@ async def test_phrased_secrets_are_kept_out_of_patches_pending_and_the_profile(c
     ], ensure_ascii=False)
     assert "每季度轮换一次" in shown and "rotated weekly" in shown and "常在家办公" in shown
     assert "Zz!2024corp" not in shown and "Hunter22!x" not in shown and "sunshine123" not in shown
+
+
+# written as people write them: the value straight after a Chinese name, a payment PIN, a card's security code,
+# a passport number (what the user says, the kind found, what is stored)
+WRITTEN = [
+    ("我的Apple ID是zhangsan@qq.com，密码Aa123456，别忘了", "password",
+     "我的Apple ID是zhangsan@qq.com，密码【已隐去的密码】，别忘了"),
+    ("支付宝支付密码520131，转账时要输", "password", "支付宝支付密码【已隐去的密码】，转账时要输"),
+    ("小区门禁密码#8866#，快递员问过", "password", "小区门禁密码【已隐去的密码】，快递员问过"),
+    ("家里wifi密码还是Aa123456，一直没改过", "password", "家里wifi密码还是【已隐去的密码】，一直没改过"),
+    ("信用卡有效期 08/27，CVV 123，招行的", "security_code", "信用卡有效期 08/27，CVV 【已隐去的安全码】，招行的"),
+    ("护照号 E12345678，明年三月到期", "passport_number", "护照号 【已隐去的护照号】，明年三月到期"),
+    ("Passport no. X1234567, renew it before the trip to Japan", "passport_number",
+     "Passport no. [redacted passport number], renew it before the trip to Japan"),
+]
+
+
+@pytest.mark.backends
+async def test_written_forms_are_stored_redacted_through_the_client(client: Client):
+    for content, kind, _ in WRITTEN:
+        added = await call(client, "add_memory", {"content": content, "confidence": 0.95})
+        assert (added["status"], added["redacted"]) == ("stored", [kind]), (content, added)
+    listed = await call(client, "list_memories", {"limit": 50})
+    assert sorted(item["content"] for item in listed["items"]) == sorted(stored for _, _, stored in WRITTEN)

@@ -145,7 +145,7 @@ class AddResult(BaseModel):
     redacted: list[str] = Field(
         default_factory=list,
         description="kinds of secrets removed from the content (api_key, password, private_key, card_number, "
-        "id_number); with status discarded they were the reason",
+        "security_code, id_number, passport_number); with status discarded they were the reason",
     )
     message: str
 

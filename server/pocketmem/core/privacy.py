@@ -11,17 +11,22 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
                  chat-bot webhooks (Slack, Discord, Feishu/Lark, DingTalk and its SEC... signing secret, WeCom)
     password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…,
                  支付密码…, PIN码是 4455; a bare space also separates when the value has a digit
-                 (WiFi密码 Sunshine2024x); a few words may come between when the value has a digit or symbol
-                 (the password for my laptop is …, the password is now …, changed to …, I changed my password
-                 to …, 密码换成了…, 改成了…,
-                 设成…, 密码叫…); `user / password` after a login word (Login for the NAS: admin / …);
+                 (WiFi密码 Sunshine2024x); a Chinese name may be followed directly by a value with a digit or
+                 symbol (密码Aa123456, 支付密码520131, 门禁密码#8866#); a few words may come between when the value
+                 has a digit or symbol (the password for my laptop is …, the password is now …, changed to …,
+                 I changed my password to …, 密码换成了…, 改成了…, 设成…, 密码叫…, 密码还是…); never a count
+                 (密码 8-16 位) or an algorithm (密码sha256加密); `user / password` after a login word (Login for
+                 the NAS: admin / …);
                  `mysql -p<password>` (and mysqldump, mariadb, ...), `sshpass -p <password>`,
                  `curl -u user:<password>`, `docker login -p <password>`, `redis-cli -a <password>`,
                  PGPASSWORD=..., MYSQL_PWD=..., *_PASSWORD=...; `Authorization: Basic <base64>`
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
     card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
+    security_code a card's CVV / CVC / CVV2, 安全码, 卡背后三位: 3 or 4 digits after the name
     id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date; whole or in groups of
                  6, 8 and 4); US SSNs (123-45-6789)
+    passport_number after 护照号 / 护照号码 / passport no. / passport number: 6-9 letters and digits with a digit;
+                 after 护照 alone, a Chinese passport's form (E12345678, EA1234567)
 
 Text is searched after normalising (NFKC, so full-width ｓｋ－ｐｒｏｊ－… reads as sk-proj-…; zero-width
 spaces, joiners, soft hyphens and word joiners removed, so a key split by them is still one key). Findings are
@@ -46,8 +51,18 @@ KIND_LABELS = {
     "password": ("密码", "password"),
     "private_key": ("私钥", "private key"),
     "card_number": ("银行卡号", "card number"),
+    "security_code": ("安全码", "card security code"),
     "id_number": ("证件号", "ID number"),
+    "passport_number": ("护照号", "passport number"),
 }
+# A number or range followed by a unit is a count, never a secret: 密码 8-16 位, 密码2024年改过, CVV 3位.
+_UNIT = (
+    r"\s*(?:位|个|個|次|年|岁|歲|种|種|以上|以内|以下"
+    r"|(?i:characters?|chars?|digits?|bits?|bytes?|days?|months?|years?|times?)(?![A-Za-z]))"
+)
+# From a card code's or a passport's name to its value: `CVV 123`, `CVV: 123`, 安全码是 123, passport no. is …
+# (the spaces on either side of the word are read once: a long run of them stays linear)
+_LINK = r"\s*(?:(?:[:：=]|是|为|為|(?i:is)(?![A-Za-z]))\s*)?"
 
 # Each pattern is its source, flags written inline (`(?i)`), compiled on first use by `patterns()`.
 _TOKEN_PATTERNS: list[tuple[str, str]] = [
@@ -119,6 +134,27 @@ _TOKEN_PATTERNS: list[tuple[str, str]] = [
         r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?(?:[^\s#]*?&)?key=)(?P<secret>[A-Za-z0-9_\-]{16,})",
     ),
     ("api_key", r"(?<![A-Za-z0-9])SEC[0-9a-f]{64}(?![0-9A-Za-z])"),
+    # a card's security code after its name: `CVV 123`, `CVC2: 1234`, 安全码是 123, 卡背后三位 123 (`CVV 是三位数` and
+    # `CVV 3位` give none)
+    (
+        "security_code",
+        r"(?i)(?:(?<![A-Za-z])cv[vc]2?(?![A-Za-z])(?:[码碼]|\s*code(?![A-Za-z]))?|安全[码碼]"
+        r"|卡?背[后後面]的?(?:三|3)位(?:数字?|數字?|[码碼])?)"
+        rf"{_LINK}(?P<secret>\d{{3,4}})(?!\d|{_UNIT})",
+    ),
+    # a passport number after its name: 护照号 E12345678, 护照号码：EA1234567, passport no. 123456789 (6 to 9
+    # letters and digits with a digit); after 护照 alone, only a Chinese passport's form (E/G/P/S/D and 8 digits,
+    # or 2 letters and 7 digits)
+    (
+        "passport_number",
+        r"(?i)(?:(?:护照|護照)(?:号码|號碼|号|號|编号|編號)"
+        r"|(?<![A-Za-z])passport\s*(?:(?:no|num|number)(?![A-Za-z])\.?|#))"
+        rf"{_LINK}(?P<secret>(?=[A-Za-z]*\d)[A-Za-z0-9]{{6,9}})(?![A-Za-z0-9])",
+    ),
+    (
+        "passport_number",
+        rf"(?:护照|護照){_LINK}(?P<secret>[EGPSD]\d{{8}}|[A-Z]{{2}}\d{{7}})(?![A-Za-z0-9])",
+    ),
     # the verb before the name: `I changed my wifi password to Tr0ub4dor&3` (the value has a digit or symbol, so
     # `changed my password to something stronger` is talk)
     (
@@ -143,15 +179,15 @@ _TOKEN_PATTERNS: list[tuple[str, str]] = [
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
 # count; after a word ("is", 是, 为) the value must look like a secret (a digit or symbol, or 8+ Latin
 # letters), so "my password is in 1Password" or 密码是生日 are left alone; after a few words (the password for
-# my laptop is, is now, 换成了, 叫) it needs a digit or symbol. Generic names (secret, token, 密钥) need a
-# token-like value: 8+ characters with a digit.
+# my laptop is, is now, 换成了, 叫, 还是) or written straight after a Chinese name (密码Aa123456) it needs a digit
+# or symbol. Generic names (secret, token, 密钥) need a token-like value: 8+ characters with a digit.
 _LATIN = r"(?i)(?<![A-Za-z])(?:{})(?![A-Za-z])"
 _NAMED: list[tuple[str, bool, str]] = [
     ("password", False, _LATIN.format(r"password|passwd|passphrase|passcode|pin|pwd|pw")),
     (
         "password",
         False,
-        r"(?i)(?:支付|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)",
+        r"(?i)(?:支付|取款|登录|登入|开机|開機|银行卡|銀行卡)?(?:密码|密碼)|口令|(?<![A-Za-z])pin\s*(?:码|碼)",
     ),
     (
         "api_key",
@@ -176,16 +212,23 @@ _SEPARATORS: list[tuple[str, str]] = [
     (
         "words",
         rf"(?i)(?:\s+(?:for|of|on|at|to|in)(?:\s+[^\s:=：,，。;；]+){{1,4}}?)?\s+{_EN_LINK}(?![A-Za-z])\s*[:：]?\s*"
-        r"|\s*(?:现在|已经|已|都|就|也|又|刚|最近)?\s*"
+        r"|\s*(?:现在|已经|已|都|就|也|又|还|還|刚|最近)?\s*"
         r"(?:(?:换|改|设|設|设置|設置|设定|設定|重置|更新|更改|修改|变|變)(?:成|为|為)了?|叫做?|叫作|是|為|为)"
         r"\s*[:：]?\s*",
     ),
     ("bare", r"\s+"),
+    # nothing between, after a Chinese name only (密码Aa123456, 门禁密码#8866#; `password123` is one word): the
+    # value starts with a letter, a digit or a password's symbol, not with punctuation (密码：12, 密码+2FA)
+    ("attached", r"(?=[\"'“‘]?[A-Za-z0-9#@$%^&*_~!])"),
 ]
 # Removed before searching: they hide a secret from the patterns without changing what a reader sees.
 INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e\u034f")
-# A value never starts at a placeholder: screening text already screened changes nothing.
-_VALUE = r"[\"'“‘]?(?!\[redacted )([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{3,})"
+# A value never starts at a placeholder (screening text already screened changes nothing), and is never a count
+# (密码 8-16 位) or an algorithm's or encoding's name (密码sha256加密, password scram-sha-256).
+_ALGORITHM = r"(?i:md5|sha-?\d*|scram-sha-?\d+|base64|aes-?\d*|rsa-?\d*|utf-?8|hmac-?[a-z0-9]*)(?![A-Za-z0-9])"
+_VALUE = (
+    rf"[\"'“‘]?(?!\[redacted |[\d.~+-]+{_UNIT}|{_ALGORITHM})([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{{3,}})"
+)
 # `user / password` after a login word: Login for the NAS: admin / Passw0rd!2024, 登录 root / Abc12345,
 # Password for the admin panel: admin / Adm1n!2024
 _LOGIN_PAIR = (
@@ -303,16 +346,17 @@ def _fits(how: str, value: str, token_like: bool) -> bool:
 
     After ':' or '=' any 3 characters make a password; after a word (is, 是) it must look like one; after a few
     words, a password needs a digit or symbol (`the password for it is written down` is talk); after a bare
-    space, 4+ characters with a digit (`password manager`, `token bucket` are talk)."""
-    if len(value) < 3:
+    space, 4+ characters with a digit (`password manager`, `token bucket` are talk); straight after a Chinese
+    name, 4+ characters with a digit or symbol (密码Aa123456, 门禁密码#8866#)."""
+    if len(value) < 3 or (how in ("bare", "attached") and len(value) < 4):
         return False
     if how == "explicit":
         return not token_like or _looks_secret(value, token_like)
     if how == "word" or token_like:
-        return _looks_secret(value, token_like) and (how != "bare" or len(value) >= 4)
-    if how == "words":  # and a letter or digit: `the password is now ...` gives none
+        return _looks_secret(value, token_like)
+    if how in ("words", "attached"):  # and a letter or digit: `the password is now ...` gives none
         return re.search(r"[\d\W_]", value) is not None and re.search(r"[^\W_]", value) is not None
-    return len(value) >= 4 and any(c.isdigit() for c in value)
+    return any(c.isdigit() for c in value)
 
 
 def _login_password(value: str) -> bool:
@@ -387,6 +431,8 @@ def _named_value(text: str, at: int, token_like: bool) -> tuple[int, int] | None
     """The span of the value that a secret's name ending at `at` leads to, if there is one."""
     compiled = patterns()
     for how, separator in compiled.separators:
+        if how == "attached" and not has_cjk(text[at - 1]):
+            continue  # a Latin name runs on into what follows it: `password123` is one word
         sep = separator.match(text, at)
         value = compiled.value.match(text, sep.end()) if sep is not None else None
         if value is None:
@@ -426,8 +472,6 @@ def named(kinds: list[str]) -> str:
     return ", ".join(("an " if KIND_LABELS[k][1][0] in "AEIOU" else "a ") + KIND_LABELS[k][1] for k in kinds)
 
 
-
-
 def meaningful(redacted: str) -> bool:
     """Is anything worth remembering left once the secrets are gone (docs/privacy.md)?
 
@@ -446,9 +490,9 @@ def meaningful(redacted: str) -> bool:
     return len(re.findall(r"\w", compiled.filler.sub("", rest))) >= 4
 
 
-def is_shell(content: str) -> bool:
-    """A stored memory that is only a redacted secret (written before the write path refused those)."""
-    return patterns().placeholder.search(content) is not None and not meaningful(content)
+def holds_placeholder(content: str) -> bool:
+    """Was a secret redacted from this stored text (does it hold a placeholder: 【已隐去的密码】, [redacted …])?"""
+    return patterns().placeholder.search(content) is not None
 
 
 @dataclass(frozen=True)

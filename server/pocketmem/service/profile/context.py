@@ -9,9 +9,11 @@ counted with core/tokens_estimate.py.
                       past (之前、还记得、上次、历史, a date, a file: core/triggers.py); shown first
     recent context    due reminders (a due todo recall found is listed here, not again as evidence), memories
                       waiting for confirmation, and, under a heading that says they are not chosen for the
-                      message, other memories noted in the last 14 days: never a stored secret shell
-                      (privacy.is_shell), never an expired one (as recall), never an older version of a fact a
-                      newer recent memory changed (core/slots.py), a completed todo marked done
+                      message, other memories noted in the last 14 days: never one a secret was redacted from
+                      (privacy.holds_placeholder: listed on every message, it would say which secrets exist and
+                      where; recall still finds it when it is about the message), never an expired one (as
+                      recall), never an older version of a fact a newer recent memory changed (core/slots.py), a
+                      completed todo marked done
 """
 
 from __future__ import annotations
@@ -149,9 +151,9 @@ class ContextBuilder:
 
 
 def _recent_kind(memory: Memory, now: datetime) -> bool:
-    """A memory the recent context may list: not core (the card shows those), not a stored secret shell, not
-    expired (recall hides it already)."""
-    return not memory.core and not privacy.is_shell(memory.content) and not expired(memory.expires_at, now)
+    """A memory the recent context may list: not core (the card shows those), none a secret was redacted from,
+    not expired (recall hides it already)."""
+    return not memory.core and not privacy.holds_placeholder(memory.content) and not expired(memory.expires_at, now)
 
 
 def current_only(memories: Sequence[Memory]) -> list[Memory]:
