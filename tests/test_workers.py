@@ -126,7 +126,9 @@ async def test_concurrent_first_sign_ins_on_two_workers_all_stay_signed_in(tmp_p
         login = f"{server.base}/ui/login"
 
         async def sign_in() -> str:
-            async with httpx2.AsyncClient() as http:
+            # Twelve token checks at once on two workers that are still warming up: a loaded machine can take
+            # longer than httpx's default 5 s, and this test is about the key, not the time.
+            async with httpx2.AsyncClient(timeout=60) as http:
                 signed = await http.post(login, data={"token": token})
                 assert signed.status_code == 303, signed.text
                 return signed.cookies["pocketmem_ui"]
@@ -140,7 +142,7 @@ async def test_concurrent_first_sign_ins_on_two_workers_all_stay_signed_in(tmp_p
             for _ in range(12):
                 tasks.start_soon(one)
         cookies.append(await sign_in())  # and one more once the key exists
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             for cookie in cookies:
                 for _ in range(6):  # each load may be answered by the other worker
                     page = await http.get(f"{server.base}/ui/memories", headers={"Cookie": f"pocketmem_ui={cookie}"})
