@@ -14,7 +14,7 @@ from pocketmem.core.privacy import screen
 from pocketmem.service.manage.tokens import TokenService
 from pocketmem.service.writing.add_request import AddRequest
 
-from .servers import server_env
+from .servers import checkout_env, server_env
 
 pytestmark = [pytest.mark.anyio]
 
@@ -98,3 +98,13 @@ def test_no_argument_value_reaches_the_log_at_vvv(tmp_path, backend):
     assert SECRET[8:] not in logged
     shown = serve_and_fail(backend, tmp_path / "shown" / "home", POCKETMEM_LOG_CONTENT="1")
     assert SECRET in shown  # the operator asked for content: the same lines carry it
+
+
+@pytest.mark.parametrize("name", ["密码", "password", "the password for", '"password"'])
+def test_a_long_run_of_spaces_after_a_secrets_name_is_read_once(name):
+    """A text as long as the largest content setting allows (100,000 characters), mostly whitespace after a
+    password's name: the separators must not try every split of the run (that took minutes), so it is screened
+    in a second or so; the limit here only tells a hang from an answer."""
+    code = f"from pocketmem.core.privacy import screen; screen({name!r} + ' \\t' * 50_000 + 'x'); print('done')"
+    out = subprocess.run([sys.executable, "-c", code], env=checkout_env(), capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "done", out.stderr

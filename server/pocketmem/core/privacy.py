@@ -206,13 +206,13 @@ _EN_LINK = (
 )
 _SEPARATORS: list[tuple[str, str]] = [
     # `password: x`, `"password": "x"` (JSON: the name's closing quote first), `key="Password" value="x"` (XML)
-    ("explicit", r"(?i)[\"']?\s*(?:[:=：]|\s+value\s*=)\s*"),
+    ("explicit", r"(?i)[\"']?(?:\s*+[:=：]|\s++value\s*=)\s*"),
     ("word", r"(?i)\s*(?:\bis\b|\bwas\b|是|為|为)\s*"),
     # a few words between: `the password for my work laptop is`, `is now`, `changed to`, 换成了, 改为, 设成, 叫
     (
         "words",
         rf"(?i)(?:\s+(?:for|of|on|at|to|in)(?:\s+[^\s:=：,，。;；]+){{1,4}}?)?\s+{_EN_LINK}(?![A-Za-z])\s*[:：]?\s*"
-        r"|\s*(?:现在|已经|已|都|就|也|又|还|還|刚|最近)?\s*"
+        r"|\s*+(?:现在|已经|已|都|就|也|又|还|還|刚|最近)?\s*+"
         r"(?:(?:换|改|设|設|设置|設置|设定|設定|重置|更新|更改|修改|变|變)(?:成|为|為)了?|叫做?|叫作|是|為|为)"
         r"\s*[:：]?\s*",
     ),
