@@ -109,7 +109,8 @@ def fit_system(
 
 def shorten_evenly(lines: Sequence[str], room: int, estimate: Estimate) -> list[str]:
     """`lines` within `room` tokens: each line longer than one common length is cut to it (ending with `…`,
-    between two characters as a reader sees them), the shorter ones stay whole; one that cannot keep even `…` becomes "" (the caller leaves it out)."""
+    between two characters as a reader sees them), the shorter ones stay whole; one that cannot keep even `…`
+    becomes "" (the caller leaves it out)."""
     costs = [estimate(line) for line in lines]
     low, high = 0, max(costs, default=0)
     while low < high:  # the largest common length whose lines fit

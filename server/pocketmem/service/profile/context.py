@@ -33,7 +33,7 @@ from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
 from pocketmem.service.recall.retrieval import RecallRequest, Retrieval, checked_message
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_WORDS, temporary_card, user_language, who_lines
-from pocketmem.service.upkeep.todos import open_todo_label
+from pocketmem.service.upkeep.todos import shown_item
 from pocketmem.store.base import Transactions
 from pocketmem.store.types import MemoryFilter
 
@@ -82,22 +82,16 @@ class ContextBuilder:
         # listed as a reminder (the recent context is trimmed after the evidence), as recall does.
         shown = on_card | {r.id for r in result.reminders}
         evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
-            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None,
-                       None if h.outdated else self._due(h, lang))
+            self._line(h, h.age_days, lang, outdated=h.outdated)
             for h in result.memories
             if h.id not in shown
         ])
         return assemble(system, recent, evidence, sh, estimate_tokens, footer)
 
-    def _line(
-        self, content: str, days: int, lang: str, outdated: bool = False, done: bool = False, due: str | None = None
-    ) -> str:
-        item = InjectionItem(content=content, days=days, outdated=outdated, done=done, reminder=due)
-        return injection_line(item, lang)
-
-    def _due(self, shown: Memory | RecallHit, lang: str) -> str | None:
-        """An open todo's due label (the caller leaves out an outdated hit; the recent lines are all active)."""
-        return open_todo_label(shown, self.clock.now(), self.settings.zone, lang)
+    def _line(self, shown: Memory | RecallHit, days: int, lang: str, *, outdated: bool = False) -> str:
+        """A memory's line, a todo called a reminder only when it is due (service/upkeep/todos.shown_item)."""
+        return injection_line(shown_item(shown, days, self.clock.now(), self.settings.zone, lang, outdated=outdated),
+                              lang)
 
     async def _system(
         self, user_id: str, lang: str, sh: Shares, room: int, *, temporary: bool
@@ -148,10 +142,7 @@ class ContextBuilder:
                 )
             zone = self.settings.zone
             lines += [
-                self._line(
-                    m.content, calendar_days(m.created_at, now, zone), lang, done=m.completed_at is not None,
-                    due=self._due(m, lang),
-                )
+                self._line(m, calendar_days(m.created_at, now, zone), lang)
                 for m in current_only([m for m in fresh if _recent_kind(m, now)])
                 if m.id not in shown
             ]
