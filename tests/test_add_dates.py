@@ -42,3 +42,19 @@ async def test_an_episode_inside_its_days_is_stored(client):
         "created_at": (START - timedelta(days=13)).isoformat(), "confidence": 1,
     })
     assert added["status"] == "stored"
+
+
+async def test_a_created_at_a_little_ahead_of_the_clock_is_stored_as_now(client, clock):
+    """A day of slack is let through (a client's clock or zone a little off), but nothing is said after now: the
+    memory dated tomorrow is stored as said when it was added, so it neither reads as said later nor ranks above
+    what the user said since."""
+    added_at = START  # shown on the user's clock (Asia/Shanghai)
+    ahead = await call(client, "add_memory", {"content": "用户说明天开始早起跑步",
+                                              "created_at": (START + timedelta(hours=20)).isoformat()})
+    clock.advance(hours=1)
+    since = await call(client, "add_memory", {"content": "用户今天中午吃了牛肉面"})
+    listed = await call(client, "list_memories", {})
+    assert [i["id"] for i in listed["items"]] == [since["memory_id"], ahead["memory_id"]]  # newest first
+    assert listed["items"][1]["created_at"] == listed["items"][1]["valid_from"] == added_at.isoformat()
+    recalled = await call(client, "recall_memories", {"query": "我跑步的计划", "keywords": ["跑步"]})
+    assert recalled["memories"][0]["age"] == "今天" and recalled["memories"][0]["created_at"] == added_at.isoformat()

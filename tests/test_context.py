@@ -335,3 +335,61 @@ async def test_a_memory_a_secret_was_redacted_from_is_recalled_when_relevant_and
     relevant, recent = asked.index("[关于用户的相关记忆]"), asked.find("[近期记下的其他记忆")
     assert relevant < asked.index("银行卡密码是 【已隐去的密码】，网银登录用"), asked
     assert "身份证" not in asked and (recent == -1 or "已隐去" not in asked[recent:]), asked
+
+
+FIELD_ZH = ("温柔体贴，像老朋友一样说话，会主动关心用户的情绪和身体状况，不说教，不评判，遇到用户难过时先共情再给建议，"
+            "语气轻松自然，偶尔开点小玩笑，但不油腻。")  # 73 characters, a realistic field
+FULL_PROFILE = {
+    "persona": {k: FIELD_ZH for k in ("role", "tone", "boundaries", "taboos", "priorities")},
+    "identity": {"name": "小李", **{k: FIELD_ZH for k in ("background", "tech", "collaboration")}},
+    "confirmed": True,
+}
+ALLERGY, DIABETES = "我对青霉素过敏", "我有糖尿病，不能吃甜的"
+
+
+@pytest.mark.parametrize("tokens", [4000, 1200])
+async def test_a_full_profile_never_crowds_out_the_core_memories(tmp_path, clock, make_settings, tokens):
+    """The persona and identity fill the system share: the core memories still show (the other parts give way),
+    at the default budget and a small one, while unrelated recent lines are what goes."""
+    settings = make_settings(tmp_path, context_tokens=tokens)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "update_profile", FULL_PROFILE)
+        for content in (ALLERGY, DIABETES):
+            await call(client, "add_memory", {"content": content, "scores": {"persistence": 1}})
+        await app.writing.add_many(USER, memories("zh", 31)[1:])  # ordinary ones
+        text = await prompt(client, "我感冒了，医生开了阿莫西林")
+        package = await app.context.build(USER, "我感冒了，医生开了阿莫西林")
+    assert package.tokens["system"] > package.shares.system  # the persona and identity alone pass the share
+    assert package.used <= package.shares.usable
+    assert FIELD_ZH in text  # whole: the budget has room for them
+    card = text.split("## 核心记忆\n")[1]
+    assert card.startswith(f"- {ALLERGY}\n- {DIABETES}\n"), text
+    if tokens == 1200:
+        assert package.trimmed["recent"] > 0 and "[近期记下的其他记忆" in text  # the recent lines gave way, not all
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+async def test_at_the_smallest_budget_the_profile_is_shortened_and_the_core_list_keeps_its_note(
+    tmp_path, clock, make_settings, lang
+):
+    """Nine fields of 300 characters cannot fit 400 tokens: they are shortened evenly (`…`), and the core list
+    is there, at least as its `- … +N` note, never dropped without a word."""
+    settings = make_settings(tmp_path, context_tokens=400)
+    long = "很长的设定" * 60 if lang == "zh" else "a rather long setting " * 13
+    profile = {
+        "persona": {k: long for k in ("role", "tone", "boundaries", "taboos", "priorities")},
+        "identity": {"name": "Li", **{k: long for k in ("background", "tech", "collaboration")}},
+        "confirmed": True,
+    }
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "update_profile", profile)
+        for i in range(12):
+            await call(client, "add_memory", {"content": f"{ALLERGY}，第{i}条核心记忆", "scores": {"persistence": 1}})
+        text = await prompt(client, "我感冒了" if lang == "zh" else "I caught a cold")
+        package = await app.context.build(USER, "我感冒了" if lang == "zh" else "I caught a cold")
+    assert package.used <= package.shares.usable, package.tokens
+    heading = "## 核心记忆" if lang == "zh" else "## Core memories"
+    core = text.split(heading + "\n")[1].split("\n\n")[0].splitlines()
+    assert core[-1].startswith("- … +") and int(core[-1].rsplit("+", 1)[1]) == 12 - len(core[:-1]), text
+    assert long not in text and text.count("…\n") >= 8  # every long field shortened, none dropped
+    assert ("- 称呼：Li" if lang == "zh" else "- Name: Li") in text  # a short line stays whole

@@ -169,7 +169,7 @@ async def test_markdown_export_writes_the_four_profile_files(app, tmp_path):
     assert [p.name for p in written] == ["User.md", "Persona.md", "Project.md", "Insights.md"]
     text = {p.name: p.read_text(encoding="utf-8") for p in written}
     assert "用户叫小林" in text["User.md"] and "编程搭档" in text["Persona.md"]
-    assert "完成了存储层" in text["Project.md"] and "# Insights" in text["Insights.md"]
+    assert "完成了存储层" in text["Project.md"] and "# 经验\n\n## 常用经验\n" in text["Insights.md"]  # as the resources
     assert sorted(p.name for p in out.iterdir()) == sorted(text)  # no temporary files left
 
 

@@ -131,18 +131,44 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_a_date_without_zone_is_the_users_local_time():
-    [checked] = check(ops({"op": "ADD", "content": "面试", "category": "event", "confidence": 0.9,
+    [checked] = check(ops({"op": "ADD", "content": "面试", "category": "todo", "confidence": 0.9,
                            "due_at": "2026-12-01T10:00:00"}))
     assert checked.op.due_at == datetime(2026, 12, 1, 10, 0, tzinfo=SHANGHAI)
-    add = {"op": "ADD", "content": "面试", "category": "event", "confidence": 0.9, "due_at": "2026-12-01"}
+    add = {"op": "ADD", "content": "面试", "category": "todo", "confidence": 0.9, "due_at": "2026-12-01"}
     [dated] = check(ops(add))  # a date alone, as the rubric has the model write dates: due by the end of that day
     assert dated.op.due_at == datetime(2026, 12, 1, 23, 59, 59, 999000, tzinfo=SHANGHAI)
+
+
+def test_a_due_date_on_a_memory_that_is_no_todo_is_sent_back():
+    """The write would refuse it (only a todo is reminded): the model is asked again, told the field and the rule;
+    an UPDATE is judged by the category it leaves the memory in."""
+    found = problems(ops(
+        {"op": "ADD", "content": "周一体检", "category": "event", "confidence": 0.9, "due_at": "2026-11-30T08:00"},
+        {"op": "UPDATE", "memory_id": "m2", "content": "用户搬到杭州了", "confidence": 0.9, "due_at": "2026-12-01"},
+    ))
+    assert [p.split(":")[0] for p in found] == ["operations[0].due_at", "operations[1].due_at"], found
+    assert all('only a todo has a due time and is reminded; add what the user should be reminded of' in p
+               for p in found)
 
 
 @pytest.mark.parametrize("example", [EXAMPLE_ANSWER_ZH, EXAMPLE_ANSWER_EN])
 def test_the_example_in_the_prompt_passes_the_real_checks(example):
     checked = check(json.dumps(example, ensure_ascii=False))
     assert [c.op.op for c in checked] == ["UPDATE", "PATCH", "ADD"]
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_the_example_teaches_a_reminded_interview_at_the_users_own_clock(language, make_settings, tmp_path):
+    """The dated interview is a todo (the category that is reminded), its time written without an offset, as the
+    rubric writes every time: it is 10:00 wherever POCKETMEM_TZ puts the user, never 10:00 in Shanghai."""
+    settings = make_settings(tmp_path, tz="America/Los_Angeles")
+    rubric = server_rubric(language, settings)
+    assert "+08:00" not in rubric and '"due_at": "2026-12-01T10:00:00"' in rubric
+    answer = rubric[rubric.rindex('{"operations"'):].strip()
+    zone = ZoneInfo("America/Los_Angeles")
+    *_, add = check_answer(answer, KNOWN, max_content_chars=2000, zone=zone, now=NOW)
+    assert isinstance(add.op, AddOp) and add.op.category == Category.todo
+    assert add.op.due_at == datetime(2026, 12, 1, 10, 0, tzinfo=zone)
 
 
 def test_the_schema_describes_every_operation():

@@ -352,6 +352,8 @@ async def test_profile_resources_and_their_notifications(app, settings):
                 both_updated.set()
 
     async with Client(build_server(settings, app=app), mode="legacy", message_handler=inbox) as client:
+        # The resources speak the user's language, decided by their content: some is there before the test.
+        await call(client, "add_memory", {"content": "用户喜欢喝茶"})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             await client.subscribe_resource("memory://persona")
@@ -359,14 +361,52 @@ async def test_profile_resources_and_their_notifications(app, settings):
         await call(client, "update_profile", {"persona": {"tone": "温和"}})
         lesson = await call(client, "add_memory", {"content": "部署前先跑迁移脚本", "category": "lesson",
                                                    "keywords": ["部署", "迁移"]})
-        await call(client, "add_memory", {"content": "用户喜欢喝茶"})  # changes neither
+        await call(client, "add_memory", {"content": "用户喜欢爬山"})  # changes neither
         with anyio.fail_after(5):
             await both_updated.wait()
         await anyio.sleep(0.1)
         assert uris == ["memory://persona", "memory://insights"]
-        assert "语气 (tone): 温和" in await read(client, "memory://persona")
+        assert "- 语气：温和" in await read(client, "memory://persona")
         insights = await read(client, "memory://insights")
         assert "部署前先跑迁移脚本" in insights and lesson["memory_id"] not in insights  # no ids in resources
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_the_resources_speak_the_users_language_and_the_files_stay_bilingual(
+    tmp_path, clock, make_settings, lang
+):
+    """What the model reads (memory://persona, memory://project, memory://insights, as memory://user-card) is in
+    one language, the card's: here the user's own content decides it. The files a person edits keep their
+    bilingual headings, so a saved file is read back the same way whatever the locale."""
+    settings = make_settings(tmp_path, profile_files="on", project_lines=1)
+    zh = lang == "zh"
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        persona = {"role": "编程搭档", "tone": "简洁"} if zh else {"role": "coding partner", "tone": "brief"}
+        await call(client, "update_profile", {"persona": persona, "identity": {"name": "小王" if zh else "Wang"}})
+        for step in (("完成了存储层", "完成了 profile 层") if zh else ("Storage layer done", "Profile layer done")):
+            await call(client, "add_memory", {"content": step, "category": "project"})
+        lesson = "改配置前先备份" if zh else "Back up the config before changing it"
+        await call(client, "add_memory", {"content": lesson, "category": "lesson"})
+        await call(client, "recall_memories", {"query": lesson})
+        texts = {uri: await read(client, f"memory://{uri}") for uri in ("user-card", "persona", "project", "insights")}
+        folder = settings.home / folder_name(USER)
+        files = {name: (folder / name).read_text(encoding="utf-8") for name in ("Persona.md", "Project.md")}
+    if zh:
+        assert texts["user-card"].startswith("# 用户卡")
+        assert texts["persona"] == "# 人设\n\n- 身份定位：编程搭档\n- 语气：简洁\n"
+        assert texts["project"].startswith("# 项目\n\n## 更早\n- 1 条更早的记录已归档在数据库中：list_memories(")
+        assert texts["project"].endswith("\n\n## 当前进展\n- 完成了 profile 层\n")
+        assert texts["insights"] == f"# 经验\n\n## 常用经验\n- {lesson}\n"
+    else:
+        assert texts["user-card"].startswith("# User card")
+        assert texts["persona"] == "# Persona\n\n- Role: coding partner\n- Tone: brief\n"
+        assert texts["project"] == (
+            '# Project\n\n## Earlier\n- 1 earlier entries are archived in the database: '
+            'list_memories(category="project")\n\n## Current state\n- Profile layer done\n'
+        )
+        assert texts["insights"] == f"# Insights\n\n## Hot lessons\n- {lesson}\n"
+    assert "## Persona 人设\n- 身份定位 (role): " in files["Persona.md"]
+    assert "## Earlier 更早\n" in files["Project.md"] and "## Current state 当前进展\n" in files["Project.md"]
 
 
 # -- confirm everything, listing by time --------------------------------------------------------------

@@ -90,7 +90,7 @@ def full_answer(prompt: str) -> str:
         {"op": "UPDATE", "memory_id": label["用户住在北京"], "content": "用户 2026 年 10 月搬到杭州住了",
          "confidence": 0.95, "reason": "搬家了"},
         {"op": "PATCH", "memory_id": label["你很爱吃辣。"], "patch": "最近胃炎，医生说暂时不能吃辣", "confidence": 0.9},
-        {"op": "ADD", "content": "用户 2026-12-01 上午十点有字节跳动的面试", "category": "event",
+        {"op": "ADD", "content": "用户 2026-12-01 上午十点有字节跳动的面试", "category": "todo",
          "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8}, "confidence": 0.95,
          "keywords": ["面试", "字节", "interview"], "due_at": "2026-12-01T10:00:00"},
         {"op": "BOOST", "memory_id": label["用户喜欢喝乌龙茶"], "reason": "回复用到了"},
@@ -127,7 +127,7 @@ async def test_every_operation_lands_as_specified(app, settings, clock, known, m
     assert one["revisions"][0]["previous_content"] == "你很爱吃辣。"
     # ADD with a due date given without a zone: the user's local time
     stored = await get(app, event["memory_id"])
-    assert stored.category.value == "event" and stored.due_at == datetime(2026, 12, 1, 10, 0, tzinfo=SHANGHAI)
+    assert stored.category.value == "todo" and stored.due_at == datetime(2026, 12, 1, 10, 0, tzinfo=SHANGHAI)
     assert stored.scores.info == 0.9 and stored.source == "remember_conversation"
     # BOOST is the "used" rule (reinforcement.py): counted as used, activity refreshed, judgement +0.1
     tea = await get(app, known["tea"])

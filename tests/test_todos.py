@@ -263,3 +263,30 @@ async def test_a_todo_due_on_a_date_is_due_all_that_day_and_shown_as_that_date(t
     async with PocketMem(make_settings(tmp_path, db=tmp_path / "b.db", tz="America/Los_Angeles"), clock=clock) as copy:
         await copy.exporter.import_lines(exported.getvalue().splitlines())
         assert f"- {notes} (overdue since 2026-11-27)\n- {venue} (due 2026-11-28)\n" in await copy.user_card(USER)
+
+
+@pytest.mark.parametrize(("lang", "content", "message", "not_yet", "due"), [
+    ("zh", "给猫买猫粮", "猫粮买了吗", "今天的对话摘要（截止 2026-11-29）“给猫买猫粮”",
+     "提醒（截止 2026-11-29）“给猫买猫粮”"),
+    ("en", "Buy cat food for Bai", "Did I buy the cat food?", "today (due 2026-11-29): “Buy cat food for Bai”",
+     "Reminder (due 2026-11-29): “Buy cat food for Bai”"),
+])
+async def test_a_todo_not_yet_due_is_no_reminder_anywhere(tmp_path, make_settings, clock, lang, content, message,
+                                                         not_yet, due):
+    """recall's reminders, its injection and memory_context follow one rule of what is due: a todo due in three
+    days is recalled with its due time, and called a reminder nowhere until its day comes."""
+    settings = make_settings(tmp_path, locale=lang)
+    async with PocketMem(settings, clock=clock) as app, Client(build_server(settings, app=app)) as client:
+        await call(client, "add_memory", {"content": content, "category": "todo", "due_at": "2026-11-29",
+                                          "keywords": ["猫粮", "cat food"]})
+        recalled = await call(client, "recall_memories", {"query": message})
+        text = (await client.get_prompt("memory_context", {"message": message})).messages[0].content.text
+        unrelated = (await client.get_prompt("memory_context", {"message": "今天天气不错"})).messages[0].content.text
+        assert recalled["reminders"] == [] and [m["content"] for m in recalled["memories"]] == [content]
+        assert recalled["injection"] == not_yet
+        assert not_yet in text and f"{not_yet}\n" in unrelated + "\n"  # a recalled line and a recent one alike
+        clock.set(datetime(2026, 11, 29, 0, 0, 1, tzinfo=SHANGHAI))
+        recalled = await call(client, "recall_memories", {"query": message})
+        text = (await client.get_prompt("memory_context", {"message": message})).messages[0].content.text
+        assert [r["content"] for r in recalled["reminders"]] == [content]
+        assert recalled["injection"] == due and text.count(content) == 1 and due in text

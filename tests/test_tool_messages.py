@@ -54,6 +54,13 @@ async def error_text(client: Client, name: str, args: dict) -> str:
         # stored, it would never be recalled
         ("add_memory", {"content": "用户要交房租", "expires_at": "2020-01-01"}, "expires_at: is not in the future"),
         ("add_memory", {"content": "x", "expires_at": "2026-11-26T10:00+08:00"}, "expires_at: is not in the future"),
+        # kept, it would never remind anyone: only a todo is reminded
+        ("add_memory", {"content": "周一要体检，不能吃早饭", "category": "event", "due_at": "2026-11-30T08:00"},
+         'due_at: only a todo has a due time and is reminded; add what the user should be reminded of (an '
+         'appointment, an interview, a check-up) as category "todo" with due_at, or leave due_at out'),
+        ("add_memory", {"content": "给房东打电话", "category": "fact", "remind_at": "2026-11-28T09:00"},
+         'remind_at: only a todo has a due time and is reminded'),
+        ("add_memory", {"content": "用户的护照下个月到期", "due_at": "2026-12-25"}, "due_at: only a todo"),
     ],
 )
 async def test_argument_errors_name_the_field_and_the_rule(client, name, args, expected):

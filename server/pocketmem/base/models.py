@@ -16,7 +16,7 @@ class Category(StrEnum):
     goal = "goal"  # plans and longer-term aims
     person = "person"  # people in the user's life
     todo = "todo"  # something to do, optionally with due_at / remind_at
-    event = "event"  # something that happened or will happen at a time
+    event = "event"  # something that happened or will happen at a time (reminded only as a todo)
     episode = "episode"  # a conversation summary; expires after 14 days
     context = "context"  # short-lived situational context
     project = "project"  # the state of a project the user works on (Project.md)
@@ -99,6 +99,21 @@ class Scores(BaseModel):
     info: float
     persistence: float
     judge: float
+
+
+def unreminded_field(category: Category, due_at: object, remind_at: object) -> str | None:
+    """The due_at or remind_at a memory of `category` may not carry, or None. A reminder comes from a todo alone
+    (service/upkeep/todos.py), so only a todo takes them: on any other memory they would be kept and never
+    remind anyone. `REMINDER_RULE` says so in the error."""
+    if category == Category.todo:
+        return None
+    return "due_at" if due_at is not None else "remind_at" if remind_at is not None else None
+
+
+REMINDER_RULE = (
+    "only a todo has a due time and is reminded; add what the user should be reminded of (an appointment, an "
+    "interview, a check-up) as category \"todo\" with due_at, or leave {field} out and write the time in the content"
+)
 
 
 def expired(expires_at: datetime | None, now: datetime) -> bool:

@@ -170,6 +170,7 @@ class RecallHit(BaseModel):
     core: bool
     outdated: bool = Field(False, description="superseded by a newer memory (only with include_history)")
     due_at: datetime | None = None
+    remind_at: datetime | None = None
     completed_at: datetime | None = Field(None, description="set for a todo that is done")
     source: Literal["local", "library"] = Field(
         "local", description="library: found in the cloud library, not in this device's notebook"

@@ -92,6 +92,7 @@ class InjectionItem:
     days: int
     outdated: bool = False
     reminder: str | None = None  # e.g. "due 2026-11-28" for a todo that is due
+    due: str | None = None  # the due time of an open todo not due yet, shown beside its age
     done: bool = False  # a completed todo
 
 
@@ -111,10 +112,12 @@ def injection_line(item: InjectionItem, locale: str, content: str | None = None)
         if item.reminder is not None:
             return f"提醒（{item.reminder}）“{text}”"
         marker = ("（已过时）" if item.outdated else "") + ("（已完成）" if item.done else "")
+        marker += f"（{item.due}）" if item.due else ""
         return f"{label}的对话摘要{marker}“{text}”"
     if item.reminder is not None:
         return f"Reminder ({item.reminder}): “{text}”"
     marker = (" (outdated)" if item.outdated else "") + (" (done)" if item.done else "")
+    marker += f" ({item.due})" if item.due else ""
     return f"{label}{marker}: “{text}”"
 
 

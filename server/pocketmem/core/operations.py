@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Category, Memory
+from pocketmem.base.models import REMINDER_RULE, Category, Memory, unreminded_field
 from pocketmem.core import instants
 from pocketmem.core.instants import Due
 from pocketmem.core.text import clean_text, patched_text
@@ -197,6 +197,13 @@ def _describe(exc: ValidationError) -> list[str]:
     return problems
 
 
+def _unreminded(op: AddOp | UpdateOp, target: Memory | None, where: str) -> str | None:
+    """A due_at on a memory that is no todo (base/models.unreminded_field), as the write would refuse it."""
+    category = op.category or (target.category if target else Category.fact)
+    field = unreminded_field(category, op.due_at, None)
+    return None if field is None else f"{where}.{field}: {REMINDER_RULE.format(field=field)}"
+
+
 def check_answer(
     text: str,
     known: Mapping[str, Memory],
@@ -230,6 +237,9 @@ def check_answer(
         except InvalidInput as exc:
             problems.append(str(exc))
             continue
+        if isinstance(op, AddOp) and (problem := _unreminded(op, None, where)):
+            problems.append(problem)
+            continue
         if not isinstance(op, Targeted):
             checked.append(Checked(op))
             continue
@@ -245,7 +255,9 @@ def check_answer(
             )
             continue
         targeted[memory.id] = i
-        if isinstance(op, UpdateOp) and memory.core:
+        if isinstance(op, UpdateOp) and (problem := _unreminded(op, memory, where)):
+            problems.append(problem)
+        elif isinstance(op, UpdateOp) and memory.core:
             problems.append(f"{where}: {op.memory_id} is a core memory; use PATCH to change it, not UPDATE")
         elif isinstance(op, PatchOp) and not memory.core:
             problems.append(f"{where}: {op.memory_id} is not a core memory; use UPDATE to change it, not PATCH")

@@ -93,24 +93,34 @@ class Parsed:
 @dataclass(frozen=True)
 class SectionSpec:
     key: str
-    heading: str
+    en: str
+    zh: str
     kind: SectionKind
+
+    @property
+    def heading(self) -> str:
+        """The file's heading, in both languages (`Persona 人设`), so a saved file reads back whatever the locale."""
+        return f"{self.en} {self.zh}"
+
+    def shown(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
 
 
 FILES: dict[str, tuple[SectionSpec, ...]] = {
-    "Persona.md": (SectionSpec("persona", "Persona 人设", "fields"),),
+    "Persona.md": (SectionSpec("persona", "Persona", "人设", "fields"),),
     "User.md": (  # the read-only todos before the core memories, so a line added at the end is a core memory
-        SectionSpec("identity", "Identity 身份", "fields"),
-        SectionSpec("todos", "Open todos 待办", "view"),
-        SectionSpec("core", "Core memories 核心记忆", "memories"),
+        SectionSpec("identity", "Identity", "身份", "fields"),
+        SectionSpec("todos", "Open todos", "待办", "view"),
+        SectionSpec("core", "Core memories", "核心记忆", "memories"),
     ),
     "Project.md": (  # oldest first, so a line added at the end of the file lands in the current state
-        SectionSpec("earlier", "Earlier 更早", "view"),
-        SectionSpec("project", "Current state 当前进展", "memories"),
+        SectionSpec("earlier", "Earlier", "更早", "view"),
+        SectionSpec("project", "Current state", "当前进展", "memories"),
     ),
-    "Insights.md": (SectionSpec("insights", "Hot lessons 常用经验", "memories"),),
+    "Insights.md": (SectionSpec("insights", "Hot lessons", "常用经验", "memories"),),
 }
 TITLES = {"Persona.md": "Persona", "User.md": "User", "Project.md": "Project", "Insights.md": "Insights"}
+TITLES_ZH = {"Persona.md": "人设", "User.md": "用户", "Project.md": "项目", "Insights.md": "经验"}
 
 
 def field_label(fd: FieldDef) -> str:
@@ -144,11 +154,10 @@ def render(
     fields: Mapping[str, Mapping[str, str]] | None = None,
     memories: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     views: Mapping[str, Sequence[str]] | None = None,
-    for_file: bool = True,
 ) -> str:
-    """A file in its layout: fields by section key, memory lines (id, text), view lines (shown as written).
-    Without `for_file` (the MCP resources): no editing note and no id comments."""
-    out = [f"# {TITLES[name]}"] + ([EDIT_NOTE.format(where=WHERE[name])] if for_file else [])
+    """A file in its layout, for a person to edit: fields by section key (every field, set or not), memory lines
+    (id, text) with their id comments, view lines (shown as written), under the bilingual headings `parse` reads."""
+    out = [f"# {TITLES[name]}", EDIT_NOTE.format(where=WHERE[name])]
     for spec in FILES[name]:
         out.append("")
         out.append(f"## {spec.heading}")
@@ -156,9 +165,35 @@ def render(
             values = (fields or {}).get(spec.key, {})
             out += [f"- {field_label(fd)}: {md_text(values.get(fd.key, ''))}".rstrip() for fd in SECTIONS[spec.key]]
         elif spec.kind == "memories":
-            out += [memory_line(text, mid if for_file else None) for mid, text in (memories or {}).get(spec.key, ())]
+            out += [memory_line(text, mid) for mid, text in (memories or {}).get(spec.key, ())]
         else:
             out += [line for line in (views or {}).get(spec.key, ())]
+    return "\n".join(out) + "\n"
+
+
+def render_view(
+    name: str,
+    lang: str,
+    *,
+    fields: Mapping[str, Mapping[str, str]] | None = None,
+    memories: Mapping[str, Sequence[str]] | None = None,
+    views: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """What the model reads of a file (the MCP resources, `export --markdown`): its sections in one language, the
+    user card's: the title, the sections that hold something under their headings (one named as the file is not
+    named twice), the fields that are set, labelled as on the card (`身份定位：…` / `Role: …`); no editing note, no
+    id comments."""
+    title = TITLES_ZH[name] if lang == "zh" else TITLES[name]
+    out = [f"# {title}"]
+    for spec in FILES[name]:
+        if spec.kind == "fields":
+            lines = [f"- {md_text(line)}" for line in profile_summary(spec.key, (fields or {}).get(spec.key, {}), lang)]
+        elif spec.kind == "memories":
+            lines = [memory_line(text, None) for text in (memories or {}).get(spec.key, ())]
+        else:
+            lines = list((views or {}).get(spec.key, ()))
+        if lines:
+            out += ["", *([] if spec.shown(lang) == title else [f"## {spec.shown(lang)}"]), *lines]
     return "\n".join(out) + "\n"
 
 

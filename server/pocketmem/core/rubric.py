@@ -28,8 +28,14 @@ CATEGORY_WORDS: dict[Category, tuple[str, str]] = {
     Category.lesson: ("踩过的坑和解决办法（“Docker 构建要用 proxy-env”）", "(what failed and what fixed it)"),
     Category.goal: ("计划和目标", "(plans and aims)"),
     Category.person: ("用户生活中的人（“小白是用户养的猫”）", '(people in their life: "Bai is the user\'s cat")'),
-    Category.todo: ("待办（写上 due_at）", "(with due_at)"),
-    Category.event: ("有时间的事件（“下周二字节面试”）", '(something at a time: "Interview at ByteDance next Tuesday")'),
+    Category.todo: (
+        "待办和到时要提醒的事（写上 due_at：“下周二上午十点字节面试”）",
+        '(to do or to be reminded of, with due_at: "Interview at ByteDance next Tuesday at 10")',
+    ),
+    Category.event: (
+        "发生过的事（“上个月去日本旅行了”；要到时提醒的写成 todo）",
+        '(something that happened: "Went to Japan last month"; one to be reminded of is a todo)',
+    ),
     Category.episode: (
         "本次对话摘要（{episode_days} 天后过期）", "(a summary of this conversation; expires in {episode_days} days)"
     ),
@@ -135,7 +141,7 @@ Find the ids of existing memories with recall_memories or list_memories first.
 _SERVER_ZH = """
 只回答一个 JSON 对象，不要任何别的文字，格式：{{"operations": [操作, ...]}}。每个操作是下面之一
 （memory_id 用已有记忆前面的编号，如 "m1"；reason 用一句话说明理由）：
-- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": {plain}, "keywords": ["..."], "due_at": "ISO 8601，只用于 todo/event，可省略", "reason": "..."}}
+- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": {plain}, "keywords": ["..."], "due_at": "ISO 8601，只用于 todo，可省略", "reason": "..."}}
 - {{"op": "UPDATE", "memory_id": "m2", "content": "完整的新内容", "confidence": {plain}, "reason": "..."}}（category、scores、keywords、due_at 可省略，省略时沿用旧的）
 - {{"op": "PATCH", "memory_id": "m1", "patch": "只写变化", "mode": "append", "confidence": {plain}, "reason": "..."}}（mode 为 replace 时 patch 是完整的新内容）
 - {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
@@ -150,7 +156,7 @@ _SERVER_ZH = """
 _SERVER_EN = """
 Answer with one JSON object and nothing else: {{"operations": [operation, ...]}}. Each operation is one of these
 (memory_id is the label in front of an existing memory, e.g. "m1"; reason is one sentence):
-- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": {plain}, "keywords": ["..."], "due_at": "ISO 8601, todo/event only, optional", "reason": "..."}}
+- {{"op": "ADD", "content": "...", "category": "...", "scores": {{"emotion": 0.2, "info": 0.8, "persistence": 0.7, "judge": 0.8}}, "confidence": {plain}, "keywords": ["..."], "due_at": "ISO 8601, todo only, optional", "reason": "..."}}
 - {{"op": "UPDATE", "memory_id": "m2", "content": "the whole new memory", "confidence": {plain}, "reason": "..."}} (category, scores, keywords, due_at optional: left out, the old ones stay)
 - {{"op": "PATCH", "memory_id": "m1", "patch": "only the change", "mode": "append", "confidence": {plain}, "reason": "..."}} (with mode replace, patch is the whole new content)
 - {{"op": "BOOST", "memory_id": "m3", "reason": "..."}}
@@ -164,7 +170,8 @@ Hangzhou, have stomach trouble, and have an interview next Tuesday morning):
 """
 
 # A complete answer for a conversation in which the user said they moved to Hangzhou (m2 said Beijing),
-# have stomach trouble (m1 is the core memory 你很爱吃辣), and have an interview next Tuesday.
+# have stomach trouble (m1 is the core memory 你很爱吃辣), and have an interview next Tuesday: a todo, so that it is
+# reminded (only a todo takes due_at), its time without an offset, as every time in the rubric (POCKETMEM_TZ).
 # tests/test_extraction.py checks that it passes the same validation as a real answer.
 EXAMPLE_ANSWER_ZH: dict[str, Any] = {
     "operations": [
@@ -172,10 +179,10 @@ EXAMPLE_ANSWER_ZH: dict[str, Any] = {
          "reason": "用户说搬家了，旧记忆说在北京"},
         {"op": "PATCH", "memory_id": "m1", "patch": "最近胃炎，暂时不吃辣", "mode": "append", "confidence": 0.9,
          "reason": "和核心记忆冲突，以最新说法为准"},
-        {"op": "ADD", "content": "用户 2026-12-01（周二）上午十点有字节跳动的面试", "category": "event",
+        {"op": "ADD", "content": "用户 2026-12-01（周二）上午十点有字节跳动的面试", "category": "todo",
          "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8}, "confidence": 0.95,
-         "keywords": ["面试", "字节", "interview", "工作"], "due_at": "2026-12-01T10:00:00+08:00",
-         "reason": "有日期的重要事件"},
+         "keywords": ["面试", "字节", "interview", "工作"], "due_at": "2026-12-01T10:00:00",
+         "reason": "有时间的重要安排，到时要提醒"},
     ]
 }
 
@@ -186,9 +193,9 @@ EXAMPLE_ANSWER_EN: dict[str, Any] = {
         {"op": "PATCH", "memory_id": "m1", "patch": "stomach trouble, no spicy food for now", "mode": "append",
          "confidence": 0.9, "reason": "contradicts a core memory; the latest word wins"},
         {"op": "ADD", "content": "The user has an interview at ByteDance on 2026-12-01 (Tuesday) at 10:00",
-         "category": "event", "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8},
+         "category": "todo", "scores": {"emotion": 0.5, "info": 0.9, "persistence": 0.2, "judge": 0.8},
          "confidence": 0.95, "keywords": ["interview", "ByteDance", "面试", "job"],
-         "due_at": "2026-12-01T10:00:00+08:00", "reason": "an important dated event"},
+         "due_at": "2026-12-01T10:00:00", "reason": "an important appointment to be reminded of"},
     ]
 }
 

@@ -424,18 +424,20 @@ class Extraction:
         )
 
     def _update_request(self, op: UpdateOp, old: Memory) -> AddRequest:
-        """The new memory inherits what the model left out: category, scores, keywords, due date."""
+        """The new memory inherits what the model left out: category, scores, keywords, due date (while it is a
+        todo: a todo made a fact leaves its due date behind)."""
         scores = old.scores.model_dump()
         if op.scores is not None:
             scores.update({k: v for k, v in op.scores.model_dump().items() if v is not None})
+        category = op.category or old.category
         return AddRequest(
             content=op.content,
-            category=op.category or old.category,
+            category=category,
             keywords=_keywords(op.keywords if op.keywords is not None else old.keywords),
             scores=scores,
             confidence=op.confidence,
             supersedes=old.id,
-            due_at=op.due_at or old.due_at,
+            due_at=op.due_at or (old.due_at if category == Category.todo else None),  # a todo's alone
             source=SOURCE,
         )
 

@@ -45,10 +45,11 @@ class Curation:
             old = await reader.get_memory(user_id, memory_id)
         if old is None:
             raise NotFound(f"memory_id: no memory with id {memory_id!r}")
+        todo = old.category == Category.todo  # only a todo is reminded; another keeps no due time it was given once
         request = AddRequest(
             content=content, category=old.category, keywords=old.keywords, scores=old.scores.model_dump(),
-            confidence=1.0, supersedes=memory_id, due_at=old.due_at, remind_at=old.remind_at,
-            expires_at=old.expires_at, source=UI_SOURCE,
+            confidence=1.0, supersedes=memory_id, due_at=old.due_at if todo else None,
+            remind_at=old.remind_at if todo else None, expires_at=old.expires_at, source=UI_SOURCE,
         )
         return await self.writing.add(user_id, request)
 

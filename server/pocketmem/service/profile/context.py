@@ -26,7 +26,7 @@ from pocketmem.base.config import Settings
 from pocketmem.base.models import Memory, expired
 from pocketmem.base.results import RecallHit, RecallResult
 from pocketmem.core import privacy, slots
-from pocketmem.core.context_budget import Block, Package, assemble, fit_lines, shares
+from pocketmem.core.context_budget import Block, Package, Shares, assemble, fit_system, shares
 from pocketmem.core.formatting import InjectionItem, calendar_days, injection_line, one_line
 from pocketmem.core.profile_text import profile_summary
 from pocketmem.core.tokens_estimate import estimate_tokens
@@ -35,7 +35,7 @@ from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.profile_files import ProfileFiles
 from pocketmem.service.recall.retrieval import RecallRequest, Retrieval, checked_message
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_WORDS, temporary_card, user_language, who_lines
-from pocketmem.service.upkeep.todos import open_todo_label
+from pocketmem.service.upkeep.todos import shown_item
 from pocketmem.store.base import Transactions
 from pocketmem.store.types import MemoryFilter
 
@@ -73,55 +73,59 @@ class ContextBuilder:
             ),
         )
         sh = shares(self.settings.context_tokens)
-        system, on_card = await self._system(user_id, lang, sh.system, temporary=result.temporary)
+        footer = (
+            "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
+            else "Use these memories naturally; don't announce that you remember them."
+        )
+        room = sh.usable - estimate_tokens(footer)
+        system, on_card = await self._system(user_id, lang, sh, room, temporary=result.temporary)
         recent = await self._recent(user_id, result, lang)
         # Each memory is said once: a core memory on the card above is not repeated as evidence, and a due todo is
         # listed as a reminder (the recent context is trimmed after the evidence), as recall does.
         shown = on_card | {r.id for r in result.reminders}
         evidence = Block("[关于用户的相关记忆]" if zh else "[Relevant memories about the user]", [
-            self._line(h.content, h.age_days, lang, h.outdated, h.completed_at is not None,
-                       None if h.outdated else self._due(h, lang))
+            self._line(h, h.age_days, lang, outdated=h.outdated)
             for h in result.memories
             if h.id not in shown
         ])
-        footer = (
-            "自然地运用这些记忆，不要生硬地说“我记得你说过……”。" if zh
-            else "Use these memories naturally; don't announce that you remember them."
-        )
         return assemble(system, recent, evidence, sh, estimate_tokens, footer)
 
-    def _line(
-        self, content: str, days: int, lang: str, outdated: bool = False, done: bool = False, due: str | None = None
-    ) -> str:
-        item = InjectionItem(content=content, days=days, outdated=outdated, done=done, reminder=due)
-        return injection_line(item, lang)
+    def _line(self, shown: Memory | RecallHit, days: int, lang: str, *, outdated: bool = False) -> str:
+        """A memory's line, a todo called a reminder only when it is due (service/upkeep/todos.shown_item)."""
+        return injection_line(shown_item(shown, days, self.clock.now(), self.settings.zone, lang, outdated=outdated),
+                              lang)
 
-    def _due(self, shown: Memory | RecallHit, lang: str) -> str | None:
-        """An open todo's due label (the caller leaves out an outdated hit; the recent lines are all active)."""
-        return open_todo_label(shown, self.clock.now(), self.settings.zone, lang)
-
-    async def _system(self, user_id: str, lang: str, limit: int, *, temporary: bool) -> tuple[str, set[str]]:
-        """The persona and the card within `limit` tokens, and the ids of the core memories it lists."""
+    async def _system(
+        self, user_id: str, lang: str, sh: Shares, room: int, *, temporary: bool
+    ) -> tuple[str, set[str]]:
+        """The persona and the card (core/context_budget.fit_system: the core list within its share, the persona
+        and identity shortened only when the package has no room for them), and the ids of the core memories it
+        lists."""
         if temporary:
             return temporary_card(lang), set()
         words = CARD_WORDS[lang]
         state = await self.profile.state(user_id)
         async with self.store.read() as reader:
             core = await reader.core_memories(user_id, CARD_CORE_LIMIT)
-        persona = profile_summary("persona", state.persona, lang)
-        who = who_lines(user_id, state.identity, lang)
-        fixed = ([f"# {words['persona']}", *[f"- {p}" for p in persona], ""] if persona else []) + [
-            f"# {words['title']}", "", f"## {words['who']}", *[f"- {w}" for w in who],
-        ]
+            total = await reader.count_core(user_id) if len(core) == CARD_CORE_LIMIT else len(core)
+        persona = [f"- {p}" for p in profile_summary("persona", state.persona, lang)]
+        who = [f"- {w}" for w in who_lines(user_id, state.identity, lang)]
         onboarding = await self.profile.onboarding(user_id, lang)
-        tail = ["", onboarding] if onboarding else []
-        core_heading = f"## {words['core']}"
-        room = limit - estimate_tokens("\n".join(fixed + tail)) - estimate_tokens(core_heading)
+        headings = [f"# {words['title']}", f"## {words['who']}"] + [f"# {words['persona']}"] * bool(persona)
+        fixed = estimate_tokens("\n".join([*headings, f"## {words['core']}" if core else "", onboarding or ""]))
         listed = [f"- {one_line(m.content)}" for m in core]
-        lines = fit_lines(listed, max(0, room), estimate_tokens, lambda n: f"- … +{n}")
-        body = fixed + (["", core_heading, *lines] if lines else []) + tail
-        # fit_lines keeps the first lines and may end with a "… +N" note in place of the rest.
-        return "\n".join(body), {m.id for m, want, kept in zip(core, listed, lines, strict=False) if kept == want}
+        # The `+N` counts every core memory, not only those read, as the card's does.
+        profile, lines = fit_system(
+            [*persona, *who], listed, fixed, sh, room, estimate_tokens, lambda n: f"- … +{n}", total
+        )
+        persona, who = [p for p in profile[:len(persona)] if p], [w for w in profile[len(persona):] if w]
+        body = ([f"# {words['persona']}", *persona, ""] if persona else []) + [
+            f"# {words['title']}", "", f"## {words['who']}", *who,
+        ]
+        body += ["", f"## {words['core']}", *lines] if lines else []
+        body += ["", onboarding] if onboarding else []
+        # The first core lines are kept whole, and a "… +N" note may follow in place of the rest.
+        return "\n".join(body), {m.id for m, want, line in zip(core, listed, lines, strict=False) if line == want}
 
     async def _recent(self, user_id: str, result: RecallResult, lang: str) -> Block:
         zh = lang == "zh"
@@ -140,10 +144,7 @@ class ContextBuilder:
                 )
             zone = self.settings.zone
             lines += [
-                self._line(
-                    m.content, calendar_days(m.created_at, now, zone), lang, done=m.completed_at is not None,
-                    due=self._due(m, lang),
-                )
+                self._line(m, calendar_days(m.created_at, now, zone), lang)
                 for m in current_only([m for m in fresh if _recent_kind(m, now)])
                 if m.id not in shown
             ]

@@ -33,6 +33,7 @@ from pocketmem.core.profile_text import (
     onboarding_instruction,
     profile_summary,
     render,
+    render_view,
 )
 from pocketmem.core.text import clean_text, visible
 from pocketmem.service.shared.rows import new_id
@@ -256,9 +257,16 @@ class Profile:
         )
 
     # -- Markdown views -----------------------------------------------------------------------------
+    async def view_language(self, user_id: str) -> str:
+        """The language the resources speak: the user card's (POCKETMEM_LOCALE, else the user's own content)."""
+        return await user_language(self.store, user_id, self.settings, "", self.clock.now())
+
     async def render_persona(self, user_id: str, *, for_file: bool = False) -> str:
-        state = await self.state(user_id)
-        return render("Persona.md", fields={"persona": state.persona}, for_file=for_file)
+        """Persona.md for a person to edit (`for_file`), else the resource's view, in the card's language."""
+        persona = {"persona": (await self.state(user_id)).persona}
+        if for_file:
+            return render("Persona.md", fields=persona)
+        return render_view("Persona.md", await self.view_language(user_id), fields=persona)
 
     async def project_entries(self, user_id: str) -> tuple[list[tuple[str, str]], int]:
         """The newest project memories that fit Project.md (oldest first), and how many older ones there are."""
@@ -268,6 +276,8 @@ class Profile:
         return [(m.id, m.content) for m in reversed(items)], max(0, total - len(items))
 
     async def render_project(self, user_id: str, *, for_file: bool = False) -> str:
+        """Project.md (its "Earlier" note in both languages, as its headings) or the resource's view."""
+        lang = None if for_file else await self.view_language(user_id)
         entries, older = await self.project_entries(user_id)
         earlier: list[str] = []
         if older:
@@ -275,16 +285,22 @@ class Profile:
                 summary = (await reader.get_profile(user_id)).get("project_summary", {})
             # by the LLM, at maintenance (project_summary.py), from user text: literal, as every memory line
             earlier += [md_text(line) for line in str(summary.get("text", "")).splitlines() if line.strip()]
-            earlier.append(
-                f"- {older} earlier entries are archived in the database: list_memories(category=\"project\") "
-                f"({older} 条更早的记录已归档在数据库中)"
-            )
-        return render("Project.md", memories={"project": entries}, views={"earlier": earlier}, for_file=for_file)
+            en = f"{older} earlier entries are archived in the database"
+            zh = f"{older} 条更早的记录已归档在数据库中"
+            call = 'list_memories(category="project")'
+            earlier.append({None: f"- {en}: {call} ({zh})", "en": f"- {en}: {call}", "zh": f"- {zh}：{call}"}[lang])
+        if lang is None:
+            return render("Project.md", memories={"project": entries}, views={"earlier": earlier})
+        return render_view("Project.md", lang, memories={"project": [text for _, text in entries]},
+                           views={"earlier": earlier})
 
     async def render_insights(self, user_id: str, *, for_file: bool = False) -> str:
         async with self.store.read() as reader:
             hot = await reader.most_used(user_id, (Category.lesson,), INSIGHTS_LIMIT)
-        return render("Insights.md", memories={"insights": [(m.id, m.content) for m in hot]}, for_file=for_file)
+        if for_file:
+            return render("Insights.md", memories={"insights": [(m.id, m.content) for m in hot]})
+        lessons = [m.content for m in hot]
+        return render_view("Insights.md", await self.view_language(user_id), memories={"insights": lessons})
 
 
 def _differ(state: ProfileState, changes: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:

@@ -45,7 +45,7 @@ from pocketmem.service.recall.candidates import CandidateRules, Query, QueryVect
 from pocketmem.service.recall.library import LibraryHits, LibraryRecall
 from pocketmem.service.shared.reinforcement import UseLedger, record_used
 from pocketmem.service.shared.usercard import render_user_card, user_language
-from pocketmem.service.upkeep.todos import due_reminders, open_todo_label, reminder_view
+from pocketmem.service.upkeep.todos import due_reminders, reminder_view, shown_item
 from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreReader
@@ -354,12 +354,9 @@ class Retrieval:
         return injection_block(
             [InjectionItem(content=r.content, days=0, reminder=r.label) for r in reminders]
             + [
-                InjectionItem(
-                    content=r.memory.content,
-                    days=calendar_days(r.memory.created_at, now, self.settings.zone),
-                    outdated=r.outdated,
-                    done=r.memory.completed_at is not None,
-                    reminder=None if r.outdated else open_todo_label(r.memory, now, self.settings.zone, locale),
+                shown_item(
+                    r.memory, calendar_days(r.memory.created_at, now, self.settings.zone), now, self.settings.zone,
+                    locale, outdated=r.outdated,
                 )
                 for r in ranked
                 if r.memory.id not in reminded
@@ -404,6 +401,7 @@ class Retrieval:
             core=r.memory.core,
             outdated=r.outdated,
             due_at=r.memory.due_at,
+            remind_at=r.memory.remind_at,
             completed_at=r.memory.completed_at,
             source=source,
             breakdown=ScoreBreakdown(

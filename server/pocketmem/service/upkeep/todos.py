@@ -4,7 +4,10 @@ A todo is a memory with category `todo`, optionally with `due_at` and `remind_at
 
     open       status active and completed_at empty
     due        open, and remind_at (or, without one, due_at) has come     -> a reminder in recall_memories (at most
-                                                                            three, the latest come due first)
+               (`is_due`)                                                   three, the latest come due first); only
+                                                                            a due todo is called a reminder anywhere
+                                                                            (`shown_item`), one not due yet shows its
+                                                                            due time
     overdue    open, and due_at has passed                                -> flagged in reminders and the user card
     completed  completed_at set: it leaves the user card and the reminders, and stays recallable as
                a done todo (marked 已完成 / done), so "did I send the report?" still finds it;
@@ -13,6 +16,7 @@ A todo is a memory with category `todo`, optionally with `due_at` and `remind_at
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, tzinfo
 
 from pocketmem.base.clock import Clock
@@ -21,7 +25,7 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, RecallHit, ReminderView
 from pocketmem.core import privacy
-from pocketmem.core.formatting import due_label, is_overdue
+from pocketmem.core.formatting import InjectionItem, due_label, is_overdue
 from pocketmem.core.shown_time import absolute
 from pocketmem.store.base import Transactions
 from pocketmem.store.roles import MemoryReads
@@ -31,13 +35,28 @@ MAX_REASON_CHARS = 500
 REMINDERS_SHOWN = 3
 
 
-def open_todo_label(shown: Memory | RecallHit, now: datetime, zone: tzinfo, locale: str) -> str | None:
-    """The due label of an open todo with a due time wherever it is shown (a recalled line, a recent one), so a
-    todo beyond the reminders shown keeps its due time and overdue mark. None for any other memory; the caller
-    leaves out a todo that is no longer current (outdated)."""
-    if shown.category != Category.todo or shown.completed_at is not None or shown.due_at is None:
-        return None
-    return due_label(shown.due_at, now, zone, locale)
+def is_due(todo: Memory | RecallHit, now: datetime) -> bool:
+    """What is due, the one rule: an open todo whose remind_at, or without one due_at, has come. The store reads
+    the same from its rows (open_todos(due_by=now): recall's reminders, the page's), and every line that calls a
+    todo a reminder asks this."""
+    when = todo.remind_at or todo.due_at
+    return todo.category == Category.todo and todo.completed_at is None and when is not None and when <= now
+
+
+def shown_item(
+    shown: Memory | RecallHit, days: int, now: datetime, zone: tzinfo, locale: str, *, outdated: bool = False
+) -> InjectionItem:
+    """A recalled or recent memory as an injection line wherever it is shown (recall's injection, memory_context):
+    a due todo as a reminder with its due label, so one beyond the reminders listed keeps its overdue mark; an open
+    todo not due yet with its due time, never as a reminder; a completed one marked done. An outdated version is
+    no reminder."""
+    done = shown.completed_at is not None
+    item = InjectionItem(content=shown.content, days=days, outdated=outdated, done=done)
+    if outdated or shown.category != Category.todo or done:
+        return item
+    if is_due(shown, now):
+        return replace(item, reminder=due_label(shown.due_at, now, zone, locale))
+    return replace(item, due=None if shown.due_at is None else due_label(shown.due_at, now, zone, locale))
 
 
 async def due_reminders(

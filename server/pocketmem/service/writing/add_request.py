@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import InvalidInput
-from pocketmem.base.models import Category
+from pocketmem.base.models import REMINDER_RULE, Category, unreminded_field
 from pocketmem.base.results import AddResult
 from pocketmem.core import instants, privacy
 from pocketmem.core.instants import Due
@@ -87,6 +87,8 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
         raise InvalidInput(
             "valid_from", "is in the future; a fact is stored once it holds (a plan is a todo with due_at)"
         )
+    if (field := unreminded_field(req.category, req.due_at, req.remind_at)) is not None:
+        raise InvalidInput(field, REMINDER_RULE.format(field=field))
     _refuse_expired(req, settings, now)
     req = _reminded_all_day(req, settings)
     if req.remind_at is not None and req.due_at is not None and req.remind_at > req.due_at:

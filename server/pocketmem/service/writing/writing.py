@@ -313,7 +313,7 @@ class Writing:
 
     def _new_memory(self, user_id: str, req: AddRequest, digest: str, now: datetime) -> Memory:
         scores = fill_scores(req.category, req.scores)
-        created = req.created_at or now
+        created = _said_at(req, now)
         info, coef, imp = importance(scores, created, now)
         expires_at = req.expires_at
         if expires_at is None and req.category == Category.episode:
@@ -400,9 +400,17 @@ class Writing:
         return message
 
 
+def _said_at(req: AddRequest, now: datetime) -> datetime:
+    """When a request was said: its created_at, else now. Nothing is said after now: a created_at ahead of the
+    clock (add_request.clean_request lets one day through, for a client whose clock or zone is a little off) is
+    stored as now, so its age reads 今天 / today and it never ranks as fresher than what was just said."""
+    return min(req.created_at or now, now)
+
+
 def _valid_from(req: AddRequest, now: datetime) -> datetime:
-    """When what a request says became true: its valid_from, else when it was said (created_at), else now."""
-    return req.valid_from or req.created_at or now
+    """When what a request says became true: its valid_from, else when it was said (created_at), else now; as
+    `_said_at`, never after now."""
+    return min(req.valid_from or req.created_at or now, now)
 
 
 def _replaces(old_id: str) -> str:
