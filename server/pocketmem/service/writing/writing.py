@@ -339,6 +339,7 @@ class Writing:
             expires_at=expires_at,
             due_at=req.due_at,
             remind_at=req.remind_at,
+            completed_at=req.completed_at,
             content_hash=digest,
             embed_model=self.vectors.embedder.tag,
         )
