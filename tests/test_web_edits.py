@@ -165,3 +165,25 @@ async def test_a_search_for_nothing_visible_is_refused_as_list_memories_refuses_
         assert page.status_code == 400 and said(page) == "“搜索词”不能为空，也不能只有空白或看不见的字符", query
         assert 'data-id="' not in page.text
     assert len(re.findall(r'<tr class="memory"', (await browser.get("/memories?q=乌龙茶")).text)) == 1
+
+
+async def test_a_form_from_a_stale_page_is_refused_in_the_pages_words(app, browser):
+    """A page open since the memory changed sends a form that no longer fits it: the refusal says why in the
+    page's words, in both languages, never as the tools' names (patch_core_memory, add_memory)."""
+    name = await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+    tea = await add(app, "用户喜欢喝乌龙茶", category=Category.preference)
+    black = (await app.curation.revise(USER, tea, "用户喜欢喝红茶")).added.memory_id
+    for headers, core, not_core, gone in (
+        (ZH, "这是一条核心记忆：要用修补", "这不是核心记忆：请用编辑保存新版本",
+         "这条记忆已被取代：只有有效的记忆才能修改。"),
+        (EN, "This is a core memory: it is changed by a patch", "This is not a core memory: edit it",
+         "This memory is superseded: only an active memory can be changed."),
+    ):
+        refused = await browser.post(f"/memories/{name}/revise", {"content": "用户叫韩梅梅"}, headers=headers)
+        assert refused.status_code == 409 and said(refused).startswith(core), said(refused)
+        refused = await browser.post(f"/memories/{black}/patch", {"patch": "x", "mode": "append"}, headers=headers)
+        assert refused.status_code == 409 and said(refused).startswith(not_core), said(refused)
+        refused = await browser.post(f"/memories/{tea}/rescore", {"info": "0.5"}, headers=headers)
+        assert refused.status_code == 409 and said(refused) == gone
+        assert not re.search(r"patch_core_memory|add_memory", refused.text)
+    assert (await app.get_memory(USER, name))["content"] == "用户叫李雷"

@@ -75,6 +75,9 @@ class ConflictReason(StrEnum):
     pending_rejected = "pending_rejected"  # facts: pending_id
     episode_expired = "episode_expired"  # facts: pending_id, said, expired (datetimes), days
     never_core = "never_core"  # facts: category (a todo, episode or context: short-lived, never core)
+    not_active = "not_active"  # facts: status (superseded or trashed: only an active memory is changed)
+    core_patched = "core_patched"  # a core memory is changed by a patch, never superseded
+    not_core = "not_core"  # only a core memory is patched; another is superseded by a new version
 
 
 class Conflict(PocketmemError):

@@ -326,6 +326,17 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "another category.",
         "{category}是短期的，不会成为核心记忆（持久 P 为 1）：请把持久度设为小于 1，或换一个类别。",
     ),
+    "error.conflict.not_active": (
+        "This memory is {status}: only an active memory can be changed.", "这条记忆{status}：只有有效的记忆才能修改。"
+    ),
+    "error.conflict.core_patched": (
+        "This is a core memory: it is changed by a patch (append or replace), not by a new version.",
+        "这是一条核心记忆：要用修补（追加或替换）来改，不能保存新版本。",
+    ),
+    "error.conflict.not_core": (
+        "This is not a core memory: edit it to save a new version instead of patching it.",
+        "这不是核心记忆：请用编辑保存新版本，而不是修补。",
+    ),
     "error.no_page": ("There is no such page here.", "这里没有这个页面。"),
     "error.method": (
         "This address takes a form, not a visit: go back to the page and send the form again.",

@@ -137,8 +137,8 @@ def _facts(facts: dict[str, Any], t: Translate, locale: str, zone: tzinfo) -> di
     for key, value in facts.items():
         if isinstance(value, datetime):
             said[key] = absolute(value, zone)
-        elif key == "category":
-            said[key] = t(f"category.{value}")
+        elif key in ("category", "status"):
+            said[key] = t(f"{key}.{value}")
         elif key == "kinds":
             said[key] = secret_kinds(value, locale)
         elif key in AS_WRITTEN:

@@ -79,7 +79,10 @@ class Curation:
             if memory is None:
                 raise NotFound(f"memory_id: no memory with id {memory_id!r}")
             if memory.status != Status.active:
-                raise Conflict(f"memory {memory_id} is {memory.status.value}; only an active memory can be rescored")
+                raise Conflict(
+                    f"memory {memory_id} is {memory.status.value}; only an active memory can be rescored",
+                    ConflictReason.not_active, status=memory.status.value,
+                )
             new_scores = Scores(**{**memory.scores.model_dump(), **given})
             new_category = category or memory.category
             if is_core(new_scores) and not may_be_core(new_category):

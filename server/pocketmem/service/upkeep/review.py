@@ -173,7 +173,8 @@ class Review:
                 )
             if memory.status != Status.active:
                 raise Conflict(
-                    f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed"
+                    f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed",
+                    ConflictReason.not_active, status=memory.status.value,
                 )
             if decision == "promote" and not may_be_core(memory.category):
                 raise Conflict(
