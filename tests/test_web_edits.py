@@ -82,6 +82,12 @@ async def test_an_edit_that_stores_nothing_says_so_and_why(app, browser):
     saved = await browser.post(f"/memories/{green}/revise", {"content": "用户喜欢喝明前龙井"}, headers=ZH)
     assert saved.status_code == 303 and saved.headers["location"].endswith("msg=saved")
 
+    name = await add(app, "用户叫李雷", category=Category.fact, scores={"persistence": 1.0})
+    refused = await browser.post(f"/memories/{name}/patch", {"patch": "my password is Tr0ub4dor&3x", "mode": "append"},
+                                 headers=ZH)
+    assert refused.status_code == 400 and said(refused) == "“修补内容”里有密码；机密信息从不保存"
+    assert "Tr0ub4dor" not in refused.text and (await app.get_memory(USER, name))["content"] == "用户叫李雷"
+
 
 async def test_a_new_version_of_a_done_todo_stays_done(app, browser):
     rent = await add(app, "周五前交房租", category=Category.todo)

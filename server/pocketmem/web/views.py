@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from markupsafe import Markup
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -127,13 +128,22 @@ async def memories(request: Request, page: Page) -> Response:
     )
 
 
-async def _memory_page(page: Page, memory_id: str, status_code: int = 200, **extra: Any) -> Response:
-    """One memory; with `failed` (what was refused, said in the page's language) and `draft` (the person's text,
-    kept in the form they sent it from) after a refused edit."""
+async def _memory_page(
+    page: Page, memory_id: str, status_code: int = 200, failed: Markup | str | None = None, draft: str | None = None
+) -> Response:
+    """One memory; after a refused edit, with `failed` (what was refused, said in the page's language) and `draft`
+    (the person's text, put back in the form they sent it from)."""
     detail = await page.pm.browse.detail(page.user, memory_id)
     history = History(page.t, page.ago, page.now, detail, page.base)
     return page.render("memory.html", status_code=status_code, d=detail, categories=list(Category),
-                       score_names=SCORE_NAMES, event_sentence=history.sentence, **extra)
+                       score_names=SCORE_NAMES, event_sentence=history.sentence, failed=failed, draft=draft)
+
+
+async def _refused_edit(page: Page, memory_id: str, exc: InvalidInput | Conflict, text: str) -> Response:
+    """The memory again, with why the edit or patch was refused and the person's text still in its form (not a
+    text refused for the secret in it)."""
+    secret = isinstance(exc, InvalidInput) and exc.reason == InvalidReason.secret
+    return await _memory_page(page, memory_id, page.status_of(exc), page.say(exc), None if secret else text)
 
 
 async def memory(request: Request, page: Page) -> Response:
@@ -149,7 +159,7 @@ async def revise(request: Request, page: Page) -> Response:
         content = await _field(request, "content") or ""
         result = await page.pm.curation.revise(page.user, memory_id, content)
     except (InvalidInput, Conflict) as exc:
-        return await _memory_page(page, memory_id, page.status_of(exc), failed=page.say(exc), draft=content)
+        return await _refused_edit(page, memory_id, exc, content)
     added = result.added
     if added is None:
         return page.back(f"/memories/{memory_id}", "edit_unchanged")
@@ -176,7 +186,7 @@ async def patch(request: Request, page: Page) -> Response:
             await _field(request, "reason", required=False),
         )
     except (InvalidInput, Conflict) as exc:
-        return await _memory_page(page, memory_id, page.status_of(exc), failed=page.say(exc), draft=text)
+        return await _refused_edit(page, memory_id, exc, text)
     if result.status == "unchanged":
         return page.back(f"/memories/{memory_id}", "patch_unchanged")
     return page.back(f"/memories/{memory_id}", "redacted" if result.redacted else "saved")

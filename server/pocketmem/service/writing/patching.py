@@ -12,7 +12,7 @@ from typing import Literal
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, InvalidReason, NotFound
 from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView, PatchResult
 from pocketmem.core import privacy
@@ -76,7 +76,8 @@ class Patching:
             return patch, []
         if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
             raise InvalidInput(
-                field, f"contains {privacy.named(screened.kinds)}; never save secrets, leave the value out"
+                field, f"contains {privacy.named(screened.kinds)}; never save secrets, leave the value out",
+                InvalidReason.secret, kinds=screened.kinds,
             )
         return screened.text, screened.kinds
 
