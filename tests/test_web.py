@@ -441,7 +441,7 @@ async def test_the_page_speaks_the_browsers_language(app, browser):
 @pytest.mark.backends
 async def test_unknown_memory_is_a_404_page(app, browser):
     page = await browser.get("/memories/0123456789abcdef")
-    assert page.status_code == 404 and "no memory with id" in page.text
+    assert page.status_code == 404 and "Not found: it does not exist, or it belongs to another user." in page.text
 
 
 # -- access -------------------------------------------------------------------------------------------------
@@ -610,11 +610,12 @@ async def test_the_chinese_page_names_categories_reasons_events_and_errors(app, 
     missing = await browser.get("/memories/nosuchid", headers=zh)
     assert missing.status_code == 404 and "找不到" in missing.text and "no memory with id" not in missing.text
     bad = await browser.get("/memories?sort=sideways", headers=zh)
-    assert bad.status_code == 400 and "“排序”的值不对" in bad.text and "Input should be" not in bad.text
+    assert bad.status_code == 400 and "“排序”只能是其中之一：<code data-user>" in bad.text
+    assert "Input should be" not in bad.text
     refused = await browser.post("/import", files={"file": ("x.jsonl", b"\xff\xfe{}")}, headers=zh)
     assert refused.status_code == 400 and "“文件”的值不对" in refused.text and "UTF-8" not in refused.text
     english = await browser.get("/memories?sort=sideways", headers={"Accept-Language": "en"})
-    assert "sort: Input should be" in english.text  # English keeps the service's own words
+    assert "sort: must be one of <code data-user>&#39;newest&#39;, &#39;oldest&#39;" in english.text
 
 
 @pytest.mark.backends

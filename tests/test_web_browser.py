@@ -242,17 +242,24 @@ def english_words(page) -> set[str]:  # type: ignore[no-untyped-def]
     return set(re.findall(r"[A-Za-z]{2,}", page.evaluate(_PAGE_TEXT))) - _NAMES
 
 
+def every_view(ids: dict[str, str]) -> dict[str, str]:
+    """Each view of the page over seed_every_view's store, and its error pages."""
+    return {
+        "memories": "/memories", "memory": f"/memories/{ids['cilantro']}", "trashed": f"/memories/{ids['old']}",
+        "core": f"/memories/{ids['name']}", "todo": f"/memories/{ids['rent']}", "pending": "/pending",
+        "review": "/review", "todos": "/todos", "trash": "/trash", "insights": "/insights",
+        "health": "/insights/health", "profile": "/profile", "transfer": "/transfer",
+        "not_found": "/memories/nosuchid", "invalid": "/memories?sort=sideways", "no_page": "/nosuch",
+        "login": "/login",
+    }
+
+
 def test_the_chinese_page_speaks_chinese_everywhere(ui_server: tuple[str, Path]) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     base, home = ui_server
     ids = asyncio.run(seed_every_view(home))
-    views = {
-        "memories": "/memories", "memory": f"/memories/{ids['cilantro']}", "trashed": f"/memories/{ids['old']}",
-        "pending": "/pending", "review": "/review", "todos": "/todos", "trash": "/trash", "insights": "/insights",
-        "health": "/insights/health", "profile": "/profile", "transfer": "/transfer",
-        "not_found": "/memories/nosuchid", "invalid": "/memories?sort=sideways", "login": "/login",
-    }
+    views = every_view(ids)
     SHOTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -295,7 +302,7 @@ async def seed_long_text(home: Path) -> dict[str, str]:
 
 _OVERFLOW = """() => ({
   width: document.documentElement.scrollWidth,
-  wrapped: [...document.querySelectorAll('th, .tag, td.num')].filter((e) => {
+  wrapped: [...document.querySelectorAll('th, .tag, td.num, time, button')].filter((e) => {
     const range = document.createRange();
     range.selectNodeContents(e);
     return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1;
@@ -314,12 +321,70 @@ def test_long_text_never_widens_the_page(ui_server: tuple[str, Path]) -> None:
              "/pending", "/insights", "/profile", *(f"/memories/{i}" for i in ids.values())]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        fits(browser, base, paths, (1280, 360))
+        browser.close()
+
+
+def fits(browser, base: str, paths: list[str], widths: tuple[int, ...]) -> None:  # type: ignore[no-untyped-def]
+    """At each window width, in both languages: no view is wider than the window, and no column heading, number,
+    time, category badge or button wraps."""
+    for width in widths:
         for locale in ("zh-CN", "en-US"):
-            context = browser.new_context(locale=locale, viewport={"width": 1280, "height": 900})
+            context = browser.new_context(locale=locale, viewport={"width": width, "height": 900})
             page = context.new_page()
             for path in paths:
                 page.goto(f"{base}{path}")
                 seen = page.evaluate(_OVERFLOW)
-                assert seen == {"width": 1280, "wrapped": []}, (locale, path, seen)
+                assert seen == {"width": width, "wrapped": []}, (width, locale, path, seen)
             context.close()
+
+
+def test_every_view_fits_a_phone(ui_server: tuple[str, Path]) -> None:
+    """At 360 px (a phone), in both languages, every view and error page fits the window: a table of memories
+    shows each row as a card, and times (2026-11-28 06:23 +08:00), figures and headings stay on one line."""
+    from playwright.sync_api import sync_playwright
+
+    base, home = ui_server
+    views = every_view(asyncio.run(seed_every_view(home)))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        fits(browser, base, list(views.values()), (360,))
+        browser.close()
+
+
+async def seed_forms(home: Path) -> dict[str, str]:
+    async with PocketMem(settings_for(home)) as pm:
+        user = pm.settings.user
+        tea = await pm.writing.add(user, AddRequest(content="用户喜欢喝乌龙茶", category=Category.preference,
+                                                    scores={"emotion": 0.33, "persistence": 0.71}))
+        return {"tea": tea.memory_id or ""}
+
+
+def test_the_memory_forms_keep_what_a_person_typed(ui_server: tuple[str, Path]) -> None:
+    """With JavaScript (htmx boosting the forms): an edit refused for its length shows why on the memory's page with
+    the typed text still in the form, at the memory's address (reloading it is the memory, not the form's address
+    answering 405); and the scores form sends any score from 0 to 1 (0.33, 0.71), not only steps of 0.05."""
+    from playwright.sync_api import expect, sync_playwright
+
+    base, home = ui_server
+    tea = asyncio.run(seed_forms(home))["tea"]
+    typed = "我的长笔记" + "长" * 2500
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_context(locale="zh-CN").new_page()
+        page.goto(f"{base}/memories/{tea}")
+        page.wait_for_function("() => window.htmx !== undefined")
+        page.fill("#revise-form textarea", typed)
+        page.click("#revise-form button")
+        expect(page.locator("#error")).to_have_text("“内容”有 2,505 个字符，超过了 2,000 个字符的上限")
+        expect(page.locator("#revise-form textarea")).to_have_value(typed)
+        assert page.url == f"{base}/memories/{tea}"
+        response = page.reload()
+        assert response is not None and response.status == 200
+        expect(page.locator("#content")).to_have_text("用户喜欢喝乌龙茶")
+
+        page.select_option("#rescore-form select[name=category]", "fact")
+        page.click("#rescore-form button")
+        expect(page.locator(".msg")).to_have_text("已保存。")
+        expect(page.locator("h1 .tag").first).to_have_text("事实")
         browser.close()

@@ -4,7 +4,8 @@ Each edge translates them once: the MCP tools into a tool error the model can ac
 the CLI into a one-line message and a non-zero exit.
 
     PocketmemError
-    ├── InvalidInput          bad argument: names the field, the rule and what to send instead
+    ├── InvalidInput          bad argument: names the field, the rule and what to send instead (InvalidReason:
+    │                         the rule, with its facts, for an edge that says it in other words)
     ├── NotFound              no such memory / pending item for this user
     ├── Conflict              the request contradicts the memory's state (patching a non-core memory, …)
     ├── ConfigError           a setting is missing or malformed (start-up)
@@ -21,18 +22,46 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import ValidationError
+
 
 class PocketmemError(Exception):
     """Base class of every error pocketmem raises on purpose."""
 
 
-class InvalidInput(PocketmemError):
-    """An argument breaks a rule; the message names the field and the rule."""
+class InvalidReason(StrEnum):
+    """The rules an InvalidInput may name, so an edge can say the refusal in other words (the page, in Chinese) with
+    the same facts; the message says it in English for the tools and the CLI."""
 
-    def __init__(self, field: str, rule: str) -> None:
+    too_long = "too_long"  # facts: length, limit (characters)
+    empty = "empty"  # nothing visible: empty, whitespace, or only invisible characters
+    between = "between"  # facts: low, high
+    at_least = "at_least"  # facts: limit
+    at_most = "at_most"  # facts: limit
+    missing = "missing"  # a required field left out
+    one_of = "one_of"  # facts: choices (as the message lists them)
+    number = "number"  # not a number
+    date = "date"  # not a date or time
+    years = "years"  # facts: low, high (the years a store keeps, in UTC)
+    other_user = "other_user"  # facts: found, expected (user ids: a file holding another user's rows)
+    secret = "secret"  # facts: kinds (core/privacy.py KIND_LABELS)
+
+
+class InvalidInput(PocketmemError):
+    """An argument breaks a rule; the message names the field and the rule (and the line of a file, for an import).
+    With a `reason`, `facts` carry the values the rule names."""
+
+    def __init__(
+        self, field: str, rule: str, reason: InvalidReason | None = None, *, line: int | None = None,
+        **facts: object,
+    ) -> None:
         self.field = field
         self.rule = rule
-        super().__init__(f"{field}: {rule}")
+        self.reason = reason
+        self.line = line
+        self.facts = facts
+        where = ": ".join(part for part in (f"line {line}" if line is not None else "", field) if part)
+        super().__init__(f"{where}: {rule}")
 
 
 class NotFound(PocketmemError):
@@ -45,6 +74,10 @@ class ConflictReason(StrEnum):
     pending_confirmed = "pending_confirmed"  # facts: pending_id
     pending_rejected = "pending_rejected"  # facts: pending_id
     episode_expired = "episode_expired"  # facts: pending_id, said, expired (datetimes), days
+    never_core = "never_core"  # facts: category (a todo, episode or context: short-lived, never core)
+    not_active = "not_active"  # facts: status (superseded or trashed: only an active memory is changed)
+    core_patched = "core_patched"  # a core memory is changed by a patch, never superseded
+    not_core = "not_core"  # only a core memory is patched; another is superseded by a new version
 
 
 class Conflict(PocketmemError):
@@ -96,3 +129,31 @@ class UnreadableRow(StoreError):
 class StoreUnavailable(StoreError):
     """The store could not answer a check of who a request is (a token, a session, the auth state): the request is
     refused, but as "try again later", never as if the token were wrong."""
+
+
+# pydantic's error types, as the rule they break (the first error of a ValidationError is the one reported)
+_PYDANTIC: dict[str, tuple[InvalidReason, str | None]] = {
+    "missing": (InvalidReason.missing, None),
+    "literal_error": (InvalidReason.one_of, "expected"),
+    "enum": (InvalidReason.one_of, "expected"),
+    "less_than_equal": (InvalidReason.at_most, "le"),
+    "greater_than_equal": (InvalidReason.at_least, "ge"),
+    "int_parsing": (InvalidReason.number, None),
+    "float_parsing": (InvalidReason.number, None),
+    "date_parsing": (InvalidReason.date, None),
+    "date_from_datetime_parsing": (InvalidReason.date, None),
+    "datetime_parsing": (InvalidReason.date, None),
+    "datetime_from_date_parsing": (InvalidReason.date, None),
+}
+
+
+def invalid_from(exc: ValidationError, under: str | None = None, *, line: int | None = None) -> InvalidInput:
+    """The first error of a pydantic ValidationError as InvalidInput: its place (below `under`; "form" when it has
+    none), pydantic's own words, and the rule they break when it is one of InvalidReason's."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in [under, *first["loc"]] if p not in (None, "")) or "form"
+    reason, fact = _PYDANTIC.get(first["type"], (None, None))
+    facts: dict[str, object] = {}
+    if reason is not None and fact is not None:
+        facts = {"choices" if reason == InvalidReason.one_of else "limit": (first.get("ctx") or {}).get(fact)}
+    return InvalidInput(field, first["msg"], reason, line=line, **facts)

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, InvalidReason
 
 MIN_YEAR, MAX_YEAR = 1000, 9000  # what is accepted from outside
 STORED_MAX_YEAR = 9999  # what a store can keep: accepted times plus the days the server adds to them
@@ -46,22 +46,26 @@ class UnreadableInstant(ValueError):
 def accept(field: str, value: Any, zone: tzinfo) -> datetime:
     """A user-given instant (datetime or ISO 8601 text); without an offset it is wall-clock time in `zone`."""
     if isinstance(value, bool | int | float):
-        raise InvalidInput(field, "must be an ISO 8601 date or time such as 2026-05-01T09:00+08:00, not a number")
+        raise InvalidInput(
+            field, "must be an ISO 8601 date or time such as 2026-05-01T09:00+08:00, not a number", InvalidReason.date
+        )
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
-            raise InvalidInput(field, f"is not an ISO 8601 date or time: {value[:40]!r}") from None
+            raise InvalidInput(field, f"is not an ISO 8601 date or time: {value[:40]!r}", InvalidReason.date) from None
     if not isinstance(value, datetime):
-        raise InvalidInput(field, "must be an ISO 8601 date or time")
+        raise InvalidInput(field, "must be an ISO 8601 date or time", InvalidReason.date)
     if value.tzinfo is None:
         value = value.replace(tzinfo=zone)
     try:
         utc = value.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise InvalidInput(field, RANGE_RULE) from None
+        raise InvalidInput(field, RANGE_RULE, InvalidReason.years, low=MIN_YEAR, high=MAX_YEAR) from None
     if not MIN_YEAR <= utc.year <= MAX_YEAR:
-        raise InvalidInput(field, f"{RANGE_RULE} (it is {utc.year} there)")
+        raise InvalidInput(
+            field, f"{RANGE_RULE} (it is {utc.year} there)", InvalidReason.years, low=MIN_YEAR, high=MAX_YEAR
+        )
     return utc
 
 

@@ -4,6 +4,9 @@
     time_coef       = 1                                  if P == 1 (core)
                     = max(0.8, exp(-0.01 * (1 - P) * d)) otherwise, d = days since last_active_at (or created_at)
     importance      = info_importance * time_coef
+
+A memory is core when P == 1 (`is_core`); a todo, episode or context is short-lived and never core
+(`SHORT_LIVED`, `may_be_core`): review does not promote one, and a rescore that would make one core is refused.
 """
 
 from __future__ import annotations
@@ -56,6 +59,14 @@ def info_importance(scores: Scores) -> float:
 
 def is_core(scores: Scores) -> bool:
     return scores.persistence >= CORE_PERSISTENCE
+
+
+SHORT_LIVED = frozenset({Category.todo, Category.episode, Category.context})
+
+
+def may_be_core(category: Category) -> bool:
+    """Whether a memory of this category may be core: a todo, episode or context is short-lived, never core."""
+    return category not in SHORT_LIVED
 
 
 def time_coef(persistence: float, days: float) -> float:

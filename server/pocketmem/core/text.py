@@ -23,7 +23,7 @@ from datetime import datetime, tzinfo
 from functools import cache, lru_cache
 from typing import Any
 
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, InvalidReason
 from pocketmem.core import wordlists
 from pocketmem.core.dictionary import segmenter, tagger
 
@@ -58,10 +58,13 @@ def clean_text(value: str, field: str, *, max_chars: int, allow_empty: bool = Fa
         raise InvalidInput(field, UNPAIRED_SURROGATE) from None
     cleaned = _CONTROL.sub("", value).strip()
     if not allow_empty and not visible(cleaned):
-        raise InvalidInput(field, "must not be empty, or only whitespace or invisible characters")
+        raise InvalidInput(field, "must not be empty, or only whitespace or invisible characters", InvalidReason.empty)
     if len(cleaned) > max_chars:
         hint = " — store one fact per memory" if field == "content" else ""
-        raise InvalidInput(field, f"is {len(cleaned)} characters; the limit is {max_chars}{hint}")
+        raise InvalidInput(
+            field, f"is {len(cleaned)} characters; the limit is {max_chars}{hint}", InvalidReason.too_long,
+            length=len(cleaned), limit=max_chars,
+        )
     return cleaned
 
 

@@ -120,15 +120,25 @@ class Page:
             msg=_known_message(self.request.query_params.get("msg")), ago=self.ago, due=self.due,
             review_why=lambda why: review_why(why, self.t), **context,
         )
-        return HTMLResponse(html, status_code=status_code, headers=_NO_STORE)
+        headers = dict(_NO_STORE)
+        if self.request.method == "POST":  # a page answering a form is no address to come back to (htmx history)
+            headers["HX-Push-Url"] = "false"
+        return HTMLResponse(html, status_code=status_code, headers=headers)
 
-    def failed(self, exc: PocketmemError) -> HTMLResponse:
-        """The error page for a refused request: the status for the error's kind, the message in the page's language."""
+    def status_of(self, exc: PocketmemError) -> int:
+        """The status for the error's kind (500 for one the page does not expect, logged)."""
         status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 500)
         if status == 500:
             log.warning("web: %s failed", self.request.url.path, exc_info=True)
-        message = error_text(exc, self.t, self.locale, self.pm.settings.zone)
-        return self.render("error.html", status_code=status, message=message)
+        return status
+
+    def say(self, exc: PocketmemError) -> Markup:
+        """What the page says of a refused request, in its language (web/present.py)."""
+        return error_text(exc, self.t, self.locale, self.pm.settings.zone)
+
+    def failed(self, exc: PocketmemError) -> HTMLResponse:
+        """The error page for a refused request: the status for the error's kind, the message in the page's language."""
+        return self.render("error.html", status_code=self.status_of(exc), message=self.say(exc))
 
     def store_down(self, template: str = "error.html") -> HTMLResponse:
         """503 with Retry-After: the store cannot say who the visitor is (down, unreadable). Not the sign-in form:
@@ -159,7 +169,9 @@ class WebUI:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
             trim_blocks=True, lstrip_blocks=True,
         )
-        self.env.filters["when"] = lambda value, zone: "—" if value is None else absolute(value, zone)
+        self.env.filters["when"] = lambda value, zone: "—" if value is None else Markup(
+            '<time datetime="{}">{}</time>'  # a <time> stays on one line (style.css)
+        ).format(value.isoformat(), absolute(value, zone))
         self.env.filters["pct"] = percent
         self.env.filters["num"] = lambda v, d=3: f"{v:.{d}f}".rstrip("0").rstrip(".") if v is not None else "—"
 
@@ -236,4 +248,22 @@ def build_web_app(pm: PocketMem, access: WebAccess) -> Starlette:
             routes.append(Route(path, views.public(web, handler), methods=methods))
         else:
             routes.append(Route(path, web.page(handler, change="POST" in methods), methods=methods))
-    return Starlette(routes=routes, middleware=[Middleware(BodyLimit)])
+
+    async def no_route(request: Request, exc: Exception) -> Response:
+        """A path the page does not have (404), or a method its path does not take (405: a form's address opened
+        as a page): the page's own error page in its language, not Starlette's plain English."""
+        assert isinstance(exc, HTTPException)
+        page = Page(web, request, Visitor(user_id="", csrf=""))
+        allowed = (exc.headers or {}).get("Allow", "")
+        if exc.status_code == 404:
+            message = page.t("error.no_page")
+        elif request.method == "GET" and "POST" in allowed:
+            message = page.t("error.method")
+        else:
+            message = page.t("error.method_other", method=request.method)
+        response = page.render("error.html", status_code=exc.status_code, message=message)
+        response.headers.update(exc.headers or {})
+        return response
+
+    return Starlette(routes=routes, middleware=[Middleware(BodyLimit)],
+                     exception_handlers={404: no_route, 405: no_route})

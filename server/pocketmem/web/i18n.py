@@ -166,6 +166,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "import.done": ("Imported {imported}, skipped {skipped}, refused {refused}.",
                     "导入 {imported} 行，跳过 {skipped} 行，拒绝 {refused} 行。"),
+    "import.refused": ("Lines left out, and why", "没有导入的行及原因"),
     "live.changed": ("Memories changed; the list was refreshed.", "记忆有更新，列表已刷新。"),
     "done.forgotten": ("Moved to the trash. It can be restored until it is purged.", "已移入回收站，清除前可以恢复。"),
     "done.restored": ("Restored.", "已恢复。"),
@@ -177,8 +178,20 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "done.unchanged": ("Nothing changed: the profile already says this.", "没有变化：画像里已经是这样了。"),
     "done.patch_unchanged": ("Nothing changed: the memory already says this.", "没有变化：这条记忆已经是这样了。"),
     "done.profile_confirmed": ("Saved, and your profile is confirmed.", "已保存，画像已确认。"),
-    "done.profile_redacted": (
+    "done.redacted": (
         "Saved; something that looked like a secret was removed from it.", "已保存；其中看起来像密钥的内容已被移除。"
+    ),
+    "done.edit_unchanged": (
+        "Nothing to save: the text is the same as this memory's, so nothing was changed.",
+        "没有需要保存的：内容和这条记忆一样，什么都没有改。",
+    ),
+    "done.edit_duplicate": (
+        "Another memory already says this, so it now replaces the one you edited (kept as history).",
+        "另一条记忆已经是这个意思了，现在由它取代你编辑的那条（旧的留作历史）。",
+    ),
+    "done.edit_pending": (
+        "The new version waits on the Pending tab (every change is confirmed first): confirm it there.",
+        "新版本已放到“待确认”页（所有修改都要先确认）：在那里确认后生效。",
     ),
     "done.profile_pending": (
         "The change waits on the Pending tab: confirm it there to apply it.", "修改已放到“待确认”页：在那里确认后生效。"
@@ -274,6 +287,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "event.note": ("Note:", "备注："),
     "event.purge_due": ("It will be purged {when}.", "将于{when}清除。"),
     "event.purge_waiting": ("It was due to be purged {when}.", "{when}已到清除时间。"),
+    # why an edit was not stored (add_memory's reasons)
+    "edit.discarded.secret": (
+        "Not saved: the text contains {kinds}, and secrets are never stored. If it matters, save that you have "
+        "one, without its value.",
+        "没有保存：内容里有{kinds}，机密信息从不保存。如果需要，可以只记下有这么一个，不写它的值。",
+    ),
+    "edit.discarded.temporary": (
+        "Not saved: temporary mode is on, so nothing is remembered.", "没有保存：临时模式已开启，什么都不会被记住。"
+    ),
+    "edit.discarded.rejected": (
+        "Not saved: you rejected this memory when you were asked about it.", "没有保存：之前询问时你拒绝过这条记忆。"
+    ),
+    "edit.discarded.low_confidence": ("Not saved: too uncertain to keep.", "没有保存：太不确定，不予保存。"),
     # the kinds of error the page shows
     "error.not_found": (
         "Not found: it does not exist, or it belongs to another user.", "找不到：它不存在，或属于其他用户。"
@@ -295,6 +321,60 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "这条对话摘要说于 {said}，在确认之前已于 {expired} 过期（{days} 天，POCKETMEM_EPISODE_DAYS），所以没有保存，"
         "仍在待确认中：可以拒绝它；如果它仍然重要，可以换一个类别（事实、事件）重新添加。",
     ),
+    "error.conflict.never_core": (
+        "A {category} is short-lived and never a core memory (persistence 1): give it a persistence below 1, or "
+        "another category.",
+        "{category}是短期的，不会成为核心记忆（持久 P 为 1）：请把持久度设为小于 1，或换一个类别。",
+    ),
+    "error.conflict.not_active": (
+        "This memory is {status}: only an active memory can be changed.", "这条记忆{status}：只有有效的记忆才能修改。"
+    ),
+    "error.conflict.core_patched": (
+        "This is a core memory: it is changed by a patch (append or replace), not by a new version.",
+        "这是一条核心记忆：要用修补（追加或替换）来改，不能保存新版本。",
+    ),
+    "error.conflict.not_core": (
+        "This is not a core memory: edit it to save a new version instead of patching it.",
+        "这不是核心记忆：请用编辑保存新版本，而不是修补。",
+    ),
+    "error.no_page": ("There is no such page here.", "这里没有这个页面。"),
+    "error.method": (
+        "This address takes a form, not a visit: go back to the page and send the form again.",
+        "这个地址只接收表单提交，不能直接打开：请返回原来的页面重新提交。",
+    ),
+    "error.method_other": (
+        "This address does not take that kind of request ({method}).", "这个地址不接受这种请求（{method}）。"
+    ),
+    "error.line": ("line {line}: ", "第 {line} 行："),
+    # a refused value whose rule the service names (base/errors.py InvalidReason), with its facts
+    "error.invalid.too_long": (
+        "{field}: is {length} characters; the limit is {limit}",
+        "“{field}”有 {length} 个字符，超过了 {limit} 个字符的上限",
+    ),
+    "error.invalid.empty": (
+        "{field}: must not be empty, or only whitespace or invisible characters",
+        "“{field}”不能为空，也不能只有空白或看不见的字符",
+    ),
+    "error.invalid.between": ("{field}: must be between {low} and {high}", "“{field}”必须在 {low} 到 {high} 之间"),
+    "error.invalid.at_least": ("{field}: must be at least {limit}", "“{field}”不能小于 {limit}"),
+    "error.invalid.at_most": ("{field}: must be at most {limit}", "“{field}”不能大于 {limit}"),
+    "error.invalid.missing": ("{field}: is required", "缺少“{field}”"),
+    "error.invalid.one_of": ("{field}: must be one of {choices}", "“{field}”只能是其中之一：{choices}"),
+    "error.invalid.number": ("{field}: must be a number", "“{field}”必须是数字"),
+    "error.invalid.date": (
+        "{field}: must be a date (YYYY-MM-DD) or a date and time", "“{field}”必须是日期（年-月-日）或日期和时间"
+    ),
+    "error.invalid.years": (
+        "{field}: must be between the years {low} and {high} in UTC",
+        "“{field}”必须在 {low} 年到 {high} 年之间（按世界标准时间计）",
+    ),
+    "error.invalid.other_user": (
+        "{field}: holds rows of user {found}; only rows of {expected} can be imported here",
+        "这个文件里有用户 {found} 的记录；这里只能导入 {expected} 的记录",
+    ),
+    "error.invalid.secret": (
+        "{field}: contains {kinds}; secrets are never stored", "“{field}”里有{kinds}；机密信息从不保存"
+    ),
     "error.internal": (
         "Something went wrong inside pocketmem; the server log has the details.",
         "pocketmem 内部出错，详情见服务器日志。",
@@ -308,6 +388,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     # the fields an error may name, where the page's own word for them differs or is missing
     "field.unknown": ("a value", "某一项"),
+    "field.line": ("the line", "这一行"),
     "field.file": ("File", "文件"),
     "field.page": ("Page number", "页码"),
     "field.per_page": ("Per page", "每页条数"),

@@ -12,12 +12,15 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemError
+from pocketmem.base.errors import Conflict, InvalidInput, InvalidReason, NotFound, PocketmemError
 from pocketmem.base.models import CHAIN_LINKS, Event, Status
+from pocketmem.base.results import AddResult
 from pocketmem.core.formatting import ELLIPSIS, cut
 from pocketmem.core.instants import whole_day
+from pocketmem.core.privacy import KIND_LABELS, named
 from pocketmem.core.shown_time import absolute, as_instant, day, relative
 from pocketmem.service.manage.browse import MemoryDetail
+from pocketmem.service.transfer.import_checks import Refused
 from pocketmem.web.i18n import MESSAGES
 
 Translate = Callable[..., str]
@@ -85,11 +88,7 @@ class History:
         return text
 
     def _say(self, key: str, **parts: Markup) -> Markup:
-        """The page's sentence for `key` with `parts` (markup) in its places."""
-        text = Markup.escape(self.t(key, **{name: f"\0{name}\0" for name in parts}))
-        for name, part in parts.items():
-            text = text.replace(f"\0{name}\0", part)
-        return text
+        return sentence(self.t, key, **parts)
 
     def _other(self, memory_id: str | None) -> Markup:
         """The other memory of a chain event: a link to it, its text shortened; or that it is no longer kept."""
@@ -119,27 +118,100 @@ class FormTooLarge(InvalidInput):
         self.limit = limit
 
 
-def error_text(exc: PocketmemError, t: Translate, locale: str, zone: tzinfo) -> str:
-    """The error kinds the page shows, in the page's language: a conflict whose reason it knows in its own words
-    from the error's facts (either language); otherwise English keeps the service's own words."""
+def sentence(t: Translate, key: str, **parts: Markup | str) -> Markup:
+    """The page's sentence for `key` with `parts` in its places: markup kept as it is, text escaped."""
+    text = Markup.escape(t(key, **{name: f"\0{name}\0" for name in parts}))
+    for name, part in parts.items():
+        text = text.replace(f"\0{name}\0", part)  # Markup.replace escapes a str part
+    return text
+
+
+AS_WRITTEN = ("found", "expected", "choices")  # facts that are the person's or a file's own values (user ids...)
+GROUPED = ("length", "limit")  # counts shown with thousands separators
+
+
+def _facts(facts: dict[str, Any], t: Translate, locale: str, zone: tzinfo) -> dict[str, Markup | str]:
+    """An error's facts in the page's words: times as absolute times in the user's zone, categories and kinds of
+    secret by the page's names, counts grouped, a user's or a file's own values marked as such."""
+    said: dict[str, Markup | str] = {}
+    for key, value in facts.items():
+        if isinstance(value, datetime):
+            said[key] = absolute(value, zone)
+        elif key in ("category", "status"):
+            said[key] = t(f"{key}.{value}")
+        elif key == "kinds":
+            said[key] = secret_kinds(value, locale)
+        elif key in AS_WRITTEN:
+            said[key] = Markup("<code data-user>{}</code>").format(value)
+        else:
+            said[key] = f"{value:,}" if key in GROUPED and isinstance(value, int) else str(value)
+    return said
+
+
+def _at(line: int | None, t: Translate) -> Markup:
+    """Where in an imported file, before what is wrong there: `line 4: ` / `第 4 行：`."""
+    return Markup("") if line is None else sentence(t, "error.line", line=str(line))
+
+
+def _invalid(reason: InvalidReason | None, field: str, facts: dict[str, Any], line: int | None,
+             t: Translate, locale: str, zone: tzinfo) -> Markup:
+    """A refused value in the page's words: the rule with its facts when the service names it, else (Chinese only)
+    the field and the kind of error."""
+    shown = field_label(field, t, locale, as_written=line is not None)
+    if reason is not None:
+        return _at(line, t) + sentence(t, f"error.invalid.{reason.value}", field=shown,
+                                       **_facts(facts, t, locale, zone))
+    return _at(line, t) + sentence(t, "error.invalid", field=shown, rule=t("error.rule"))
+
+
+def error_text(exc: PocketmemError, t: Translate, locale: str, zone: tzinfo) -> Markup:
+    """The error kinds the page shows, in the page's language: a conflict or a refused value whose reason the service
+    names, in the page's own words from the error's facts (either language); a thing not found in the page's words
+    (the service's would send a person to an agent's tools); otherwise English keeps the service's own words."""
     if isinstance(exc, Conflict) and exc.reason is not None:
-        facts = {k: absolute(v, zone) if isinstance(v, datetime) else v for k, v in exc.facts.items()}
-        return t(f"error.conflict.{exc.reason.value}", **facts)
-    if locale == "en":
-        return str(exc)
-    if isinstance(exc, FormTooLarge):
-        return t("error.too_large", limit=f"{exc.limit:,}")
+        return sentence(t, f"error.conflict.{exc.reason.value}", **_facts(exc.facts, t, locale, zone))
     if isinstance(exc, NotFound):
-        return t("error.not_found")
+        return sentence(t, "error.not_found")
+    if isinstance(exc, InvalidInput) and exc.reason is not None:
+        return _invalid(exc.reason, exc.field, exc.facts, exc.line, t, locale, zone)
+    if locale == "en":
+        return Markup.escape(str(exc))
+    if isinstance(exc, FormTooLarge):
+        return sentence(t, "error.too_large", limit=f"{exc.limit:,}")
     if isinstance(exc, InvalidInput):
-        return t("error.invalid", field=field_label(exc.field, t), rule=t("error.rule"))
+        return _invalid(None, exc.field, {}, exc.line, t, locale, zone)
     if isinstance(exc, Conflict):
-        return t("error.conflict")
-    return t("error.internal")
+        return sentence(t, "error.conflict")
+    return sentence(t, "error.internal")
 
 
-def field_label(field: str, t: Translate) -> str:
-    """The page's word for a field an error names (scores.info -> 信息 I); never the raw English name."""
+def refused_text(item: Refused, t: Translate, locale: str, zone: tzinfo) -> Markup:
+    """Why an imported line was left out: as `pocketmem import` says it in English, in the page's words in Chinese."""
+    if item.reason is None and locale == "en":
+        return _at(item.line, t) + Markup.escape(f"{item.field}: {item.why}")
+    return _invalid(item.reason, item.field, item.facts, item.line, t, locale, zone)
+
+
+def discarded(result: AddResult, t: Translate, locale: str) -> str:
+    """Why an edit was not stored (add_memory's reason): a secret (which kinds), temporary mode, an earlier
+    rejection."""
+    return t(f"edit.discarded.{result.reason or 'low_confidence'}", kinds=secret_kinds(result.redacted, locale))
+
+
+def secret_kinds(kinds: list[str], locale: str) -> str:
+    """Kinds of secret (core/privacy.py) by their names in the page's language: 密码、API 密钥 / a password, an API
+    key."""
+    return "、".join(KIND_LABELS[k][0] for k in kinds) if locale == "zh" else named(kinds)
+
+
+def field_label(field: str, t: Translate, locale: str, *, as_written: bool = False) -> Markup | str:
+    """How the page names a field an error names. In English, as the service names it (scores.info); in Chinese by
+    the page's word for it (scores.info -> 信息 I), never the raw English name, except a field of an imported file
+    (`as_written`), which is shown as the file has it, so it can be found there."""
+    if locale == "en":
+        return field
+    if as_written:  # a line the file cannot give at all has no field of its own
+        return Markup("<code data-user>{}</code>").format(field) if field not in ("", "line") else t("field.line")
     name = field.rsplit(".", 1)[-1]
     for key in (f"field.{name}", f"profile.{field}", name):
         if key in MESSAGES:

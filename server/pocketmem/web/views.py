@@ -8,12 +8,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from markupsafe import Markup
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from pocketmem.base.errors import InvalidInput, StoreUnavailable
+from pocketmem.base.errors import Conflict, InvalidInput, InvalidReason, StoreUnavailable, invalid_from
 from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
@@ -23,7 +24,7 @@ from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
 from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
 from pocketmem.web.i18n import MESSAGES
-from pocketmem.web.present import History
+from pocketmem.web.present import History, discarded, refused_text
 
 PAGE_SIZES = (20, 50, 100, 200)
 TRASH_PAGE = 100
@@ -33,18 +34,12 @@ PROFILE_FIELDS = {section: tuple(fd.key for fd in fields) for section, fields in
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def _invalid(exc: ValidationError) -> InvalidInput:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "form"
-    return InvalidInput(where, first["msg"])
-
-
 def browse_query(params: dict[str, str]) -> BrowseQuery:
     values = {k: v for k, v in params.items() if k in BROWSE_FIELDS and v != ""}
     try:
         return BrowseQuery.model_validate(values)
     except ValidationError as exc:
-        raise _invalid(exc) from None
+        raise invalid_from(exc) from None
 
 
 def _text(form: dict[str, str | UploadFile], name: str) -> str | None:
@@ -57,7 +52,7 @@ def _text(form: dict[str, str | UploadFile], name: str) -> str | None:
 async def _field(request: Request, name: str, *, required: bool = True) -> str | None:
     value = _text(await form_of(request), name)
     if (value is None or value == "") and required:
-        raise InvalidInput(name, "is required")
+        raise InvalidInput(name, "is required", InvalidReason.missing)
     return value or None
 
 
@@ -67,7 +62,7 @@ def _unit(value: str | None, name: str) -> float | None:
     try:
         number = float(value)
     except ValueError:
-        raise InvalidInput(f"scores.{name}", "must be a number between 0 and 1") from None
+        raise InvalidInput(f"scores.{name}", "must be a number between 0 and 1", InvalidReason.number) from None
     return number
 
 
@@ -133,29 +128,68 @@ async def memories(request: Request, page: Page) -> Response:
     )
 
 
-async def memory(request: Request, page: Page) -> Response:
-    detail = await page.pm.browse.detail(page.user, request.path_params["memory_id"])
+async def _memory_page(
+    page: Page, memory_id: str, status_code: int = 200, failed: Markup | str | None = None, draft: str | None = None
+) -> Response:
+    """One memory; after a refused edit, with `failed` (what was refused, said in the page's language) and `draft`
+    (the person's text, put back in the form they sent it from)."""
+    detail = await page.pm.browse.detail(page.user, memory_id)
     history = History(page.t, page.ago, page.now, detail, page.base)
-    return page.render("memory.html", d=detail, categories=list(Category), score_names=SCORE_NAMES,
-                       event_sentence=history.sentence)
+    return page.render("memory.html", status_code=status_code, d=detail, categories=list(Category),
+                       score_names=SCORE_NAMES, event_sentence=history.sentence, failed=failed, draft=draft)
+
+
+async def _refused_edit(page: Page, memory_id: str, exc: InvalidInput | Conflict, text: str) -> Response:
+    """The memory again, with why the edit or patch was refused and the person's text still in its form (not a
+    text refused for the secret in it)."""
+    secret = isinstance(exc, InvalidInput) and exc.reason == InvalidReason.secret
+    return await _memory_page(page, memory_id, page.status_of(exc), page.say(exc), None if secret else text)
+
+
+async def memory(request: Request, page: Page) -> Response:
+    return await _memory_page(page, request.path_params["memory_id"])
 
 
 async def revise(request: Request, page: Page) -> Response:
+    """A new version; the page says what really happened: saved, nothing to save, already said by another memory,
+    waiting for confirmation, or not stored (a secret, temporary mode) and why."""
     memory_id = request.path_params["memory_id"]
-    result = await page.pm.curation.revise(page.user, memory_id, await _field(request, "content") or "")
-    return page.back(f"/memories/{result.memory_id or memory_id}", "saved")
+    content = ""
+    try:
+        content = await _field(request, "content") or ""
+        result = await page.pm.curation.revise(page.user, memory_id, content)
+    except (InvalidInput, Conflict) as exc:
+        return await _refused_edit(page, memory_id, exc, content)
+    added = result.added
+    if added is None:
+        return page.back(f"/memories/{memory_id}", "edit_unchanged")
+    if added.status == "discarded":  # the text is not kept in the form: it may be the secret it was refused for
+        return await _memory_page(page, memory_id, 400, failed=discarded(added, page.t, page.locale))
+    if added.status == "pending":
+        return page.back("/pending", "edit_pending")
+    shown = f"/memories/{added.memory_id or memory_id}"
+    if added.status == "duplicate":
+        return page.back(shown, "edit_duplicate")
+    return page.back(shown, "redacted" if added.redacted else "saved")
 
 
 async def patch(request: Request, page: Page) -> Response:
     memory_id = request.path_params["memory_id"]
-    mode = await _field(request, "mode")
-    if mode not in ("append", "replace"):
-        raise InvalidInput("mode", "must be append or replace")
-    result = await page.pm.patching.patch_core(
-        page.user, memory_id, await _field(request, "patch") or "", cast(Literal["append", "replace"], mode),
-        await _field(request, "reason", required=False),
-    )
-    return page.back(f"/memories/{memory_id}", "patch_unchanged" if result.status == "unchanged" else "saved")
+    text = ""
+    try:
+        text = await _field(request, "patch") or ""
+        mode = await _field(request, "mode")
+        if mode not in ("append", "replace"):
+            raise InvalidInput("mode", "must be append or replace")
+        result = await page.pm.patching.patch_core(
+            page.user, memory_id, text, cast(Literal["append", "replace"], mode),
+            await _field(request, "reason", required=False),
+        )
+    except (InvalidInput, Conflict) as exc:
+        return await _refused_edit(page, memory_id, exc, text)
+    if result.status == "unchanged":
+        return page.back(f"/memories/{memory_id}", "patch_unchanged")
+    return page.back(f"/memories/{memory_id}", "redacted" if result.redacted else "saved")
 
 
 async def rescore(request: Request, page: Page) -> Response:
@@ -164,7 +198,8 @@ async def rescore(request: Request, page: Page) -> Response:
     try:
         category = Category(raw_category) if raw_category else None
     except ValueError:
-        raise InvalidInput("category", f"must be one of {', '.join(c.value for c in Category)}") from None
+        choices = ", ".join(c.value for c in Category)
+        raise InvalidInput("category", f"must be one of {choices}", InvalidReason.one_of, choices=choices) from None
     scores = {name: _unit(await _field(request, name, required=False), name) for name in SCORE_NAMES}
     await page.pm.curation.rescore(page.user, memory_id, category, scores)
     return page.back(f"/memories/{memory_id}", "saved")
@@ -322,7 +357,7 @@ async def update_profile(request: Request, page: Page) -> Response:
     if result.status == "unchanged":
         return page.back("/profile", "unchanged")
     if result.redacted:
-        return page.back("/profile", "profile_redacted")
+        return page.back("/profile", "redacted")
     return page.back("/profile", "profile_confirmed" if result.profile.identity_confirmed else "saved")
 
 
@@ -356,7 +391,8 @@ async def import_file(request: Request, page: Page) -> Response:
     if not isinstance(upload, UploadFile) or not upload.size:
         raise InvalidInput("file", "choose a pocketmem export file (JSONL)")
     report = await page.pm.exporter.import_lines(file_lines(upload.file, "file"), only_user=page.user)
-    return page.render("transfer.html", report=report)
+    refused = [refused_text(item, page.t, page.locale, page.pm.settings.zone) for item in report.refused]
+    return page.render("transfer.html", report=report, refused=refused)
 
 
 async def live(request: Request, page: Page) -> Response:

@@ -147,8 +147,10 @@ class Browse:
         return MemoryView.of(memory, importance_now(memory, now))
 
     async def page(self, user_id: str, query: BrowseQuery) -> BrowsePage:
-        text = clean_text(query.q, "q", max_chars=MAX_QUERY_CHARS, allow_empty=True) if query.q else None
-        flt = self._filter(query, text or None)
+        # Nothing left once control and invisible characters are removed is refused, as list_memories refuses it:
+        # never read as "everything".
+        text = clean_text(query.q, "q", max_chars=MAX_QUERY_CHARS) if query.q else None
+        flt = self._filter(query, text)
         now = self.clock.now()
         if query.mode == "recall" and text:
             return await self._recall_page(user_id, query, flt, text, now)

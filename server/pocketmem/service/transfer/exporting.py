@@ -44,7 +44,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pocketmem import __version__
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput, UnreadableRow
+from pocketmem.base.errors import InvalidInput, InvalidReason, UnreadableRow, invalid_from
 from pocketmem.base.models import (
     Event,
     EventKind,
@@ -213,7 +213,8 @@ class Exporter:
             others = sorted({owner for r in records if (owner := _user_of(r)) != only_user})
             if others:
                 raise InvalidInput(
-                    "file", f"holds rows of user {others[0]!r}; only rows of {only_user!r} can be imported here"
+                    "file", f"holds rows of user {others[0]!r}; only rows of {only_user!r} can be imported here",
+                    InvalidReason.other_user, found=others[0], expected=only_user,
                 )
         memories = [r for r in records if isinstance(r, _MemoryRow)]
         others = [r for r in records if not isinstance(r, _MemoryRow)]
@@ -403,46 +404,46 @@ def parse(
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        where = f"line {number}"
         try:
-            row = _json_line(raw, where)
+            row = _json_line(raw, number)
         except _Unreadable as exc:  # one record the file cannot give: refused, the others go on
             if not header_seen:
-                raise InvalidInput(where, exc.why) from None
+                raise InvalidInput("", exc.why, line=number) from None
             if refused is not None:
                 refused.append(Refused(line=number, type="unknown", field="line", why=exc.why))
             continue
         if not isinstance(row, dict) or "type" not in row:
-            raise InvalidInput(where, "each line must be a JSON object with a 'type'")
+            raise InvalidInput("", "each line must be a JSON object with a 'type'", line=number)
         kind = row.pop("type")
         if not header_seen:
-            if kind != "header" or row.get("format") != FORMAT:
-                raise InvalidInput(
-                    where, f"the first line must be the {FORMAT} header; is this a pocketmem export?"
-                )
-            version = row.get("version")
-            if not isinstance(version, int) or isinstance(version, bool):
-                raise InvalidInput(f"{where}: version", f"must be a whole number (the format version), not {version!r}")
-            if version > VERSION:
-                raise InvalidInput(where, f"export format version {version} is newer than {VERSION}; upgrade pocketmem")
+            _header(kind, row, number)
             header_seen = True
             continue
         row_id = next((str(row[k]) for k in ("id", "tombstone_id", "user_id") if row.get(k) is not None), None)
         try:
             if settings is not None and (field := numeric_times(row)) is not None:
-                raise InvalidInput(field, "must be an ISO 8601 date or time, not a number")
-            record = _record(kind, row, where, number)
+                raise InvalidInput(field, "must be an ISO 8601 date or time, not a number", InvalidReason.date)
+            record = _record(kind, row, number)
             records.append(record if settings is None else _nested_checked(record, settings, kind))
         except InvalidInput as exc:  # this record is left out (and reported); the others go on
             if refused is not None:
-                refused.append(Refused(line=number, type=kind, id=shown_id(row_id), field=exc.field, why=exc.rule))
+                refused.append(Refused.of(exc, number, kind, shown_id(row_id)))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or kind
-            raise InvalidInput(f"{where}: {kind}.{field}", first["msg"]) from None
+            raise invalid_from(exc, kind, line=number) from None
     if not header_seen:
         raise InvalidInput("file", f"empty; expected a {FORMAT} export")
     return records
+
+
+def _header(kind: str, row: dict[str, Any], line: int) -> None:
+    """The first line: the format's header, of a version this pocketmem reads."""
+    if kind != "header" or row.get("format") != FORMAT:
+        raise InvalidInput("", f"the first line must be the {FORMAT} header; is this a pocketmem export?", line=line)
+    version = row.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InvalidInput("version", f"must be a whole number (the format version), not {version!r}", line=line)
+    if version > VERSION:
+        raise InvalidInput("", f"export format version {version} is newer than {VERSION}; upgrade pocketmem", line=line)
 
 
 class _Unreadable(Exception):
@@ -450,7 +451,7 @@ class _Unreadable(Exception):
         self.why = why
 
 
-def _json_line(raw: str, where: str) -> Any:
+def _json_line(raw: str, line: int) -> Any:
     """One line as JSON. Bytes that are not UTF-8 (kept as surrogates by read_lines) and nesting deeper than the
     parser goes make the line unreadable; anything else that is not JSON makes the file malformed."""
     if _UNDECODED.search(raw):
@@ -460,7 +461,7 @@ def _json_line(raw: str, where: str) -> Any:
     except RecursionError:
         raise _Unreadable(f"is nested too deeply to read (more than {MAX_DEPTH} levels are refused)") from None
     except json.JSONDecodeError as exc:
-        raise InvalidInput(where, f"not JSON ({exc.msg})") from None
+        raise InvalidInput("", f"not JSON ({exc.msg})", line=line) from None
 
 
 _UNDECODED = re.compile("[\udc80-\udcff]")
@@ -505,7 +506,7 @@ def _checked(record: Any, settings: Settings) -> Any:
     return check_record(record, settings)
 
 
-def _record(kind: str, row: dict[str, Any], where: str, line: int) -> Any:
+def _record(kind: str, row: dict[str, Any], line: int) -> Any:
     if kind == "memory":
         usage = row.pop("usage", None)
         if usage is not None and not isinstance(usage, dict):
@@ -531,4 +532,4 @@ def _record(kind: str, row: dict[str, Any], where: str, line: int) -> Any:
         return _ProfileRow.model_validate(row)
     if kind == "profile_revision":
         return ProfileRevision.model_validate(row)
-    raise InvalidInput(where, f"unknown type {kind!r}; expected one of {', '.join(ROW_TYPES)}")
+    raise InvalidInput("", f"unknown type {kind!r}; expected one of {', '.join(ROW_TYPES)}", line=line)

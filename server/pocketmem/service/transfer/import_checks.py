@@ -29,10 +29,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from pocketmem.base.config import USER_ID_PATTERN, Settings
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, InvalidReason, invalid_from
 from pocketmem.base.models import (
     DeleteReason,
     Event,
@@ -64,6 +64,13 @@ class Refused(BaseModel):
     id: str | None = None
     field: str
     why: str
+    reason: InvalidReason | None = Field(None, description="the rule `why` states, when it is one InvalidInput names")
+    facts: dict[str, Any] = Field(default_factory=dict, description="the values that rule names (InvalidReason)")
+
+    @classmethod
+    def of(cls, exc: InvalidInput, line: int, kind: str, row_id: str | None) -> Refused:
+        """A record refused for `exc`, with the rule and its facts, so a page can say it in its own words."""
+        return cls(line=line, type=kind, id=row_id, field=exc.field, why=exc.rule, reason=exc.reason, facts=exc.facts)
 
 
 def shown_id(value: str | None) -> str | None:
@@ -123,7 +130,7 @@ def check_values(row: Any, field: str = "", depth: int = 0) -> None:
 def _number(field: str, name: str, value: float) -> None:
     if field.startswith("scores.") or (name in UNIT_FIELDS and "." not in field):
         if not 0.0 <= value <= 1.0:
-            raise InvalidInput(field, f"must be between 0 and 1, not {value}")
+            raise InvalidInput(field, f"must be between 0 and 1, not {value}", InvalidReason.between, low=0, high=1)
     elif name in COUNT_FIELDS:
         if not 0 <= value <= MAX_COUNT:
             raise InvalidInput(field, f"must be a whole number from 0 to {MAX_COUNT:,}, not {value}")
@@ -181,8 +188,7 @@ def _candidate(item: PendingItem, settings: Settings) -> dict[str, Any]:
         try:
             AddRequest.model_validate({k: v for k, v in candidate.items() if k != "content_hash"})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            raise InvalidInput(".".join(["candidate", *map(str, first["loc"])]), first["msg"]) from None
+            raise invalid_from(exc, "candidate") from None
         candidate["content_hash"] = content_hash(candidate["content"])
     return dict(_payload(candidate))
 
@@ -231,7 +237,10 @@ def _memory_text(text: str, field: str, settings: Settings) -> str:
     if not screened.findings:
         return cleaned
     if settings.secrets == "refuse" or not privacy.meaningful(screened.text):
-        raise InvalidInput(field, f"contains {privacy.named(screened.kinds)}; secrets are never stored")
+        raise InvalidInput(
+            field, f"contains {privacy.named(screened.kinds)}; secrets are never stored", InvalidReason.secret,
+            kinds=screened.kinds,
+        )
     return screened.text
 
 

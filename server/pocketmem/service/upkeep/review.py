@@ -14,7 +14,7 @@ Review queue (resource memory://review); a memory is listed, never changed, unti
 
 Decisions (mark_memory):
     promote   persistence = 1: a core memory (never decays, never evicted, changed only by patch); refused for
-              a todo, episode or context (NOT_PROMOTED: short-lived, never core)
+              a todo, episode or context (core/scoring.py may_be_core: short-lived, never core)
     keep      stays as it is; its counters are marked (promotion asks again only after as many new
               uses) and it counts as active now (last_active_at = now: a decay candidate's importance
               returns to its info importance, >= 0.5, and it decays again from there)
@@ -30,11 +30,11 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, NotFound
+from pocketmem.base.errors import Conflict, ConflictReason, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Scores, Status, Usage
 from pocketmem.base.results import MarkResult, MemoryView
 from pocketmem.core import privacy
-from pocketmem.core.scoring import importance, info_importance
+from pocketmem.core.scoring import importance, info_importance, may_be_core
 from pocketmem.service.writing.add_request import MAX_SOURCE_CHARS as MAX_REASON_CHARS
 from pocketmem.service.writing.trash import Trash
 from pocketmem.store.base import Transactions
@@ -42,7 +42,6 @@ from pocketmem.store.base import Transactions
 PROMOTE_AFTER_USES = 3
 PROMOTE_AFTER_RECALLS = 10
 DECAY_BELOW = 0.5
-NOT_PROMOTED = frozenset({Category.todo, Category.episode, Category.context})
 QUEUE_LIMIT = 20
 SCAN_BATCH = 500
 
@@ -81,7 +80,7 @@ class ReviewQueue(BaseModel):
 
 
 def promotion_reason(memory: Memory, usage: Usage | None) -> str | None:
-    if memory.core or memory.category in NOT_PROMOTED:
+    if memory.core or not may_be_core(memory.category):
         return None
     used = (usage.used_count - usage.used_mark) if usage else 0
     recalled = memory.use_count - (usage.recalled_mark if usage else 0)
@@ -174,12 +173,14 @@ class Review:
                 )
             if memory.status != Status.active:
                 raise Conflict(
-                    f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed"
+                    f"memory {memory_id} is {memory.status.value}; only an active memory can be reviewed",
+                    ConflictReason.not_active, status=memory.status.value,
                 )
-            if decision == "promote" and memory.category in NOT_PROMOTED:
+            if decision == "promote" and not may_be_core(memory.category):
                 raise Conflict(
                     f"action: memory {memory_id} is a {memory.category.value}; a todo, episode or context is "
-                    "short-lived and never promoted to a core memory: answer keep or forget"
+                    "short-lived and never promoted to a core memory: answer keep or forget",
+                    ConflictReason.never_core, category=memory.category.value,
                 )
             usage = (await tx.usage(user_id, [memory_id])).get(memory_id) or Usage(
                 user_id=user_id, memory_id=memory_id

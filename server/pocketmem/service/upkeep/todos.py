@@ -21,7 +21,7 @@ from datetime import datetime, tzinfo
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, NotFound
+from pocketmem.base.errors import Conflict, ConflictReason, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, Status
 from pocketmem.base.results import MarkResult, MemoryView, RecallHit, ReminderView
 from pocketmem.core import privacy
@@ -103,7 +103,8 @@ class Todos:
                 )
             if todo.status != Status.active:
                 raise Conflict(
-                    f"memory {memory_id} is {todo.status.value}; only an active todo can be completed or reopened"
+                    f"memory {memory_id} is {todo.status.value}; only an active todo can be completed or reopened",
+                    ConflictReason.not_active, status=todo.status.value,
                 )
             if done and todo.completed_at is not None:
                 when = absolute(todo.completed_at, self.settings.zone)  # a time a person sees

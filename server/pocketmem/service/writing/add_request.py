@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, Field
 
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import InvalidInput
+from pocketmem.base.errors import InvalidInput, InvalidReason
 from pocketmem.base.models import REMINDER_RULE, Category, unreminded_field
 from pocketmem.base.results import AddResult
 from pocketmem.core import instants, privacy
@@ -46,6 +46,10 @@ class AddRequest(BaseModel):
     source: str | None = None
     source_ref: str | None = None
     operation_id: str | None = None
+    completed_at: datetime | None = Field(
+        None, description="a todo stored as done: a new version of a completed todo (curation.revise); the tools "
+        "never send it (mark_memory completes a todo)",
+    )
 
 
 def instant(settings: Settings, field: str, value: datetime | None) -> datetime | None:
@@ -73,12 +77,12 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
         if getattr(req, name) is not None
     }
     if not 0.0 <= req.confidence <= 1.0:
-        raise InvalidInput("confidence", "must be between 0 and 1")
+        raise InvalidInput("confidence", "must be between 0 and 1", InvalidReason.between, low=0, high=1)
     for key, value in (req.scores or {}).items():
         if key not in ("emotion", "info", "persistence", "judge"):
             raise InvalidInput(f"scores.{key}", "unknown score; use emotion, info, persistence, judge")
         if value is not None and not 0.0 <= value <= 1.0:
-            raise InvalidInput(f"scores.{key}", "must be between 0 and 1")
+            raise InvalidInput(f"scores.{key}", "must be between 0 and 1", InvalidReason.between, low=0, high=1)
     dates = {name: instant(settings, name, getattr(req, name)) for name in DATE_FIELDS}
     req = req.model_copy(update=dates)
     if req.created_at is not None and req.created_at > now + timedelta(days=1):
@@ -133,8 +137,10 @@ def expired_episode(req: AddRequest, settings: Settings, now: datetime) -> datet
 
 
 def request_hash(req: AddRequest) -> str:
-    """What an operation_id is bound to: the request without its operation_id."""
-    body = req.model_dump(mode="json", exclude={"operation_id"})
+    """What an operation_id is bound to: the request without its operation_id (and without a completed_at it does
+    not carry, so the hashes of requests recorded before that field existed still match)."""
+    unsent = {"operation_id"} | ({"completed_at"} if req.completed_at is None else set())
+    body = req.model_dump(mode="json", exclude=unsent)
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, InvalidReason, NotFound
 from pocketmem.base.models import EventKind, Memory, Revision, Status
 from pocketmem.base.results import MemoryView, PatchResult
 from pocketmem.core import privacy
@@ -31,11 +31,14 @@ def require_core(memory: Memory | None, memory_id: str) -> Memory:
             f"memory_id: no memory with id {memory_id!r}; find ids with list_memories or recall_memories"
         )
     if memory.status != Status.active:
-        raise Conflict(f"memory {memory_id} is {memory.status.value}; only an active core memory can be patched")
+        raise Conflict(
+            f"memory {memory_id} is {memory.status.value}; only an active core memory can be patched",
+            ConflictReason.not_active, status=memory.status.value,
+        )
     if not memory.core:
         raise Conflict(
             f"memory {memory_id} is not a core memory (persistence {memory.scores.persistence:g} < 1); "
-            "record the change with add_memory(content=..., supersedes=this id) instead"
+            "record the change with add_memory(content=..., supersedes=this id) instead", ConflictReason.not_core,
         )
     return memory
 
@@ -73,7 +76,8 @@ class Patching:
             return patch, []
         if self.settings.secrets == "refuse" or not privacy.meaningful(screened.text):
             raise InvalidInput(
-                field, f"contains {privacy.named(screened.kinds)}; never save secrets, leave the value out"
+                field, f"contains {privacy.named(screened.kinds)}; never save secrets, leave the value out",
+                InvalidReason.secret, kinds=screened.kinds,
             )
         return screened.text, screened.kinds
 

@@ -22,7 +22,7 @@ from functools import partial
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import Conflict, InvalidInput, NotFound
+from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, NotFound
 from pocketmem.base.models import Category, EventKind, Memory, PendingItem, PendingStatus, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core import privacy
@@ -282,12 +282,13 @@ class Writing:
             raise NotFound(f"supersedes: no memory with id {memory_id!r}; check the id with list_memories")
         if old.status != Status.active:
             raise Conflict(
-                f"supersedes: memory {old.id} is {old.status.value}, only an active memory can be superseded"
+                f"supersedes: memory {old.id} is {old.status.value}, only an active memory can be superseded",
+                ConflictReason.not_active, status=old.status.value,
             )
         if old.core:
             raise Conflict(
                 f"supersedes: memory {old.id} is a core memory; change it with patch_core_memory "
-                "(mode append or replace) instead"
+                "(mode append or replace) instead", ConflictReason.core_patched,
             )
         return old
 
@@ -339,6 +340,7 @@ class Writing:
             expires_at=expires_at,
             due_at=req.due_at,
             remind_at=req.remind_at,
+            completed_at=req.completed_at,
             content_hash=digest,
             embed_model=self.vectors.embedder.tag,
         )
