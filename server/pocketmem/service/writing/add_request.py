@@ -19,11 +19,16 @@ from pocketmem.base.models import REMINDER_RULE, Category, unreminded_field
 from pocketmem.base.results import AddResult
 from pocketmem.core import instants, privacy
 from pocketmem.core.instants import Due
+from pocketmem.core.scoring import CORE_PERSISTENCE, may_be_core
 from pocketmem.core.text import clean_text
 
 MAX_KEYWORDS = 12
 MAX_KEYWORD_CHARS = 40
 MAX_SOURCE_CHARS = 500
+CORE_RULE = (
+    "1 makes a memory core, and a {category} is short-lived, never core (a todo, episode or context); give it less "
+    "than 1, or store what lasts (an allergy, a name) as a fact or preference with persistence 1"
+)
 MAX_OPERATION_ID_CHARS = 200
 
 DATE_FIELDS = ("created_at", "valid_from", "due_at", "remind_at", "expires_at")
@@ -83,6 +88,9 @@ def clean_request(req: AddRequest, settings: Settings, now: datetime) -> AddRequ
             raise InvalidInput(f"scores.{key}", "unknown score; use emotion, info, persistence, judge")
         if value is not None and not 0.0 <= value <= 1.0:
             raise InvalidInput(f"scores.{key}", "must be between 0 and 1", InvalidReason.between, low=0, high=1)
+    persistence = (req.scores or {}).get("persistence")
+    if persistence is not None and persistence >= CORE_PERSISTENCE and not may_be_core(req.category):
+        raise InvalidInput("scores.persistence", CORE_RULE.format(category=req.category.value))
     dates = {name: instant(settings, name, getattr(req, name)) for name in DATE_FIELDS}
     req = req.model_copy(update=dates)
     if req.created_at is not None and req.created_at > now + timedelta(days=1):
