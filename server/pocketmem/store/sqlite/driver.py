@@ -5,9 +5,13 @@ Python's own `sqlite3` cannot load extensions on many builds (this one included:
 can load sqlite-vec and otherwise use `sqlean` (sqlean.py), a drop-in sqlite3 with extension
 loading and a current SQLite, available as wheels for Linux, macOS and Windows.
 
-Every connection to the store is made here, so this is where a database is refused that opening would create
-in place of a missing one while its `-wal` or `-journal` is still there: SQLite would make a new, empty file and
-delete that journal, and the writes it holds with it (`orphaned_journal`).
+Every connection to the store is made here, so this is where a database is refused before opening changes it:
+one that opening would create in place of a missing one while its `-wal` or `-journal` is still there (SQLite would
+make a new, empty file and delete that journal, and the writes it holds with it: `orphaned_journal`); a store beside
+a `-wal` of another database, which opening would replay into it (`foreign_journal`); another program's database,
+which the migrations would fill with pocketmem's tables (`foreign_tables`). And every text column is read here
+(`stored_text`): bytes that are not UTF-8 come back as UndecodedText for the row mappers to leave out, never as an
+error that fails the whole read.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import importlib.util
 import logging
 import os
 import sqlite3
+from contextlib import closing
 from types import ModuleType
 from typing import Any
 from urllib.request import pathname2url
 
 from pocketmem.base.errors import StoreError
+from pocketmem.store.types import UndecodedText
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +77,32 @@ def sqlite_module() -> tuple[ModuleType, bool]:
 
 # What SQLite replays into the database when it opens it, and deletes when it makes a new one instead.
 JOURNALS = ("-wal", "-journal")
+# pocketmem's record of its migrations, which every release made before anything else: a database that keeps it (or,
+# should it be lost, a memories table of pocketmem's columns) is a store; one without tables is a store to be made.
+MIGRATIONS_RECORD = ["name", "applied_at"]
+MEMORY_MARKS = frozenset({"content_hash", "embed_model", "persistence"})
+
+
+class NotAStore(StoreError):
+    """The database, or what the -wal beside it would make of it, is not a pocketmem store: refused before anything
+    is written to it. `tables`: the tables it holds (a foreign file's; empty for a foreign -wal, whose message is
+    whole)."""
+
+    def __init__(self, message: str, path: str, tables: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.path, self.tables = path, tables or []
+
+
+def foreign_tables(conn: Any) -> list[str] | None:
+    """The tables of the database `conn` reads when it is not a pocketmem store; None when it is one, or has no
+    tables yet (a store to be made)."""
+    tables = "select name from sqlite_master where type = 'table' and name not like 'sqlite%'"
+    names = [r[0] for r in conn.execute(tables)]
+    if not names or [r[1] for r in conn.execute("pragma table_info(schema_migrations)")] == MIGRATIONS_RECORD:
+        return None
+    if MEMORY_MARKS <= {r[1] for r in conn.execute("pragma table_info(memories)")}:
+        return None
+    return names
 
 
 def orphaned_journal(path: str) -> str | None:
@@ -95,17 +127,69 @@ def orphaned_journal(path: str) -> str | None:
     return None
 
 
+def foreign_journal(path: str, wait: float = BUSY_TIMEOUT_MS / 1000) -> str | None:
+    """Why the store at `path` must not be opened: the `-wal` beside it is another database's (copied or restored
+    there): read without it, the file is a pocketmem store, read with it, it is not, and the first connection to
+    close would copy that WAL's pages into it, wiping the store. Both looks are read-only connections, which never
+    copy a WAL into the file. None when there is no such -wal, or the looks cannot tell (opening then reports what
+    it meets)."""
+    try:
+        if path == ":memory:" or os.stat(path + "-wal").st_size == 0:
+            return None
+    except OSError:
+        return None
+    module = sqlite_module()[0]
+    url = pathname2url(path)
+    try:
+        with closing(module.connect(f"file:{url}?mode=ro", uri=True, timeout=wait)) as with_wal:
+            found = foreign_tables(with_wal)
+        if found is None:
+            return None
+        with closing(module.connect(f"file:{url}?immutable=1", uri=True)) as without_wal:
+            if foreign_tables(without_wal) is not None:
+                return None  # another program's file, WAL and all: the opening refuses the file itself
+    except module.Error:
+        log.debug("cannot tell whose %s-wal is", path, exc_info=True)
+        return None
+    name = os.path.basename(path)
+    return (
+        f"{path}-wal is not the WAL of {name}: {name} as pocketmem last wrote it is a pocketmem store, but read with "
+        f"that -wal it holds another database's tables ({', '.join(found[:5])}); opening it would copy that WAL into "
+        f"{name} and wipe the store, so nothing was opened or changed. Move {name}-wal and {name}-shm out of "
+        f"{os.path.dirname(path) or '.'} (keep them if they belong to another program's database) and start again"
+    )
+
+
+def stored_text(raw: bytes) -> str:
+    """A text column as every connection reads it: UTF-8, and where the stored bytes are not (another program wrote
+    them), an UndecodedText the row mappers leave out, so one such row never fails a whole read (sqlite3's own
+    decoding raises for the statement)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return UndecodedText(raw)
+
+
 def connect(path: str, *, load_vectors: bool, immutable: bool = False, wait: float = BUSY_TIMEOUT_MS / 1000) -> Any:
     """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout (`wait`
     seconds, from the first statement on: switching to WAL waits for a process that holds the file).
-    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused
-    (StoreError) for a missing database whose journal is still there (`orphaned_journal`)."""
+    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused before
+    anything is written, for a missing database whose journal is still there (StoreError, `orphaned_journal`), a
+    -wal of another database beside it (NotAStore, `foreign_journal`) and a database of another program's
+    (NotAStore, with its tables)."""
     if (orphaned := orphaned_journal(path)) is not None:
         raise StoreError(orphaned)
+    if not immutable and (foreign := foreign_journal(path, wait)) is not None:
+        raise NotAStore(foreign, path)
     module, vectors_available = sqlite_module()
     target = f"file:{pathname2url(path)}?immutable=1" if immutable else path
     conn = module.connect(target, isolation_level=None, check_same_thread=False, timeout=wait, uri=immutable)
+    conn.text_factory = stored_text
     conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
+    if path != ":memory:" and (tables := foreign_tables(conn)) is not None:
+        conn.close()
+        raise NotAStore(f"{path} is not a pocketmem store: its tables ({', '.join(tables[:5])}) are another "
+                        "program's; nothing was written to it", path, tables)
     conn.execute("pragma foreign_keys = on")
     if immutable:
         conn.execute("pragma query_only = on")
