@@ -29,7 +29,6 @@ from pocketmem.store.sqlite import access, faults, instants_check, readonly_copy
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, NotAStore, connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.group import GroupCommitter
-from pocketmem.store.sqlite.records import readable_vector
 from pocketmem.store.sqlite.tx import SQLiteTx, create_vector_index
 
 log = logging.getLogger(__name__)
@@ -41,9 +40,6 @@ _VECTOR_MISMATCHES = (
     "select count(*) from memories m left join memory_vectors v on v.rowid = m.rowid "
     "where m.embedding is not null and (v.rowid is null or v.status != m.status)"
 )
-
-# Memories whose vector sqlite-vec cannot read (records.readable_vector): left out of the vector side until cleared.
-_BAD_VECTORS = f"from memories where embedding is not null and not {readable_vector('embedding')}"
 
 LOCK_RETRIES = 3
 OPEN_RETRY_PAUSE = 0.2  # seconds, times the attempt: another process is creating or migrating the file
@@ -304,26 +300,11 @@ class SQLiteStore(Store):
         conn = self._require(self._writer)
         async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
             done = await schema_check.mend(conn)
-            if cleared := await self._clear_bad_vectors(conn):
-                done.append(f"{cleared} memor{'y' if cleared == 1 else 'ies'} kept a vector that could not be read "
-                            "(not a float32 vector of the store's size): cleared; the next start of `pocketmem serve` "
-                            "embeds them again in the background (or `pocketmem reindex` now)")
+            done += await schema_check.clear_bad_vectors(conn, index=self.vectors_available)
         if self.vectors_available and not await self._vector_index_agrees():
             await self.rebuild_vector_index()
             done.append("the vector index disagreed with the memories: rebuilt from the vectors they keep")
         return done
-
-    async def _clear_bad_vectors(self, conn: aiosqlite.Connection) -> int:
-        """Inside the caller's transaction: the vectors sqlite-vec cannot read removed (the index entries first), so
-        the embed queue gives those memories new ones; how many."""
-        rowids = [r[0] for r in await conn.execute_fetchall(f"select rowid {_BAD_VECTORS}")]
-        for start in range(0, len(rowids), 500):
-            marks = ",".join("?" * len(rowids[start : start + 500]))
-            if self.vectors_available:
-                await conn.execute(f"delete from memory_vectors where rowid in ({marks})", rowids[start : start + 500])
-            await conn.execute(f"update memories set embedding = null where rowid in ({marks})",
-                               rowids[start : start + 500])
-        return len(rowids)
 
     async def _vector_index_agrees(self) -> bool:
         try:
@@ -575,7 +556,7 @@ class SQLiteStore(Store):
                 vectors = list(await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
                 vector_mismatch = list(await conn.execute_fetchall(_VECTOR_MISMATCHES))[0][0]
             count_mismatches = list(await conn.execute_fetchall(schema_check.COUNT_MISMATCHES))[0][0]
-            bad_vectors = list(await conn.execute_fetchall(f"select count(*) {_BAD_VECTORS}"))[0][0]
+            bad_vectors = list(await conn.execute_fetchall(f"select count(*) {schema_check.BAD_VECTORS}"))[0][0]
             migrations = [
                 r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")
             ]
