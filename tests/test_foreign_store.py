@@ -35,11 +35,20 @@ FOREIGN_WAL = """
 import os, sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("pragma journal_mode = wal")
-conn.execute("pragma wal_autocheckpoint = 0")
 conn.execute("create table t (x)")
 conn.executemany("insert into t values (?)", [("y" * 500,)] * 50)
-os._exit(0)  # no close: its writes stay in its -wal
+conn.execute("pragma wal_checkpoint(truncate)")
+conn.execute("pragma wal_autocheckpoint = 0")
+conn.execute(sys.argv[2])
+os._exit(0)  # no close: its last writes stay in its -wal
 """
+# What the other database's -wal holds: a table of its own, the drop of its only table (read with it, memory.db holds
+# no tables at all), rows of that table only (read with it, memory.db keeps its own tables' names over foreign pages).
+LAST_WRITES = {
+    "holds another database's tables (t, t2)": "create table t2 (y)",
+    "holds no tables at all": "drop table t",
+    "cannot be read (database disk image is malformed)": "insert into t values ('z')",
+}
 
 
 async def doctor(settings, capsys) -> tuple[int, dict]:
@@ -53,9 +62,9 @@ async def a_store(settings) -> None:
             await app.writing.add("global", AddRequest(content=fact))
 
 
-def a_foreign_wal(beside: Path, other: Path) -> None:
+def a_foreign_wal(beside: Path, other: Path, last: str) -> None:
     """Another database's WAL, holding writes it never copied into its file, copied beside `beside`."""
-    subprocess.run([sys.executable, "-c", FOREIGN_WAL, str(other)], check=True)
+    subprocess.run([sys.executable, "-c", FOREIGN_WAL, str(other), last], check=True)
     shutil.copyfile(f"{other}-wal", f"{beside}-wal")
 
 
@@ -67,19 +76,20 @@ def no_backup(line: str) -> None:
     assert "backup" not in line and "restore" not in line and "unexpected" not in line, line
 
 
+@pytest.mark.parametrize("holds", list(LAST_WRITES))
 async def test_a_wal_of_another_database_beside_memory_db_is_refused_and_nothing_is_written(
-    tmp_path, settings, capsys
+    tmp_path, settings, capsys, holds
 ):
     await a_store(settings)
     db, wal = settings.db_path, Path(f"{settings.db_path}-wal")
-    a_foreign_wal(db, tmp_path / "other.db")
+    a_foreign_wal(db, tmp_path / "other.db", LAST_WRITES[holds])
     before = contents(db, wal)
 
     code, report = await doctor(settings, capsys)
     assert code == 1 and len(report["problems"]) == 1, report
     line = report["problems"][0]
     assert line.startswith(f"{wal} is not the WAL of memory.db: memory.db as pocketmem last wrote it is a pocketmem "
-                           "store, but read with that -wal it holds another database's tables (t)")
+                           f"store, but read with that -wal it {holds}; opening it would copy"), line
     assert "Move memory.db-wal and memory.db-shm out of" in line
     no_backup(line)
     done = cli(Backend(), settings.home, "stats")

@@ -8,7 +8,9 @@ missing table that holds data of its own is recreated empty.
 
 The advice fits the cause: a path this user may not write, or a read-only disk, names the path and what to change;
 a write lock another process holds names that process, within LOCK_WAIT; a memory.db missing beside its -wal says
-to put it back; only damage to the file itself sends the user to a backup (restoring a file a running process holds
+to put it back; another program's database, a -wal that is not memory.db's, or something other than a file in place
+of the store's files says what to move and which setting to change; only damage to the file itself sends the user to
+a backup (restoring a file a running process holds
 open, or removing its -wal, loses what it wrote)."""
 
 from __future__ import annotations
