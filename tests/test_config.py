@@ -38,6 +38,25 @@ def test_toml_file_adds_keys_and_the_environment_wins(tmp_path, monkeypatch):
     assert s.top_k == 5 and s.locale == "zh"
 
 
+def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path, monkeypatch):
+    (tmp_path / "config.toml").write_bytes("\ufefftop_k = 5\nlocale = \"en\"\n".encode())  # as Notepad saves it
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    s = load_settings()
+    assert s.top_k == 5 and s.locale == "en"
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_a_folder_in_place_of_the_config_file_is_named(tmp_path, monkeypatch, explicit):
+    (tmp_path / "config.toml").mkdir()
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    if explicit:
+        monkeypatch.setenv("POCKETMEM_CONFIG", str(tmp_path / "config.toml"))
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    said = "POCKETMEM_CONFIG: {} is a folder, not a TOML file" if explicit else "{} is a folder, not a TOML file of"
+    assert str(raised.value).startswith(said.format(tmp_path / "config.toml")), raised.value
+
+
 def test_missing_explicit_config_file(tmp_path, monkeypatch):
     monkeypatch.setenv("POCKETMEM_CONFIG", str(tmp_path / "nope.toml"))
     with pytest.raises(ConfigError, match="POCKETMEM_CONFIG: no such file"):

@@ -176,3 +176,88 @@ def test_maintain_names_each_failed_step_in_one_line_and_exits_1(tmp_path, backe
     assert f"pocketmem: maintenance of global: rescored left out memories row {core} (importance: 'high' is not a " \
            "number); run `pocketmem doctor --repair`" in lines
     assert "pocketmem: profile files of global: User.md failed: OperationalError: no such table: profile_files" in lines
+
+
+# Bytes that are not UTF-8, stored as text by another program (SQLite keeps them as they are).
+NOT_UTF8_CONTENT = "e68891fffe20c3"  # 我, then 0xff 0xfe, a space and a cut-off sequence
+NOT_UTF8_KEYWORDS = "5b22ff225d"  # ["\xff"]
+
+
+async def test_text_that_is_not_utf8_is_left_out_and_repair_keeps_its_bytes(app, client, settings, caplog):
+    core = await call(client, "add_memory", CORE)
+    other = await call(client, "add_memory", {"content": "用户住在杭州", "category": "fact", "keywords": ["杭州"]})
+    kept = await call(client, "add_memory", {"content": "用户的猫叫小白", "category": "fact"})
+    damage(settings.db_path, f"update memories set content = cast(x'{NOT_UTF8_CONTENT}' as text) where id = ?",
+           core["memory_id"])
+    damage(settings.db_path, f"update memories set keywords = cast(x'{NOT_UTF8_KEYWORDS}' as text) where id = ?",
+           other["memory_id"])
+    bad = {core["memory_id"], other["memory_id"]}
+
+    with caplog.at_level(logging.WARNING):
+        added = await call(client, "add_memory", {"content": "用户喜欢爬山", "category": "preference", "confidence": 1})
+        listed = await call(client, "list_memories", {})
+        resource = json.loads((await client.read_resource("memory://memories")).contents[0].text)
+        prompt = (await client.get_prompt("memory_context", {"message": "我的猫叫什么"})).messages[0].content.text
+    assert added["status"] == "stored"
+    assert {m["id"] for m in listed["items"]} == {kept["memory_id"], added["memory_id"]}
+    assert {m["id"] for m in resource["items"]} == {kept["memory_id"], added["memory_id"]}
+    assert "小白" in prompt
+    warned = [r.getMessage() for r in caplog.records if r.getMessage().startswith("left out: memories row")]
+    assert any(f"content: not UTF-8 text (stored as x'{NOT_UTF8_CONTENT}')" in line for line in warned), warned
+
+    report = await app.doctor()
+    assert not report["ok"] and {(r["id"], r["why"]) for r in report["unreadable_rows"]} == {
+        (core["memory_id"], f"content: not UTF-8 text (stored as x'{NOT_UTF8_CONTENT}')"),
+        (other["memory_id"], f"keywords: not UTF-8 text (stored as x'{NOT_UTF8_KEYWORDS}')"),
+    }
+    skipped: list[dict[str, str]] = []
+    await app.exporter.export(io.StringIO(), None, skipped=skipped)
+    assert {s["id"] for s in skipped} <= bad and skipped  # never half a user
+
+    repaired = {r["id"]: r["repaired_to"] for r in (await app.doctor(repair=True))["unreadable_rows"]}
+    assert repaired == {core["memory_id"]: {"content": "我\ufffd\ufffd \ufffd", "keywords": ["香菜"]},
+                        other["memory_id"]: {"keywords": []}}
+    assert (await app.doctor())["ok"]
+    out = io.StringIO()
+    skipped = []
+    await app.exporter.export(out, None, skipped=skipped, events=True)
+    assert skipped == []
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert bad <= {r["id"] for r in lines if r["type"] == "memory"}
+    aside = {r["payload"]["id"]: r["payload"]["row"] for r in lines if r.get("kind") == "set_aside"}
+    assert aside == {core["memory_id"]: {"content": f"x'{NOT_UTF8_CONTENT}'"},
+                     other["memory_id"]: {"keywords": f"x'{NOT_UTF8_KEYWORDS}'"}}
+    found = await call(client, "recall_memories", {"query": "杭州", "keywords": ["杭州"]})
+    assert other["memory_id"] in [m["id"] for m in found["memories"]]
+
+
+@pytest.mark.slow
+def test_the_command_line_reads_around_text_that_is_not_utf8_and_export_works_after_repair(
+    tmp_path, backend, make_settings
+):
+    import asyncio
+
+    settings = make_settings(tmp_path)
+
+    async def seed() -> str:
+        async with PocketMem(settings, clock=FixedClock(START)) as app:
+            await app.writing.add(USER, AddRequest(content="用户住在杭州"))
+            return (await app.writing.add(USER, AddRequest(content="用户的猫叫小白"))).memory_id
+
+    bad = asyncio.run(seed())
+    damage(settings.db_path, f"update memories set content = cast(x'{NOT_UTF8_CONTENT}' as text) where id = ?", bad)
+
+    listed = cli(backend, settings.home, "list", "--json")
+    assert listed.returncode == 0 and "OperationalError" not in listed.stderr, listed.stderr
+    assert [m["content"] for m in json.loads(listed.stdout)["items"]] == ["用户住在杭州"]
+    assert cli(backend, settings.home, "add", "用户喜欢爬山").returncode == 0
+    doctor = cli(backend, settings.home, "doctor")
+    assert doctor.returncode == 1 and [r["id"] for r in json.loads(doctor.stdout)["unreadable_rows"]] == [bad]
+    exported = cli(backend, settings.home, "export", "-o", str(tmp_path / "before.jsonl"))
+    assert exported.returncode == 1 and bad in exported.stderr, exported.stderr
+    assert cli(backend, settings.home, "doctor", "--repair").returncode == 0
+    exported = cli(backend, settings.home, "export", "-o", str(tmp_path / "after.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in (tmp_path / "after.jsonl").read_text(encoding="utf-8").splitlines()]
+    contents = {r["content"] for r in rows if r["type"] == "memory"}
+    assert contents == {"用户住在杭州", "用户喜欢爬山", "我\ufffd\ufffd \ufffd"}

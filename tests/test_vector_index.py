@@ -1,7 +1,8 @@
 """The SQLite store's binary vector index: a shortlist by the vectors' signs, rescored with the full vectors.
 
-On a real sqlite-vec file: the neighbours and their similarities are the exact search's, and a store made
-with the earlier float index is given the binary one when it opens.
+On a real sqlite-vec file: the neighbours and their similarities are the exact search's, a store made with the
+earlier float index is given the binary one when it opens, and a stored vector sqlite-vec cannot read (cut short,
+text) is left out of the vector side alone, listed by the doctor and cleared by `--repair` for the embed queue.
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from pocketmem.app import PocketMem
+from pocketmem.base.clock import FixedClock
 from pocketmem.base.models import Category, Memory, Status
 from pocketmem.core.scoring import fill_scores
+from pocketmem.service.recall.retrieval import RecallRequest
+from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.store import SQLiteStore
 from pocketmem.store.sqlite.tx import pack_vector
 from pocketmem.store.types import IndexedText
+
+from .helpers import START, Backend, NeighbourSearchingEmbedder, damage
 
 pytestmark = pytest.mark.anyio
 DIMS = 64
@@ -107,3 +114,32 @@ async def test_a_store_with_the_float_index_gets_the_binary_one_when_it_opens(tm
     finally:
         await store.close()
     assert pack_vector(vectors[0])  # the full vectors stay in the memories rows
+
+
+@pytest.mark.parametrize("stored", [b"\x01\x02\x03", "hello", b"\x00" * 8])
+async def test_a_vector_sqlite_vec_cannot_read_is_left_out_of_the_vector_side_and_repair_clears_it(
+    tmp_path: Path, stored: object
+) -> None:
+    settings = Backend().make_settings(tmp_path)
+    facts = ("用户住在杭州", "用户的猫叫小白", "用户每周三去游泳")
+    async with PocketMem(settings, clock=FixedClock(START), embedder=NeighbourSearchingEmbedder()) as app:
+        ids = [(await app.writing.add(USER, AddRequest(content=fact))).memory_id for fact in facts]
+    damage(settings.db_path, "update memories set embedding = ? where id = ?", stored, ids[0])
+
+    async with PocketMem(settings, clock=FixedClock(START), embedder=NeighbourSearchingEmbedder()) as app:
+        for query, wanted in (("小白", ids[1]), ("游泳", ids[2]), ("杭州", ids[0])):  # the last by its words
+            answer = await app.retrieval.recall(USER, RecallRequest(query=query))
+            assert answer.degraded is None and wanted in [hit.id for hit in answer.memories], answer
+        report = await app.doctor()
+        assert report["store"]["bad_vectors"] == 1 and report["problems"] == [
+            "1 of 3 memories keep a vector that cannot be read (not a float32 vector of the store's size): recall "
+            "leaves them out of its vector side; run `pocketmem doctor --repair` (it clears them, and `pocketmem "
+            "serve` embeds them again)"
+        ]
+        repaired = await app.doctor(repair=True)
+        assert repaired["ok"] and repaired["repaired"][0].startswith("1 memory kept a vector that could not be read")
+        assert (await app.doctor())["embedder"]["waiting_for_vectors"] == 1
+        assert await app.embed_queue.run_once() == 1  # what `serve` runs in the background
+        report = await app.doctor()
+        assert report["ok"] and report["store"]["bad_vectors"] == 0
+        assert report["embedder"]["waiting_for_vectors"] == 0

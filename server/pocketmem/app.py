@@ -73,7 +73,10 @@ def make_store(settings: Settings, *, wait: float | None = None) -> Store:
         from pocketmem.store.postgres.store import PostgresStore  # imported only when a PostgreSQL store is named
 
         return PostgresStore(settings.database_url.get_secret_value(), pool_size=settings.pg_pool_size)
-    return SQLiteStore(settings.db_path) if wait is None else SQLiteStore(settings.db_path, wait=wait)
+    setting = settings.db_setting()
+    if wait is None:
+        return SQLiteStore(settings.db_path, setting=setting)
+    return SQLiteStore(settings.db_path, wait=wait, setting=setting)
 
 
 class PocketMem:

@@ -26,6 +26,7 @@ from pydantic_settings import (
 )
 
 from pocketmem.base.errors import ConfigError
+from pocketmem.base.files import in_place_of
 
 ENV_PREFIX = "POCKETMEM_"
 DEFAULT_HOME = Path("~/.pocketmem")
@@ -264,6 +265,11 @@ class Settings(BaseSettings):
     def db_path(self) -> Path:
         return self.db if self.db is not None else self.home / "memory.db"
 
+    def db_setting(self) -> str | None:
+        """What names the SQLite file, for a message that says what to change: POCKETMEM_DB, `db (in …/config.toml)`,
+        or None when the file is in its default place, $POCKETMEM_HOME/memory.db."""
+        return None if self.db is None else setting_name("db")
+
     @property
     def database_label(self) -> str:
         """Where the store lives, for stats and doctor: the SQLite path, or the PostgreSQL URL without its password."""
@@ -303,7 +309,7 @@ class Settings(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if toml_file is not None:
             try:  # the source reads the file here
-                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+                sources.append(_TomlFile(settings_cls, toml_file=toml_file))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{toml_file} is not a valid TOML file: {exc}; fix it or move it away") from None
             except OSError as exc:
@@ -312,6 +318,18 @@ class Settings(BaseSettings):
                     f"(chmod u+r {toml_file}), or move it away"
                 ) from None
         return tuple(sources)
+
+
+class _TomlFile(TomlConfigSettingsSource):
+    """The TOML file's settings, read as UTF-8 with or without a byte-order mark (Notepad writes one; the profile's
+    Markdown files are read so too)."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return read_toml(Path(file_path))
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    return tomllib.loads(path.read_text(encoding="utf-8-sig"))
 
 
 def home_path(value: str | None) -> Path:
@@ -327,15 +345,21 @@ def mask_url(url: str) -> str:
 
 
 def _toml_path() -> Path | None:
-    """POCKETMEM_CONFIG, else $POCKETMEM_HOME/config.toml when it exists."""
+    """POCKETMEM_CONFIG, else $POCKETMEM_HOME/config.toml when it exists; ConfigError when either is something else
+    than a file (a folder, a link to nothing), which would otherwise be passed over without a word."""
     explicit = os.environ.get(ENV_PREFIX + "CONFIG")
     if explicit:
         path = Path(explicit).expanduser()
+        if (what := in_place_of(path, "file")) is not None:
+            raise ConfigError(f"POCKETMEM_CONFIG: {path} is {what}, not a TOML file")
         if not path.is_file():
             raise ConfigError(f"POCKETMEM_CONFIG: no such file {path}")
         return path
     default = home_path(os.environ.get(ENV_PREFIX + "HOME")).expanduser() / "config.toml"
     try:
+        if (what := in_place_of(default, "file")) is not None:
+            raise ConfigError(f"{default} is {what}, not a TOML file of settings, so none are read from it: move it "
+                              "away, or put the settings file there")
         return default if default.is_file() else None
     except OSError:  # a home this user may not look into: opening the store there names it and the fix
         return None
@@ -369,6 +393,13 @@ def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] |
     return "\n".join(lines)
 
 
+def setting_name(key: str) -> str:
+    """Where the value of setting `key` came from, for a message: its variable when it is set, else its key in the
+    TOML file (`db (in /home/me/.pocketmem/config.toml)`), else its variable."""
+    toml_file, toml = _toml_values()
+    return _source(key, os.environ, toml_file, toml)[0]
+
+
 def _source(key: str, environ: Mapping[str, str], toml_file: Path | None, toml: dict[str, Any]) -> tuple[str, Any]:
     """Where the value of setting `key` (a field or one of its aliases) came from, and the value: the first of its
     variables that is set, else its key in the TOML file, else (a default) its variable."""
@@ -390,7 +421,7 @@ def _toml_values() -> tuple[Path | None, dict[str, Any]]:
     """The TOML file Settings read and its keys (none when there is no file or it cannot be read again)."""
     try:
         path = _toml_path()
-        return path, tomllib.loads(path.read_text(encoding="utf-8")) if path is not None else {}
+        return path, read_toml(path) if path is not None else {}
     except (ConfigError, OSError, ValueError):
         return None, {}
 

@@ -1,6 +1,6 @@
 """Files: writing one whole or not at all (a reader, or a crash, never sees half of it), only where a file may be
-written (a new path or a regular file, never a device, a directory, a pipe or a symbolic link), and where the
-cache folder is."""
+written (a new path or a regular file, never a device, a directory, a pipe or a symbolic link), what stands where a
+file or a folder of pocketmem's should be, and where the cache folder is."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 
@@ -64,6 +65,26 @@ def _mode(path: Path, field: str) -> int | None:
         return None
     except OSError as exc:
         raise InvalidInput(field, f"cannot check {path}: {exc.strerror}") from None
+
+
+def in_place_of(path: Path | str, wanted: Literal["file", "folder"]) -> str | None:
+    """What stands at `path` instead of a `wanted` (a regular file, or a folder), links followed, in words for a
+    message: `a folder`, `a file`, `a named pipe`, `a socket`, `a device`, `a symbolic link that leads back to itself
+    (a loop)`, `a symbolic link to X, which does not exist`; a link's target named (`a device (a link to /dev/null)`).
+    None when nothing is there, or a `wanted` is."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link that leads back to itself (a loop)"
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        return None
+    if (stat.S_ISDIR(mode) if wanted == "folder" else stat.S_ISREG(mode)):
+        return None
+    what = ("a folder" if stat.S_ISDIR(mode) else "a file" if stat.S_ISREG(mode) else "a named pipe"
+            if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device")
+    return f"{what} (a link to {os.readlink(path)})" if os.path.islink(path) else what
 
 
 def check_target(path: Path, field: str = "output") -> None:

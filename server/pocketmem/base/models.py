@@ -87,7 +87,9 @@ class EventKind(StrEnum):
     token_revoked = "token_revoked"
     profile_updated = "profile_updated"  # persona or identity saved (update_profile, a confirmed proposal, a file edit)
     profile_file_rejected = "profile_file_rejected"  # part of a person's edit of a Markdown file was not taken in
-    set_aside = "set_aside"  # doctor --repair: a row no read could decode, removed; its stored values in the payload
+    # doctor --repair: a row no read could decode, removed, or a value that was not UTF-8 text, rewritten; the stored
+    # values in the payload
+    set_aside = "set_aside"
 
 
 class Scores(BaseModel):

@@ -312,9 +312,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pocketmem {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
-    parser.add_argument(
-        "--debug", action="store_true", help="on a failure, print the full traceback instead of one line"
-    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     _add_serve_commands(sub)

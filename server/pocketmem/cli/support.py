@@ -1,4 +1,4 @@
-"""What every `pocketmem` subcommand shares: descriptions and examples, -v / --log-level after the
+"""What every `pocketmem` subcommand shares: descriptions and examples, -v / --log-level / --debug after the
 subcommand, the logging set-up, and warnings about misspelled POCKETMEM_* variables.
 """
 
@@ -87,13 +87,16 @@ def port_number(text: str) -> int:
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """-v and --log-level; on a subcommand they default to nothing, so they never undo the top-level ones."""
+    """-v, --log-level and --debug, before or after the subcommand; on a subcommand they default to nothing, so they
+    never undo the top-level ones."""
     default: Any = None if top else argparse.SUPPRESS
     if not top:
         parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                             help="more logging on stderr: -v info, -vv debug, -vvv also libraries")
     parser.add_argument("--log-level", type=str.upper, choices=LEVELS, default=default,
                         help="log level on stderr (default POCKETMEM_LOG_LEVEL, WARNING)")
+    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="on a failure, print the full traceback instead of one line")
 
 
 def finish_parser(sub: Any) -> None:

@@ -35,6 +35,23 @@ class Unsent:
     since: str | None
 
 
+class UndecodedText(str):
+    """Stored text that is not UTF-8 (SQLite keeps whatever bytes another program wrote): read with U+FFFD in place
+    of the bytes that do not decode, and the bytes as stored in `raw`. A row mapper (sql/records.py) that meets one
+    leaves its row out of its user's reads; the doctor lists the row and `--repair` mends it or sets it aside."""
+
+    raw: bytes
+
+    def __new__(cls, raw: bytes) -> UndecodedText:
+        text = super().__new__(cls, raw.decode("utf-8", "replace"))
+        text.raw = raw
+        return text
+
+    def stored(self) -> str:
+        """The bytes as stored, in SQL's blob form (x'…'), for a report or an event that keeps them."""
+        return f"x'{self.raw.hex()}'"
+
+
 def stored_number(column: str, value: Any) -> Any:
     """A number column's value, or ValueError naming the column (SQLite keeps text a hand edit put there)."""
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -8,7 +8,9 @@ missing table that holds data of its own is recreated empty.
 
 The advice fits the cause: a path this user may not write, or a read-only disk, names the path and what to change;
 a write lock another process holds names that process, within LOCK_WAIT; a memory.db missing beside its -wal says
-to put it back; only damage to the file itself sends the user to a backup (restoring a file a running process holds
+to put it back; another program's database, a -wal that is not memory.db's, or something other than a file in place
+of the store's files says what to move and which setting to change; only damage to the file itself sends the user to
+a backup (restoring a file a running process holds
 open, or removing its -wal, loses what it wrote)."""
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import EventKind, ProfileRevision
+from pocketmem.core.text import content_hash
 from pocketmem.providers.embeddings import Embedder
-from pocketmem.service.shared.rows import new_id
+from pocketmem.service.shared.rows import indexed_text, new_id
 from pocketmem.service.upkeep.doctor_files import adopt_lost_id, folder_problems
 from pocketmem.service.writing.vectors import EMBEDDER_KEY, UNKNOWN, upgrades
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults
-from pocketmem.store.sqlite.driver import orphaned_journal
+from pocketmem.store.sqlite.driver import NotAStore, orphaned_journal
 from pocketmem.store.sqlite.store import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,9 @@ def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
         return [f"the store cannot be opened: {why}"]  # the folder cannot be made (access.creation_problem)
     if (orphaned := orphaned_journal(path)) is not None:
         return [orphaned]  # never "restore from a backup": the writes are in that journal
-    if found := access.access_problems(path):
+    if isinstance(exc, NotAStore):
+        return [str(exc)]  # another program's database, or a -wal of one: nothing is damaged
+    if found := access.access_problems(path, settings.db_setting()):
         return found
     if any(s in why.lower() for s in access.LOCKED):
         return [access.held_problem(path, LOCK_WAIT)]
@@ -112,6 +117,27 @@ def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
         return []  # a fresh store: the index is created with the first memory
     return ["the vector index is missing although sqlite-vec loads: run `pocketmem doctor --repair` "
             "(or `pocketmem reindex`) to rebuild it"]
+
+
+async def _mend_memory(tx: StoreWriter, user_id: str, memory_id: str, fixes: dict[str, Any], now: datetime) -> None:
+    """A memory's columns rewritten; its content, when it was not UTF-8, as a patch would (its hash and keyword
+    row with it), without a vector: the embed queue gives it one."""
+    rest = dict(fixes)
+    if "content" in rest:
+        content, keywords = rest.pop("content"), rest.pop("keywords")
+        await tx.replace_content(
+            user_id, memory_id, content=content, content_hash=content_hash(content), keywords=keywords, vector=None,
+            text=indexed_text(content, keywords), updated_at=now,
+        )
+    if rest:
+        await tx.update_memory(user_id, memory_id, **rest)
+
+
+async def _set_aside(tx: StoreWriter, item: dict[str, Any], values: dict[str, Any], now: datetime) -> None:
+    """Stored values a repair removes or rewrites, kept in a `set_aside` event of the row's user."""
+    await tx.add_event(item["user_id"], EventKind.set_aside, now, payload={
+        "table": item["table"], "id": item["id"], "why": item["why"], "row": values, "source": "repair",
+    })
 
 
 class Doctor:
@@ -193,27 +219,29 @@ class Doctor:
                 found = await tx.unreadable_rows()
                 for item in found:
                     item["repaired_to"] = await self._mend(tx, item, self.clock.now())
-        return [{k: v for k, v in item.items() if k not in ("key", "fixes", "row")} for item in found]
+        return [{k: v for k, v in item.items() if k not in ("key", "fixes", "row", "undecoded")} for item in found]
 
     @staticmethod
     async def _mend(tx: StoreWriter, item: dict[str, Any], now: datetime) -> dict[str, Any] | None:
-        """A memory: the columns records.mend_memory names, its text untouched; a tombstone: its reason
-        (records.mend_tombstone), since it keeps a purged memory from coming back. A profile section: emptied, its
-        stored text kept as the revision's `previous` (`unreadable`). A profile file's earlier texts (pocketmem's own
-        older versions of the file): none. Any other row (a pending candidate, an event, a revision, a use counter)
-        is set aside: removed, every stored value of it kept in a `set_aside` event of its user."""
+        """A memory: the columns records.mend_memory names, its text untouched unless it is not UTF-8; a user: a name
+        that is not UTF-8; a tombstone: its reason (records.mend_tombstone), since it keeps a purged memory from
+        coming back. The stored bytes of a value that was not UTF-8 are kept in a `set_aside` event of its user. A
+        profile section: emptied, its stored text kept as the revision's `previous` (`unreadable`). A profile
+        file's earlier texts (pocketmem's own older versions of the file): none. Any other row (a pending candidate,
+        an event, a revision, a use counter) is set aside: removed, every stored value of it kept in a `set_aside`
+        event of its user."""
         table, user_id, key = item["table"], item["user_id"], item["id"]
         if "fixes" in item:
             fixes = item["fixes"]
             if fixes and table == "memories":
-                await tx.update_memory(user_id, key, **fixes)
+                await _mend_memory(tx, user_id, key, fixes, now)
             elif fixes:
                 await tx.rewrite_row(table, item["key"], fixes)
+            if fixes and "undecoded" in item:
+                await _set_aside(tx, item, item["undecoded"], now)
             return fixes or None
         if "row" in item:
-            await tx.add_event(user_id, EventKind.set_aside, now, payload={
-                "table": table, "id": key, "why": item["why"], "row": item["row"], "source": "repair",
-            })
+            await _set_aside(tx, item, item["row"], now)
             await tx.remove_row(table, item["key"])
             return {"set_aside_in": "memory_events"}
         if table == "profiles":
@@ -335,6 +363,12 @@ class Doctor:
                 problems.append(
                     f"{gaps} of {store['memories']} memories {has} no keyword row (a recall by an exact word misses "
                     f"{them}): run `pocketmem doctor --repair`"
+                )
+            if bad := store["bad_vectors"]:
+                problems.append(
+                    f"{bad} of {store['memories']} memories keep a vector that cannot be read (not a float32 vector "
+                    "of the store's size): recall leaves them out of its vector side; run `pocketmem doctor --repair` "
+                    "(it clears them, and `pocketmem serve` embeds them again)"
                 )
             if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
                 problems.append("the indexes disagree with the memories table: run `pocketmem doctor --repair`")

@@ -321,6 +321,7 @@ class PostgresStore(Store):
             "vector_rows": vectors,
             "vector_mismatches": 0 if self._vectors else None,
             "count_mismatches": int(counted) - memories,
+            "bad_vectors": 0,  # pgvector refuses a vector of another size or kind on writing
             "vectors_available": self._vectors,
             "schema": migrations[-1] if migrations else None,
             "schema_current": {name for name, _ in postgres_migrations.MIGRATIONS} <= set(migrations),

@@ -32,7 +32,7 @@ from pocketmem.base.models import (
 from pocketmem.core.scoring import CATEGORY_DEFAULTS
 from pocketmem.core.scoring import info_importance as info_of
 from pocketmem.store.sql.dialect import Dialect
-from pocketmem.store.types import stored_number
+from pocketmem.store.types import UndecodedText, stored_number
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -43,7 +43,6 @@ MEMORY_COLUMNS = (
     "use_count, status, deleted_at, purge_at, delete_reason, supersedes, expires_at, due_at, remind_at, "
     "completed_at, content_hash, embed_model"
 )
-MEMORY_COLUMN_LIST = [c.strip() for c in MEMORY_COLUMNS.split(",")]
 PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
 TOMBSTONE_COLUMNS = (
     "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
@@ -54,6 +53,19 @@ EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at
 USAGE_COLUMNS = "user_id, memory_id, used_count, last_used_at, used_mark, recalled_mark"
 PROFILE_REVISION_COLUMNS = "id, user_id, section, previous, new, source, created_at"
 USER_COLUMNS = "user_id, display_name, identity_confirmed, persona, created_at, updated_at"
+PROFILE_COLUMNS = "user_id, section, fields"
+PROFILE_FILE_COLUMNS = "user_id, name, earlier"
+
+
+def column_names(columns: str) -> tuple[str, ...]:
+    return tuple(c.strip() for c in columns.split(","))
+
+
+MEMORY_COLUMN_LIST = list(column_names(MEMORY_COLUMNS))
+_NAMES = {columns: column_names(columns) for columns in (
+    MEMORY_COLUMNS, PENDING_COLUMNS, TOMBSTONE_COLUMNS, REVISION_COLUMNS, EVENT_COLUMNS, USAGE_COLUMNS,
+    PROFILE_REVISION_COLUMNS, USER_COLUMNS, PROFILE_COLUMNS, PROFILE_FILE_COLUMNS,
+)}
 
 # Columns holding instants, wherever they appear (converted by the dialect's time codec).
 TIME_FIELDS = frozenset(
@@ -124,8 +136,24 @@ def unreadable(table: str, user_id: Any, row_id: Any, exc: ValueError) -> Unread
     return UnreadableRow(table, str(user_id), str(row_id), why)
 
 
+def undecoded(row: Sequence[Any], columns: str) -> dict[str, UndecodedText]:
+    """The values of `row` (its `columns`) whose stored text is not UTF-8 (store/types.py), by column."""
+    if UndecodedText not in map(type, row):
+        return {}
+    return {name: value for name, value in zip(_NAMES[columns], row, strict=True) if type(value) is UndecodedText}
+
+
+def _decoded(row: Sequence[Any], columns: str) -> None:
+    """ValueError naming the first column of `row` whose stored text is not UTF-8, and its bytes: a mapper reads no
+    further, so the row is left out of its user's reads and listed by the doctor (every mapper checks this first)."""
+    if bad := undecoded(row, columns):
+        name, value = next(iter(bad.items()))
+        raise ValueError(f"{name}: not UTF-8 text (stored as {value.stored()[:50]})")
+
+
 def memory_from_row(row: Sequence[Any], d: Dialect) -> Memory:
     try:
+        _decoded(row, MEMORY_COLUMNS)
         return _decode_memory(row, d)
     except ValueError as exc:  # UnreadableInstant, or a value of the wrong kind: name the row, not just the value
         raise UnreadableRow("memories", str(row[1]), str(row[0]), str(exc)) from None
@@ -151,27 +179,27 @@ def json_column(column: str, value: Any, d: Dialect, kind: type[Any], items: typ
     return decoded
 
 
-# What `doctor --repair` writes in place of a memory column it cannot read; content is never touched.
+# What `doctor --repair` writes in place of a memory column it cannot read; the text is touched only where it is
+# not UTF-8 (MENDED_TEXT: the bytes that do not decode become U+FFFD, the bytes as stored are kept in an event).
 MENDED_CATEGORY = Category.fact  # the category add_memory gives when none is named
 SCORE_COLUMNS = ("emotion", "info", "persistence", "judge")
+MENDED_TEXT = ("content", "source", "source_ref")
 
 
 def mend_memory(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
-    """The columns of a memory row to rewrite so that it reads again, for `update_memory`: keywords that are not a
-    JSON list of words (the words in it kept, else none), an unknown category (MENDED_CATEGORY), a score that is not
+    """The columns of a memory row to rewrite so that it reads again, for `update_memory` (and `replace_content` when
+    the content is among them, with the keywords it writes beside it): content, source or source_ref that are not
+    UTF-8 (the bytes that do not decode as U+FFFD), keywords that are not a JSON list of words (the words in it
+    kept, else none; those that were not UTF-8 dropped), an unknown category (MENDED_CATEGORY), a score that is not
     a number (the category's default), a derived number that is not one (info_importance computed from the scores,
     time_coef 1 until maintenance rescores it, importance their product), confidence 1, use_count 0. Empty when
     what is wrong is none of these (a status or delete reason no version writes)."""
     values = dict(zip(MEMORY_COLUMN_LIST, row, strict=True))
-    fixes: dict[str, Any] = {}
-    try:
-        json_column("keywords", values["keywords"], d, list, str)
-    except ValueError:
-        try:
-            words = d.from_json(values["keywords"])
-        except ValueError:
-            words = []
-        fixes["keywords"] = [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
+    bad = undecoded(row, MEMORY_COLUMNS)
+    fixes: dict[str, Any] = {name: str(bad[name]) for name in MENDED_TEXT if name in bad}
+    keywords = _mended_keywords(values["keywords"], d)
+    if keywords is not None or "content" in fixes:
+        fixes["keywords"] = keywords if keywords is not None else d.from_json(values["keywords"])
     try:
         category = _category(values["category"])
     except ValueError:
@@ -186,6 +214,22 @@ def mend_memory(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
     if not _is_number(values["importance"]):
         fixes["importance"] = values["info_importance"] * values["time_coef"]
     return fixes
+
+
+def _mended_keywords(value: Any, d: Dialect) -> list[str] | None:
+    """Keywords to write in place of a stored value that is not a JSON list of words: the words in it, those that
+    were not UTF-8 left out; None when the value reads."""
+    try:
+        if type(value) is not UndecodedText:
+            json_column("keywords", value, d, list, str)
+            return None
+    except ValueError:
+        pass
+    try:
+        words = d.from_json(value)
+    except ValueError:
+        return []
+    return [w for w in words if isinstance(w, str) and "\ufffd" not in w] if isinstance(words, list) else []
 
 
 def _is_number(value: Any) -> bool:
@@ -283,6 +327,7 @@ def pending_from_row(row: Sequence[Any], d: Dialect) -> PendingItem:
     """A pending row, or UnreadableRow naming it when a value, or its candidate, is not what a write path makes."""
     id_, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at = row
     try:
+        _decoded(row, PENDING_COLUMNS)
         item = PendingItem(
             id=id_,
             user_id=user_id,
@@ -305,6 +350,7 @@ def profile_from_row(row: Sequence[Any], d: Dialect) -> tuple[str, dict[str, Any
     """(section, fields) of a profiles row (user_id, section, fields), or UnreadableRow naming it."""
     user_id, section, fields = row
     try:
+        _decoded(row, PROFILE_COLUMNS)
         return section, json_column("fields", fields, d, dict)
     except ValueError as exc:
         raise UnreadableRow("profiles", str(user_id), str(section), str(exc)) from None
@@ -314,6 +360,7 @@ def earlier_from_row(row: Sequence[Any], d: Dialect) -> list[str]:
     """The earlier texts of a profile_files row (user_id, name, earlier), or UnreadableRow naming it."""
     user_id, name, earlier = row
     try:
+        _decoded(row, PROFILE_FILE_COLUMNS)
         return list(json_column("earlier", earlier, d, list, str))
     except ValueError as exc:
         raise UnreadableRow("profile_files", str(user_id), str(name), str(exc)) from None
@@ -339,6 +386,7 @@ def user_from_row(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
     """A users row; its times as ISO 8601 text, as export writes them. UnreadableRow naming it for a time that
     cannot be read (the doctor's times check rewrites it)."""
     try:
+        _decoded(row, USER_COLUMNS)
         return {
             "user_id": row[0],
             "display_name": row[1],
@@ -351,9 +399,16 @@ def user_from_row(row: Sequence[Any], d: Dialect) -> dict[str, Any]:
         raise unreadable("users", row[0], row[0], exc) from None
 
 
+def mend_user(row: Sequence[Any]) -> dict[str, Any]:
+    """The columns of a users row to rewrite so that it reads again: a name or persona that is not UTF-8 text (the
+    bytes that do not decode as U+FFFD). A time it cannot read is the times check's, which runs first."""
+    return {name: str(value) for name, value in undecoded(row, USER_COLUMNS).items() if name != "user_id"}
+
+
 def tombstone_from_row(r: Sequence[Any], d: Dialect) -> Tombstone:
     """A tombstone, or UnreadableRow naming it (a reason or time this release cannot read)."""
     try:
+        _decoded(r, TOMBSTONE_COLUMNS)
         return Tombstone(
             tombstone_id=r[0],
             memory_id=r[1],
@@ -398,6 +453,7 @@ def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
 def revision_from_row(r: Sequence[Any], d: Dialect) -> Revision:
     """A content revision, or UnreadableRow naming it."""
     try:
+        _decoded(r, REVISION_COLUMNS)
         return Revision(
             id=r[0],
             memory_id=r[1],
@@ -415,6 +471,7 @@ def revision_from_row(r: Sequence[Any], d: Dialect) -> Revision:
 def profile_revision_from_row(r: Sequence[Any], d: Dialect) -> ProfileRevision:
     """A change of a profile section (PROFILE_REVISION_COLUMNS), or UnreadableRow naming it."""
     try:
+        _decoded(r, PROFILE_REVISION_COLUMNS)
         return ProfileRevision(
             id=r[0], user_id=r[1], section=r[2], previous=json_column("previous", r[3], d, dict),
             new=json_column("new", r[4], d, dict), source=r[5], created_at=d.from_column(r[6]),
@@ -429,6 +486,7 @@ def revision_params(r: Revision, d: Dialect) -> tuple[Any, ...]:
 
 def event_from_row(r: Sequence[Any], d: Dialect) -> Event:
     try:
+        _decoded(r, EVENT_COLUMNS)
         return Event(
             id=r[0],
             user_id=r[1],
@@ -445,6 +503,7 @@ def event_from_row(r: Sequence[Any], d: Dialect) -> Event:
 def usage_from_row(r: Sequence[Any], d: Dialect) -> Usage:
     """A memory's use counters (USAGE_COLUMNS), or UnreadableRow naming the row by its memory's id."""
     try:
+        _decoded(r, USAGE_COLUMNS)
         return Usage(
             user_id=r[0],
             memory_id=r[1],

@@ -17,7 +17,10 @@ from pocketmem.store.sql.dialect import Dialect
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import (
     EVENT_COLUMNS,
+    MEMORY_COLUMNS,
     PENDING_COLUMNS,
+    PROFILE_COLUMNS,
+    PROFILE_FILE_COLUMNS,
     PROFILE_REVISION_COLUMNS,
     REVISION_COLUMNS,
     TOMBSTONE_COLUMNS,
@@ -27,14 +30,17 @@ from pocketmem.store.sql.records import (
     event_from_row,
     mend_memory,
     mend_tombstone,
+    mend_user,
     pending_from_row,
     profile_from_row,
     profile_revision_from_row,
     revision_from_row,
     tombstone_from_row,
+    undecoded,
     usage_from_row,
     user_from_row,
 )
+from pocketmem.store.types import UndecodedText
 
 PAGE = 1000
 
@@ -57,10 +63,10 @@ class Decoded:
 
 
 DECODED = (
-    # A users row fails only on a time, which the doctor's times check rewrites before this scan's repair.
-    Decoded("users", ("user_id",), USER_COLUMNS, user_from_row, mend=lambda row: {}),
-    Decoded("profiles", ("user_id", "section"), "user_id, section, fields", profile_from_row, value=2),
-    Decoded("profile_files", ("user_id", "name"), "user_id, name, earlier", earlier_from_row, value=2),
+    # A users row fails on a time, which the doctor's times check rewrites before this scan's repair, or on a text.
+    Decoded("users", ("user_id",), USER_COLUMNS, user_from_row, mend=mend_user),
+    Decoded("profiles", ("user_id", "section"), PROFILE_COLUMNS, profile_from_row, value=2),
+    Decoded("profile_files", ("user_id", "name"), PROFILE_FILE_COLUMNS, earlier_from_row, value=2),
     Decoded("profile_revisions", ("id",), PROFILE_REVISION_COLUMNS, profile_revision_from_row),
     Decoded("memory_tombstones", ("tombstone_id",), TOMBSTONE_COLUMNS, tombstone_from_row, mend=mend_tombstone),
     Decoded("memory_revisions", ("id",), REVISION_COLUMNS, revision_from_row),
@@ -73,6 +79,8 @@ _BY_TABLE = {t.table: t for t in DECODED}
 
 def _stored(value: Any, d: Dialect) -> Any:
     """A stored value as JSON can hold it, for the report and the event a row set aside is kept in."""
+    if isinstance(value, UndecodedText):
+        return value.stored()
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, bytes | bytearray | memoryview):
@@ -85,16 +93,18 @@ def _stored(value: Any, d: Dialect) -> Any:
 class RowCheckQueries(Queries):
     async def unreadable_rows(self) -> list[dict[str, Any]]:
         """Each row that cannot be read: table, user_id, id (a profile's section, a profile file's name, a use
-        counter's memory), why, and `key` (its key columns and values); a memory's or tombstone's with `fixes`, the
-        columns to rewrite (empty when none would do), a profile row's with `value`, its stored text, any other's
-        with `row`, its stored values."""
+        counter's memory), why, and `key` (its key columns and values); a memory's, user's or tombstone's with
+        `fixes`, the columns to rewrite (empty when none would do), and `undecoded`, the stored bytes of those that
+        were not UTF-8 text (to keep in an event); a profile row's with `value`, its stored text, any other's with
+        `row`, its stored values."""
         d = self.dialect
         found: list[dict[str, Any]] = []
         async for _, row in self._pages("memories", (d.tie_break,), self._memory_columns, numeric=True):
             try:
                 self._to_memory(row)
             except UnreadableRow as exc:
-                found.append({**exc.as_report(), "key": {"id": row[0]}, "fixes": mend_memory(row, d)})
+                found.append({**exc.as_report(), "key": {"id": row[0]}, "fixes": mend_memory(row, d),
+                              **_undecoded(row, MEMORY_COLUMNS)})
         for table in DECODED:
             async for key, row in self._pages(table.table, table.key, table.columns, numeric=table.numeric):
                 try:
@@ -107,7 +117,7 @@ class RowCheckQueries(Queries):
     def _kept(self, table: Decoded, row: Sequence[Any]) -> dict[str, Any]:
         d = self.dialect
         if table.mend is not None:
-            return {"fixes": table.mend(row)}
+            return {"fixes": table.mend(row), **_undecoded(row, table.columns)}
         if table.value is not None:
             return {"value": _stored(row[table.value], d)}
         names = [c.strip() for c in table.columns.split(",")]
@@ -146,6 +156,12 @@ class RowCheckQueries(Queries):
         d = self.dialect
         where = " and ".join(f"{column} = {{p}}" for column in _BY_TABLE[table].key)
         await self._exec(d.sql(f"delete from {table} where {where}"), _keyed(table, key))
+
+
+def _undecoded(row: Sequence[Any], columns: str) -> dict[str, Any]:
+    """`undecoded` for a report item: the stored bytes of the row's values that are not UTF-8 text, if any."""
+    bad = undecoded(row, columns)
+    return {"undecoded": {name: value.stored() for name, value in bad.items()}} if bad else {}
 
 
 def _keyed(table: str, key: dict[str, Any]) -> tuple[Any, ...]:

@@ -19,8 +19,9 @@ import errno
 import os
 from pathlib import Path
 
+from pocketmem.base.files import in_place_of
 from pocketmem.base.permissions import grant, read_only_mount
-from pocketmem.store.sqlite.driver import connect
+from pocketmem.store.sqlite.driver import NotAStore, connect
 
 WAL_WRITE_BYTE = 120
 # memory.db's lock bytes: PENDING (0x40000000), RESERVED (a rollback journal's writer), then the SHARED range; a
@@ -73,9 +74,27 @@ def creation_problem(folder: Path, exc: OSError) -> str:
             "on an ordinary disk")
 
 
-def access_problems(db_path: str) -> list[str]:
+def instead(setting: str | None, example: Path | None = None) -> str:
+    """What to change so that pocketmem opens its own store, by what named the path it met: `setting` (POCKETMEM_DB,
+    or `db (in …/config.toml)`), or None for the default place, $POCKETMEM_HOME/memory.db."""
+    if setting is None:
+        return ("move it away (pocketmem keeps its store in POCKETMEM_HOME as memory.db, and makes a new one where "
+                "there is none), or set POCKETMEM_HOME to another folder")
+    unset = "remove that key" if " (in " in setting else "unset it"
+    file = f"a file (such as {example})" if example is not None else "the store's SQLite file"
+    return f"set {setting} to {file}, or {unset} to keep the store in $POCKETMEM_HOME/memory.db"
+
+
+def not_a_store(exc: NotAStore, setting: str | None) -> NotAStore:
+    """The refusal of another program's database, with what to change."""
+    if not exc.tables:
+        return exc  # a -wal of another database: its message says what to do
+    return NotAStore(f"{exc}; {instead(setting)}", exc.path, exc.tables)
+
+
+def access_problems(db_path: str, setting: str | None = None) -> list[str]:
     """What keeps this user from reading and writing the store at `db_path`, a line per path (none when all is
-    well). A store not made yet is judged by its folder."""
+    well); `setting`: what named that path (`instead`). A store not made yet is judged by its folder."""
     db = Path(db_path)
     folder = db.parent
     if not os.path.isdir(folder):
@@ -87,10 +106,9 @@ def access_problems(db_path: str) -> list[str]:
         return [f"{folder} is on a read-only file system: the store can be read but nothing can be saved; "
                 "remount it read-write, or copy the folder to a writable disk and point POCKETMEM_HOME there"]
     if os.path.isdir(db):
-        return [f"{db} is a folder, not the store's SQLite file: set POCKETMEM_DB to a file (such as "
-                f"{db / 'memory.db'}), or unset it to keep the store in $POCKETMEM_HOME/memory.db; if POCKETMEM_DB "
-                "is not set, move that folder away"]
-    problems = []
+        return [f"{db} is a folder, not the store's SQLite file: {instead(setting, db / 'memory.db')}"]
+    if problems := _odd_files(db, setting):
+        return problems
     if not os.access(folder, os.W_OK):
         problems.append(
             f"the folder {folder} is not writable by this user: SQLite makes memory.db-wal, memory.db-shm and "
@@ -109,6 +127,21 @@ def access_problems(db_path: str) -> list[str]:
                         f"{grant(lock, 'rw', 'readable and writable')}, or remove it (pocketmem makes it again)")
     if (full := space_problem(folder)) is not None:
         problems.append(full)
+    return problems
+
+
+def _odd_files(db: Path, setting: str | None) -> list[str]:
+    """memory.db, its -wal or its -shm where something other than a file stands (a folder, a link loop, a pipe, a
+    device): SQLite cannot open the store, and nothing is damaged, so the line says what to move, never to restore."""
+    problems = []
+    if (what := in_place_of(db, "file")) is not None:
+        problems.append(f"{db} is {what}, not the store's SQLite file, so the store cannot be opened; nothing is "
+                        f"damaged: {instead(setting)}")
+    for suffix in ("-wal", "-shm"):
+        path = Path(f"{db}{suffix}")
+        if (what := in_place_of(path, "file")) is not None:
+            problems.append(f"{path} is {what}, not the file SQLite keeps beside {db.name}, so the store cannot be "
+                            f"opened; nothing is damaged: move it out of {db.parent} (SQLite makes that file itself)")
     return problems
 
 

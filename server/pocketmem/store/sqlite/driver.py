@@ -5,9 +5,13 @@ Python's own `sqlite3` cannot load extensions on many builds (this one included:
 can load sqlite-vec and otherwise use `sqlean` (sqlean.py), a drop-in sqlite3 with extension
 loading and a current SQLite, available as wheels for Linux, macOS and Windows.
 
-Every connection to the store is made here, so this is where a database is refused that opening would create
-in place of a missing one while its `-wal` or `-journal` is still there: SQLite would make a new, empty file and
-delete that journal, and the writes it holds with it (`orphaned_journal`).
+Every connection to the store is made here, so this is where a database is refused before opening changes it:
+one that opening would create in place of a missing one while its `-wal` or `-journal` is still there (SQLite would
+make a new, empty file and delete that journal, and the writes it holds with it: `orphaned_journal`); a store beside
+a `-wal` of another database, which opening would replay into it (`foreign_journal`); another program's database,
+which the migrations would fill with pocketmem's tables (`database_kind`). And every text column is read here
+(`stored_text`): bytes that are not UTF-8 come back as UndecodedText for the row mappers to leave out, never as an
+error that fails the whole read.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ import importlib.util
 import logging
 import os
 import sqlite3
+from contextlib import closing
 from types import ModuleType
 from typing import Any
 from urllib.request import pathname2url
 
 from pocketmem.base.errors import StoreError
+from pocketmem.store.sqlite.faults import DAMAGED
+from pocketmem.store.types import UndecodedText
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +78,41 @@ def sqlite_module() -> tuple[ModuleType, bool]:
 
 # What SQLite replays into the database when it opens it, and deletes when it makes a new one instead.
 JOURNALS = ("-wal", "-journal")
+# pocketmem's record of its migrations, which every release made before anything else: a database that keeps it (or,
+# should it be lost, a memories table of pocketmem's columns) is a store; one without tables is a store to be made.
+MIGRATIONS_RECORD = ["name", "applied_at"]
+MEMORY_MARKS = frozenset({"content_hash", "embed_model", "persistence"})
+# How long the read-only looks at whose -wal lies beside the store wait for another process's lock: a reader of a WAL
+# store waits for none but one recovering the -wal, and a look that cannot be had is skipped, never waited out.
+LOOK_WAIT = 0.5
+# A -wal's header (its salts change whenever SQLite starts the file over) and the -wal headers this process has seen
+# to be its store's own: frames another connection appends after it are the store's too, so it is looked at once.
+WAL_HEADER = 32
+_OWN_WALS: set[tuple[str, bytes]] = set()
+
+
+class NotAStore(StoreError):
+    """The database, or what the -wal beside it would make of it, is not a pocketmem store: refused before anything
+    is written to it. `tables`: the tables it holds (a foreign file's; empty for a foreign -wal, whose message is
+    whole)."""
+
+    def __init__(self, message: str, path: str, tables: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.path, self.tables = path, tables or []
+
+
+def database_kind(conn: Any) -> tuple[str, list[str]]:
+    """What the database `conn` reads is, and its tables: `store` (pocketmem's), `empty` (no tables: a store to be
+    made) or `other` (another program's)."""
+    tables = "select name from sqlite_master where type = 'table' and name not like 'sqlite%'"
+    names = [r[0] for r in conn.execute(tables)]
+    if not names:
+        return "empty", names
+    if [r[1] for r in conn.execute("pragma table_info(schema_migrations)")] == MIGRATIONS_RECORD:
+        return "store", names
+    if MEMORY_MARKS <= {r[1] for r in conn.execute("pragma table_info(memories)")}:
+        return "store", names
+    return "other", names
 
 
 def orphaned_journal(path: str) -> str | None:
@@ -95,17 +137,91 @@ def orphaned_journal(path: str) -> str | None:
     return None
 
 
+def _read_as(path: str, query: str) -> tuple[str, list[str]]:
+    """`database_kind` of the store at `path` read through a read-only connection (`query`: `mode=ro`, with the -wal,
+    or `immutable=1`, the file alone), a store's every table touched (its first row, as bytes), or `damaged` with
+    SQLite's words when that cannot be read. Waits LOOK_WAIT at most for another process's lock."""
+    module = sqlite_module()[0]
+    try:
+        with closing(module.connect(f"file:{pathname2url(path)}?{query}", uri=True, timeout=LOOK_WAIT)) as conn:
+            kind, names = database_kind(conn)
+            plain = "select name from sqlite_master where type = 'table' and sql not like 'create virtual%'"
+            touched = conn.execute(plain).fetchall() if kind == "store" else []
+            conn.text_factory = bytes  # what the rows say is not looked at
+            for (name,) in touched:
+                conn.execute(f'select * from "{name}" limit 1').fetchall()
+            return kind, names
+    except module.DatabaseError as exc:
+        if not any(word in str(exc) for word in DAMAGED):
+            raise
+        return "damaged", [str(exc)]
+
+
+def foreign_journal(path: str) -> str | None:
+    """Why the store at `path` must not be opened: the `-wal` beside it is not its own (another database's, or one
+    left from before the file was restored from a backup): read without it the file is a pocketmem store, read with
+    it it is not, or is damaged, and the first connection to close would copy that WAL's pages into the file. Both
+    looks are read-only connections, which never copy a WAL into the file. None when there is no such -wal, or the
+    looks cannot tell (opening then reports what it meets)."""
+    try:
+        with open(path + "-wal", "rb") as wal:
+            seen = (path, wal.read(WAL_HEADER))
+    except OSError:
+        return None
+    if path == ":memory:" or len(seen[1]) < WAL_HEADER or seen in _OWN_WALS:
+        return None
+    module = sqlite_module()[0]
+    try:
+        kind, found = _read_as(path, "mode=ro")
+        if kind == "store":
+            _OWN_WALS.add(seen)
+            return None
+        if _read_as(path, "immutable=1")[0] != "store":
+            return None  # not a store either way: the opening judges the file itself
+    except module.Error:
+        log.debug("cannot tell whose %s-wal is", path, exc_info=True)
+        return None
+    name = os.path.basename(path)
+    holds = ("holds no tables at all" if kind == "empty" else f"cannot be read ({found[0]})" if kind == "damaged"
+             else f"holds another database's tables ({', '.join(found[:5])})")
+    return (
+        f"{path}-wal is not the WAL of {name}: {name} as pocketmem last wrote it is a pocketmem store, but read with "
+        f"that -wal it {holds}; opening it would copy that WAL into {name} and spoil the store, so nothing was opened "
+        f"or changed. Move {name}-wal and {name}-shm out of {os.path.dirname(path) or '.'} (keep them if they belong "
+        "to another program's database) and start again"
+    )
+
+
+def stored_text(raw: bytes) -> str:
+    """A text column as every connection reads it: UTF-8, and where the stored bytes are not (another program wrote
+    them), an UndecodedText the row mappers leave out, so one such row never fails a whole read (sqlite3's own
+    decoding raises for the statement)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return UndecodedText(raw)
+
+
 def connect(path: str, *, load_vectors: bool, immutable: bool = False, wait: float = BUSY_TIMEOUT_MS / 1000) -> Any:
     """A raw connection in autocommit mode (we issue BEGIN ourselves), WAL, foreign keys, busy timeout (`wait`
     seconds, from the first statement on: switching to WAL waits for a process that holds the file).
-    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused
-    (StoreError) for a missing database whose journal is still there (`orphaned_journal`)."""
+    `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused before
+    anything is written, for a missing database whose journal is still there (StoreError, `orphaned_journal`), a
+    -wal of another database beside it (NotAStore, `foreign_journal`) and a database of another program's
+    (NotAStore, with its tables)."""
     if (orphaned := orphaned_journal(path)) is not None:
         raise StoreError(orphaned)
+    if not immutable and (foreign := foreign_journal(path)) is not None:
+        raise NotAStore(foreign, path)
     module, vectors_available = sqlite_module()
     target = f"file:{pathname2url(path)}?immutable=1" if immutable else path
     conn = module.connect(target, isolation_level=None, check_same_thread=False, timeout=wait, uri=immutable)
+    conn.text_factory = stored_text
     conn.execute(f"pragma busy_timeout = {int(wait * 1000)}")
+    if path != ":memory:" and (found := database_kind(conn))[0] == "other":
+        conn.close()
+        raise NotAStore(f"{path} is not a pocketmem store: its tables ({', '.join(found[1][:5])}) are another "
+                        "program's; nothing was written to it", path, found[1])
     conn.execute("pragma foreign_keys = on")
     if immutable:
         conn.execute("pragma query_only = on")

@@ -24,6 +24,7 @@ import aiosqlite
 
 from pocketmem.store.base import keyword_rows_added
 from pocketmem.store.sqlite.driver import connect, inline_connection_class
+from pocketmem.store.sqlite.records import readable_vector
 
 DERIVED = ("memory_counts", "memories_fts", "memories_fts_vocab", "user_terms")
 
@@ -174,6 +175,9 @@ COUNT_MISMATCHES = (
     f"select count(*) from ({ACTIVE_PER_USER}) c full join memory_counts k using (user_id) "
     "where coalesce(k.active, 0) != coalesce(c.n, 0)"
 )
+# Memories whose vector sqlite-vec cannot read (records.readable_vector), counted by `health` and cleared by
+# `clear_bad_vectors`; until then the vector side of every search leaves them out.
+BAD_VECTORS = f"from memories where embedding is not null and not {readable_vector('embedding')}"
 
 
 async def mend(db: aiosqlite.Connection) -> list[str]:
@@ -193,6 +197,23 @@ async def mend(db: aiosqlite.Connection) -> list[str]:
         await db.execute(f"insert into memory_counts (user_id, active) {ACTIVE_PER_USER}")
         done.append(f"the active count of {_count(users, 'user')} recounted")
     return done
+
+
+async def clear_bad_vectors(db: aiosqlite.Connection, *, index: bool) -> list[str]:
+    """Inside the caller's transaction: the vectors sqlite-vec cannot read removed (their entries in the vector index
+    first, when there is one), so the embed queue gives those memories new ones; what was done, a line."""
+    rowids = [r[0] for r in await db.execute_fetchall(f"select rowid {BAD_VECTORS}")]
+    for start in range(0, len(rowids), 500):
+        some = rowids[start : start + 500]
+        marks = ",".join("?" * len(some))
+        if index:
+            await db.execute(f"delete from memory_vectors where rowid in ({marks})", some)
+        await db.execute(f"update memories set embedding = null where rowid in ({marks})", some)
+    if not rowids:
+        return []
+    which = f"{len(rowids)} memor{'y' if len(rowids) == 1 else 'ies'}"
+    return [f"{which} kept a vector that could not be read (not a float32 vector of the store's size): cleared; the "
+            "next start of `pocketmem serve` embeds them again in the background (or `pocketmem reindex` now)"]
 
 
 def _count(n: int, thing: str) -> str:

@@ -27,7 +27,7 @@ from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
 from pocketmem.store.sqlite import access, faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
-from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, connect, inline_connection_class, sqlite_module
+from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, NotAStore, connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.tx import SQLiteTx, create_vector_index
 
@@ -111,10 +111,12 @@ async def _claim_vectors(tx: SQLiteTx, embed_tag: str, dimensions: int, extensio
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: Path | str, *, wait: float = BUSY_TIMEOUT_MS / 1000) -> None:
-        """`wait`: how long each statement waits for another process's lock (SQLite's busy timeout)."""
+    def __init__(self, path: Path | str, *, wait: float = BUSY_TIMEOUT_MS / 1000, setting: str | None = None) -> None:
+        """`wait`: how long each statement waits for another process's lock (SQLite's busy timeout); `setting`: what
+        named `path`, for the messages that say what to change (access.instead; None: the default place)."""
         self.path = str(path)
         self.wait = wait
+        self.setting = setting
         self._writer: aiosqlite.Connection | None = None
         self._owner_index = False
         self._reader: aiosqlite.Connection | None = None
@@ -200,9 +202,11 @@ class SQLiteStore(Store):
                 await self._bookkeeper.execute("pragma synchronous = normal")
         except Exception as exc:
             await self.close()
+            if isinstance(exc, NotAStore):
+                raise access.not_a_store(exc, self.setting) from None
             if isinstance(exc, StoreError):
                 raise
-            why = access.access_problems(self.path) if self.path != ":memory:" else []
+            why = access.access_problems(self.path, self.setting) if self.path != ":memory:" else []
             raise StoreError(f"cannot open the memory store at {self.path}: {why[0] if why else exc}") from exc
         self._vectors_loaded = sqlite_module()[1]
         found = list(
@@ -296,6 +300,7 @@ class SQLiteStore(Store):
         conn = self._require(self._writer)
         async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
             done = await schema_check.mend(conn)
+            done += await schema_check.clear_bad_vectors(conn, index=self.vectors_available)
         if self.vectors_available and not await self._vector_index_agrees():
             await self.rebuild_vector_index()
             done.append("the vector index disagreed with the memories: rebuilt from the vectors they keep")
@@ -515,7 +520,7 @@ class SQLiteStore(Store):
         self._require(self._writer)
         if self.path == ":memory:":
             return []
-        if problems := access.access_problems(self.path):
+        if problems := access.access_problems(self.path, self.setting):
             return problems
         if self._copy is not None or self._immutable:
             return [f"the memory store at {self.path} is read-only: nothing can be saved until its folder is writable"]
@@ -551,6 +556,7 @@ class SQLiteStore(Store):
                 vectors = list(await conn.execute_fetchall("select count(*) from memory_vectors"))[0][0]
                 vector_mismatch = list(await conn.execute_fetchall(_VECTOR_MISMATCHES))[0][0]
             count_mismatches = list(await conn.execute_fetchall(schema_check.COUNT_MISMATCHES))[0][0]
+            bad_vectors = list(await conn.execute_fetchall(f"select count(*) {schema_check.BAD_VECTORS}"))[0][0]
             migrations = [
                 r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")
             ]
@@ -563,6 +569,7 @@ class SQLiteStore(Store):
             "vector_rows": vectors,
             "vector_mismatches": vector_mismatch,
             "count_mismatches": count_mismatches,
+            "bad_vectors": bad_vectors,
             "vectors_available": self.vectors_available,
             # Whether this Python's sqlite3 can load sqlite-vec at all: a fresh store creates its index only
             # with its first memory, so vectors_available alone cannot tell.

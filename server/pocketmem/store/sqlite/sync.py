@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pocketmem.base.models import Memory
 from pocketmem.store.sql.sync import SyncQueries as SharedSyncQueries
+from pocketmem.store.sqlite.records import readable_vector
 from pocketmem.store.types import IndexedText
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class SyncQueries(SharedSyncQueries):
             return {}
         in_ids, id_params = self.dialect.in_list("id", memory_ids)
         rows = await self._all(
-            f"select id, embedding from memories where user_id = ? and {in_ids} and embedding is not null",
+            f"select id, embedding from memories where user_id = ? and {in_ids} and {readable_vector('embedding')}",
             (user_id, *id_params),
         )
         return {r[0]: self._unpack(r[1]) for r in rows}

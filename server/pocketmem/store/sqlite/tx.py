@@ -25,6 +25,7 @@ from pocketmem.store.sql.shared import SharedQueries
 from pocketmem.store.sql.writes import IndexColumn
 from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.records import placeholders as _placeholders
+from pocketmem.store.sqlite.records import readable_vector
 from pocketmem.store.sqlite.sync import SyncQueries
 from pocketmem.store.sqlite.upkeep import UpkeepQueries
 from pocketmem.store.types import Holder, IndexedText, term_deltas
@@ -52,7 +53,7 @@ async def create_vector_index(tx: SQLiteTx, dimensions: int) -> None:
     )
     await tx.execute(
         "insert into memory_vectors (rowid, user_id, status, embedding) "
-        "select rowid, user_id, status, vec_quantize_binary(embedding) from memories where embedding is not null "
+        "select rowid, user_id, status, vec_quantize_binary(embedding) from memories where typeof(embedding) = 'blob' "
         f"and length(embedding) = {4 * int(dimensions)}"
     )
 
@@ -182,7 +183,8 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         rows = await self._all(
             "select m.id, vec_distance_cosine(m.embedding, ?1) as distance from (select rowid from memory_vectors "
             f"where embedding match vec_quantize_binary(?1) and k = ?2 and user_id = ?3 and status in ({wanted})) v "
-            f"join memories m on m.rowid = v.rowid order by distance limit ?{4 + len(statuses)}",
+            f"join memories m on m.rowid = v.rowid where {readable_vector('m.embedding')} "
+            f"order by distance limit ?{4 + len(statuses)}",
             (pack_vector(vector), k * VECTOR_RESCORE, user_id, *statuses, k),
         )
         return [(row[0], 1.0 - float(row[1])) for row in rows]
@@ -262,14 +264,15 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
             # Materialise the few rows first; a plain self-join lets the planner scan the whole table.
             rows = await self._all(
                 "with picked as materialized (select id, embedding from memories where +user_id = ? "
-                f"and id in ({marks}) and embedding is not null) "
+                f"and id in ({marks}) and {readable_vector('embedding')}) "
                 "select a.id, b.id, vec_distance_cosine(a.embedding, b.embedding) from picked a join picked b "
                 "on a.id < b.id",
                 (user_id, *memory_ids),
             )
             return {(r[0], r[1]): 1.0 - float(r[2]) for r in rows if r[2] is not None}
         rows = await self._all(
-            f"select id, embedding from memories where +user_id = ? and id in ({marks}) and embedding is not null",
+            f"select id, embedding from memories where +user_id = ? and id in ({marks}) "
+            f"and {readable_vector('embedding')}",
             (user_id, *memory_ids),
         )
         vectors = {r[0]: unpack_vector(r[1]) for r in rows}
@@ -304,7 +307,7 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
                 (*(pack_vector(v) for v in vectors), *params),
             )
             return [(r[0], tuple(float(x) for x in r[1:])) for r in rows if r[1] is not None]
-        rows = await self._all(f"select id, embedding from memories where {where}", params)
+        rows = await self._all(f"select id, {_vector('embedding')} from memories where {where}", params)
         return [
             (r[0], tuple(_cosine(unpack_vector(r[1]), v) for v in vectors)) for r in rows if r[1] is not None
         ]
@@ -315,13 +318,13 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
         if self._vectors:
             rows = await self._all(
                 f"select id, vec_distance_cosine(embedding, ?) from memories where +user_id = ? "
-                f"and id in ({_placeholders(len(memory_ids))}) and embedding is not null",
+                f"and id in ({_placeholders(len(memory_ids))}) and {readable_vector('embedding')}",
                 (pack_vector(vector), user_id, *memory_ids),
             )
             return {row[0]: 1.0 - float(row[1]) for row in rows if row[1] is not None and not math.isnan(row[1])}
         rows = await self._all(
             f"select id, embedding from memories where +user_id = ? and id in ({_placeholders(len(memory_ids))}) "
-            "and embedding is not null",
+            f"and {readable_vector('embedding')}",
             (user_id, *memory_ids),
         )
         return {row[0]: _cosine(unpack_vector(row[1]), vector) for row in rows}
@@ -387,9 +390,14 @@ class SQLiteTx(UpkeepQueries, SyncQueries, SharedQueries, StoreWriter):
 
 
 def _distance(column: str) -> str:
-    """sqlite-vec's cosine distance of `column` to a bound vector; NULL for a row still without a vector (an
-    older store's, or one stored while the embedder was down), which vec_distance_cosine itself refuses."""
-    return f"case when {column} is null then null else vec_distance_cosine({column}, ?) end"
+    """sqlite-vec's cosine distance of `column` to a bound vector; NULL for a row without a vector it can read (an
+    older store's, one stored while the embedder was down, a damaged one), which vec_distance_cosine itself refuses."""
+    return f"case when {readable_vector(column)} then vec_distance_cosine({column}, ?) end"
+
+
+def _vector(column: str) -> str:
+    """`column`'s vector where it is one sqlite-vec could read, else NULL (for the paths without sqlite-vec)."""
+    return f"case when {readable_vector(column)} then {column} end"
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
