@@ -86,7 +86,7 @@ class LibraryRecall:
         except Exception as exc:  # noqa: BLE001 - the library is an extra; recall answers without it
             url = self.settings.cloud_url.get_secret_value() if self.settings.cloud_url is not None else None
             self._failure = redact(str(exc), url) or type(exc).__name__
-            log.warning("the cloud library did not answer recall: %s", self._failure)
+            log.warning("the cloud library did not answer: %s", self._failure)
             self._resting_until = monotonic() + REST_AFTER_FAILURE
             return LibraryHits(problem=self._failure)
 
