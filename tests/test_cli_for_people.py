@@ -153,6 +153,46 @@ def test_client_config_carries_every_setting_set_here_that_is_not_its_default(ca
     assert "sk-secret-1" not in out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("url", ["postgresql://me:pa/ss1@db.example/mem", "postgresql://me:pa#ss1@db.example/mem",
+                                 "postgresql://me@db.example/mem?password=ss1"])
+def test_client_config_leaves_out_a_url_whose_password_holds_a_slash_or_hash(capsys, tmp_path, url):
+    out = ok(run_cli(capsys, tmp_path, "client-config", POCKETMEM_CLOUD_URL=url))
+    assert "POCKETMEM_CLOUD_URL" not in json.loads(out.stdout)["mcpServers"]["pocketmem"]["env"]
+    assert "# note: POCKETMEM_CLOUD_URL is set here but left out because it holds a secret" in out.stderr
+    assert "ss1" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(("host", "key"), [("claude-desktop", "mcpServers"), ("vscode", "servers")])
+def test_client_config_write_merges_the_entry_and_keeps_the_other_servers(capsys, tmp_path, host, key):
+    config = tmp_path / "host" / "config.json"
+    config.parent.mkdir()
+    before = {key: {"other": {"command": "/bin/other", "args": []}, "pocketmem": {"command": "/old"}},
+              "preferences": {"theme": "dark"}}
+    config.write_text(json.dumps(before), encoding="utf-8")
+    config.chmod(0o640)
+    out = ok(run_cli(capsys, tmp_path, "client-config", "--host", host, "--write", str(config)))
+    assert out.stdout == "" and f"wrote the pocketmem entry into {config}, 1 other server kept" in out.stderr
+    after = json.loads(config.read_text(encoding="utf-8"))
+    printed = json.loads(ok(run_cli(capsys, tmp_path, "client-config", "--host", host)).stdout)
+    assert after == {key: {"other": before[key]["other"], **printed[key]}, "preferences": {"theme": "dark"}}
+    assert config.stat().st_mode & 0o777 == 0o640 and [p.name for p in config.parent.iterdir()] == ["config.json"]
+    # A new file, in a folder that is not there yet, holds the entry alone.
+    fresh = tmp_path / "project" / ".vscode" / "mcp.json"
+    ok(run_cli(capsys, tmp_path, "client-config", "--host", host, "--write", str(fresh)))
+    assert json.loads(fresh.read_text(encoding="utf-8")) == printed
+
+
+@pytest.mark.parametrize("text", ['{"servers": {"a": {}}, // mine\n}', "[]", '{"mcpServers": []}', '{"mcpS'])
+def test_client_config_write_refuses_a_file_it_cannot_merge_into_and_leaves_it(capsys, tmp_path, text):
+    config = tmp_path / "mcp.json"
+    config.write_text(text, encoding="utf-8")
+    out = run_cli(capsys, tmp_path, "client-config", "--write", str(config))
+    assert out.returncode == 2 and out.stdout == "" and f"pocketmem: --write: {config}" in out.stderr
+    assert "left as it was" in out.stderr and config.read_text(encoding="utf-8") == text
+    claude_code = run_cli(capsys, tmp_path, "client-config", "--host", "claude-code", "--write", str(config))
+    assert claude_code.returncode == 2 and "claude mcp add" in claude_code.stderr
+
+
 def test_a_pending_profile_change_shows_as_one(capsys, tmp_path, make_settings):
     import asyncio
 

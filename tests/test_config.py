@@ -1,6 +1,6 @@
 import pytest
 
-from pocketmem.base.config import load_settings
+from pocketmem.base.config import load_settings, mask_url
 from pocketmem.base.errors import ConfigError
 
 
@@ -134,3 +134,53 @@ def test_a_bad_postgres_url_never_echoes_its_password(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert "POCKETMEM_DATABASE_URL" in str(info.value) and "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://pm:pa/ss1@127.0.0.1:55433/lib", "postgresql://pm:***@127.0.0.1:55433/lib"),
+        ("postgresql://pm:pa?ss1@db/lib?sslmode=require", "postgresql://pm:***@db/lib?sslmode=require"),
+        ("postgres://pm:pa#ss1@db/lib", "postgres://pm:***@db/lib"),
+        ("postgresql://pm:p@ss1@db:5432/lib", "postgresql://pm:***@db:5432/lib"),
+        ("postgresql://pm:Pw-S3cret%21x@db/lib", "postgresql://pm:***@db/lib"),
+        ("postgresql://pm@db/lib?password=ss1&sslpassword='a ss1'", "postgresql://pm@db/lib?password=***&sslpassword=***"),
+        ("postgresql://pm@db/lib?user=pm&pwd=ss1&pass=ss1", "postgresql://pm@db/lib?user=pm&pwd=***&pass=***"),
+        ("https://me:ss1@llm.example.com/v1", "https://me:***@llm.example.com/v1"),
+        ("postgresql://pm@db/lib", "postgresql://pm@db/lib"),
+    ],
+)
+def test_a_url_is_shown_without_its_password_whatever_it_holds(url, shown):
+    assert mask_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("POCKETMEM_CLOUD_URL", "host=db.example.com user=pm password=ss1 dbname=pm"),
+        ("POCKETMEM_CLOUD_URL", "postgressql://db/pm?user=pm&password=ss1"),
+        ("POCKETMEM_DATABASE_URL", "postgres//pm:ss1@db/pm"),
+        ("POCKETMEM_LLM_BASE_URL", "htps://me:ss1@llm.example.com/v1"),
+        ("POCKETMEM_EMBED_BASE_URL", "https//me:ss1@llm.example.com/v1"),
+        ("POCKETMEM_EMBED_BASE_URL", "llm.example.com/v1?api_key=ss1"),
+    ],
+)
+def test_a_mistyped_url_is_named_with_its_rule_and_never_echoes_its_password(tmp_path, monkeypatch, name, value):
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    monkeypatch.setenv("POCKETMEM_LLM_MODEL", "qwen2.5:7b")
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    (line,) = [line for line in str(info.value).splitlines() if name in line]
+    rule = "must be an http(s) URL" if "_BASE_URL" in name else "must be a PostgreSQL URL"
+    assert line.startswith(f"  {name}: Value error, {rule}") and line.count("(got ") == 1
+    assert "ss1" not in str(info.value)
+
+
+def test_a_url_in_the_config_file_never_echoes_its_password(tmp_path, monkeypatch):
+    (tmp_path / "config.toml").write_text('cloud_url = "host=x password=ss1"\ncloud_uri = "postgresql://a:ss1@h/d"\n')
+    monkeypatch.setenv("POCKETMEM_HOME", str(tmp_path))
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert f"cloud_url (in {tmp_path / 'config.toml'}): Value error, must be a PostgreSQL URL" in str(info.value)
+    assert "cloud_uri" in str(info.value) and "ss1" not in str(info.value)

@@ -78,10 +78,11 @@ async def test_appends_made_on_two_devices_are_both_kept(tmp_path, library_url, 
         await a.patching.patch_core(USER, name, "猕猴桃也不行", "append", None)
         cb.advance(minutes=10)
         await b.patching.patch_core(USER, name, "吃虾会起疹子", "append", None)
-        # Either device may reach the library first: the later text (B's) keeps A's appends, in their order.
+        # Either device may reach the library first: the later text (B's) takes A's appends, and all read in the
+        # order they were made (A's two before B's later one).
         order = (a, b, a) if first == "earlier" else (b, a, b)
         reports = [await synced(app) for app in order]
-        merged = PEANUTS + SHRIMP + MANGO + KIWI
+        merged = PEANUTS + MANGO + KIWI + SHRIMP
         assert await texts(name, a, b) == [merged] * 3
         (conflict,) = [c for report in reports for user in report.users for c in user.conflicts]
         assert conflict == {"id": name, "where": "library", "resolution": "merged"}
@@ -96,6 +97,27 @@ async def test_appends_made_on_two_devices_are_both_kept(tmp_path, library_url, 
         assert [m.id for m in result.memories] == [name] and "芒果" in result.injection
         await settled(a, b, a, b)
         assert await texts(name, a, b) == [merged] * 3
+
+
+async def test_an_append_over_a_merge_it_has_not_seen_keeps_every_part_in_the_order_made(
+    tmp_path, library_url, make_settings
+):
+    """A merge put A's earlier append before B's; B, not yet holding the merge, appends again: the merge's parts
+    are still joined in, each where it was made."""
+    async with shared_core(make_settings, tmp_path, library_url) as (a, b, ca, cb, name):
+        ca.advance(minutes=5)
+        await a.patching.patch_core(USER, name, "也对芒果过敏", "append", None)
+        cb.advance(minutes=10)
+        await b.patching.patch_core(USER, name, "吃虾会起疹子", "append", None)
+        await synced(b)
+        await synced(a)  # the library joins A's mango before B's shrimp, and A takes it
+        assert (await texts(name, a, b))[0] == PEANUTS + MANGO + SHRIMP
+        cb.advance(minutes=10)
+        await b.patching.patch_core(USER, name, "猕猴桃也不行", "append", None)  # B never saw the merge
+        for app in (b, a):
+            await synced(app)
+        assert await texts(name, a, b) == [PEANUTS + MANGO + SHRIMP + KIWI] * 3
+        await settled(a, b, a, b)
 
 
 async def test_a_replace_on_one_device_wins_when_later_and_is_reported(
@@ -170,4 +192,4 @@ async def test_the_cli_says_which_core_memory_was_patched_on_two_devices(
     assert "ok, 1 core memory patched on two devices" in stderr
     assert f"core memory {name} of user 'global' patched on two devices; both sides' appends are kept" in stderr
     async with PocketMem(b_settings, clock=cb) as b:
-        assert (await rows(b.store))[name] == PEANUTS + SHRIMP + MANGO
+        assert (await rows(b.store))[name] == PEANUTS + MANGO + SHRIMP  # A's append was made first

@@ -62,7 +62,7 @@ def make_library(settings: Settings) -> Store | None:
 
     return PostgresStore(
         settings.cloud_url.get_secret_value(), pool_size=min(settings.pg_pool_size, 4), wait=False,
-        timeout=settings.cloud_timeout,
+        timeout=settings.cloud_timeout, setting="POCKETMEM_CLOUD_URL",
     )
 
 
@@ -186,10 +186,15 @@ class PocketMem:
 
     async def warm_up(self) -> None:
         """Load the segmenter, the tagger and the background frequencies in a worker thread (about a second), then
-        the embedder's model, so the first recall or write does not pay for them. A server calls it after its
-        handshake; a call that comes first loads what it needs itself."""
+        the embedder's model, so the first recall or write does not pay for them; meanwhile connect to the cloud
+        library and check its embedder. A server calls it after its handshake; a call that comes first loads what
+        it needs itself."""
+        library = self.retrieval.library
+        connecting = asyncio.ensure_future(library.prepare()) if library is not None else None
         await asyncio.get_running_loop().run_in_executor(None, warm_up)
         await self.embedder.warm_up()
+        if connecting is not None:
+            await connecting
 
     async def close(self) -> None:
         async with self._open_lock:

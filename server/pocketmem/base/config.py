@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
@@ -153,7 +154,9 @@ class Settings(BaseSettings):
         10.0, gt=0, le=600, description="Seconds sync waits for a connection to the cloud library before it fails."
     )
     library_timeout: float = Field(
-        0.3, ge=0, le=30, description="Seconds recall waits for the cloud library's answer; 0 asks only the notebook."
+        0.3, ge=0, le=30,
+        description="Seconds recall waits for the cloud library's answer once the question is encoded; 0 asks only "
+        "the notebook.",
     )
     pg_pool_size: int = Field(10, ge=1, le=500, description="Most PostgreSQL connections this process opens.")
     use_flush_interval: float = Field(
@@ -212,7 +215,7 @@ class Settings(BaseSettings):
         if value in (None, ""):
             return None
         if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"must be an http(s) URL, got {value!r}")
+            raise ValueError("must be an http(s) URL: http://host:port/v1 or https://host/v1")
         return value.rstrip("/")
 
     @field_validator("database_url", "cloud_url", mode="after")
@@ -338,10 +341,63 @@ def home_path(value: str | None) -> Path:
     return Path(value) if value is not None and value.strip() else DEFAULT_HOME
 
 
+# A parameter whose value is a credential, in a URL's query or a key=value connection string: password=,
+# sslpassword=, pass=, pwd=, passwd=, secret=, access_token=, api_key=, ... (a quoted value whole).
+SECRET_PARAM = re.compile(
+    r"(?i)((?<![\w.-])[\w.-]*(?:pass|pwd|secret|token|api_?key|access_?key)[\w.-]*\s*=\s*)"
+    r"('(?:[^'\\]|\\.)*'?|\"[^\"]*\"?|[^\s&;#]*)"
+)
+SHORT_SECRET = 4  # a credential shorter than this is hidden only where it stands alone, not inside other words
+
+
 def mask_url(url: str) -> str:
-    """postgresql://user:secret@host/db -> postgresql://user:***@host/db (also a password=... parameter)."""
-    masked = re.sub(r"(://[^:/@]*:)[^/?#]*@", r"\1***@", url)
-    return re.sub(r"(password=)[^&\s]*", r"\1***", masked)
+    """A URL (or connection string) as it may be shown: postgresql://user:secret@host/db ->
+    postgresql://user:***@host/db. The userinfo is everything between `//` and the last `@`, so a password holding
+    an unencoded / ? # or @ is hidden whole; the value of every credential parameter (password=..., pwd=...) too."""
+    return SECRET_PARAM.sub(r"\1***", _hide_userinfo(url))
+
+
+def _userinfo(url: str) -> tuple[int, int]:
+    """Where a URL's userinfo lies: from after `//` (or the start) to its last `@`; (0, -1) when it has none."""
+    slashes = url.find("//")
+    start = slashes + 2 if slashes >= 0 else 0
+    at = url.rfind("@")
+    return (start, at) if at >= start else (0, -1)
+
+
+def url_password(url: str) -> str:
+    """The password of a URL's userinfo, as written (empty when there is none)."""
+    start, at = _userinfo(url)
+    return url[start:at].partition(":")[2] if at >= 0 else ""
+
+
+def _hide_userinfo(url: str) -> str:
+    start, at = _userinfo(url)
+    user, colon, _ = url[start:at].partition(":") if at >= 0 else ("", "", "")
+    return f"{url[:start]}{user}:***{url[at:]}" if colon else url
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """Free text (an error, a log line) as it may be shown: every URL in it masked as by `mask_url`, every
+    credential parameter, and the credentials of `url` wherever they appear, also percent-decoded or cut in pieces
+    (a driver's message may quote a password it could not parse: `unexpected spaces found in "pa ss"`)."""
+    text = SECRET_PARAM.sub(r"\1***", re.sub(r"\S*//\S*", lambda m: _hide_userinfo(m.group()), text))
+    for secret in _credentials(url) if url else []:
+        if len(secret) >= SHORT_SECRET:
+            text = text.replace(secret, "***")
+        else:
+            text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", text)
+    return text
+
+
+def _credentials(url: str) -> list[str]:
+    """The secrets a URL holds: its userinfo's password and its credential parameters' values, as written and
+    percent-decoded, and the password's pieces between the characters a parser stops at; the longest first."""
+    password = url_password(url)
+    found = {password, *(m.group(2).strip("'\"") for m in SECRET_PARAM.finditer(url))}
+    found |= {piece for piece in re.split(r"[/?#@:&=\s]+", password) if len(piece) >= 2}
+    found |= {unquote(secret) for secret in found}
+    return sorted((s for s in found if s and s != "***"), key=len, reverse=True)
 
 
 def _toml_path() -> Path | None:
@@ -382,14 +438,13 @@ def describe_validation_error(exc: ValidationError, environ: Mapping[str, str] |
     for err in exc.errors():
         loc = [str(part) for part in err["loc"]]
         name, given = _source(loc[0], environ, toml_file, toml) if loc else ("settings", None)
-        secret = "key" in name.lower() or "_url" in name.lower() and "://" in str(given) and "@" in str(given)
-        shown = f" (got {given!r})" if given is not None and not secret else ""
         message = err["msg"]
         if err["type"] == "extra_forbidden" and loc:
             close = difflib.get_close_matches(loc[0].lower(), list(Settings.model_fields), n=1, cutoff=0.6)
             name = f"{loc[0]} (in {toml_file or 'the config file'})"
             message = "not a pocketmem setting" + (f"; did you mean {close[0]}?" if close else "")
-        lines.append(f"  {name}: {message}{shown}")
+            given = None  # a key that is no setting: its value is beside the point, and may be a secret
+        lines.append(f"  {name}: {message}{_shown(name, given)}")
     return "\n".join(lines)
 
 
@@ -398,6 +453,17 @@ def setting_name(key: str) -> str:
     TOML file (`db (in /home/me/.pocketmem/config.toml)`), else its variable."""
     toml_file, toml = _toml_values()
     return _source(key, os.environ, toml_file, toml)[0]
+
+
+def _shown(name: str, given: Any) -> str:
+    """The bad value, as the error may show it: never a key's; a URL-like value (a URL setting, or one that holds
+    `//`, `@` or `=`) with its credentials masked (userinfo, password=..., pwd=...)."""
+    if given is None or "key" in name.lower():
+        return ""
+    text = str(given)
+    if "url" in name.lower() or any(mark in text for mark in ("//", "@", "=")):
+        return f" (got {mask_url(text)!r})"
+    return f" (got {given!r})"
 
 
 def _source(key: str, environ: Mapping[str, str], toml_file: Path | None, toml: dict[str, Any]) -> tuple[str, Any]:

@@ -16,6 +16,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pocketmem.base.config import ENV_PREFIX, Settings, mask_url
+from pocketmem.base.errors import InvalidInput
+from pocketmem.base.files import atomic_write
 
 HOSTS = {
     "claude-desktop": "Claude Desktop: Settings > Developer > Edit Config (claude_desktop_config.json)",
@@ -125,16 +127,62 @@ def client_config(host: str, env: dict[str, str]) -> str:
     if host == "claude-code":
         flags = [part for k, v in env.items() for part in ("-e", f"{k}={v}")]
         return shlex.join(["claude", "mcp", "add", "pocketmem", *flags, "--", command, *args])
+    return json.dumps(host_file(host, env), indent=2, ensure_ascii=False)
+
+
+def host_file(host: str, env: dict[str, str]) -> dict[str, Any]:
+    """The host's config file holding the pocketmem entry alone: {"mcpServers": {...}}, or VS Code's
+    {"servers": {...}}."""
+    command, *args = server_command()
     entry: dict[str, Any] = {"command": command, "args": args, "env": env}
     if host == "vscode":
-        return json.dumps({"servers": {"pocketmem": {"type": "stdio", **entry}}}, indent=2, ensure_ascii=False)
-    return json.dumps({"mcpServers": {"pocketmem": entry}}, indent=2, ensure_ascii=False)
+        return {"servers": {"pocketmem": {"type": "stdio", **entry}}}
+    return {"mcpServers": {"pocketmem": entry}}
+
+
+def merge_into(path: Path, host: str, env: dict[str, str]) -> tuple[Path, int]:
+    """Write the pocketmem entry into the host's config file at `path` (a symbolic link's target), keeping every
+    other server and setting there: the file is read, the entry put in its `mcpServers` (VS Code: `servers`) in
+    place of any pocketmem entry before, and the whole written anew at once (atomic_write), with the file's mode.
+    A file that is not a JSON object (JSON with comments too), or whose servers are not one, is refused and left
+    as it was. The file written and how many other servers it keeps."""
+    target = path.expanduser().resolve()
+    (key, servers), = host_file(host, env).items()
+    try:
+        text = target.read_text(encoding="utf-8") if target.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput("--write", f"cannot read {target} ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidInput("--write", f"{target} is not plain JSON ({exc.msg} at line {exc.lineno}, column "
+                           f"{exc.colno}); it is left as it was: fix it, or add the entry by hand") from None
+    if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
+        raise InvalidInput("--write", f"{target} does not hold a JSON object with an object under {key!r}; it is "
+                           "left as it was: add the entry by hand")
+    others = [name for name in data.get(key, {}) if name != "pocketmem"]
+    data[key] = {**data.get(key, {}), **servers}
+    mode = target.stat().st_mode & 0o777 if target.exists() else None
+    atomic_write(target, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if mode is not None:
+        target.chmod(mode)
+    return target, len(others)
 
 
 async def _client_config(settings: Settings, args: argparse.Namespace) -> int:
     env, left_out = host_env(settings)
-    print(client_config(args.host, env))
-    print(f"# {HOSTS[args.host]}; then restart the host. Check with `pocketmem doctor`.", file=sys.stderr)
+    if args.write is None:
+        print(client_config(args.host, env))
+        merge = "" if args.host == "claude-code" else ", or merged into that file by --write FILE"
+        print(f"# {HOSTS[args.host]}{merge}; then restart the host. Check with `pocketmem doctor`.", file=sys.stderr)
+    elif args.host == "claude-code":
+        raise InvalidInput("--write", "Claude Code keeps its servers itself: run the command client-config prints "
+                           "without --write (claude mcp add ...)")
+    else:
+        written, others = merge_into(Path(args.write), args.host, env)
+        kept = f", {others} other server{'s' if others != 1 else ''} kept" if others else ""
+        print(f"# wrote the pocketmem entry into {written}{kept}; restart the host. Check with `pocketmem doctor`.",
+              file=sys.stderr)
     where = "with -e NAME=VALUE in the command" if args.host == "claude-code" else 'in the entry\'s "env"'
     for name in left_out:
         key = SECRETS.get(name, name.removeprefix("POCKETMEM_").lower())
@@ -145,7 +193,7 @@ async def _client_config(settings: Settings, args: argparse.Namespace) -> int:
         print(f"# note: set POCKETMEM_TZ (e.g. Asia/Shanghai) in the entry: this machine's time zone is not known"
               f"{given}", file=sys.stderr)
     if os.name != "nt" and not shutil.which("pocketmem"):
-        print("# note: `pocketmem` is not on PATH here; the config above uses the full path, which is all hosts need",
+        print("# note: `pocketmem` is not on PATH here; the entry uses the full path, which is all hosts need",
               file=sys.stderr)
     return 0
 
@@ -158,10 +206,16 @@ def add_install_commands(sub: Any) -> None:
         "the current POCKETMEM_HOME / POCKETMEM_TZ / POCKETMEM_USER and every other POCKETMEM_* setting set here "
         "that differs from its default (POCKETMEM_DB, POCKETMEM_EMBEDDER, POCKETMEM_SECRETS, ...; secrets are left "
         "out with a note), ready to paste into the host's config.",
-        epilog="examples:\n  pocketmem client-config\n  pocketmem client-config --host vscode > .vscode/mcp.json\n"
+        epilog="examples:\n  pocketmem client-config\n"
+        "  pocketmem client-config --host vscode --write .vscode/mcp.json\n"
+        "  pocketmem client-config --host cursor --write ~/.cursor/mcp.json\n"
         "  POCKETMEM_TZ=Asia/Shanghai pocketmem client-config --host claude-code",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", choices=tuple(HOSTS), default="claude-desktop",
                         help="which host's format (default claude-desktop; cursor uses the same)")
+    parser.add_argument("--write", metavar="PATH",
+                        help="merge the entry into the host's config file at PATH instead of printing it: the other "
+                        "servers and settings there are kept, a pocketmem entry before is replaced, a file that is "
+                        "not plain JSON is left as it was")
     parser.set_defaults(handler=_client_config)

@@ -160,6 +160,9 @@ class Checks(Protocol):
 
     # Set when damage was detected (a failed check or a "malformed" error); recall reports it as `degraded`.
     damage: str | None = None
+    # Why the last attempt to connect to the database server failed, until one succeeds (PostgreSQL; its
+    # credentials hidden); recall names it in `degraded` when the cloud library does not answer.
+    connect_error: str | None = None
 
     async def quick_check(self) -> str | None:
         """A structural check of the stored data (pages and indexes); the problem found, or None.

@@ -1,24 +1,27 @@
 """Large-library recall (docs/postgres-and-sync.md, "Large-library recall"): the notebook asks the cloud library
 for what it evicted or never held.
 
-The library is asked at the same time as the notebook, within POCKETMEM_LIBRARY_TIMEOUT (300 ms
-by default). Its hits that the notebook does not hold (or holds only as evicted) and has not
-deleted are ranked with the same rules and follow the notebook's own hits ("local first").
-A library that is slow or down costs recall nothing but that budget: the question is left to
-finish (or fail) in the background, and after a failure the library is left alone for a while. A
-failure within the budget (the library down, or a row of it that cannot be read) is named in the
-recall's `degraded`, so an empty answer never hides it.
+The library is asked at the same time as the notebook and waited for at most POCKETMEM_LIBRARY_TIMEOUT
+(300 ms by default) once the question is encoded (its search needs the query's vectors, as the notebook's
+does). Its hits that the notebook does not hold (or holds only as evicted) and has not deleted are ranked
+with the same rules and follow the notebook's own hits ("local first"). A library that is slow or down costs
+recall nothing but that budget: the question is left to finish (or fail) in the background, and after a
+failure the library is left alone for a while. Whenever its hits are missing, the recall's `degraded` says
+why: a failure (the library down, or a row of it that cannot be read), no answer within the budget (with why
+the last attempt to connect failed, when one did), or the rest after a failure; an empty answer never hides it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pocketmem.base.clock import monotonic
-from pocketmem.base.config import Settings
+from pocketmem.base.config import Settings, redact
 from pocketmem.base.models import DeleteReason, Status
 from pocketmem.core.ranking import Ranked
 from pocketmem.store.base import Store
@@ -43,21 +46,30 @@ class LibraryRecall:
         self.cloud = library  # the cloud library's store
         self.embed_tag = embed_tag
         self._resting_until = 0.0
+        self._failure = ""  # why it rests
         self._compatible: bool | None = None
         self._background: set[asyncio.Task[LibraryHits]] = set()
 
-    @property
-    def enabled(self) -> bool:
-        return self.settings.library_timeout > 0 and monotonic() >= self._resting_until
-
-    def ask(self, search: Callable[[], Awaitable[LibraryHits]]) -> LibraryAnswer | None:
-        """Start asking the library now; None when it is not to be asked."""
-        if not self.enabled:
+    def ask(self, search: Callable[[], Awaitable[LibraryHits]], ready: asyncio.Future[Any]) -> LibraryAnswer | None:
+        """Start asking the library now; `ready` is the question's encoding, after which its budget runs. None when
+        recall asks only the notebook (POCKETMEM_LIBRARY_TIMEOUT=0); while the library rests after a failure it is
+        not asked, and the answer says so."""
+        budget = self.settings.library_timeout
+        if budget <= 0:
             return None
+        resting = self._resting_until - monotonic()
+        if resting > 0:
+            return LibraryAnswer(budget, problem=f"not asked for {math.ceil(resting)} s more, after it failed: "
+                                 f"{self._failure}")
         task = asyncio.get_running_loop().create_task(self._guarded(search))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        return LibraryAnswer(task, monotonic() + self.settings.library_timeout)
+        return LibraryAnswer(budget, task, ready, lambda: self.cloud.connect_error)
+
+    async def prepare(self) -> None:
+        """Connect and check the library's embedder before the first recall needs it (a server's warm-up); a
+        failure lets it rest as a failed question would."""
+        await self._guarded(_nothing)
 
     async def _guarded(self, search: Callable[[], Awaitable[LibraryHits]]) -> LibraryHits:
         try:
@@ -72,9 +84,11 @@ class LibraryRecall:
                 return LibraryHits()
             return await search()
         except Exception as exc:  # noqa: BLE001 - the library is an extra; recall answers without it
-            log.warning("the cloud library did not answer recall: %s", exc)
+            url = self.settings.cloud_url.get_secret_value() if self.settings.cloud_url is not None else None
+            self._failure = redact(str(exc), url) or type(exc).__name__
+            log.warning("the cloud library did not answer: %s", self._failure)
             self._resting_until = monotonic() + REST_AFTER_FAILURE
-            return LibraryHits(problem=str(exc) or type(exc).__name__)
+            return LibraryHits(problem=self._failure)
 
     async def new_to_the_notebook(self, user_id: str, ranked: Sequence[Ranked]) -> list[Ranked]:
         """The library's hits the notebook neither holds (unless evicted) nor has deleted."""
@@ -97,15 +111,39 @@ class LibraryRecall:
 
 
 class LibraryAnswer:
-    def __init__(self, task: asyncio.Task[LibraryHits], deadline: float) -> None:
+    """The library's answer to one recall: awaited for at most `budget` seconds once `ready` (the question's
+    encoding) is done; or, when it was not asked, why."""
+
+    def __init__(
+        self, budget: float, task: asyncio.Task[LibraryHits] | None = None, ready: asyncio.Future[Any] | None = None,
+        late: Callable[[], str | None] = lambda: None, problem: str | None = None,
+    ) -> None:
+        self._budget = budget
         self._task = task
-        self._deadline = deadline
+        self._late = late  # why it may be late: the last attempt to connect failed
+        self._problem = problem
+        self._deadline = monotonic() + budget
+        if ready is not None and not ready.done():
+            ready.add_done_callback(self._start_clock)
+
+    def _start_clock(self, _: object) -> None:
+        self._deadline = monotonic() + self._budget
 
     async def result(self) -> LibraryHits:
-        """The library's answer if it came within the budget, else none (the task runs on alone)."""
+        """The library's answer if it came within the budget, else none and why (the task runs on alone)."""
+        if self._task is None:
+            return LibraryHits(problem=self._problem)
         remaining = self._deadline - monotonic()
         if not self._task.done() and remaining > 0:
             await asyncio.wait({self._task}, timeout=remaining)
+        if self._task.cancelled():
+            return LibraryHits(problem="its question was withdrawn")
         if not self._task.done():
-            return LibraryHits()
+            why = self._late()
+            return LibraryHits(problem=f"no answer within {self._budget:g} s"
+                               + (f" (the last attempt to connect failed: {why})" if why else ""))
         return self._task.result()
+
+
+async def _nothing() -> LibraryHits:
+    return LibraryHits()

@@ -268,7 +268,7 @@ class Retrieval:
             asked = None
             if self.library is not None:
                 asked = self.library.ask(
-                    lambda: self._library_search(user_id, q, encoding, statuses, now, req.categories)
+                    lambda: self._library_search(user_id, q, encoding, statuses, now, req.categories), encoding
                 )
             async with self.store.read() as reader:
                 ranked = await self._ranked(reader, user_id, q, encoding, statuses, health, req, now)

@@ -3,9 +3,10 @@
 Each patch left a revision row (previous text, new text, mode). Following them back from each side's text
 gives the patches made on each side since the version both started from; where the two differ:
 
-    appends only   the later text keeps the earlier side's appended parts that it lacks, in the order they
-                   were made, as a new version one millisecond after the later one (with its own revision),
-                   so it wins on every device and a second sync changes nothing
+    appends only   the later text takes the earlier side's appended parts that it lacks, each where it was
+                   made among the later text's own (before the first made after it, else at the end), so all
+                   read in the order they were made, as a new version one millisecond after the later one (with
+                   its own revision), so it wins on every device and a second sync changes nothing
     a replace      on either side, the later version wins as it is (a replace is a deliberate rewrite); the
                    earlier side's patches stay in the revisions, and the sync report lists the conflict. When the
                    library keeps its own version against patches new to it, that version travels again, one
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pocketmem.base.models import Memory, Revision
@@ -72,11 +73,32 @@ def history(content: str, revisions: Iterable[Revision]) -> list[Revision]:
 
 
 def appended(revision: Revision) -> str | None:
-    """What an append added to the text (its dated part, 「（2026-11-27：…）」); None for any other patch."""
+    """What an append added to the text (its dated part, 「（2026-11-27：…）」); None for any other patch, and for
+    a merge (`joins`), which may have put parts between others."""
     base = revision.previous_content.rstrip()
-    if revision.mode != "append" or not revision.new_content.startswith(base):
+    if revision.mode != "append" or revision.reason == REASON or not revision.new_content.startswith(base):
         return None
     return revision.new_content[len(base):]
+
+
+def joins(revision: Revision) -> bool:
+    """Whether the patch only added to the text: an append, or a merge of appends made here."""
+    return appended(revision) is not None or (revision.mode == "append" and revision.reason == REASON)
+
+
+def parts(chain: Iterable[Revision], pool: Sequence[Revision]) -> list[Revision]:
+    """The appends whose parts a chain of patches put in the text: its appends, and for a merge in it the appends
+    of the pool whose parts the merge added."""
+    out: dict[str, Revision] = {}
+    for revision in chain:
+        if appended(revision) is not None:
+            out[revision.id] = revision
+        elif joins(revision):
+            out |= {
+                r.id: r for r in pool
+                if (part := appended(r)) and part in revision.new_content and part not in revision.previous_content
+            }
+    return list(out.values())
 
 
 def reconcile(later: Memory, earlier: Memory, revisions: Iterable[Revision]) -> CoreConflict | None:
@@ -84,23 +106,40 @@ def reconcile(later: Memory, earlier: Memory, revisions: Iterable[Revision]) -> 
     it since their common version, or the later text already holds what the earlier side appended."""
     if later.content == earlier.content:
         return None
-    pool = {r.id: r for r in revisions}.values()
+    pool = list({r.id: r for r in revisions}.values())
     kept = history(later.content, pool)
     lost = history(earlier.content, pool)
-    kept_ids, lost_ids = {r.id for r in kept}, {r.id for r in lost}
-    lost = sorted((r for r in lost if r.id not in kept_ids), key=lambda r: (r.created_at, r.id))
+    in_later = {r.id for r in kept} | {r.id for r in parts(kept, pool)}
+    lost_ids = {r.id for r in lost}
+    lost = [r for r in lost if r.id not in in_later]
     if not lost:
         return None
-    if any(appended(r) is None for r in [*lost, *(r for r in kept if r.id not in lost_ids)]):
+    if not all(joins(r) for r in [*lost, *(r for r in kept if r.id not in lost_ids)]):
         return CoreConflict("later_wins")
-    text = later.content
-    for revision in lost:
-        part = appended(revision)
-        if part and part not in text:
-            text = text.rstrip() + part
+    missing = [r for r in parts(lost, pool) if r.id not in in_later]
+    text = in_order(later.content, missing, parts(kept, pool))
     if text == later.content:
         return None
     return CoreConflict("merged", *_merged_version(later, text))
+
+
+def in_order(text: str, missing: Sequence[Revision], held: Sequence[Revision]) -> str:
+    """`text` with the parts of the `missing` appends it lacks, each put before the first part of `held` (the
+    appends it holds) made after it, else at the end: the parts read in the order they were made."""
+    placed = list(held)
+    for revision in sorted(missing, key=_made):
+        part = appended(revision)
+        if not part or part in text:
+            continue
+        after = [text.find(p) for r in placed if _made(r) > _made(revision) and (p := appended(r)) and p in text]
+        at = min(after, default=None)
+        text = text.rstrip() + part if at is None else text[:at] + part + text[at:]
+        placed.append(revision)
+    return text
+
+
+def _made(revision: Revision) -> tuple[datetime, str]:
+    return revision.created_at, revision.id
 
 
 def _merged_version(later: Memory, text: str) -> tuple[Memory, Revision]:

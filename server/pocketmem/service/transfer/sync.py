@@ -34,7 +34,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock, from_iso, to_iso
-from pocketmem.base.config import Settings
+from pocketmem.base.config import Settings, redact
 from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.progress import Progress, no_progress
@@ -146,9 +146,9 @@ class Sync:
                 report.ok = True
                 self.failures = 0
             except (PocketmemError, OSError) as exc:
-                report.error = str(exc)
+                report.error = self._shown(str(exc))
                 self.failures += 1
-                log.warning("sync with the cloud library failed: %s", exc)
+                log.info("sync with the cloud library failed: %s", report.error)  # the caller says it
                 reconnect = getattr(self.library, "reconnect", None)
                 if reconnect is not None:
                     await reconnect()
@@ -404,6 +404,11 @@ class Sync:
         except PocketmemError:  # the notebook itself failing is reported by everything else
             log.exception("could not record the sync state")
 
+    def _shown(self, error: str) -> str:
+        """An error as it may be stored and shown: no credential of the library's URL, or of any URL, in it."""
+        url = self.settings.cloud_url.get_secret_value() if self.settings.cloud_url is not None else None
+        return redact(error, url)
+
     async def state_record(self) -> dict[str, Any]:
         raw = await self.local.get_meta(STATE_KEY)
         return json.loads(raw) if raw else {}
@@ -418,7 +423,8 @@ class Sync:
             "interval": self.settings.sync_interval,
             "last_attempt_at": _instant(state.get("last_attempt_at")),
             "last_success_at": _instant(state.get("last_success_at")),
-            "last_error": state.get("last_error"),
+            # A state written before errors were stored masked: masked as it is shown.
+            "last_error": self._shown(state["last_error"]) if state.get("last_error") else None,
             "consecutive_failures": state.get("consecutive_failures", 0),
             "pending_uploads": pending,
         }
@@ -451,7 +457,9 @@ class Sync:
         await anyio.sleep(min(FIRST_RUN_DELAY, interval))
         while True:
             try:
-                await self.run()
+                report = await self.run()
+                if not report.ok:
+                    log.warning("sync with the cloud library failed: %s", report.error)
             except Exception:  # a failed run must not stop the timer or the server
                 log.exception("sync run failed")
                 self.failures += 1

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from pocketmem.base.config import mask_url
+from pocketmem.base.config import mask_url, redact, url_password
 from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, keyword_rows_added
 from pocketmem.store.postgres import instants_check, schema_check
@@ -72,11 +72,16 @@ async def _claim_vectors(tx: PostgresTx, embed_tag: str, dimensions: int) -> boo
 
 
 class PostgresStore(Store):
-    def __init__(self, url: str, *, pool_size: int = 10, wait: bool = True, timeout: float = CONNECT_TIMEOUT) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = 10, wait: bool = True, timeout: float = CONNECT_TIMEOUT,
+        setting: str = "POCKETMEM_DATABASE_URL",
+    ) -> None:
         """`wait=False` opens without waiting for the server (the cloud library may be down at start-up);
-        queries then wait up to `timeout` seconds for a connection."""
+        queries then wait up to `timeout` seconds for a connection. `setting` names where the URL came from, in
+        every error."""
         self.url = url
         self.label = mask_url(url)
+        self.setting = setting
         self._pool_size = pool_size
         self._wait = wait
         self._timeout = timeout
@@ -103,8 +108,10 @@ class PostgresStore(Store):
             if self._iterative_scan:
                 await conn.execute("set hnsw.iterative_scan = relaxed_order")
 
+        _quiet_pool_log()
         self._pool = psycopg_pool.AsyncConnectionPool(
             self.url,
+            connection_class=self._connection_class(),
             min_size=1,
             max_size=self._pool_size,
             open=False,
@@ -122,7 +129,7 @@ class PostgresStore(Store):
             await self.close()
             if isinstance(exc, StoreError):
                 raise
-            raise StoreError(f"cannot open the PostgreSQL store at {self.label}: {exc}") from exc
+            raise self._failure(exc) from None
 
     async def ensure_ready(self) -> None:
         """Migrate and learn the vector state (once); for a store opened without waiting, at first use."""
@@ -134,7 +141,7 @@ class PostgresStore(Store):
             try:
                 await self._migrate()
             except _driver_errors() as exc:
-                raise StoreError(f"PostgreSQL at {self.label}: {exc}") from exc
+                raise self._failure(exc) from None
 
     async def _migrate(self) -> None:
         async with self._require().connection() as conn:
@@ -176,7 +183,41 @@ class PostgresStore(Store):
             async with pool.connection() as conn:
                 yield conn
         except _driver_errors() as exc:
-            raise StoreError(f"PostgreSQL at {self.label}: {exc}") from exc
+            raise self._failure(exc) from None
+
+    def _connection_class(self) -> type:
+        """psycopg's connection, keeping why the last attempt to connect failed (`connect_error`, its credentials
+        hidden) until one succeeds: the pool itself only says it waited in vain."""
+        _import_driver()
+        import psycopg
+
+        store = self
+
+        class Connection(psycopg.AsyncConnection[Any]):
+            @classmethod
+            async def connect(cls, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    conn = await super().connect(*args, **kwargs)
+                except Exception as exc:
+                    store.connect_error = _one_line(redact(str(exc), store.url)) or type(exc).__name__
+                    log.debug("%s: connecting to %s failed: %s", store.setting, store.label, store.connect_error)
+                    raise
+                store.connect_error = None
+                return conn
+
+        return Connection
+
+    def _failure(self, exc: BaseException) -> StoreError:
+        """A driver or pool error as one line naming the setting, the server and the cause: for a pool that waited
+        in vain, why the last attempt to connect failed (a wrong password, no such database, no TLS, ...)."""
+        _, psycopg_pool = _import_driver()
+        if isinstance(exc, psycopg_pool.PoolTimeout):
+            cause = self.connect_error or f"no connection within {self._timeout:g} s (the server did not answer)"
+        else:
+            cause = _one_line(redact(str(exc), self.url)) or type(exc).__name__
+        if any(c in url_password(self.url) for c in "/?#@ "):
+            cause += "; a / ? # @ or space in the password must be percent-encoded in the URL (%2F %3F %23 %40 %20)"
+        return StoreError(f"PostgreSQL at {self.label} ({self.setting}): {cause}")
 
     # -- transactions -----------------------------------------------------------------------------
     @asynccontextmanager
@@ -333,6 +374,27 @@ async def _finish(conn: Any, statement: str) -> None:
         await conn.execute(statement)
     except Exception:  # a broken connection is discarded by the pool
         log.debug("%s failed", statement, exc_info=True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class _QuietPool(logging.Filter):
+    """psycopg.pool warns of every failed attempt to connect, with the driver's words, which may quote a password it
+    could not parse; the store says why itself, once, naming the setting (`PostgresStore.connect_error`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("error connecting in"):
+            return False
+        record.msg, record.args = redact(record.getMessage()), ()
+        return True
+
+
+def _quiet_pool_log() -> None:
+    pool_log = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, _QuietPool) for f in pool_log.filters):
+        pool_log.addFilter(_QuietPool())
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
