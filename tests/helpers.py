@@ -8,6 +8,8 @@ starts pocketmem is handed one of them by the test, nothing here knows which tes
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 from pocketmem.app import PocketMem
@@ -161,3 +164,21 @@ def damage(db: Path, statement: str, *params: object) -> None:
         conn.commit()
     finally:
         conn.close()
+
+
+async def doctor(settings: Settings, capsys: pytest.CaptureFixture[str], repair: bool = False) -> tuple[int, dict]:
+    """`pocketmem doctor [--repair]` in process: its exit code and its JSON report."""
+    from pocketmem.cli import _doctor
+
+    code = await _doctor(settings, argparse.Namespace(repair=repair))
+    return code, json.loads(capsys.readouterr().out)
+
+
+STORE_FACTS = ("用户住在杭州", "用户的猫叫小白")
+
+
+async def a_store(settings: Settings, facts: tuple[str, ...] = STORE_FACTS) -> None:
+    """A store holding `facts`, each written as add_memory writes it, on the tests' clock."""
+    async with PocketMem(settings, clock=FixedClock(START)) as app:
+        for fact in facts:
+            await app.writing.add("global", AddRequest(content=fact))

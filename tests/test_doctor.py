@@ -4,8 +4,6 @@ indexed again by `doctor --repair`."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import shutil
 import sqlite3
@@ -14,11 +12,10 @@ import pytest
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
-from pocketmem.cli import _doctor
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START
+from .helpers import START, doctor
 
 pytestmark = [pytest.mark.anyio]
 
@@ -37,10 +34,6 @@ async def test_a_keyword_index_dropped_while_serving_does_not_stop_writes(app, c
     assert report["repaired"] == ["table memories_fts was missing: rebuilt from the memories"]
     assert report["store"]["keyword_rows"] == 2
 
-
-async def doctor(settings, capsys, repair: bool = False) -> tuple[int, dict]:
-    code = await _doctor(settings, argparse.Namespace(repair=repair))
-    return code, json.loads(capsys.readouterr().out)
 
 
 THREE = ("用户喜欢的颜色编号45308", "用户住在杭州", "用户的猫叫小白")

@@ -29,30 +29,20 @@ from pocketmem.base.clock import FixedClock
 from pocketmem.base.config import load_settings
 from pocketmem.base.errors import PocketmemError
 from pocketmem.base.models import Status
-from pocketmem.cli import _doctor, build_parser
+from pocketmem.cli import build_parser
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
 from pocketmem.service.upkeep.doctor import REPAIR_BLOCKED
-from pocketmem.service.writing.add_request import AddRequest
 
-from .helpers import START, Backend
+from .helpers import START, STORE_FACTS, Backend, a_store, doctor
 from .servers import server_env
 
 pytestmark = [pytest.mark.anyio]
 
-FACTS = ("用户住在杭州", "用户的猫叫小白")
+FACTS = STORE_FACTS
 CAPS = "-dac_override,-dac_read_search,-fowner"
 
 
-async def doctor(settings, capsys, repair: bool = False) -> tuple[int, dict]:
-    code = await _doctor(settings, argparse.Namespace(repair=repair))
-    return code, json.loads(capsys.readouterr().out)
-
-
-async def a_store(settings) -> None:
-    async with PocketMem(settings, clock=FixedClock(START)) as app:
-        for fact in FACTS:
-            await app.writing.add("global", AddRequest(content=fact))
 
 
 def no_backup(problems: list[str]) -> None:

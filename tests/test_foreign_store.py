@@ -6,8 +6,6 @@ files are left byte for byte as they were."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sqlite3
 import subprocess
@@ -20,16 +18,14 @@ from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.base.config import load_settings
 from pocketmem.base.models import Status
-from pocketmem.cli import _doctor
-from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite.driver import NotAStore
 
-from .helpers import START, Backend
+from .helpers import START, STORE_FACTS, Backend, a_store, doctor
 from .servers import cli
 
 pytestmark = [pytest.mark.anyio]
 
-FACTS = ("用户住在杭州", "用户的猫叫小白")
+FACTS = STORE_FACTS
 
 FOREIGN_WAL = """
 import os, sqlite3, sys
@@ -51,15 +47,6 @@ LAST_WRITES = {
 }
 
 
-async def doctor(settings, capsys) -> tuple[int, dict]:
-    code = await _doctor(settings, argparse.Namespace(repair=False))
-    return code, json.loads(capsys.readouterr().out)
-
-
-async def a_store(settings) -> None:
-    async with PocketMem(settings, clock=FixedClock(START)) as app:
-        for fact in FACTS:
-            await app.writing.add("global", AddRequest(content=fact))
 
 
 def a_foreign_wal(beside: Path, other: Path, last: str) -> None:
