@@ -33,6 +33,7 @@ from pocketmem.cli import build_parser
 from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY
 from pocketmem.service.upkeep.doctor import REPAIR_BLOCKED
+from pocketmem.store.sqlite import access
 
 from .helpers import START, STORE_FACTS, Backend, a_store, doctor
 from .servers import server_env
@@ -439,3 +440,21 @@ async def test_something_else_in_place_of_a_profile_folder_or_file_is_named(sett
         async with PocketMem(settings, clock=FixedClock(START)) as app:
             answer = await app.retrieval.answer("global", RecallRequest(query="用户住在哪里"))
         assert answer.degraded == f"profile files: {report['problems'][0]}"
+
+
+def test_a_process_waiting_for_a_lock_is_no_holder_and_breaks_nothing(tmp_path):
+    """/proc/locks marks a process waiting for a lock with `->`, which shifts its fields: reading such a line as a
+    holder's failed the doctor's whole write check (a ValueError), and `--repair` then went ahead under a held lock.
+    Waiters anywhere on the machine are skipped; the holder is found."""
+    db = tmp_path / "memory.db"
+    db.write_bytes(b"")
+    st = os.stat(db)
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    inodes = {(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino): "db"}
+    lines = [
+        f"1: POSIX  ADVISORY  WRITE 4242 {device} 1073741824 1073742335",
+        f"1: -> POSIX  ADVISORY  WRITE 5151 {device} 1073741824 1073742335",
+        "2: FLOCK  ADVISORY  WRITE 6161 00:2a:99 0 EOF",
+        "3: -> FLOCK  ADVISORY  WRITE 7171 00:2a:99 0 EOF",
+    ]
+    assert access.holding_pids(lines, inodes) == {4242}

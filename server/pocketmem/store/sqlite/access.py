@@ -187,8 +187,14 @@ def lock_holders(db_path: str) -> list[str]:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
         return []
-    pids = {int(f[4]) for f in (line.split() for line in lines) if len(f) >= 8 and _holds(f, inodes)}
-    return [_process(pid) for pid in sorted(pids - {os.getpid()})]
+    return [_process(pid) for pid in sorted(holding_pids(lines, inodes) - {os.getpid()})]
+
+
+def holding_pids(lines: list[str], inodes: dict[tuple[int, int, int], str]) -> set[int]:
+    """The processes /proc/locks `lines` show holding a write lock on the store's files. A line marked `->` is a
+    process waiting for a lock, not holding one (`2: -> POSIX ADVISORY WRITE 4242 08:01:12 0 EOF`): skipped."""
+    held = (fields for fields in (line.split() for line in lines) if len(fields) >= 8 and fields[1] != "->")
+    return {int(fields[4]) for fields in held if _holds(fields, inodes)}
 
 
 def _process(pid: int) -> str:
