@@ -57,13 +57,15 @@ class Slot:
     broad: bool = False  # its cues also name the topic, not only the attribute: a version must say it changed
     needs: tuple[str, ...] = ()  # the slot applies only to texts that also hold one of these (猫 for a name)
     pattern: re.Pattern[str] | None = None  # cue phrases a word list cannot say (在…工作, work at)
+    finds: tuple[str, ...] = ()  # index terms that find the texts `pattern` matches (工作 for 在…工作)
 
 
 _WORDS = "slot_words.tsv"  # the lexicon, as data (core/data/NOTICE.md: where each word comes from)
 
 
 def _slot(name: str, *, keyed: bool = False, broad: bool = False, pattern: str = "") -> Slot:
-    """A slot of the lexicon: its cue, unless and needs words from data/slot_words.tsv, its kind from here."""
+    """A slot of the lexicon: its cue, unless, needs and finds words from data/slot_words.tsv, its kind from
+    here."""
     cues = wordlists.words(_WORDS, "cue")[name]
     return Slot(
         name,
@@ -74,6 +76,7 @@ def _slot(name: str, *, keyed: bool = False, broad: bool = False, pattern: str =
         broad,
         wordlists.words(_WORDS, "needs").get(name, ()),
         re.compile(pattern, re.IGNORECASE) if pattern else None,
+        wordlists.words(_WORDS, "finds").get(name, ()),
     )
 
 
@@ -87,6 +90,9 @@ SLOTS: tuple[Slot, ...] = (
             r"在[^，。,.；;]{1,12}?(?:工作|上班)|工作是|的工作|\bwork(?:s|ed|ing)? (?:at|as|for|in)\b"
             r"|(?:是|当|做)(?:一名|一个)?(?:工程师|程序员|产品经理|设计师|老师|医生|护士|律师|会计)"
             r"|\b(?:am|is|as) an? (?:\w+ )?(?:engineer|developer|designer|teacher|doctor|nurse|lawyer|accountant)\b"
+            # a trade plied somewhere (在网易做前端开发), and the questions that ask for it (where do I work?)
+            r"|在[^，。,.；;]{1,12}?(?:做|当)(?:前端|后端|全栈|客户端|算法|开发|测试|运维|设计|运营|产品|销售|市场|财务|人事|研究)"
+            r"|\bwhere (?:do|does|did) (?:\w+ ){1,2}(?P<at>work)\b(?! out)"
         ),
     ),
     _slot("duty", keyed=True, broad=True),
@@ -164,11 +170,18 @@ def _cue_positions(text: str, slot: Slot) -> Iterator[int]:
                 yield start
             start = lowered.find(cue.casefold(), start + 1)
     if slot.pattern is not None:
-        yield from (match.start() for match in slot.pattern.finditer(text))
+        yield from (_cue_start(match) for match in slot.pattern.finditer(text))
     stems = _stems(slot.en)
     for match in _LATIN_WORD.finditer(text):
         if stem_word(match.group().casefold()) in stems:
             yield match.start()
+
+
+def _cue_start(match: re.Match[str]) -> int:
+    """Where a cue phrase stands: its group `at` when the pattern marks one (the party of `where does my sister
+    work` is named before `work`, not before `where`), else the whole match."""
+    at = match.start("at") if "at" in match.re.groupindex else -1
+    return at if at >= 0 else match.start()
 
 
 def _not_home(text: str, at: int) -> bool:
@@ -399,6 +412,6 @@ def cue_terms(names: list[str]) -> list[str]:
         if slot.name in names:
             for cue in slot.zh:
                 out.setdefault(cue if has_cjk(cue) else stem_word(cue.casefold()), None)
-            for cue in slot.en:
-                out.setdefault(stem_word(cue.casefold()), None)
+            for cue in (*slot.en, *slot.finds):
+                out.setdefault(cue if has_cjk(cue) else stem_word(cue.casefold()), None)
     return list(out)
