@@ -188,6 +188,11 @@ class Checks(Protocol):
     async def repair_schema(self) -> list[str]:
         """`doctor --repair`: what `schema_problems` finds, recreated or added; what was done, a line each."""
 
+    @abstractmethod
+    async def apply_core_rule(self, now: datetime) -> list[str]:
+        """`doctor --repair`: todos, episodes and contexts stored as core (persistence 1), which the core rule
+        forbids, given their category's persistence (store/sql/core_rule.py, as the migrations did); their ids."""
+
     async def mend_indexes(self) -> list[str]:
         """`doctor --repair`: the indexes made to agree with the memories again (the memories the keyword index
         has no entry for indexed from their stored text, ...); what was mended, a line each. Backends override
