@@ -275,9 +275,12 @@ class PostgresStore(Store):
             claimed = await _claim_vectors(tx, embed_tag, dimensions)
         self._vectors = self._vectors or claimed
 
-    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int, replacing: str | None, run: str) -> bool:
         async with self.open_write() as tx:
             await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+            if replacing != embed_tag and await tx.meta("embedder") == embed_tag:
+                return False
+            await tx.put_meta("reembed", run)
             await tx.execute("drop index if exists memories_embedding_hnsw")
             await tx.execute("update memories set embedding = null")
             await tx.execute("alter table memories alter column embedding type vector")
@@ -286,6 +289,7 @@ class PostgresStore(Store):
             )
             await _claim_vectors(tx, embed_tag, dimensions)
         self._vectors = True
+        return True
 
     async def optimize(self) -> None:
         """Fold the keyword counters' +1/-1 rows into one row per term."""

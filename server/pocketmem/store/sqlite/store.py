@@ -495,8 +495,11 @@ class SQLiteStore(Store):
             await create_vector_index(tx, int(dimensions))
         log.info("vector index of %s rebuilt from the stored vectors", self.path)
 
-    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int, replacing: str | None, run: str) -> bool:
         async with self.open_write() as tx:
+            if replacing != embed_tag and await tx.meta("embedder") == embed_tag:
+                return False
+            await tx.put_meta("reembed", run)
             await tx.execute("drop table if exists memory_vectors")
             await tx.execute("update memories set embedding = null")
             await tx.execute(
@@ -504,6 +507,7 @@ class SQLiteStore(Store):
             )
             await _claim_vectors(tx, embed_tag, dimensions, self._vectors_loaded)
         self._vector_table = self._vectors_loaded
+        return True
 
     async def quick_check(self) -> str | None:
         """`pragma quick_check`: every page and index, FTS5's included (SQLite >= 3.44); O(size of the file).
