@@ -13,6 +13,7 @@ the CLI into a one-line message and a non-zero exit.
     ├── ProviderUnavailable   an embedding / LLM endpoint cannot be reached or answered badly
     ├── FileNotWritten        a file pocketmem writes (an export) could not be written; the old one is kept
     └── StoreError            the database cannot be opened or is not a pocketmem store
+        ├── NewerStore        the store records a migration this release does not know: upgrade pocketmem
         ├── UnreadableRow     one stored row cannot be read back (names table, user, id, why)
         └── StoreUnavailable  the store failed while checking who a request is (down, unreadable): refused
                               as "try again", never as a wrong token (HTTP 503)
@@ -111,6 +112,18 @@ class FileNotWritten(PocketmemError):
 
 class StoreError(PocketmemError):
     """The database cannot be used."""
+
+
+class NewerStore(StoreError):
+    """The store records a migration this release does not know: a newer pocketmem opened it, and this one would
+    misread what it changed. Nothing is changed; the remedy is to upgrade."""
+
+    def __init__(self, migrations: list[str]) -> None:
+        self.migrations = migrations
+        super().__init__(
+            f"this store was last opened by a newer pocketmem (migration {', '.join(migrations)}); upgrade pocketmem "
+            "to use it"
+        )
 
 
 class UnreadableRow(StoreError):
