@@ -114,8 +114,9 @@ def test_name_tokens_are_whole_words_and_names():
 def test_a_thing_only_one_text_names_is_another_fact():
     """A Chinese noun none of whose characters the other text holds names another thing (微信, 开机); one that
     shares a character may be a rewording (旅行 / 旅游)."""
-    assert not facts_agree("我的支付密码为【已隐去的密码】，每天都要用。", "微信支付密码就是【已隐去的密码】，每天都要用。")
-    assert not facts_agree("登录密码设置为【已隐去的密码】了，公司电脑用。", "公司电脑的开机密码：【已隐去的密码】，公司电脑用。")
+    hidden = "【已隐去的密码】"
+    assert not facts_agree(f"我的支付密码为{hidden}，每天都要用。", f"微信支付密码就是{hidden}，每天都要用。")
+    assert not facts_agree(f"登录密码设置为{hidden}了，公司电脑用。", f"公司电脑的开机密码：{hidden}，公司电脑用。")
     assert facts_agree("孙悦去加拿大班夫旅行了。", "孙悦去了加拿大的班夫旅游。")
     assert facts_agree("李雷的父母住在哈尔滨。", "李雷的爸妈住在哈尔滨。")  # relatives are compared as relatives
 

@@ -13,8 +13,12 @@ what can be checked without a model:
     entities    every name-like word of either text appears in the other: capitalised words that do not
                 start a sentence (Caroline, LGBTQ, Sweden), or that start one before another capitalised word
                 and are rare in ordinary English (Zoe in Zoe Lowe; not Last in Last Tuesday), titles in 《》 or
-                quotes, Latin words in Chinese, and a person a Chinese sentence opens with (a common surname
-                and the character after it: 罗欣 of 罗欣然周三在长沙…)
+                quotes, Latin words in Chinese, a person a Chinese sentence opens with (a common surname
+                and the character after it: 罗欣 of 罗欣然周三在长沙…), and name tokens (text.name_tokens:
+                users-api, pytest -x, repoA, svcA1, src/app.py, v2.1) — users-api / orders-api never match
+    things      every Chinese noun of either text (jieba's tags) shares a character with the other:
+                微信支付密码 / 我的支付密码 and 开机密码 / 登录密码 name other accounts, even when redaction
+                has left their secrets alike (旅行 / 旅游 share one)
 
 Before either rule, the two texts must say the same thing the same way in time (aspects_agree):
 
@@ -316,8 +320,8 @@ def relatives(text: str) -> frozenset[str]:
 
 
 def facts_agree(a: str, b: str) -> bool:
-    """Same numbers, same negations, the same relatives when both name some, and every entity of each text
-    named in the other."""
+    """Same numbers, same negations, the same relatives when both name some, every entity of each text named in
+    the other, and no thing of one (things) the other does not name."""
     if _numbers_and_negations(a) != _numbers_and_negations(b) or number_words(a) != number_words(b):
         return False
     kin_a, kin_b = relatives(a), relatives(b)
