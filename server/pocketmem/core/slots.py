@@ -16,9 +16,13 @@ word both memories share.
               with capitals or rare, numbers
     changed   a change word (搬到, 换成, 不再, moved, switched, no longer …), or a present-tense word (现在,
               now) with a thing the older text does not name
+    parts     the parts of a keyed slot the text names (the stack's frontend, backend, database, deployment)
+    origin    the things a change names as the value it left (from Heroku to Fly.io, 从北京搬到杭州)
 
+A move cue with an object (moved the deployment, 把服务器搬到, 仪表盘部署从阿里云搬到) moves a thing: no home.
 A newer text is a version of an older one (`shared_slots`) when they share a slot with the same subject, a
-thing if the slot is keyed, and the newer says it changed. Pure: text in, descriptions out.
+thing and a part (when both name parts) if the slot is keyed, and the newer says it changed; a newer text
+that names the value it left is a version only of an older one holding it. Pure: text in, descriptions out.
 """
 
 from __future__ import annotations
