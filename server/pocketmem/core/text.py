@@ -146,11 +146,18 @@ def word_share(word: str) -> float:
 
 def single_nouns(text: str, weighted: dict[str, float]) -> frozenset[str]:
     """The Chinese characters `text` uses as nouns of their own (车 in 车该保养了, 酒 in 一瓶酒): weight 1 in
-    `weighted` (weighted_query_terms) and tagged a noun. The tagger runs only when there is such a character."""
+    `weighted` (weighted_query_terms), tagged a noun, and not a verb by jieba's dictionary: the tagger guesses the
+    tags of single characters it cannot join into a word (说的办 in 好的就按你说的办 reads 办 as a noun), and a verb
+    (办, 做, 吃) names no thing. The tagger runs only when there is such a character."""
     single = {t for t, w in weighted.items() if len(t) == 1 and w >= 1.0 and is_cjk_char(t)}
     if not single:
         return frozenset()
-    return frozenset(word for word, flag in pos_tags(text) if word in single and flag == "n")
+    listed = tagger().word_tag_tab
+    return frozenset(
+        word
+        for word, flag in pos_tags(text)
+        if word in single and flag == "n" and not listed.get(word, "x").startswith("v")
+    )
 
 
 @lru_cache(maxsize=16384)
