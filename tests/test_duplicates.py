@@ -121,6 +121,16 @@ def test_a_thing_only_one_text_names_is_another_fact():
     assert facts_agree("李雷的父母住在哈尔滨。", "李雷的爸妈住在哈尔滨。")  # relatives are compared as relatives
 
 
+def test_a_general_noun_a_rewording_adds_or_leaves_out_is_no_other_thing():
+    """Only a noun rare in ordinary text names a particular thing: 工作, 电脑 and 客户 are words a restatement
+    adds or leaves out, and two such texts may still be the same fact."""
+    assert facts_agree("我在杭州工作", "我在杭州上班")
+    assert facts_agree("我在阿里做后端", "我在阿里工作，做后端")
+    assert facts_agree("我每天开机先看邮件", "我每天开电脑先看邮件")
+    assert facts_agree("我用 Mac 写代码", "我用 Mac 电脑写代码")
+    assert facts_agree("我下周去上海出差", "我下周要去上海出差，见客户")
+
+
 @pytest.fixture
 async def default_client(tmp_path, clock, make_settings) -> AsyncIterator[Client]:
     settings = make_settings(tmp_path, embedder="use")

@@ -270,6 +270,9 @@ NOT_SECRETS = [
     "一二三四五六七八",
     # URLs, cloud key names and groups of digits that hold no secret
     "https://x-access-token@github.com/owner/repo",
+    "app 的 git remote 是 https://zhangsan_2019_work@bitbucket.org/team/app.git",
+    "Our repo is cloned from https://contoso2024engineering@dev.azure.com/contoso2024engineering/app/_git/app",
+    "我的密码是三个一样的字母加两位数字，别的不记得了",
     "SharedAccessKeyName=RootManageSharedAccessKey",
     "the account key is in the vault",
     "AccessKey rotation every 90 days",

@@ -76,7 +76,7 @@ _AWS_KEY_ID = r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"
 _ZH_DIGIT = "零〇一二三四五六七八九幺"
 _SPELLED = (
     rf"(?:(?:[两二三四五六七八九十]个[{_ZH_DIGIT}])++|[{_ZH_DIGIT}]{{4,}}+)"
-    rf"(?![{_ZH_DIGIT}十两个個位年岁歲数數次种種月天号號])"
+    rf"(?![{_ZH_DIGIT}十两个個位年岁歲数數次种種月天号號样樣])"
 )
 # What separates the groups of a card or ID number: a space, a dash or a middle dot (6228·4800·1234·5678)
 _DIGIT_SEP = r"[ \-·•・‧]"
@@ -115,10 +115,13 @@ _TOKEN_PATTERNS: list[tuple[str, str]] = [
     # only the password is redacted
     ("password", rf"(?i){_SCHEME}[^\s:/@]*:(?P<secret>[^\s/@]+)@"),
     # a key as a URL's whole user part: a Sentry DSN (https://<key>@o1.ingest.sentry.io/2), a token in a git
-    # remote (https://<token>@github.com/…); 16+ letters and digits with both (`https://user@example.com` is talk)
+    # remote (https://<token>@github.com/…); a key looks random: 32+ hex digits, or 20+ letters and digits with
+    # a small letter, a capital and a digit (a user name in a clone URL, https://zhangsan_2019_work@bitbucket.org
+    # or https://contoso2024engineering@dev.azure.com, is talk, as `https://user@example.com` is)
     (
         "api_key",
-        rf"(?i){_SCHEME}(?P<secret>(?=[a-z0-9_\-]{{0,200}}?\d)(?=[a-z0-9_\-]{{0,200}}?[a-z])[a-z0-9_\-]{{16,}}+)@",
+        rf"(?i:{_SCHEME})(?P<secret>[0-9a-fA-F]{{32,}}+(?=@)|(?=[\w\-]{{0,200}}?\d)(?=[\w\-]{{0,200}}?[a-z])"
+        rf"(?=[\w\-]{{0,200}}?[A-Z])[A-Za-z0-9_\-]{{20,}}+)@",
     ),
     # a password in an environment variable: `PGPASSWORD=S3cret psql`, `export MYSQL_PWD='…'`, REDIS_PASSWORD=…
     # (the name in capitals; a reference such as $DB_PASS or <password> is not a value; PWD alone is the directory)

@@ -16,7 +16,7 @@ what can be checked without a model:
                 quotes, Latin words in Chinese, a person a Chinese sentence opens with (a common surname
                 and the character after it: 罗欣 of 罗欣然周三在长沙…), and name tokens (text.name_tokens:
                 users-api, pytest -x, repoA, svcA1, src/app.py, v2.1) — users-api / orders-api never match
-    things      every Chinese noun of either text (jieba's tags) shares a character with the other:
+    things      every rare Chinese noun of either text (jieba's tags) shares a character with the other:
                 微信支付密码 / 我的支付密码 and 开机密码 / 登录密码 name other accounts, even when redaction
                 has left their secrets alike (旅行 / 旅游 share one)
 
@@ -74,6 +74,11 @@ _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturda
 # John 0.005, Every 0.012, Last 0.015, New 0.036). Chosen by hand: the common openers stay out, and with them
 # the commonest first names.
 FIRST_NAME_SHARE = 0.004
+# A noun rarer than this in ordinary text names a particular thing (微信 2e-6, 开机 3.5e-5, 豆浆 3.8e-5), one as
+# common as 电脑 (0.0011), 客户 (0.0013) or 工作 (0.022) names a general one a rewording adds or leaves out
+# (我在杭州工作 / 我在杭州上班, 我用 Mac 写代码 / 我用 Mac 电脑写代码); the same bound as a distinctive English
+# word in core/slots.py (RARE_SHARE)
+THING_SHARE = 0.0002
 _KIN = {word: relative for relative, words in wordlists.words("kinship.tsv", "kin").items() for word in words}
 _SURNAMES = "".join(wordlists.words("surnames.tsv", "common")["-"])
 _ASPECTS = {group: words["-"] for group in ("intent", "past", "past_verb", "present_verb", "frequency")
@@ -284,11 +289,12 @@ _THING_TAGS = frozenset({"n", "ng", "nl", "nz", "nt", "ns", "nr", "nrt", "nrfg",
 
 
 def things(text: str) -> frozenset[str]:
-    """The Chinese words of two characters or more a text names a thing with (_THING_TAGS), the subject words
-    (用户) and relatives (compared as relatives) aside."""
+    """The Chinese words of two characters or more a text names a particular thing with (_THING_TAGS, rarer
+    than THING_SHARE in ordinary text), the subject words (用户) and relatives (compared as relatives) aside."""
     return frozenset(
         word for word, flag in pos_tags(strip_subject(unicodedata.normalize("NFKC", text)))
         if flag in _THING_TAGS and len(word) > 1 and has_cjk(word) and word not in _KIN
+        and background_share(word) < THING_SHARE
     )
 
 
