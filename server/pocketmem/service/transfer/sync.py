@@ -2,12 +2,12 @@
 
 One run, for every user of the notebook (rules in sync_rules.py):
 
-    1. push     memories changed here since the last complete push (scope `memory`), then tombstones;
+    1. push     tombstones changed here since the last complete push, then memories (scope `memory`);
                 each page is one library transaction, so a cut connection loses nothing: the page is
                 sent again next time and lands as a no-op where it already arrived
     2. trash    with scope `memory.trash`: the trash goes up with its tombstones and, once the library
                 has committed it, is cleared here; the tombstones stay, with cloud_synced_at set
-    3. pull     memories and tombstones changed in the library since the last complete pull, applied
+    3. pull     tombstones and memories changed in the library since the last complete pull, applied
                 here quietly (they are not sent back); the cap then evicts as after any write
 
 A core memory patched on two devices meets its other version where one lands on the other (core_merge.py):
@@ -213,6 +213,8 @@ class Sync:
         async with self.local.read() as reader:
             since = await reader.meta(key)
             marker = await reader.change_marker()
+        # Tombstones first: a restore made there arrives before the version it made (sync_rules.blocks).
+        await self._push_tombstones(user_id, since, out)
         after: str | None = None
         while True:
             async with self.local.read() as reader:
@@ -229,7 +231,12 @@ class Sync:
                 break
             out.uploaded += (await self._send(memories, vectors, revisions, out))[0]
             after = page[-1][0]
-        after = None
+        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
+            async with self.local.write() as tx:
+                await tx.put_meta(key, marker)
+
+    async def _push_tombstones(self, user_id: str, since: str | None, out: UserSyncReport) -> None:
+        after: str | None = None
         while True:
             async with self.local.read() as reader:
                 page_of_tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
@@ -243,9 +250,6 @@ class Sync:
             async with self.local.write(user_id=user_id) as tx:
                 await tx.mark_tombstones_synced(user_id, [t.tombstone_id for t in tombstones], self.clock.now())
             after = page_of_tombstones[-1][0]
-        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
-            async with self.local.write() as tx:
-                await tx.put_meta(key, marker)
 
     async def _send(
         self, memories: list[Memory], vectors: dict[str, list[float]], revisions: list[Any], out: UserSyncReport
@@ -321,6 +325,7 @@ class Sync:
             since = await reader.meta(key)
         async with self.library.read() as reader:
             marker = await reader.change_marker()
+        await self._pull_tombstones(user_id, since, out)  # first, as on push
         after: str | None = None
         while True:
             async with self.library.read() as reader:
@@ -363,7 +368,12 @@ class Sync:
             out.downloaded += len(landed)
             out.evicted += len(evicted)
             after = page[-1][0]
-        after = None
+        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
+            async with self.local.write() as tx:
+                await tx.put_meta(key, marker)
+
+    async def _pull_tombstones(self, user_id: str, since: str | None, out: UserSyncReport) -> None:
+        after: str | None = None
         while True:
             async with self.library.read() as reader:
                 page_of_tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
@@ -378,9 +388,6 @@ class Sync:
                     if await apply_tombstone(tx, landed_copy, library=False, record_change=False):
                         out.tombstones_downloaded += 1
             after = page_of_tombstones[-1][0]
-        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
-            async with self.local.write() as tx:
-                await tx.put_meta(key, marker)
 
     # -- state ------------------------------------------------------------------------------------
     async def _save_state(self, report: SyncReport) -> None:
