@@ -78,6 +78,7 @@ class ConflictReason(StrEnum):
     not_active = "not_active"  # facts: status (superseded or trashed: only an active memory is changed)
     core_patched = "core_patched"  # a core memory is changed by a patch, never superseded
     not_core = "not_core"  # only a core memory is patched; another is superseded by a new version
+    id_taken = "id_taken"  # a copied memory's id is another user's in the receiving store
 
 
 class Conflict(PocketmemError):

@@ -16,8 +16,9 @@ Either is listed in the user's `conflicts`.
 
 Positions are opaque change markers of each store (store/base.py), taken when a pass starts and
 saved only when it completes without leaving a row out, in the notebook, per library and user. A row
-that cannot be read or applied (a newer release's value, an id another user holds) is left out and
-reported in the user's `skipped`; the rest of the user's rows and every other user go on. Idempotent: a second run
+that cannot be read or applied (a newer release's value) is left out and reported in the user's
+`skipped`; the rest of the user's rows and every other user go on. A memory whose id the other side holds
+for another user is this notebook's copy to re-id: reported once, it does not hold the pass. Idempotent: a second run
 uploads nothing. When the library is unreachable the run fails, the timer retries with backoff,
 and the notebook's own maintenance (the 7-day purge) goes on regardless.
 """
@@ -31,11 +32,11 @@ from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from pocketmem.base.clock import Clock, from_iso, to_iso
 from pocketmem.base.config import Settings, redact
-from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, UnreadableRow
+from pocketmem.base.errors import Conflict, ConflictReason, EmbedderMismatch, PocketmemError, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.service.transfer.core_merge import Resolution
@@ -59,6 +60,14 @@ ADVICE: dict[Side, str] = {
     "library": "correct or remove that row in the cloud library (a newer pocketmem may have written it: upgrade "
     "this device), then sync again",
 }
+# A memory whose id the library holds for another user: the first owner there keeps the id, so the copy that
+# cannot travel is this notebook's (an import of another user's export, with its user changed, keeps their ids).
+ID_TAKEN_ADVICE = (
+    "leave the cloud library's row alone, it is the other user's memory; take this notebook's copy out with "
+    "`pocketmem forget {id}` and, if it is this user's, add its text again with `pocketmem add` (a new id; "
+    "`pocketmem import` keeps the ids in its file and has no option to give new ones). It is reported once: "
+    "sync passes it by until it changes"
+)
 
 
 class UserSyncReport(BaseModel):
@@ -88,10 +97,27 @@ class UserSyncReport(BaseModel):
         log.info("sync of %s: core memory %s patched on two devices: %s", self.user_id, memory_id, resolution)
         self.conflicts.append({"id": memory_id, "where": where, "resolution": resolution})
 
+    _held: int = PrivateAttr(0)  # rows left out that hold their pass (read again next sync)
+
+    @property
+    def held(self) -> int:
+        return self._held
+
     def skip(self, table: str, row_id: str, where: Side, why: str) -> None:
-        """A row left out: it stays where it is, and travels once it is readable and changes again."""
+        """A row left out that cannot be read or applied here: its pass is read again next sync, until it travels."""
+        self._held += 1
+        self._report(table, row_id, where, why, ADVICE[where])
+
+    def left_out(self, memory_id: str, exc: Conflict | UnreadableRow, where: Side) -> None:
+        """A memory the receiver would not take: the other side's row when it cannot be read there; this notebook's
+        copy, reported once and passed by, when its id is another user's on the other side."""
+        if isinstance(exc, Conflict) and exc.reason == ConflictReason.id_taken:
+            self._report("memories", memory_id, "notebook", str(exc), ID_TAKEN_ADVICE.format(id=memory_id))
+        else:
+            self.skip("memories", memory_id, where, _why(exc))
+
+    def _report(self, table: str, row_id: str, where: Side, why: str, advice: str) -> None:
         log.warning("sync of %s: %s row %s in the %s skipped: %s", self.user_id, table, row_id, where, why)
-        advice = ADVICE[where]
         self.skipped.append({"table": table, "id": row_id, "where": where, "why": why, "advice": advice})
 
 
@@ -209,7 +235,7 @@ class Sync:
     # -- push -------------------------------------------------------------------------------------
     async def _push(self, user_id: str, out: UserSyncReport) -> None:
         key = self._key(user_id, "push")
-        skipped_before = len(out.skipped)
+        held_before = out.held
         async with self.local.read() as reader:
             since = await reader.meta(key)
             marker = await reader.change_marker()
@@ -231,7 +257,7 @@ class Sync:
                 break
             out.uploaded += (await self._send(memories, vectors, revisions, out))[0]
             after = page[-1][0]
-        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
+        if out.held == held_before:  # else the pass is read again next time, until the row travels
             async with self.local.write() as tx:
                 await tx.put_meta(key, marker)
 
@@ -273,7 +299,7 @@ class Sync:
                         revisions=[r for r in revisions if r.memory_id == memory.id], embed=self.embedder.embed,
                     )
                 except (Conflict, UnreadableRow) as exc:  # checked before anything is written
-                    out.skip("memories", memory.id, "library", _why(exc))
+                    out.left_out(memory.id, exc, "library")
                     refused.add(memory.id)
                     continue
                 changed += landing.changed
@@ -320,7 +346,7 @@ class Sync:
     # -- pull -------------------------------------------------------------------------------------
     async def _pull(self, user_id: str, out: UserSyncReport) -> None:
         key = self._key(user_id, "pull")
-        skipped_before = len(out.skipped)
+        held_before = out.held
         async with self.local.read() as reader:
             since = await reader.meta(key)
         async with self.library.read() as reader:
@@ -347,7 +373,7 @@ class Sync:
                             revisions=[r for r in revisions if r.memory_id == memory.id], embed=self.embedder.embed,
                         )
                     except (Conflict, UnreadableRow) as exc:  # checked before anything is written
-                        out.skip("memories", memory.id, "notebook", _why(exc))
+                        out.left_out(memory.id, exc, "notebook")
                         continue
                     if landing.changed:
                         landed.append(memory.id)
@@ -368,7 +394,7 @@ class Sync:
             out.downloaded += len(landed)
             out.evicted += len(evicted)
             after = page[-1][0]
-        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
+        if out.held == held_before:  # else the pass is read again next time, until the row travels
             async with self.local.write() as tx:
                 await tx.put_meta(key, marker)
 
