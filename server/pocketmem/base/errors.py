@@ -127,6 +127,11 @@ class UnreadableRow(StoreError):
         return {"table": self.table, "user_id": self.user_id, "id": self.row_id, "why": self.why}
 
 
+class StoreUnreachable(StoreError):
+    """The database server could not be reached or dropped the connection (down, restarting, the network): an outage
+    expected to pass. Timers say it in one line and try again soon; the message names the server and the cause."""
+
+
 class StoreUnavailable(StoreError):
     """The store could not answer a check of who a request is (a token, a session, the auth state): the request is
     refused, but as "try again later", never as if the token were wrong."""

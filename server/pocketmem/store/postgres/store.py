@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from pocketmem.base.config import mask_url, redact, url_password
-from pocketmem.base.errors import StoreError
+from pocketmem.base.errors import StoreError, StoreUnreachable
 from pocketmem.store.base import Store, keyword_rows_added
 from pocketmem.store.postgres import instants_check, schema_check
 from pocketmem.store.postgres import migrations as postgres_migrations
@@ -209,7 +209,8 @@ class PostgresStore(Store):
 
     def _failure(self, exc: BaseException) -> StoreError:
         """A driver or pool error as one line naming the setting, the server and the cause: for a pool that waited
-        in vain, why the last attempt to connect failed (a wrong password, no such database, no TLS, ...)."""
+        in vain, why the last attempt to connect failed (a wrong password, no such database, no TLS, ...). A
+        connection that failed or broke is StoreUnreachable (an outage); anything else at opening, StoreError."""
         _, psycopg_pool = _import_driver()
         if isinstance(exc, psycopg_pool.PoolTimeout):
             cause = self.connect_error or f"no connection within {self._timeout:g} s (the server did not answer)"
@@ -217,7 +218,8 @@ class PostgresStore(Store):
             cause = _one_line(redact(str(exc), self.url)) or type(exc).__name__
         if any(c in url_password(self.url) for c in "/?#@ "):
             cause += "; a / ? # @ or space in the password must be percent-encoded in the URL (%2F %3F %23 %40 %20)"
-        return StoreError(f"PostgreSQL at {self.label} ({self.setting}): {cause}")
+        kind = StoreUnreachable if isinstance(exc, _driver_errors()) else StoreError
+        return kind(f"PostgreSQL at {self.label} ({self.setting}): {cause}")
 
     # -- transactions -----------------------------------------------------------------------------
     @asynccontextmanager
