@@ -9,15 +9,17 @@ is back, both work again without a restart. A real PostgreSQL behind a TCP proxy
 from __future__ import annotations
 
 import logging
+import time
 
 import anyio
 import pytest
+from mcp import Client
 
 from pocketmem.app import PocketMem
 from pocketmem.base.clock import FixedClock
 from pocketmem.service.upkeep import maintenance
 
-from .helpers import START
+from .helpers import START, server_params
 from .pg import PgTestServer, Proxy
 
 pytestmark = pytest.mark.anyio
@@ -51,3 +53,30 @@ async def test_maintenance_says_an_outage_in_one_line_and_tries_again_soon(
         message = record.getMessage()
         assert "maintenance could not reach the store: PostgreSQL at" in message and "trying again in" in message
         assert "3600" not in message
+
+
+async def test_tool_calls_fail_at_once_while_the_database_is_down_and_work_again_after(
+    tmp_path, postgres: PgTestServer, library_db
+):
+    async with Proxy(postgres.socket_path) as proxy:
+        url = postgres.url(library_db, host="127.0.0.1", port=proxy.port)
+        params = server_params(tmp_path / "home", POCKETMEM_DATABASE_URL=url, POCKETMEM_EMBEDDER="hash",
+                               POCKETMEM_MAINTAIN_INTERVAL="0")
+        async with Client(params) as client:
+            added = await client.call_tool("add_memory", {"content": "用户喜欢爬山"})
+            assert not added.is_error, added.content[0].text
+            proxy.refuse = True
+            proxy.cut()
+            first = await client.call_tool("list_memories", {})
+            assert first.is_error and "PostgreSQL at" in first.content[0].text
+            for _ in range(3):
+                started = time.monotonic()
+                later = await client.call_tool("list_memories", {})
+                assert time.monotonic() - started < 3.0  # not the pool's 10 s wait
+                assert later.is_error and "PostgreSQL at" in later.content[0].text, later.content[0].text
+
+            proxy.refuse = False  # the server is back: calls work again, without a restart
+            with anyio.fail_after(30):
+                while (answer := await client.call_tool("list_memories", {})).is_error:  # noqa: ASYNC110
+                    await anyio.sleep(0.5)
+            assert "爬山" in answer.content[0].text
