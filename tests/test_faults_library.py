@@ -73,6 +73,9 @@ def test_a_failed_sync_names_the_setting_and_the_cause_in_one_line(
         f"postgresql://postgres@127.0.0.1:9/{db}": "Connection refused",
         f"postgresql://postgres:pa ss8@/{db}?{sock}": "must be percent-encoded in the URL",
         f"postgresql://postgres:pa/ss1@127.0.0.1:{postgres.port}/{db}": "must be percent-encoded in the URL",
+        # The driver quotes the URL from where it stopped: the password's last piece, one character, with it.
+        f"postgresql://postgres:Zq9/x@Kp#7?w@127.0.0.1:{postgres.port}/{db}": "must be percent-encoded in the URL",
+        f"postgresql://postgres:Zq9/b?c#d@127.0.0.1:{postgres.port}/{db}": "must be percent-encoded in the URL",
     }
     for url, cause in cases.items():
         out = run_cli(capsys, tmp_path, "sync", POCKETMEM_CLOUD_URL=url, POCKETMEM_CLOUD_TIMEOUT="1")
@@ -84,6 +87,9 @@ def test_a_failed_sync_names_the_setting_and_the_cause_in_one_line(
         assert json.loads(stats)["sync"]["last_error"] == json.loads(out.stdout)["error"]
         for text in (out.stdout, out.stderr, stats):
             assert secret_free(text, "pa ss8") and secret_free(text, "pa/ss1"), text
+            if "Zq9" in url:
+                assert "Zq9" not in text and '"w@' not in text and "c#d" not in text, text
+                assert '"***@127.0.0.1' in text, text
 
 
 @pytest.mark.anyio

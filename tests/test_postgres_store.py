@@ -6,6 +6,8 @@ notifications, thirty days, isolation over HTTP — run on it too, through the `
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 
@@ -17,6 +19,7 @@ from pocketmem.store.postgres import tx as postgres_tx
 from pocketmem.store.postgres.store import PostgresStore
 
 from .helpers import NeighbourSearchingEmbedder
+from .servers import cli
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 USER = "global"
@@ -232,3 +235,18 @@ async def test_the_services_open_their_writes_for_the_user(app):
     assert await _waits(app.store, hold_several, forget)
     async with app.store.read() as r:
         assert await r.count_active(USER) == 1
+
+
+def test_the_doctor_finds_a_fresh_database_without_vectors_fine(tmp_path, backend, postgres):
+    """A database pocketmem has only migrated: no memory, so no vector column size or index yet (sized on first use)."""
+    name = f"pm_fresh_{tmp_path.name[-8:].replace('-', '_').lower()}"
+    postgres.psql(f"create database {name}")
+    try:
+        url = postgres.url(name)
+        report = cli(backend, tmp_path / "home", "doctor", POCKETMEM_DATABASE_URL=url)
+        assert report.returncode == 0, report.stdout + report.stderr
+        found = json.loads(report.stdout)
+        assert found["ok"] is True and not any("vector index" in p for p in found["problems"]), found
+        assert found["store"]["vectors_available"] is False and found["store"]["memories"] == 0
+    finally:
+        postgres.drop(name)

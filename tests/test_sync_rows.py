@@ -21,6 +21,7 @@ from pocketmem.service.writing.add_request import AddRequest
 
 from .helpers import START, USER, add, device, rows, synced
 from .pg import PgTestServer
+from .servers import cli
 
 pytestmark = pytest.mark.anyio
 
@@ -85,11 +86,50 @@ async def test_a_memory_whose_id_is_another_users_in_the_library_is_left_out(
 
         report = await synced(a)
         (skipped,) = [row for user in report.users for row in user.skipped]
-        assert skipped["id"] == clash and skipped["where"] == "library"
+        assert skipped["id"] == clash and skipped["where"] == "notebook"
         assert "belongs to another user" in skipped["why"]
+        assert f"pocketmem forget {clash}" in skipped["advice"] and "leave the cloud library's row" in skipped["advice"]
         async with a.library.read() as r:
             assert [m.id for m in await r.get_memories(USER, [mine, clash])] == [mine]
             assert [m.id for m in await r.scan_memories("dave", (Status.active,), None, 10)] == [fishing]
+            assert [m.id for m in await r.get_memories("carol", [clash])] == [clash]
+
+
+async def test_a_memory_another_user_uploaded_first_is_reported_once_and_blocks_nothing(
+    tmp_path, library_url, backend, make_settings
+):
+    """Alice's own memory, not yet uploaded, whose id mallory's device uploaded first (an import of her export): the
+    first owner in the library keeps the id; alice's device reports its copy once, and her later syncs go on."""
+    async with (
+        device(make_settings, tmp_path, "a", library_url, FixedClock(START)) as a,
+        device(make_settings, tmp_path, "m", library_url, FixedClock(START)) as m,
+    ):
+        peanuts = await add(a, "用户对花生过敏")
+        exported = io.StringIO()
+        await a.exporter.export(exported, users=[USER])
+        await m.exporter.import_lines(exported.getvalue().replace(f'"{USER}"', '"mallory"').splitlines())
+        await synced(m)
+        hike = await add(a, "用户喜欢爬山")
+
+    env = {"POCKETMEM_DB": str(tmp_path / "a.db"), "POCKETMEM_CLOUD_URL": library_url}
+    first = await anyio.to_thread.run_sync(lambda: cli(backend, tmp_path / "home", "sync", **env))
+    assert first.returncode == 1, first.stderr
+    assert f"left out memories row {peanuts} of user {USER!r} in this notebook" in first.stderr
+    assert f"pocketmem forget {peanuts}" in first.stderr
+    second = await anyio.to_thread.run_sync(lambda: cli(backend, tmp_path / "home", "sync", **env))
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["users"][0]["skipped"] == []
+
+    async with device(make_settings, tmp_path, "a", library_url, FixedClock(START)) as a:
+        assert (await a.stats(USER))["sync"]["pending_uploads"] == 0
+        async with a.library.read() as r:
+            assert [x.id for x in await r.get_memories("mallory", [peanuts])] == [peanuts]
+            assert [x.id for x in await r.get_memories(USER, [peanuts, hike])] == [hike]
+        # As the advice says: forgotten here and added again, it travels under a new id.
+        await a.trash.forget(USER, peanuts, None)
+        again = await add(a, "用户对花生过敏")
+        assert (await synced(a)).skipped == 0
+        assert (await rows(a.library))[again] == "用户对花生过敏"
 
 
 @pytest.mark.slow

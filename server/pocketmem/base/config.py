@@ -387,17 +387,20 @@ def redact(text: str, url: str | None = None) -> str:
             text = text.replace(secret, "***")
         else:
             text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", text)
-    return text
+    # Pieces hidden one by one (`***#***`) would still show the password's shape: one mask for the run.
+    return re.sub(r"\*{3}(?:[/?#@:&=\s]+\*{3})+", "***", text)
 
 
 def _credentials(url: str) -> list[str]:
     """The secrets a URL holds: its userinfo's password and its credential parameters' values, as written and
-    percent-decoded, and the password's pieces between the characters a parser stops at; the longest first."""
+    percent-decoded, and every one of the password's pieces between the characters a parser stops at, however short
+    (a driver quotes the URL from where it stopped: `"w@host/db"` of the password `Zq9/x@Kp#7?w`); the longest
+    first."""
     password = url_password(url)
     found = {password, *(m.group(2).strip("'\"") for m in SECRET_PARAM.finditer(url))}
-    found |= {piece for piece in re.split(r"[/?#@:&=\s]+", password) if len(piece) >= 2}
+    found |= set(re.split(r"[/?#@:&=\s]+", password))
     found |= {unquote(secret) for secret in found}
-    return sorted((s for s in found if s and s != "***"), key=len, reverse=True)
+    return sorted((s for s in found if s.strip("*")), key=len, reverse=True)
 
 
 def _toml_path() -> Path | None:

@@ -82,6 +82,7 @@ class ConflictReason(StrEnum):
     not_active = "not_active"  # facts: status (superseded or trashed: only an active memory is changed)
     core_patched = "core_patched"  # a core memory is changed by a patch, never superseded
     not_core = "not_core"  # only a core memory is patched; another is superseded by a new version
+    id_taken = "id_taken"  # a copied memory's id is another user's in the receiving store
 
 
 class Conflict(PocketmemError):
@@ -140,6 +141,11 @@ class UnreadableRow(StoreError):
 
     def as_report(self) -> dict[str, str]:
         return {"table": self.table, "user_id": self.user_id, "id": self.row_id, "why": self.why}
+
+
+class StoreUnreachable(StoreError):
+    """The database server could not be reached or dropped the connection (down, restarting, the network): an outage
+    expected to pass. Timers say it in one line and try again soon; the message names the server and the cause."""
 
 
 class StoreUnavailable(StoreError):

@@ -311,6 +311,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     # a conflict whose reason the service names (base/errors.py ConflictReason), with its facts
     "error.conflict.pending_confirmed": ("It was already confirmed.", "这一条已经确认过了。"),
+    "error.conflict.id_taken": (
+        "This memory's id belongs to another user; it was not copied.", "这条记忆的编号属于另一个用户，没有复制。"
+    ),
     "error.conflict.pending_rejected": (
         "It was already rejected; it is not asked again.", "这一条已经被拒绝，不会再问。"
     ),

@@ -2,12 +2,12 @@
 
 One run, for every user of the notebook (rules in sync_rules.py):
 
-    1. push     memories changed here since the last complete push (scope `memory`), then tombstones;
+    1. push     tombstones changed here since the last complete push, then memories (scope `memory`);
                 each page is one library transaction, so a cut connection loses nothing: the page is
                 sent again next time and lands as a no-op where it already arrived
     2. trash    with scope `memory.trash`: the trash goes up with its tombstones and, once the library
                 has committed it, is cleared here; the tombstones stay, with cloud_synced_at set
-    3. pull     memories and tombstones changed in the library since the last complete pull, applied
+    3. pull     tombstones and memories changed in the library since the last complete pull, applied
                 here quietly (they are not sent back); the cap then evicts as after any write
 
 A core memory patched on two devices meets its other version where one lands on the other (core_merge.py):
@@ -16,8 +16,9 @@ Either is listed in the user's `conflicts`.
 
 Positions are opaque change markers of each store (store/base.py), taken when a pass starts and
 saved only when it completes without leaving a row out, in the notebook, per library and user. A row
-that cannot be read or applied (a newer release's value, an id another user holds) is left out and
-reported in the user's `skipped`; the rest of the user's rows and every other user go on. Idempotent: a second run
+that cannot be read or applied (a newer release's value) is left out and reported in the user's
+`skipped`; the rest of the user's rows and every other user go on. A memory whose id the other side holds
+for another user is this notebook's copy to re-id: reported once, it does not hold the pass. Idempotent: a second run
 uploads nothing. When the library is unreachable the run fails, the timer retries with backoff,
 and the notebook's own maintenance (the 7-day purge) goes on regardless.
 """
@@ -31,11 +32,11 @@ from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from pocketmem.base.clock import Clock, from_iso, to_iso
 from pocketmem.base.config import Settings, redact
-from pocketmem.base.errors import Conflict, EmbedderMismatch, PocketmemError, UnreadableRow
+from pocketmem.base.errors import Conflict, ConflictReason, EmbedderMismatch, PocketmemError, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.service.transfer.core_merge import Resolution
@@ -59,6 +60,14 @@ ADVICE: dict[Side, str] = {
     "library": "correct or remove that row in the cloud library (a newer pocketmem may have written it: upgrade "
     "this device), then sync again",
 }
+# A memory whose id the library holds for another user: the first owner there keeps the id, so the copy that
+# cannot travel is this notebook's (an import of another user's export, with its user changed, keeps their ids).
+ID_TAKEN_ADVICE = (
+    "leave the cloud library's row alone, it is the other user's memory; take this notebook's copy out with "
+    "`pocketmem forget {id}` and, if it is this user's, add its text again with `pocketmem add` (a new id; "
+    "`pocketmem import` keeps the ids in its file and has no option to give new ones). It is reported once: "
+    "sync passes it by until it changes"
+)
 
 
 class UserSyncReport(BaseModel):
@@ -88,10 +97,27 @@ class UserSyncReport(BaseModel):
         log.info("sync of %s: core memory %s patched on two devices: %s", self.user_id, memory_id, resolution)
         self.conflicts.append({"id": memory_id, "where": where, "resolution": resolution})
 
+    _held: int = PrivateAttr(0)  # rows left out that hold their pass (read again next sync)
+
+    @property
+    def held(self) -> int:
+        return self._held
+
     def skip(self, table: str, row_id: str, where: Side, why: str) -> None:
-        """A row left out: it stays where it is, and travels once it is readable and changes again."""
+        """A row left out that cannot be read or applied here: its pass is read again next sync, until it travels."""
+        self._held += 1
+        self._report(table, row_id, where, why, ADVICE[where])
+
+    def left_out(self, memory_id: str, exc: Conflict | UnreadableRow, where: Side) -> None:
+        """A memory the receiver would not take: the other side's row when it cannot be read there; this notebook's
+        copy, reported once and passed by, when its id is another user's on the other side."""
+        if isinstance(exc, Conflict) and exc.reason == ConflictReason.id_taken:
+            self._report("memories", memory_id, "notebook", str(exc), ID_TAKEN_ADVICE.format(id=memory_id))
+        else:
+            self.skip("memories", memory_id, where, _why(exc))
+
+    def _report(self, table: str, row_id: str, where: Side, why: str, advice: str) -> None:
         log.warning("sync of %s: %s row %s in the %s skipped: %s", self.user_id, table, row_id, where, why)
-        advice = ADVICE[where]
         self.skipped.append({"table": table, "id": row_id, "where": where, "why": why, "advice": advice})
 
 
@@ -209,10 +235,12 @@ class Sync:
     # -- push -------------------------------------------------------------------------------------
     async def _push(self, user_id: str, out: UserSyncReport) -> None:
         key = self._key(user_id, "push")
-        skipped_before = len(out.skipped)
+        held_before = out.held
         async with self.local.read() as reader:
             since = await reader.meta(key)
             marker = await reader.change_marker()
+        # Tombstones first: a restore made there arrives before the version it made (sync_rules.blocks).
+        await self._push_tombstones(user_id, since, out)
         after: str | None = None
         while True:
             async with self.local.read() as reader:
@@ -229,7 +257,12 @@ class Sync:
                 break
             out.uploaded += (await self._send(memories, vectors, revisions, out))[0]
             after = page[-1][0]
-        after = None
+        if out.held == held_before:  # else the pass is read again next time, until the row travels
+            async with self.local.write() as tx:
+                await tx.put_meta(key, marker)
+
+    async def _push_tombstones(self, user_id: str, since: str | None, out: UserSyncReport) -> None:
+        after: str | None = None
         while True:
             async with self.local.read() as reader:
                 page_of_tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
@@ -243,9 +276,6 @@ class Sync:
             async with self.local.write(user_id=user_id) as tx:
                 await tx.mark_tombstones_synced(user_id, [t.tombstone_id for t in tombstones], self.clock.now())
             after = page_of_tombstones[-1][0]
-        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
-            async with self.local.write() as tx:
-                await tx.put_meta(key, marker)
 
     async def _send(
         self, memories: list[Memory], vectors: dict[str, list[float]], revisions: list[Any], out: UserSyncReport
@@ -269,7 +299,7 @@ class Sync:
                         revisions=[r for r in revisions if r.memory_id == memory.id], embed=self.embedder.embed,
                     )
                 except (Conflict, UnreadableRow) as exc:  # checked before anything is written
-                    out.skip("memories", memory.id, "library", _why(exc))
+                    out.left_out(memory.id, exc, "library")
                     refused.add(memory.id)
                     continue
                 changed += landing.changed
@@ -316,11 +346,12 @@ class Sync:
     # -- pull -------------------------------------------------------------------------------------
     async def _pull(self, user_id: str, out: UserSyncReport) -> None:
         key = self._key(user_id, "pull")
-        skipped_before = len(out.skipped)
+        held_before = out.held
         async with self.local.read() as reader:
             since = await reader.meta(key)
         async with self.library.read() as reader:
             marker = await reader.change_marker()
+        await self._pull_tombstones(user_id, since, out)  # first, as on push
         after: str | None = None
         while True:
             async with self.library.read() as reader:
@@ -342,7 +373,7 @@ class Sync:
                             revisions=[r for r in revisions if r.memory_id == memory.id], embed=self.embedder.embed,
                         )
                     except (Conflict, UnreadableRow) as exc:  # checked before anything is written
-                        out.skip("memories", memory.id, "notebook", _why(exc))
+                        out.left_out(memory.id, exc, "notebook")
                         continue
                     if landing.changed:
                         landed.append(memory.id)
@@ -363,7 +394,12 @@ class Sync:
             out.downloaded += len(landed)
             out.evicted += len(evicted)
             after = page[-1][0]
-        after = None
+        if out.held == held_before:  # else the pass is read again next time, until the row travels
+            async with self.local.write() as tx:
+                await tx.put_meta(key, marker)
+
+    async def _pull_tombstones(self, user_id: str, since: str | None, out: UserSyncReport) -> None:
+        after: str | None = None
         while True:
             async with self.library.read() as reader:
                 page_of_tombstones = await reader.changed_tombstones(user_id, since, after, PAGE)
@@ -378,9 +414,6 @@ class Sync:
                     if await apply_tombstone(tx, landed_copy, library=False, record_change=False):
                         out.tombstones_downloaded += 1
             after = page_of_tombstones[-1][0]
-        if len(out.skipped) == skipped_before:  # else the pass is read again next time, until the row travels
-            async with self.local.write() as tx:
-                await tx.put_meta(key, marker)
 
     # -- state ------------------------------------------------------------------------------------
     async def _save_state(self, report: SyncReport) -> None:

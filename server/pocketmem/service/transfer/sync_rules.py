@@ -4,8 +4,11 @@
                   the same way on every side, so both ends converge)
     eviction      local state, not a change: an evicted memory travels as active, with the updated_at it had
                   before it was evicted, and an arriving active version never un-evicts a local row
-    tombstone     beats any write of a non-trashed version at or before its deleted_at, unless restored;
-                  an evicted tombstone only guards the notebook that evicted (the library ignores it)
+    tombstone     a delete beats every write of a non-trashed version, whatever its time (an edit made where
+                  the delete was not yet known is not a restore); only a restore later than the delete, seen
+                  as a tombstone's restored_at, brings the memory back. Tombstones travel before memories, so
+                  a restore arrives before the version it made. An evicted tombstone only guards the notebook
+                  that evicted against versions at or before it (the library ignores it)
     purge         a purged tombstone purges the receiver's trashed copy too (deleted for good everywhere)
     trash         trashed content reaches the library only through the trash handover (scope memory.trash);
                   a notebook never receives trash it does not hold
@@ -61,13 +64,27 @@ def version(memory: Memory) -> tuple[datetime, str]:
     return memory.updated_at, sync_hash(memory)
 
 
-def blocks(tombstone: Tombstone, incoming: Memory, *, library: bool) -> bool:
-    """Whether an unrestored tombstone keeps `incoming` out (a delete beats an older write)."""
-    if tombstone.restored_at is not None or incoming.status == Status.trashed:
+def deleted(tombstones: Sequence[Tombstone]) -> bool:
+    """Whether a store holding these tombstones of one memory keeps it deleted: a delete stands unless some restore
+    came after it. Set-like, so every store holding the same tombstones agrees, whatever order they arrived in."""
+    restored = max((t.restored_at for t in tombstones if t.restored_at is not None), default=None)
+    return any(
+        t.reason != DeleteReason.evicted and t.restored_at is None and (restored is None or t.deleted_at > restored)
+        for t in tombstones
+    )
+
+
+def blocks(tombstones: Sequence[Tombstone], incoming: Memory, *, library: bool) -> bool:
+    """Whether the receiver's tombstones keep `incoming` out: a delete not undone by a restore, or (in the notebook
+    that evicted it) an eviction no older than the version arriving."""
+    if incoming.status == Status.trashed:
         return False
-    if library and tombstone.reason == DeleteReason.evicted:
-        return False
-    return tombstone.deleted_at >= incoming.updated_at
+    if deleted(tombstones):
+        return True
+    return not library and any(
+        t.reason == DeleteReason.evicted and t.restored_at is None and t.deleted_at >= incoming.updated_at
+        for t in tombstones
+    )
 
 
 Embed = Callable[[str], Awaitable[Sequence[float]]]
@@ -91,8 +108,7 @@ async def apply_memory(
     """Land one memory (its sync view, with the revisions that came with it) in the store behind `tx`."""
     user_id = incoming.user_id
     existing = await tx.get_memory(user_id, incoming.id)
-    tombstones = await tx.tombstones_for(user_id, [incoming.id])
-    if any(blocks(t, incoming, library=library) for t in tombstones):
+    if blocks(await tx.tombstones_for(user_id, [incoming.id]), incoming, library=library):
         return Landing(False)
     if existing is None:
         if (incoming.status == Status.trashed and not library) or vector is None:
@@ -144,10 +160,10 @@ async def apply_tombstone(
     if tombstone.restored_at is not None or tombstone.reason == DeleteReason.evicted:
         return changed
     memory = await tx.get_memory(tombstone.user_id, tombstone.memory_id)
-    if memory is None or memory.updated_at > tombstone.deleted_at:
-        return changed
+    if memory is None or not deleted(await tx.tombstones_for(tombstone.user_id, [memory.id])):
+        return changed  # nothing here, or restored here after this delete
     if tombstone.purged_at is not None:
-        # Deleted for good where it was deleted, and this copy is no newer than the delete.
+        # Deleted for good where it was deleted, and not restored here since.
         return await tx.purge_memory(tombstone.user_id, memory.id, tombstone.purged_at) or changed
     if memory.status != Status.trashed or evicted(memory):
         await tx.set_status(

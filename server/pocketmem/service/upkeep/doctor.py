@@ -108,14 +108,17 @@ def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
     if store["vectors_available"] or "note" in report["embedder"]:
         return []  # (a store the next server re-embeds gets its index then)
     stored_embedder = report["embedder"].get("store_embedder")
+    fresh = stored_embedder is None and not store["memories"]
     if postgres:
+        if fresh:
+            return []  # no vectors yet: the vector column and its index are sized by the first memory's embedder
         return ["the vector index is missing: recall uses the keyword index only; run `pocketmem reindex` "
                 "(the database needs the pgvector extension: CREATE EXTENSION vector)"]
     if not store.get("vector_extension", False):
         return ["the sqlite-vec extension cannot be loaded by this Python's sqlite3: recall uses the keyword index "
                 "only. Install sqlean.py (pip install sqlean.py), which can load it, and check that sqlite-vec is "
                 "installed for this platform (pip install sqlite-vec)"]
-    if stored_embedder is None and not store["memories"]:
+    if fresh:
         return []  # a fresh store: the index is created with the first memory
     return ["the vector index is missing although sqlite-vec loads: run `pocketmem doctor --repair` "
             "(or `pocketmem reindex`) to rebuild it"]

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from pocketmem.base.clock import Clock, monotonic
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import PocketmemError, UnreadableRow
+from pocketmem.base.errors import PocketmemError, StoreUnreachable, UnreadableRow
 from pocketmem.base.models import DeleteReason, EventKind, Status
 from pocketmem.base.progress import Progress, no_progress
 from pocketmem.core.instants import UnreadableInstant
@@ -47,6 +47,7 @@ BATCH = 200
 RESCORE_BATCH = 500  # memories per rescore chunk: bounds how long one chunk holds the write lock
 RESCORED = (Status.active, Status.superseded)
 FIRST_RUN_DELAY = 2.0  # seconds after start, so the first run never competes with the MCP handshake
+RETRY_FIRST = 30.0  # seconds before the first retry after a failed run (doubling, up to the interval)
 # Scores are rewritten only when they moved by more than this: a change below it alters no ranking or
 # eviction, and rewriting every row on every run (decay moves each a little every hour) is what made a
 # pass over a large store write its whole size.
@@ -112,6 +113,8 @@ class Maintenance:
         for name, step in steps:
             try:
                 setattr(report, name, await step(user_id, now))
+            except StoreUnreachable:
+                raise  # the store is gone for every user and step: the run stops, the timer tries again soon
             except UnreadableRow as exc:
                 log.warning("maintenance of %s: %s skipped: %s", user_id, name, exc)
                 report.skipped.append({**exc.as_report(), "step": name})
@@ -201,21 +204,43 @@ class Maintenance:
     async def run_periodically(
         self, interval: float, after_run: Callable[[MaintenanceReport], Awaitable[None]] | None = None
     ) -> None:
-        """The server's timer: a first run soon after start, then one every `interval` seconds.
+        """The server's timer: a first run soon after start, then one every `interval` seconds; after a failed run
+        again soon, RETRY_FIRST seconds doubling per failure up to the interval (a database server that is down
+        or restarting comes back, and the 7-day purge should not wait an interval for it).
 
         Several connections may each run this loop over one store; a tick is skipped when a run finished
         less than half an interval ago, so the store is still maintained about once per interval.
         """
         await anyio.sleep(min(FIRST_RUN_DELAY, interval))
+        failures = 0
         while True:
             if self.last_run is None or monotonic() - self.last_run >= interval / 2:
                 try:
                     report = await self.run()
+                    failures = 0
                     if after_run is not None:
                         await after_run(report)
-                except Exception:  # a failed run must not stop the timer or the server
-                    log.exception("maintenance run failed; trying again in %s s", interval)
-            await anyio.sleep(interval)
+                except Exception as exc:  # noqa: BLE001 - a failed run must not stop the timer or the server
+                    failures += 1
+                    _say_failure(exc, retry_delay(interval, failures))
+            await anyio.sleep(retry_delay(interval, failures))
+
+
+def retry_delay(interval: float, failures: int) -> float:
+    """Seconds before the next run: the interval, or after `failures` failed runs in a row RETRY_FIRST doubled per
+    failure, never longer than the interval."""
+    if failures <= 0:
+        return interval
+    return min(interval, RETRY_FIRST * 2 ** min(failures - 1, 20))
+
+
+def _say_failure(exc: Exception, delay: float) -> None:
+    """An outage of the store (StoreUnreachable: its message names the server and the cause) in one WARNING line;
+    anything else with its traceback, as the fault it is."""
+    if isinstance(exc, StoreUnreachable):
+        log.warning("maintenance could not reach the store: %s; trying again in %.0f s", exc, delay)
+    else:
+        log.exception("maintenance run failed; trying again in %.0f s", delay)
 
 
 def _changed_scores(batch: list[ScoreRow], now: datetime) -> list[tuple[str, float, float, float]]:

@@ -19,8 +19,9 @@ from typing import Any
 
 import anyio
 
+from pocketmem.base.clock import monotonic
 from pocketmem.base.config import mask_url, redact, url_password
-from pocketmem.base.errors import StoreError
+from pocketmem.base.errors import StoreError, StoreUnreachable
 from pocketmem.store.base import Store, keyword_rows_added
 from pocketmem.store.postgres import instants_check, schema_check
 from pocketmem.store.postgres import migrations as postgres_migrations
@@ -33,6 +34,9 @@ log = logging.getLogger(__name__)
 
 DDL_LOCK = 7_117_003
 CONNECT_TIMEOUT = 10.0
+# After the pool waited in vain for a connection (the server is down), calls fail at once for this many seconds
+# instead of each waiting CONNECT_TIMEOUT; then one quick attempt to connect decides (`_available`).
+OUTAGE_REST = 5.0
 # HNSW candidates per query: more than pgvector's default 40, since recall filters by user and status.
 EF_SEARCH = 100
 
@@ -92,6 +96,7 @@ class PostgresStore(Store):
         self._iterative_scan = False
         self._migrated = False
         self._prepare_lock = anyio.Lock()
+        self._outage: tuple[float, str] | None = None  # (monotonic() until calls fail at once, why) after a failure
 
     @property
     def vectors_available(self) -> bool:
@@ -159,9 +164,46 @@ class PostgresStore(Store):
 
     async def reconnect(self) -> None:
         """Drop every connection and start afresh (after the server was unreachable: the pool's own retries
-        slow down over time; the caller has its own backoff)."""
-        await self.close()
-        await self.open()
+        slow down over time; the caller has its own backoff). The new pool is in place before the old one closes,
+        so a transaction in progress ends on its connection and no caller finds the store closed (nor when the new
+        one fails to open: the old one stays)."""
+        self._outage = None
+        old, self._pool = self._pool, None
+        try:
+            await self.open()
+        except BaseException:
+            self._pool = old  # kept, so a later call tries again rather than finding the store closed
+            raise
+        if old is not None:
+            try:
+                await old.close()
+            except Exception:  # noqa: BLE001 - the old pool's end must not hide the new one's
+                log.debug("error closing the PostgreSQL pool", exc_info=True)
+
+    async def _available(self) -> None:
+        """Before a transaction: while the server is known to be down (the pool waited in vain less than OUTAGE_REST
+        seconds ago), fail at once. After the rest, one caller tries a connection of its own (a refused one fails at
+        once); meanwhile the others still fail at once. When it connects, the pool starts afresh: its own retries
+        are minutes apart by now."""
+        if self._outage is None:
+            return
+        until, cause = self._outage
+        if (left := until - monotonic()) > 0:
+            raise StoreUnreachable(
+                f"PostgreSQL at {self.label} ({self.setting}): {cause} (not tried again for {max(1, round(left))} s "
+                "more)"
+            )
+        self._outage = (monotonic() + self._timeout + 1, cause)
+        try:
+            connection: Any = self._connection_class()
+            probe = await connection.connect(
+                self.url, autocommit=True, connect_timeout=max(1, int(self._timeout))
+            )
+        except _driver_errors() as exc:
+            self._outage = (monotonic() + OUTAGE_REST, self.connect_error or _one_line(redact(str(exc), self.url)))
+            raise self._failure(exc) from None
+        await probe.close()
+        await self.reconnect()
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -178,11 +220,12 @@ class PostgresStore(Store):
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        pool = self._require()
+        self._require()
+        await self._available()
         try:
             if not self._migrated:
                 await self.ensure_ready()
-            async with pool.connection() as conn:
+            async with self._require().connection() as conn:
                 yield conn
         except _driver_errors() as exc:
             raise self._failure(exc) from None
@@ -211,15 +254,18 @@ class PostgresStore(Store):
 
     def _failure(self, exc: BaseException) -> StoreError:
         """A driver or pool error as one line naming the setting, the server and the cause: for a pool that waited
-        in vain, why the last attempt to connect failed (a wrong password, no such database, no TLS, ...)."""
+        in vain, why the last attempt to connect failed (a wrong password, no such database, no TLS, ...). A
+        connection that failed or broke is StoreUnreachable (an outage); anything else at opening, StoreError."""
         _, psycopg_pool = _import_driver()
         if isinstance(exc, psycopg_pool.PoolTimeout):
             cause = self.connect_error or f"no connection within {self._timeout:g} s (the server did not answer)"
+            self._outage = (monotonic() + OUTAGE_REST, cause)
         else:
             cause = _one_line(redact(str(exc), self.url)) or type(exc).__name__
         if any(c in url_password(self.url) for c in "/?#@ "):
             cause += "; a / ? # @ or space in the password must be percent-encoded in the URL (%2F %3F %23 %40 %20)"
-        return StoreError(f"PostgreSQL at {self.label} ({self.setting}): {cause}")
+        kind = StoreUnreachable if isinstance(exc, _driver_errors()) else StoreError
+        return kind(f"PostgreSQL at {self.label} ({self.setting}): {cause}")
 
     # -- transactions -----------------------------------------------------------------------------
     @asynccontextmanager

@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pocketmem.base.errors import Conflict, StoreError, UnreadableRow
+from pocketmem.base.errors import Conflict, ConflictReason, StoreError, UnreadableRow
 from pocketmem.base.models import Memory, Tombstone
 from pocketmem.store.sql.queries import Queries
 from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
@@ -116,7 +116,7 @@ class SyncQueries(Queries):
                 await self.insert_memory(memory, vector, text)
                 return
             if row[0] != memory.user_id:
-                raise Conflict(f"memory id {memory.id} belongs to another user")
+                raise Conflict(f"memory id {memory.id} belongs to another user", ConflictReason.id_taken)
             await self._overwrite_copy(row[1], memory, vector, text)
         finally:
             if not record_change:
