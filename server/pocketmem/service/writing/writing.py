@@ -20,17 +20,17 @@ are public: batch import (batch.py) runs them per item inside one transaction.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, NotFound
-from pocketmem.base.models import Category, EventKind, Memory, PendingItem, PendingStatus, Status
+from pocketmem.base.models import EventKind, Memory, PendingItem, PendingStatus, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core import privacy
 from pocketmem.core.routing import route
-from pocketmem.core.scoring import fill_scores, importance, is_core
+from pocketmem.core.scoring import fill_scores, importance, is_core, lifetime_end
 from pocketmem.core.text import content_hash
 from pocketmem.service.shared.rows import indexed_text, new_id
 from pocketmem.service.writing import chains
@@ -356,9 +356,7 @@ class Writing:
         scores = fill_scores(req.category, req.scores)
         created = _said_at(req, now)
         info, coef, imp = importance(scores, created, now)
-        expires_at = req.expires_at
-        if expires_at is None and req.category == Category.episode:
-            expires_at = created + timedelta(days=self.settings.episode_days)
+        expires_at = req.expires_at or lifetime_end(req.category, created, self.settings.episode_days)
         return Memory(
             id=new_id(),
             user_id=user_id,
