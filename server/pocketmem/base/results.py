@@ -114,7 +114,7 @@ class PendingView(BaseModel):
             category=None if profile else Category(item.candidate.get("category", Category.fact)),
             confidence=item.confidence,
             status=item.status,
-            created_at=item.created_at,
+            created_at=item.said_at(),
             cooldown_until=item.cooldown_until,
             memory_id=item.memory_id,
             supersedes=item.candidate.get("supersedes"),
