@@ -257,16 +257,41 @@ def test_cli_maintain_now(tmp_path, backend, make_settings):
     assert bad.returncode == 2 and "not an ISO 8601 time" in bad.stderr
 
 
-async def test_a_restored_episode_does_not_expire_again(app, clock):
-    episode = await add(app, "聊了搬家的打算", category=Category.episode, keywords=["搬家"])
+async def test_a_restored_episode_lasts_its_days_again_from_the_restore(app, clock, client):
+    """Restored from expiry, an episode is one restored now: it expires POCKETMEM_EPISODE_DAYS later, not never."""
+    said = await client.call_tool("add_memory", {"content": "最近工作压力很大，经常加班到很晚。", "category": "episode",
+                                                 "keywords": ["压力", "加班"]})
+    episode = said.structured_content["memory_id"]
     clock.advance(days=15)
     assert (await app.maintenance.run()).users[0].expired == [episode]
-    restored = await app.trash.restore(USER, episode)
-    assert restored.memory.status == Status.active and restored.memory.expires_at is None
+
+    restored = (await client.call_tool("restore", {"memory_id": episode})).structured_content
+
+    assert restored["memory"]["status"] == "active"
+    assert restored["memory"]["expires_at"] == "2026-12-25T10:00:00+08:00"  # restored 12-11 10:00, plus 14 days
+    assert "expires on 2026-12-25 10:00" in restored["message"]
     clock.advance(days=1)
     assert (await app.maintenance.run()).users[0].expired == []
-    hits = await app.retrieval.recall(USER, RecallRequest(query="搬家的事", keywords=["搬家"]))
+    hits = await app.retrieval.recall(USER, RecallRequest(query="压力大", keywords=["压力"]))
     assert [m.id for m in hits.memories] == [episode]
+    clock.advance(days=13)
+    assert (await app.maintenance.run()).users[0].expired == [episode]
+
+
+async def test_a_memory_restored_past_its_own_expiry_no_longer_expires(app, clock, client):
+    """A fact the caller gave an expires_at that passed: its category has no lifetime, so restored it stays."""
+    said = await client.call_tool("add_memory", {"content": "用户这周在上海出差。", "category": "context",
+                                                 "expires_at": "2026-11-30"})
+    memory_id = said.structured_content["memory_id"]
+    clock.advance(days=5)
+    assert (await app.maintenance.run()).users[0].expired == [memory_id]
+
+    restored = (await client.call_tool("restore", {"memory_id": memory_id})).structured_content
+
+    assert (restored["memory"]["status"], restored["memory"]["expires_at"]) == ("active", None)
+    assert "no longer expires" in restored["message"]
+    clock.advance(days=60)
+    assert (await app.maintenance.run()).users[0].expired == []
 
 
 async def test_the_purge_query_leaves_what_sync_has_yet_to_carry(make_settings, tmp_path, clock):

@@ -16,6 +16,7 @@ from pocketmem.app import PocketMem
 from pocketmem.base.models import PendingStatus
 from pocketmem.service.writing.add_request import AddRequest
 
+from .asgi import make_browser
 from .helpers import SHANGHAI, call, error
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends]
@@ -189,3 +190,26 @@ async def test_a_confirmed_memory_is_dated_when_the_user_said_it(client: Client,
         "pending: reject it, or add it again as another category (fact, event) if it still matters"
     )
     assert await listed(client, "pending") == ["聊了周末去哪家餐厅"]
+
+
+async def test_a_pending_item_is_listed_as_said_when_the_caller_dated_it(app: PocketMem, client: Client, clock):
+    """created_at passed with a pending add is when it was said: recall's pending_confirmations, list_memories and
+    the page show it, and the memory confirm stores is dated the same; one left out is when it was proposed."""
+    dated = await call(client, "add_memory", {"content": "用户周五晚上跟老同学吃了火锅", "category": "event",
+                                              "confidence": 0.7, "created_at": "2026-11-20T21:00"})
+    undated = await call(client, "add_memory", {"content": "用户可能在学日语", "confidence": 0.7})
+    said, proposed = "2026-11-20T21:00:00+08:00", "2026-11-26T10:00:00+08:00"
+    clock.advance(hours=2)
+
+    recalled = await call(client, "recall_memories", {"query": "你好"})
+    shown = {p["pending_id"]: p["created_at"] for p in recalled["pending_confirmations"]}
+    assert shown == {dated["pending_id"]: said, undated["pending_id"]: proposed}
+    listing = await call(client, "list_memories", {"status": "pending"})
+    assert {i["pending_id"]: i["created_at"] for i in listing["items"]} == shown
+    async with make_browser(app) as page:
+        html = (await page.get("/ui/pending")).text
+    row = html[html.index(f'data-id="{dated["pending_id"]}"'):]
+    assert '<time datetime="2026-11-20T13:00:00+00:00"' in row[: row.index("</tr>")]
+
+    confirmed = await call(client, "confirm_pending", {"pending_id": dated["pending_id"], "action": "confirm"})
+    assert (await memory(client, confirmed["memory_id"]))["created_at"] == said

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -172,6 +173,18 @@ class PendingItem(BaseModel):
     created_at: datetime
     updated_at: datetime
     memory_id: str | None = None
+
+    def said_at(self) -> datetime:
+        """When the user said the candidate: the created_at its writer passed (add_memory's, kept in the candidate
+        in UTC), else when it was proposed; never after it was proposed. confirm_pending dates the memory by it, and
+        every list of pending items shows it as the item's created_at, so the two agree."""
+        said = self.candidate.get("created_at")
+        if isinstance(said, str):
+            with contextlib.suppress(ValueError):
+                when = datetime.fromisoformat(said)
+                if when.tzinfo is not None:
+                    return min(when, self.created_at)
+        return self.created_at
 
     def candidate_fault(self) -> tuple[str, str] | None:
         """(field, why) when the candidate is not one a write path makes, else None. add_memory's candidate is its

@@ -114,7 +114,7 @@ class PendingView(BaseModel):
             category=None if profile else Category(item.candidate.get("category", Category.fact)),
             confidence=item.confidence,
             status=item.status,
-            created_at=item.created_at,
+            created_at=item.said_at(),
             cooldown_until=item.cooldown_until,
             memory_id=item.memory_id,
             supersedes=item.candidate.get("supersedes"),
@@ -137,10 +137,10 @@ class AddResult(BaseModel):
     core: bool = False
     superseded: str | None = Field(None, description="id of the memory this one replaced")
     evicted: list[EvictedItem] = Field(default_factory=list)
-    reason: Literal["low_confidence", "temporary", "secret", "rejected"] | None = Field(
+    reason: Literal["low_confidence", "temporary", "secret", "rejected", "forgotten"] | None = Field(
         None,
-        description="why it was discarded: low_confidence, temporary (temporary mode), secret or rejected (the "
-        "user rejected it when asked)",
+        description="why it was discarded: low_confidence, temporary (temporary mode), secret, rejected (the "
+        "user rejected it when asked) or forgotten (the user asked to forget it)",
     )
     redacted: list[str] = Field(
         default_factory=list,

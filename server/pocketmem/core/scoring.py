@@ -7,12 +7,14 @@
 
 A memory is core when P == 1 (`is_core`); a todo, episode or context is short-lived and never core
 (`SHORT_LIVED`, `may_be_core`): review does not promote one, and a rescore that would make one core is refused.
+An episode lasts POCKETMEM_EPISODE_DAYS unless its writer gave it an expires_at; no other category expires by
+itself (`lifetime_end`).
 """
 
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pocketmem.base.models import Category, Memory, Scores
 
@@ -67,6 +69,12 @@ SHORT_LIVED = frozenset({Category.todo, Category.episode, Category.context})
 def may_be_core(category: Category) -> bool:
     """Whether a memory of this category may be core: a todo, episode or context is short-lived, never core."""
     return category not in SHORT_LIVED
+
+
+def lifetime_end(category: Category, start: datetime, episode_days: int) -> datetime | None:
+    """When a memory of `category` that starts to count at `start` expires by its category's rule: an episode (a
+    conversation's summary) `episode_days` later; any other category never (None)."""
+    return start + timedelta(days=episode_days) if category == Category.episode else None
 
 
 def time_coef(persistence: float, days: float) -> float:

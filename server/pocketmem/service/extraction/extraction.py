@@ -364,10 +364,10 @@ class Extraction:
             op, target = item.op, item.target
             step: Step | None = None
             if isinstance(op, AddOp):
-                step = AddStep(self._add_request(op))
+                step = AddStep(self._add_request(op), automatic=True)
             elif isinstance(op, UpdateOp):
                 assert target is not None
-                step = AddStep(self._update_request(op, target))
+                step = AddStep(self._update_request(op, target), automatic=True)
             elif isinstance(op, PatchOp) and route(op.confidence, settings) == "store":
                 assert target is not None
                 step = PatchStep(target.id, op.patch, op.mode, op.reason)

@@ -19,7 +19,7 @@ from pocketmem.base.models import REMINDER_RULE, Category, unreminded_field
 from pocketmem.base.results import AddResult
 from pocketmem.core import instants, privacy
 from pocketmem.core.instants import Due
-from pocketmem.core.scoring import CORE_PERSISTENCE, may_be_core
+from pocketmem.core.scoring import CORE_PERSISTENCE, lifetime_end, may_be_core
 from pocketmem.core.text import clean_text
 
 MAX_KEYWORDS = 12
@@ -137,9 +137,9 @@ def _refuse_expired(req: AddRequest, settings: Settings, now: datetime) -> None:
 def expired_episode(req: AddRequest, settings: Settings, now: datetime) -> datetime | None:
     """When the episode the request holds expired, if it already has (an episode without an expires_at of its own
     lasts POCKETMEM_EPISODE_DAYS from when it was said)."""
-    if req.expires_at is None and req.category == Category.episode and req.created_at is not None:
-        end = req.created_at + timedelta(days=settings.episode_days)
-        if end <= now:
+    if req.expires_at is None and req.created_at is not None:
+        end = lifetime_end(req.category, req.created_at, settings.episode_days)
+        if end is not None and end <= now:
             return end
     return None
 

@@ -29,6 +29,7 @@ from pocketmem.service.writing.writing import Writing
 class AddStep:
     request: AddRequest
     redacted: list[str] = field(default_factory=list)  # kinds of secrets removed before storing
+    automatic: bool = False  # an extraction's: what the user forgot is discarded, not brought back
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ async def apply_batch(writing: Writing, patching: Patching, user_id: str, steps:
                 continue
             stored = route(req.confidence, settings) == "store"
             vector = await vectors.embed_or_defer(req.content, req.keywords) if stored else None
-            ready.append((AddStep(req, kinds), vector))
+            ready.append((AddStep(req, kinds, step.automatic), vector))
         elif isinstance(step, PatchStep):
             patch, redacted = patching.screen_patch(
                 clean_text(step.patch, f"steps[{i}].patch", max_chars=settings.max_content_chars), f"steps[{i}].patch"
@@ -112,9 +113,11 @@ async def apply_batch(writing: Writing, patching: Patching, user_id: str, steps:
                 if where == "discard":
                     result = await writing.discard_in(tx, user_id, req, now)
                 elif where == "pending":
-                    result = await writing.pending_in(tx, user_id, req, now)
+                    result = await writing.pending_in(tx, user_id, req, now, automatic=step.automatic)
                 else:
-                    result = await writing.store_in(tx, user_id, req, vector, now, cap=False)
+                    result = await writing.store_in(
+                        tx, user_id, req, vector, now, cap=False, automatic=step.automatic
+                    )
                 results.append(note_redactions(result, step.redacted))
             elif isinstance(step, PatchStep):
                 results.append(

@@ -17,6 +17,9 @@ current. Otherwise it is the same as an active one when
 Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
 recall's shadowing already orders same-topic pairs, the newer first.
 
+Forgotten: the same rules, run against the memories the user asked to forget (in the trash, reason
+user_delete), tell whether new content is one of them (`forgotten`); writing.py decides what follows.
+
 Reinforcing keeps what the duplicate adds: its keywords join the memory's, and a duplicate that holds every content
 word of the memory and more (I work as a nurse at night / I work as a nurse) gives the memory its wording, the
 earlier one kept as a revision (a core memory keeps its text: patch_core_memory changes it). It never drops a
@@ -26,11 +29,11 @@ alone), and a duplicate agrees on every one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from pocketmem.base.errors import StoreError
-from pocketmem.base.models import EventKind, Memory, Revision, Status
+from pocketmem.base.models import DeleteReason, EventKind, Memory, Revision, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core.sameness import aspects_agree, facts_agree, orders_agree
 from pocketmem.core.text import content_hash, guess_language, normalise, signature, strip_subject
@@ -49,11 +52,28 @@ class Duplicates:
         self.embedder = vectors.embedder
         self.sameness = vectors.sameness
 
-    async def near_duplicate(
-        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None, *, skip: str | None = None
+    async def forgotten(
+        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None
     ) -> Memory | None:
-        """Inside a transaction: an active memory that already says what `content` says (the rules above), other
-        than `skip` (the memory a correction supersedes: a new version often says less than the old one)."""
+        """Inside a transaction: a memory in the trash that the user asked to forget (forget_memory, or an
+        extraction's FORGET) and that says what `content` says: the same content, or the same fact by the rules
+        above. Purged memories are gone, and with them what they said."""
+
+        def forgot(memory: Memory) -> bool:
+            return memory.delete_reason == DeleteReason.user_delete
+
+        same = await tx.find_by_hash(user_id, content_hash(content), (Status.trashed,))
+        if same is not None and forgot(same):
+            return same
+        return await self.near_duplicate(tx, user_id, content, vector, statuses=(Status.trashed,), only=forgot)
+
+    async def near_duplicate(
+        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None, *, skip: str | None = None,
+        statuses: Sequence[Status] = (Status.active,), only: Callable[[Memory], bool] | None = None,
+    ) -> Memory | None:
+        """Inside a transaction: a memory of `statuses` (active unless told) that already says what `content` says
+        (the rules above), other than `skip` (the memory a correction supersedes: a new version often says less
+        than the old one), and of those `only` accepts."""
         sig = signature(content)
         if not sig:
             return None
@@ -64,12 +84,12 @@ class Duplicates:
         hits = [
             mid
             for mid, _ in await tx.keyword_hits(
-                user_id, sorted(sig), NEAR_DUPLICATE_CANDIDATES, (Status.active,), all_terms=True
+                user_id, sorted(sig), NEAR_DUPLICATE_CANDIDATES, statuses, all_terms=True
             )
         ]
         if not self.embedder.lexical and vector is not None:
             try:
-                neighbours = await tx.vector_neighbours(user_id, vector, NEAR_DUPLICATE_CANDIDATES, (Status.active,))
+                neighbours = await tx.vector_neighbours(user_id, vector, NEAR_DUPLICATE_CANDIDATES, statuses)
             except StoreError:  # no vector index (sqlite-vec unavailable): rules 1 and 2a still apply
                 neighbours = []
             hits = list(dict.fromkeys([*hits, *(mid for mid, _ in neighbours)]))
@@ -80,7 +100,7 @@ class Duplicates:
         # Inside a write transaction: use the threshold only if already known (measuring it writes to the store).
         same_fact = self.sameness.known(guess_language(content))
         for memory in await tx.get_memories(user_id, hits):
-            if memory.id == skip or not (
+            if memory.id == skip or (only is not None and not only(memory)) or not (
                 aspects_agree(content, memory.content) and orders_agree(content, memory.content)
             ):
                 continue

@@ -67,7 +67,7 @@ class Pending:
         now = self.clock.now()
         said = AddRequest.model_validate({k: v for k, v in item.candidate.items() if k != "content_hash"})
         # Dated when the user said it, not when they confirmed it (an episode's expiry counts from then too).
-        said_at = said.created_at or item.created_at
+        said_at = item.said_at()
         req = said.model_copy(update={"confidence": 1.0, "created_at": said_at})
         settings = self.writing.settings
         if (expired := expired_episode(req, settings, now)) is not None:

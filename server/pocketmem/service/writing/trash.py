@@ -15,7 +15,7 @@ from pocketmem.base.errors import Conflict, NotFound
 from pocketmem.base.models import DeleteReason, EventKind, Memory, Status, Tombstone
 from pocketmem.base.results import EvictedItem, ForgetResult, MemoryView, RestoreResult, TrashItem, TrashList
 from pocketmem.core import privacy
-from pocketmem.core.scoring import importance_now
+from pocketmem.core.scoring import importance_now, lifetime_end
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.shared.rows import new_id, payload_hash
 from pocketmem.service.writing import chains
@@ -131,8 +131,11 @@ class Trash:
             await tx.set_status(user_id, memory_id, status, updated_at=now, valid_until=valid_until)
             await tx.mark_tombstones_restored(user_id, memory_id, now)
             if memory.delete_reason == DeleteReason.expired:
-                # Brought back on purpose: it must not expire again at the next maintenance run.
-                await tx.update_memory(user_id, memory_id, expires_at=None)
+                # Brought back on purpose: not to expire again at the next maintenance run, but as a memory of its
+                # category restored now (an episode lasts POCKETMEM_EPISODE_DAYS from now; any other, given an
+                # expires_at of its own that passed, no longer expires: nobody said until when it matters now).
+                expires_at = lifetime_end(memory.category, now, self.settings.episode_days)
+                await tx.update_memory(user_id, memory_id, expires_at=expires_at)
             await tx.add_event(user_id, EventKind.restored, now, memory_id=memory_id, payload={"status": status.value})
             closed = await chains.close_again(tx, user_id, memory, now) if status == Status.active else None
             evicted = await self.enforce_cap(tx, user_id, now, keep=[memory_id]) if status == Status.active else []
@@ -142,7 +145,18 @@ class Trash:
             memory=MemoryView.of(restored),
             superseded=closed.id if closed else None,
             evicted=evicted,
-            message=_restored_message(memory, status, closed),
+            message=_restored_message(memory, status, closed) + self._lasts(memory, restored),
+        )
+
+    def _lasts(self, memory: Memory, restored: Memory) -> str:
+        """For a memory restored from expiry: until when it lasts now, or ""."""
+        if memory.delete_reason != DeleteReason.expired:
+            return ""
+        if restored.expires_at is None:
+            return " It had expired; restored on purpose, it no longer expires."
+        return (
+            f" It had expired; as a {restored.category.value} restored now it expires on "
+            f"{absolute(restored.expires_at, self.settings.zone)} (POCKETMEM_EPISODE_DAYS)."
         )
 
     async def _not_here(self, tx: TrashReads, user_id: str, memory_id: str) -> str:

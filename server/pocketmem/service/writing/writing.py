@@ -6,6 +6,9 @@ Write path (design "Write path"):
     supersedes                              -> checked first, pending or not (`supersede_target`); the old memory
                                                is closed by the new one, or by the duplicate that already says it
     same content as a rejected pending item -> discarded (reason rejected): the user is not asked again
+    the same fact as one the user forgot    -> an extraction's (`automatic`): discarded (reason forgotten), never
+                                               brought back; an explicit add: written, its message saying when the
+                                               user asked to forget it (duplicates.Duplicates.forgotten)
     stored (or found as a duplicate)        -> open pending items with that content are settled (confirmed with it)
     same operation_id as before             -> the first answer again, nothing written
     over the cap (max_active)               -> lowest-importance non-core memories to the trash (evicted)
@@ -17,17 +20,17 @@ are public: batch import (batch.py) runs them per item inside one transaction.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
 from pocketmem.base.errors import Conflict, ConflictReason, InvalidInput, NotFound
-from pocketmem.base.models import Category, EventKind, Memory, PendingItem, PendingStatus, Status
+from pocketmem.base.models import EventKind, Memory, PendingItem, PendingStatus, Status
 from pocketmem.base.results import AddResult
 from pocketmem.core import privacy
 from pocketmem.core.routing import route
-from pocketmem.core.scoring import fill_scores, importance, is_core
+from pocketmem.core.scoring import fill_scores, importance, is_core, lifetime_end
 from pocketmem.core.text import content_hash
 from pocketmem.service.shared.rows import indexed_text, new_id
 from pocketmem.service.writing import chains
@@ -203,9 +206,12 @@ class Writing:
         await self.record_result(tx, user_id, req.operation_id, digest, result, now)
         return result
 
-    async def pending_in(self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime) -> AddResult:
+    async def pending_in(
+        self, tx: WriteTx, user_id: str, req: AddRequest, now: datetime, *, automatic: bool = False
+    ) -> AddResult:
         """Inside a transaction: a pending candidate (or the duplicate it already is, or the answer that the user
-        rejected it before). `supersedes` is checked as for a stored memory."""
+        rejected it before). `supersedes` is checked as for a stored memory. `automatic`: an extraction's, which
+        never asks again about what the user forgot."""
         await self.supersede_target(tx, user_id, req.supersedes)
         digest = content_hash(req.content)
         existing = await tx.find_by_hash(user_id, digest, (Status.active,))
@@ -222,6 +228,9 @@ class Writing:
         declined = await tx.find_pending_by_hash(user_id, digest, (PendingStatus.rejected,))
         if declined is not None:
             return await self._declined_in(tx, user_id, req, declined, now)
+        forgot = await self.duplicates.forgotten(tx, user_id, req.content, None)
+        if forgot is not None and automatic:
+            return await self._forgotten_in(tx, user_id, req, forgot, now)
         candidate = req.model_dump(mode="json", exclude={"operation_id"})
         candidate["content_hash"] = digest
         item = PendingItem(
@@ -250,6 +259,7 @@ class Writing:
                     f"< {self.settings.store_threshold:g}). "
                 )
                 + "Ask the user at a natural moment, then call confirm_pending with action confirm, reject or snooze."
+                + self._forgotten_note(forgot)
             ),
         )
 
@@ -270,6 +280,36 @@ class Writing:
                 f"{self.settings.store_threshold:g})."
             ),
         )
+
+    async def _forgotten_in(
+        self, tx: EventWrites, user_id: str, req: AddRequest, forgot: Memory, now: datetime
+    ) -> AddResult:
+        """Inside a transaction: log an extraction's candidate the user asked to forget; it is not brought back."""
+        await tx.add_event(
+            user_id, EventKind.discarded, now, operation_id=req.operation_id,
+            payload={"content": req.content, "confidence": req.confidence, "forgotten": forgot.id},
+        )
+        return AddResult(
+            status="discarded",
+            reason="forgotten",
+            message=(
+                f"Not stored: the user asked to forget this on {self._day(forgot.deleted_at)} (memory {forgot.id}, "
+                "in the trash), so it is not brought back from a conversation. Save it only if the user now asks "
+                "you to remember it (add_memory)."
+            ),
+        )
+
+    def _forgotten_note(self, forgot: Memory | None) -> str:
+        """For an explicit add of what the user forgot: the sentence that says so, or ""."""
+        if forgot is None:
+            return ""
+        return (
+            f" Note: the user asked to forget this on {self._day(forgot.deleted_at)} (memory {forgot.id}, in the "
+            "trash); check with the user that they want it remembered again, and forget_memory this one if not."
+        )
+
+    def _day(self, when: datetime | None) -> str:
+        return when.astimezone(self.settings.zone).date().isoformat() if when is not None else "an earlier day"
 
     async def supersede_target(self, tx: WriteTx, user_id: str, memory_id: str | None) -> Memory | None:
         """The memory a request supersedes, checked: it exists, is active and is not core (else NotFound or
@@ -316,9 +356,7 @@ class Writing:
         scores = fill_scores(req.category, req.scores)
         created = _said_at(req, now)
         info, coef, imp = importance(scores, created, now)
-        expires_at = req.expires_at
-        if expires_at is None and req.category == Category.episode:
-            expires_at = created + timedelta(days=self.settings.episode_days)
+        expires_at = req.expires_at or lifetime_end(req.category, created, self.settings.episode_days)
         return Memory(
             id=new_id(),
             user_id=user_id,
@@ -347,10 +385,11 @@ class Writing:
 
     async def store_in(
         self, tx: WriteTx, user_id: str, req: AddRequest, vector: Sequence[float] | None, now: datetime,
-        *, cap: bool = True,
+        *, cap: bool = True, automatic: bool = False,
     ) -> AddResult:
         """Inside a transaction: store (or find the duplicate), supersede, settle pending items asking the same,
-        and enforce the cap unless `cap` is off (a batch enforces it once, after all its writes)."""
+        and enforce the cap unless `cap` is off (a batch enforces it once, after all its writes). `automatic`: an
+        extraction's, which never brings back what the user forgot."""
         digest = content_hash(req.content)
         if vector is not None and not await self.vectors.agree_in(tx):
             vector = None  # the store records another embedder's vectors: neither compared with nor stored
@@ -368,6 +407,9 @@ class Writing:
                 message += _replaces(old.id)
             message += await self._settle_pending_in(tx, user_id, digest, existing.id, now)
             return result.model_copy(update={"superseded": old.id if old else None, "message": message})
+        forgot = await self.duplicates.forgotten(tx, user_id, req.content, vector)
+        if forgot is not None and automatic:
+            return await self._forgotten_in(tx, user_id, req, forgot, now)
         memory = self._new_memory(user_id, req, digest, now)
         await self._ensure_user(tx, user_id, now)
         await tx.insert_memory(memory, vector, indexed_text(memory.content, memory.keywords))
@@ -386,7 +428,8 @@ class Writing:
             core=memory.core,
             superseded=old.id if old else None,
             evicted=evicted,
-            message=self._stored_message(memory, old, vector is None, len(evicted)) + settled,
+            message=self._stored_message(memory, old, vector is None, len(evicted)) + settled
+            + self._forgotten_note(forgot),
         )
 
     def _stored_message(self, memory: Memory, old: Memory | None, no_vector: bool, evicted: int) -> str:
