@@ -13,11 +13,20 @@ import tomllib
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -193,6 +202,14 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """`max_active = true` in config.toml is no number: pydantic would read it as 1 (a cap of one memory)."""
+        if isinstance(value, bool) and info.field_name in NUMBER_FIELDS:
+            raise ValueError(f"must be a number, not {str(value).lower()}")
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _level_any_case(cls, value: Any) -> Any:
@@ -321,6 +338,15 @@ class Settings(BaseSettings):
                     f"(chmod u+r {toml_file}), or move it away"
                 ) from None
         return tuple(sources)
+
+
+def _is_number(annotation: Any) -> bool:
+    """int, float, or either of them or None."""
+    kinds = set(get_args(annotation)) - {type(None)} if get_origin(annotation) in (Union, UnionType) else {annotation}
+    return bool(kinds) and kinds <= {int, float}
+
+
+NUMBER_FIELDS = frozenset(name for name, info in Settings.model_fields.items() if _is_number(info.annotation))
 
 
 class _TomlFile(TomlConfigSettingsSource):
