@@ -85,6 +85,35 @@ async def test_a_write_lock_another_process_holds_is_named_and_the_store_still_r
     assert code == 0 and report["ok"], report["problems"]
 
 
+FLOCK_HOLDER = """
+import fcntl, os, sys, time
+fcntl.flock(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+async def test_pocketmems_own_write_turn_held_by_another_process_is_named(settings, capsys):
+    """Another process holding memory.db.lock (a writer of pocketmem mid-write, or a stuck one) keeps every save
+    waiting: the doctor names it, as it names SQLite's own lock."""
+    await a_store(settings)
+    lock = Path(f"{settings.db_path}.lock")
+    with subprocess.Popen(  # noqa: ASYNC220 - the other process, started before the test does anything
+        [sys.executable, "-c", FLOCK_HOLDER, str(lock)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            code, report = await doctor(settings, capsys)
+            assert code == 1 and len(report["problems"]) == 1, report["problems"]
+            line = report["problems"][0]
+            assert line.startswith("the store's write lock has been held for over 3 s by process ")
+            assert f"process {holder.pid} ({sys.executable} -c" in line, line
+        finally:
+            holder.kill()
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+
+
 EXCLUSIVE = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)

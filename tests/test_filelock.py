@@ -62,3 +62,32 @@ async def test_another_process_waits_for_the_holder(tmp_path):
         rest = first + b"".join([chunk async for chunk in child.stdout])
         await child.wait()
     assert rest.decode().splitlines() == ["waiting", "got it after the release"]
+
+
+def test_a_process_that_gave_up_waiting_exits_while_the_holder_still_holds(tmp_path):
+    """`pocketmem add` said "busy" after its wait, then stayed until the other process let go: its waiting thread,
+    blocked in flock(), was joined at exit."""
+    lock = tmp_path / "memory.db.lock"
+    lock.touch()
+    with subprocess.Popen(["flock", str(lock), "sleep", "600"]) as holder:
+        try:
+            waiter = (
+                "import anyio, sys\n"
+                "from pocketmem.base.errors import StoreError\n"
+                "from pocketmem.base.filelock import FileLock\n"
+                "async def main():\n"
+                f"    lock = FileLock({str(lock)!r}, 0.5, 'busy')\n"
+                "    while True:\n"  # until the holder has it (flock(1) takes a moment to start)
+                "        try:\n"
+                "            async with lock.hold():\n"
+                "                await anyio.sleep(0.05)\n"
+                "        except StoreError:\n"
+                "            print('busy', flush=True)\n"
+                "            return\n"
+                "anyio.run(main)\n"
+            )
+            done = subprocess.run([sys.executable, "-c", waiter], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0 and done.stdout == "busy\n", done.stderr
+            assert holder.poll() is None  # it exited while the lock was still held
+        finally:
+            holder.kill()
