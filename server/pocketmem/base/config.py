@@ -43,6 +43,8 @@ DEFAULT_HOME = Path("~/.pocketmem")
 SYNC_SCOPES = ("memory", "memory.trash")
 USER_ID_PATTERN = r"^[A-Za-z0-9_.@:-]{1,64}$"
 
+MAX_CONTENT_CHARS_CEILING = 100_000  # the most POCKETMEM_MAX_CONTENT_CHARS may be
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -73,7 +75,9 @@ class Settings(BaseSettings):
     episode_days: int = Field(
         14, gt=0, le=3650, description="Days after which an episode (conversation summary) expires."
     )
-    max_content_chars: int = Field(2000, ge=50, le=100_000, description="Longest memory content accepted.")
+    max_content_chars: int = Field(
+        2000, ge=50, le=MAX_CONTENT_CHARS_CEILING, description="Longest memory content accepted."
+    )
     max_request_bytes: int = Field(
         1_048_576,
         ge=16_384,

@@ -221,13 +221,14 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.transfer.exporting import read_lines
+    from pocketmem.service.transfer.import_file import file_lines
 
     if str(args.file) == "-":
-        lines = read_lines(sys.stdin.buffer.read())
+        lines = list(file_lines(sys.stdin.buffer))
     else:
         try:
-            lines = read_lines(args.file.read_bytes())
+            with args.file.open("rb") as file:
+                lines = list(file_lines(file))
         except OSError as exc:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:
