@@ -487,3 +487,30 @@ def test_a_process_waiting_for_a_lock_is_no_holder_and_breaks_nothing(tmp_path):
         "3: -> FLOCK  ADVISORY  WRITE 7171 00:2a:99 0 EOF",
     ]
     assert access.holding_pids(lines, inodes) == {4242}
+
+
+def test_the_doctor_creates_no_store_where_there_is_none(tmp_path):
+    """A mistyped POCKETMEM_HOME: the doctor said ok after making an empty store (and the folder) there."""
+    home = tmp_path / "no-such-home"
+    done = subprocess.run([sys.executable, "-m", "pocketmem", "doctor"], env=server_env(Backend(), home),
+                          capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["problems"] == [
+        f"no store at {home / 'memory.db'}: nothing was created. If the store is elsewhere, set POCKETMEM_HOME to "
+        "where it is; a new store is made by the first `pocketmem add` or start of `pocketmem serve`"
+    ], report
+    assert not home.exists()
+
+
+def test_a_link_to_a_store_on_a_disk_not_mounted_makes_no_new_store_there(tmp_path):
+    home, mount = tmp_path / "home", tmp_path / "mnt"
+    home.mkdir()
+    mount.mkdir()  # the mount point is there, the disk is not
+    (home / "memory.db").symlink_to(mount / "memory.db")
+    env = server_env(Backend(), home)
+    for args in (["doctor"], ["add", "用户住在杭州"], ["list"]):
+        done = subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+        said = done.stdout + done.stderr
+        assert done.returncode in (1, 2) and f"a symbolic link to {mount / 'memory.db'}, which does not exist" in said
+        assert list(mount.iterdir()) == [], args

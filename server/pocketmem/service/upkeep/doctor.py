@@ -65,6 +65,20 @@ LOCK_WAIT = 3.0
 REPAIR_BLOCKED = "nothing was repaired: `pocketmem doctor --repair` needs to save to the store; fix the above first"
 
 
+def missing_store(settings: Settings) -> list[str]:
+    """The doctor's report when there is no SQLite store to look at (a mistyped POCKETMEM_HOME, a store not made
+    yet): a diagnostic creates nothing, so it is not opened. Empty when there is something to open, or a folder on the
+    way cannot be made (the opening says why, creating nothing)."""
+    path = settings.db_path
+    if settings.database_url is not None or not access.absent(path):
+        return []
+    if (orphaned := orphaned_journal(str(path))) is not None:
+        return [orphaned]
+    chosen = settings.db_setting() or "POCKETMEM_HOME"
+    return [f"no store at {path}: nothing was created. If the store is elsewhere, set {chosen} to where it is; a new "
+            "store is made by the first `pocketmem add` or start of `pocketmem serve`"]
+
+
 def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
     """Why the store cannot be opened, with the remedy of its cause: a folder that cannot be made, a path this user
     may not read or write, a write lock another process holds; a backup only for a file that is damaged."""
