@@ -204,7 +204,7 @@ class Settings(BaseSettings):
     @field_validator("home", "db", "config", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
-        return value.expanduser() if value is not None else None
+        return expand_user(value) if value is not None else None
 
     @field_validator("*", mode="before")
     @classmethod
@@ -380,6 +380,16 @@ SECRET_PARAM = re.compile(
 SHORT_SECRET = 4  # a credential shorter than this is hidden only where it stands alone, not inside other words
 
 
+def expand_user(path: Path) -> Path:
+    """`~` as this user's home folder. An empty or blank HOME (a service manager's or a script's `HOME=`) counts as
+    unset, so the home comes from the user database: Path.expanduser took it as `/` (a store in /.pocketmem)."""
+    if path.parts[:1] == ("~",) and not os.environ.get("HOME", "x").strip() and os.name == "posix":
+        import pwd
+
+        return Path(pwd.getpwuid(os.getuid()).pw_dir, *path.parts[1:])
+    return path.expanduser()
+
+
 def mask_url(url: str) -> str:
     """A URL (or connection string) as it may be shown: postgresql://user:secret@host/db ->
     postgresql://user:***@host/db. The userinfo is everything between `//` and the last `@`, so a password holding
@@ -435,13 +445,13 @@ def _toml_path() -> Path | None:
     than a file (a folder, a link to nothing), which would otherwise be passed over without a word."""
     explicit = os.environ.get(ENV_PREFIX + "CONFIG")
     if explicit:
-        path = Path(explicit).expanduser()
+        path = expand_user(Path(explicit))
         if (what := in_place_of(path, "file")) is not None:
             raise ConfigError(f"POCKETMEM_CONFIG: {path} is {what}, not a TOML file")
         if not path.is_file():
             raise ConfigError(f"POCKETMEM_CONFIG: no such file {path}")
         return path
-    default = home_path(os.environ.get(ENV_PREFIX + "HOME")).expanduser() / "config.toml"
+    default = expand_user(home_path(os.environ.get(ENV_PREFIX + "HOME"))) / "config.toml"
     try:
         if (what := in_place_of(default, "file")) is not None:
             raise ConfigError(f"{default} is {what}, not a TOML file of settings, so none are read from it: move it "
