@@ -157,6 +157,35 @@ async def test_a_lost_embedder_record_is_not_claimed_by_repair_but_re_embedded_b
         await server.close()
 
 
+@pytest.mark.backends
+async def test_two_servers_starting_together_on_an_old_store_share_one_re_embedding_run(tmp_path, clock, make_settings):
+    """Both read the old embedder before either switched the store: the second joins the first's run instead of
+    emptying the vectors it wrote and beginning again from zero; the run's count is kept in the store, once."""
+    settings = make_settings(tmp_path)
+    async with PocketMem(settings, clock=clock) as made:
+        for fact in FACTS:
+            await add(made, fact)
+    first, second = (PocketMem(settings, clock=clock, embedder=LaterHash()) for _ in range(2))
+    await first.open()
+    await second.open()
+    try:
+        old = await first.store.get_meta("embedder")
+        assert old == await second.store.get_meta("embedder") == HashEmbedder().tag
+        await first.embed_queue.begin(old, len(FACTS))
+        joined = await second.embed_queue.begin(old, len(FACTS))
+        assert (joined.total, joined.done, joined.finished) == (len(FACTS), 0, False)
+        await second.embed_queue.run_once()  # the joiner does the work; its progress is the run's
+        tags = await vector_tags(first)
+        assert len(tags) == len(FACTS) and set(tags.values()) == {"hash:v9-test"}
+        run = await first.embed_queue.load()
+        assert run is not None and (run.done, run.finished) == (len(FACTS), True)
+        await first.embed_queue.begin(old, len(FACTS))  # a late start changes nothing either
+        assert len(await vector_tags(first)) == len(FACTS)
+    finally:
+        await second.close()
+        await first.close()
+
+
 async def test_sync_refuses_a_notebook_whose_vectors_are_another_embedders(tmp_path, clock, make_settings, library_url):
     async with device(make_settings, tmp_path, "a", library_url, clock) as made:
         await add(made, "用户的猫叫小白")

@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import InvalidInput
@@ -282,6 +283,21 @@ async def test_the_extract_memories_prompt_refuses_a_language_it_has_no_rubric_f
             await client.get_prompt("extract_memories", {"conversation": "J'adore la coriandre.", "language": "fr"})
         english = await client.get_prompt("extract_memories", {"conversation": "用户：我不吃香菜", "language": "en"})
         assert "Conversation:" in english.messages[0].content.text
+
+
+async def test_the_memory_context_prompt_without_its_message_is_invalid_params(app, settings, caplog):
+    """A required argument left out is refused as the prompts refuse a bad one (-32602, naming it), not as the SDK's
+    error code 0 with a traceback in the log."""
+    async with Client(build_server(settings, app=app)) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("memory_context", {})
+        assert refused.value.error.code == INVALID_PARAMS
+        assert refused.value.error.message == "invalid argument message: is required"
+        listed = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert [(a.name, a.required) for a in listed["memory_context"].arguments] == [
+            ("message", True), ("context", False)]
+        assert (await client.get_prompt("memory_context", {"message": "你好"})).messages[0].content.text
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
 
 
 async def test_a_long_pasted_message_is_read_by_its_head_and_tail_and_a_huge_one_refused(app, settings):

@@ -108,3 +108,21 @@ def test_a_long_run_of_spaces_after_a_secrets_name_is_read_once(name):
     code = f"from pocketmem.core.privacy import screen; screen({name!r} + ' \\t' * 50_000 + 'x'); print('done')"
     out = subprocess.run([sys.executable, "-c", code], env=checkout_env(), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "done", out.stderr
+
+
+def test_texts_built_to_make_the_patterns_backtrack_are_screened_once():
+    """As long as the largest content setting allows, each built to make a pattern retry from every character:
+    a run of URL scheme characters (`a.a.a.…` was tried from each letter: minutes), repeated schemes, comparisons
+    after a password's name, spelled numerals, key ids, digit groups. Each is screened in about a second; the
+    limit here only tells a hang from an answer."""
+    texts = [
+        "'a.' * 50_000", "'a-' * 50_000", "'https://' * 12_500", "'https://' + 'a1' * 50_000",
+        "'密码跟银行卡一样，' * 11_000", "'密码跟' * 33_000", "'密码还是原来那个 ' * 10_000",
+        "'密码是' + '六个' * 50_000",
+        "'密码' + '一' * 100_000", "'AKIAIOSFODNN7EXAMPLE ' * 4_700", "'AKIAIOSFODNN7EXAMPLE' + 'aB1/' * 25_000",
+        "'1·' * 50_000", "'330106 1995 ' * 9_000",
+    ]
+    code = ("from pocketmem.core.privacy import screen\n"
+            f"for text in [{', '.join(texts)}]:\n    screen(text)\nprint('done')")
+    out = subprocess.run([sys.executable, "-c", code], env=checkout_env(), capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "done", out.stderr

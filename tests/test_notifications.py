@@ -89,6 +89,23 @@ async def test_legacy_subscribers_hear_when_the_card_changes(app, settings):
         assert len(inbox.uris) == 4
 
 
+async def test_a_subscription_to_a_resource_never_announced_is_refused_naming_it(app, settings):
+    """memory://stats and memory://review change with every recall and are never announced (README), and
+    memory://nothing is no resource: a subscription to them is refused as invalid params, not accepted and left
+    silent; a memory's own URI is accepted."""
+    from mcp.shared.exceptions import MCPError
+
+    async with Client(build_server(settings, app=app), mode="legacy") as client:
+        for uri, why in (("memory://stats", "it changes with every recall"), ("memory://review", "it changes"),
+                         ("memory://nothing", "no such resource")):
+            with pytest.raises(MCPError) as refused:
+                await subscribe(client, uri)
+            assert refused.value.error.code == types.INVALID_PARAMS, refused.value.error
+            assert f"cannot subscribe to {uri}: {why}" in refused.value.error.message
+        await subscribe(client, MEMORIES)
+        await subscribe(client, MEMORIES + "/0123456789abcdef0123456789abcdef")
+
+
 @pytest.mark.backends
 async def test_modern_listen_streams_hear_when_the_card_changes(app, settings):
     async with Client(build_server(settings, app=app)) as client:

@@ -38,7 +38,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
             tg.start_soon(store.open)
     try:
         health = await stores[0].health()
-        assert health["schema"] == "pg008_chain_events" and health["schema_current"]
+        assert health["schema"] == "pg009_short_lived_not_core" and health["schema_current"]
         async with stores[1].read() as r:
             assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
@@ -49,6 +49,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
                 "pg005_category_uses",
                 "pg007_schema_gaps",
                 "pg008_chain_events",
+                "pg009_short_lived_not_core",
             ]
     finally:
         for store in stores:

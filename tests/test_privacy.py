@@ -140,6 +140,34 @@ SECRETS = [
     ("我的护照G12345678下个月到期", "passport_number", "G12345678"),
     ("Passport no. X1234567 expires in 2030", "passport_number", "X1234567"),
     ("passport number is 123456789", "passport_number", "123456789"),
+    # a phrase between a Chinese name and its value: 跟…一样, 原来那个
+    ("我的微信支付密码跟银行卡一样都是 123789 ，千万别忘了。", "password", "123789"),
+    ("银行卡密码跟支付宝一样，都是 520131，每天都要用。", "password", "520131"),
+    ("密码还是原来那个 Lx@2024，每天都要用。", "password", "Lx@2024"),
+    ("支付密码和以前的一样是123789", "password", "123789"),
+    ("密码还是之前的 Lx@2024", "password", "Lx@2024"),
+    # a PIN spelled in Chinese numerals
+    ("我的银行卡密码是六个八，每次取钱都用。", "password", "六个八"),
+    ("取款密码是三个六三个八，别告诉别人", "password", "三个六三个八"),
+    ("支付密码一二三四五六", "password", "一二三四五六"),
+    ("PIN码是幺三五七", "password", "幺三五七"),
+    # cloud keys: the AWS secret key beside its id, Azure connection strings, a key as a URL's user part
+    ("AWS creds: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "api_key",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ('{"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}',
+     "api_key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFi+/AB==;"
+     "EndpointSuffix=core.windows.net", "api_key", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFi+/AB=="),
+    ("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+     "SharedAccessKey=abc123DEF456ghi789JKL=", "api_key", "abc123DEF456ghi789JKL="),
+    ("SENTRY_DSN=https://4f3a9b2c1d0e4f5a6b7c8d9e0f1a2b3c@o123456.ingest.sentry.io/789", "api_key",
+     "4f3a9b2c1d0e4f5a6b7c8d9e0f1a2b3c"),
+    ("git remote https://ghx1234567890abcdefXYZ@github.com/me/repo.git", "api_key", "ghx1234567890abcdefXYZ"),
+    # ID and card numbers in groups of four, or with middle dots
+    ("身份证号码：330106 1995 0612 1231，填表用。", "id_number", "1995 0612"),
+    ("身份证 330106-1995-0612-1231", "id_number", "1995-0612"),
+    ("卡号：6228·4800·1234·5678·11，招行的。", "card_number", "1234·5678"),
+    ("卡号 6228•4800•1234•5678•11", "card_number", "1234•5678"),
 ]
 
 NOT_SECRETS = [
@@ -219,6 +247,39 @@ NOT_SECRETS = [
     "护照2024年到期",
     "the passport number is in the drawer",
     "手机号 138 0013 8000",
+    # a comparison or 原来那个 with no value after it, or a count
+    "密码跟生日一样",
+    "密码跟以前一样是8位",
+    "密码跟以前一样都是 8 位",
+    "密码还是原来那个",
+    "密码还是原来那个，没改",
+    "密码跟用户名一样都是小写字母",
+    "密码跟账号一样都是手机号",
+    "我的密码跟你的一样长",
+    "忘了密码",
+    "密码要8位以上",
+    # Chinese numerals that are no PIN
+    "密码是六位数",
+    "密码是一个八位数",
+    "密码三个月换一次",
+    "密码两个人知道",
+    "密码一定要记住",
+    "密码一二年就设了",
+    "密码是一九九五年设的",
+    "密码二次确认",
+    "一二三四五六七八",
+    # URLs, cloud key names and groups of digits that hold no secret
+    "https://x-access-token@github.com/owner/repo",
+    "app 的 git remote 是 https://zhangsan_2019_work@bitbucket.org/team/app.git",
+    "Our repo is cloned from https://contoso2024engineering@dev.azure.com/contoso2024engineering/app/_git/app",
+    "我的密码是三个一样的字母加两位数字，别的不记得了",
+    "SharedAccessKeyName=RootManageSharedAccessKey",
+    "the account key is in the vault",
+    "AccessKey rotation every 90 days",
+    "身份证 330106 1995 0612 1232",  # grouped by four, wrong checksum
+    "手机号 138·0013·8000",
+    "2024·06·12 见面",
+    "订单 6228·4800·1234·5678·12",  # fails the Luhn check
 ]
 
 
@@ -480,3 +541,46 @@ async def test_written_forms_are_stored_redacted_through_the_client(client: Clie
         assert (added["status"], added["redacted"]) == ("stored", [kind]), (content, added)
     listed = await call(client, "list_memories", {"limit": 50})
     assert sorted(item["content"] for item in listed["items"]) == sorted(stored for _, _, stored in WRITTEN)
+
+
+# what outside probes stored verbatim (the user's words, the kind found, what is stored, a message about it)
+PROBED = [
+    ("我的微信支付密码跟银行卡一样都是 123789 ，千万别忘了。", "password",
+     "我的微信支付密码跟银行卡一样都是 【已隐去的密码】 ，千万别忘了。", "微信支付密码忘了怎么办"),
+    ("银行卡密码跟支付宝一样，都是 520131，每天都要用。", "password",
+     "银行卡密码跟支付宝一样，都是 【已隐去的密码】，每天都要用。", "银行卡密码是多少"),
+    ("密码还是原来那个 Lx@2024，每天都要用。", "password", "密码还是原来那个 【已隐去的密码】，每天都要用。",
+     "我每天用的密码是哪个"),
+    ("我的银行卡密码是六个八，每次取钱都用。", "password", "我的银行卡密码是【已隐去的密码】，每次取钱都用。",
+     "取钱用的银行卡密码"),
+    ("AWS creds: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY for the backup bucket", "api_key",
+     "AWS creds: [redacted API key] / [redacted API key] for the backup bucket", "AWS creds for the backup bucket"),
+    ("Azure storage DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey=Zm9vYmFyYmF6cXV4MTIz+/AB==;"
+     "EndpointSuffix=core.windows.net for photo backups", "api_key",
+     "Azure storage DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey=[redacted API key];"
+     "EndpointSuffix=core.windows.net for photo backups", "Azure storage for photo backups"),
+    ("SENTRY_DSN=https://4f3a9b2c1d0e4f5a6b7c8d9e0f1a2b3c@o123456.ingest.sentry.io/789 for the web app", "api_key",
+     "SENTRY_DSN=https://[redacted API key]@o123456.ingest.sentry.io/789 for the web app", "Sentry for the web app"),
+    ("身份证号码：330106 1995 0612 1231，填表报名的时候用。", "id_number",
+     "身份证号码：【已隐去的证件号】，填表报名的时候用。", "填表报名要身份证号码"),
+    ("卡号：6228·4800·1234·5678·11，招商银行的工资卡。", "card_number",
+     "卡号：【已隐去的银行卡号】，招商银行的工资卡。", "招商银行工资卡的卡号"),
+]
+
+
+@pytest.mark.backends
+async def test_probed_secrets_are_redacted_in_the_store_and_in_memory_context(client: Client):
+    for content in ["身份证号码：330106 1995 0612 1231，填表用。", "卡号：6228·4800·1234·5678·11，招行的。"]:
+        refused = await call(client, "add_memory", {"content": content})  # three words left: refused
+        assert (refused["status"], refused["reason"]) == ("discarded", "secret"), (content, refused)
+    for content, kind, _, _ in PROBED:
+        added = await call(client, "add_memory", {"content": content, "confidence": 0.95})
+        assert (added["status"], added["redacted"]) == ("stored", [kind]), (content, added)
+    listed = await call(client, "list_memories", {"limit": 50})
+    assert sorted(item["content"] for item in listed["items"]) == sorted(stored for _, _, stored, _ in PROBED)
+    secrets = ["123789", "520131", "Lx@2024", "六个八", "AKIAIOSFODNN7", "wJalrXUtnFEMI", "Zm9vYmFy", "4f3a9b2c",
+               "1995 0612", "1234·5678"]
+    for _, _, stored, message in PROBED:
+        shown = (await client.get_prompt("memory_context", {"message": message})).messages[0].content.text
+        assert stored in shown, (message, shown)  # recalled as evidence, redacted
+        assert [s for s in secrets if s in shown] == [], (message, shown)

@@ -249,8 +249,12 @@ def test_a_follow_up_weighs_its_earlier_lines_as_the_message():
             memory, 0.0
         )
 
-    assert relevance.follows_up(list(weighted_query_terms("那我能吃吗")), rarities)
-    assert not relevance.follows_up(list(weighted_query_terms("我每天喝几杯咖啡")), rarities)
+    def follows_up(message: str) -> bool:
+        own = weighted_query_terms(message)
+        return relevance.follows_up(relevance.QueryWords(own, list(own), rarities), list(own))
+
+    assert follows_up("那我能吃吗")
+    assert not follows_up("我每天喝几杯咖啡")
     before, after = evidence("那我能吃吗", False), evidence("那我能吃吗", True)
     assert after.strongest > before.strongest and after.matched > before.matched
     assert relevance.NEURAL.probability(after) > relevance.NEURAL.probability(before)

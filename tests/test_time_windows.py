@@ -10,7 +10,9 @@ from datetime import date, datetime
 import pytest
 from mcp import Client
 
+from pocketmem.app import PocketMem
 from pocketmem.core.timeexpr import parse
+from pocketmem.mcp.server import build_server
 
 from .helpers import SHANGHAI, START, call
 
@@ -129,6 +131,43 @@ async def test_a_day_of_the_month_named_without_its_month(client: Client, clock)
     assert await recalled(client, "14号那天你推荐了什么") == ["推荐用户读《置身事内》。"]
     assert await recalled(client, "上个月5号我们聊了什么") == ["用户和同事为了发布日期吵了一架。"]
     assert await recalled(client, "what did we talk about on the 14th") == ["推荐用户读《置身事内》。"]
+
+
+GYM = "晚上去健身房练了腿。"  # Friday 2026-11-27, 21:00
+DINNER = "和闺蜜小雨吃了日料。"  # Thursday 2026-11-26, 20:00
+DAYS_ASKED = [
+    ("昨天我干嘛了", [GYM]),
+    ("昨天晚上我干嘛了", [GYM]),
+    ("还记得昨天我干嘛了吗", [GYM]),
+    ("昨天我做了什么", [GYM]),
+    ("what did I do yesterday", [GYM]),
+    ("前天我干嘛了", [DINNER]),
+    ("前天晚上我跟谁吃饭了", [DINNER]),
+    ("2天前我干嘛了", [GYM, DINNER]),  # N days ago: a day either side
+    ("两天前我干嘛了", [GYM, DINNER]),
+    ("what did I do two days ago?", [GYM, DINNER]),
+    ("two days ago", [GYM, DINNER]),
+    ("11月26号我干嘛了", [DINNER]),
+    ("这周四我干嘛了", [DINNER]),
+    ("上周六我干嘛了", []),
+    ("今天天气不错", []),  # a day named without a question about it
+    ("昨天下雨了", []),
+]
+
+
+@pytest.mark.parametrize("embedder", ["use", "hash"])
+async def test_every_day_or_period_named_in_a_question_brings_what_happened_then(
+    tmp_path, clock, make_settings, embedder
+):
+    """Saturday 2026-11-28: a question about a day that has ended finds that day's memories by date, whether
+    the day is named by its date, its weekday or its distance from today, in either language."""
+    settings = make_settings(tmp_path, embedder=embedder)
+    clock.set(datetime(2026, 11, 28, 10, 0, tzinfo=SHANGHAI))
+    async with Client(build_server(settings, app=PocketMem(settings, clock=clock))) as client:
+        await add(client, GYM, category="event", created_at="2026-11-27T21:00")
+        await add(client, DINNER, category="event", created_at="2026-11-26T20:00")
+        for message, expected in DAYS_ASKED:
+            assert sorted(await recalled(client, message)) == sorted(expected), message
 
 
 @pytest.mark.parametrize(

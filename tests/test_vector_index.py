@@ -100,6 +100,7 @@ async def test_a_store_with_the_float_index_gets_the_binary_one_when_it_opens(tm
             "insert into memory_vectors (rowid, user_id, status, embedding) "
             "select rowid, user_id, status, embedding from memories"
         )
+        await tx.execute("delete from schema_migrations where name = 'm014_binary_vector_index'")
     await store.close()
 
     store = SQLiteStore(path)
@@ -111,6 +112,8 @@ async def test_a_store_with_the_float_index_gets_the_binary_one_when_it_opens(tm
         assert f"bit[{DIMS}]" in definition
         assert found[0] == ("m0003", pytest.approx(1.0, abs=1e-5))
         assert (await store.health())["vector_rows"] == len(vectors)
+        # recorded, so a release that checks the records and lacks this change refuses the store
+        assert (await store.health())["schema"] == "m014_binary_vector_index"
     finally:
         await store.close()
     assert pack_vector(vectors[0])  # the full vectors stay in the memories rows

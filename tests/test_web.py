@@ -615,7 +615,7 @@ async def test_the_chinese_page_names_categories_reasons_events_and_errors(app, 
     refused = await browser.post("/import", files={"file": ("x.jsonl", b"\xff\xfe{}")}, headers=zh)
     assert refused.status_code == 400 and "“文件”的值不对" in refused.text and "UTF-8" not in refused.text
     english = await browser.get("/memories?sort=sideways", headers={"Accept-Language": "en"})
-    assert "sort: must be one of <code data-user>&#39;newest&#39;, &#39;oldest&#39;" in english.text
+    assert "sort: must be one of <code data-user>newest</code>, <code data-user>oldest</code>" in english.text
 
 
 @pytest.mark.backends

@@ -144,6 +144,32 @@ async def test_refusals_carry_their_facts_in_chinese(app, browser):
         listed = re.search(r'<ul id="import-refused"><li>(.*?)</li>', report.text)
         assert listed and html.unescape(re.sub(r"<[^>]+>", "", listed.group(1))) == reason
 
+    # bob's export re-targeted to this user keeps bob's ids: each such line refused with its cause and its fix
+    taken = f"{header}\n{json.dumps(fine)}\n{json.dumps({**bob_row, 'user_id': USER})}\n".encode()
+    for headers, reason in (
+        (ZH, f"第 3 行：“id”是这个存储里另一位用户的记忆的编号，所以不能作为 {USER} 的记忆导入："
+             "编号在所有用户之间是唯一的。要把记忆复制给另一位用户，"
+             "请在文件里给每一条换一个新编号（32 位十六进制数字），再导入一次"),
+        (EN, f"line 3: id: is the id of another user's memory in this store, so it cannot be imported for {USER}: ids "
+             "are unique across users. To copy memories to another user, give each a new id (32 hex digits) in the "
+             "file and import it again"),
+    ):
+        report = await browser.post("/import", files={"file": ("e.jsonl", taken, "text/plain")}, headers=headers)
+        listed = re.search(r'<ul id="import-refused"><li>(.*?)</li>', report.text)
+        assert listed and html.unescape(re.sub(r"<[^>]+>", "", listed.group(1))) == reason
+        assert f"<code data-user>{USER}</code>" in listed.group(1)
+
+    # the values a field takes, each as written, joined in the page's words
+    for query, field, values in (("sort=bogus", "排序", ["newest", "oldest", "importance", "uses"]),
+                                 ("status=x", "状态", ["active", "superseded", "trashed", "all"])):
+        page = await browser.get(f"/memories?{query}", headers=ZH)
+        joined = "、".join(values[:-1]) + " 或 " + values[-1]
+        assert page.status_code == 400 and said(page) == f"“{field}”只能是其中之一：{joined}", said(page)
+        assert "<code data-user>newest</code>、" in page.text or "<code data-user>active</code>、" in page.text
+        assert " or " not in said(page) and "'" not in said(page)
+        english = await browser.get(f"/memories?{query}", headers=EN)
+        assert said(english).endswith(", ".join(values[:-1]) + " or " + values[-1]), said(english)
+
     for headers in (ZH, EN):  # a person is not sent to an agent's tools
         for path in ("/memories/0123456789abcdef", "/pending/0123456789abcdef", "/trash/0123456789abcdef/restore"):
             page = await (browser.get(path, headers=headers) if path.startswith("/memories")

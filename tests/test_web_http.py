@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from .servers import ServerProcess, connect
+from .servers import ServerProcess, connect, create_token
 
 pytestmark = [pytest.mark.anyio]
 
@@ -187,3 +187,110 @@ async def test_a_profile_post_with_no_profile_field_changes_nothing(page_server:
         confirmed = await http.post("/ui/profile", data={"csrf": csrf, "confirm": "1"})
         assert confirmed.headers["location"].endswith("/profile?msg=profile_confirmed")  # confirming is a change
         assert await latest_event(http) > before
+
+
+def revise_body(csrf: str, content: bytes) -> bytes:
+    return b"csrf=" + csrf.encode() + b"&content=" + content
+
+
+async def test_a_form_field_that_is_not_utf8_is_refused_naming_it(page_server: ServerProcess):
+    """Bytes that are no text, sent percent-encoded, raw or in a multipart part: refused naming the field, in the
+    page's language, and nothing stored (Starlette's parser stored U+FFFD or Latin-1 in their place); raw UTF-8
+    is read as the text it is."""
+    async with connect(page_server.url) as client:
+        added = await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶"})
+    memory_id = added.structured_content["memory_id"]
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    async with httpx2.AsyncClient(base_url=page_server.base, timeout=30) as http:
+        csrf = csrf_of(await http.get("/ui/memories"))
+        revise = f"/ui/memories/{memory_id}/revise"
+        for content, language, said in (
+            (b"%ED%A0%80%20Dave%20likes%20tea", "zh-CN",
+             "“内容”不是 UTF-8 文本：里面有无法读成文字的字节；没有做任何更改"),
+            (b"%FF%FE%20Dave%20likes%20tea", "en", "content: is not UTF-8 text: it holds bytes that are no character"),
+            (b"\xff\xfe Dave likes tea", "en", "content: is not UTF-8 text"),
+        ):
+            posted = await http.post(revise, content=revise_body(csrf, content),
+                                     headers={**form, "accept-language": language})
+            assert posted.status_code == 400 and said in posted.text, (content, posted.text[-600:])
+        parts = (f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{csrf}\r\n'
+                 f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="content"\r\n\r\n').encode()
+        posted = await http.post(revise, content=parts + b"\xff\xfe Dave likes tea" + END, headers=MULTIPART)
+        assert posted.status_code == 400 and "content: is not UTF-8 text" in posted.text, posted.text[-600:]
+        assert "Dave" not in (await http.get("/ui/memories")).text
+
+        raw = await http.post(revise, content=revise_body(csrf, "用户喜欢喝红茶".encode()), headers=form)
+        assert raw.status_code == 303 and raw.headers["location"].endswith("msg=saved"), raw.text[-300:]
+    async with connect(page_server.url) as client:
+        listed = await client.call_tool("list_memories", {})
+    assert [m["content"] for m in listed.structured_content["items"]] == ["用户喜欢喝红茶"]
+    assert "Traceback" not in page_server.log()
+
+
+def cookie_of(response: httpx2.Response) -> tuple[str, str]:
+    """The session cookie a sign-in set, and its Set-Cookie header."""
+    header = response.headers.get("set-cookie", "")
+    found = re.match(r"pocketmem_ui=([^;]+);", header)
+    assert response.status_code == 303 and found, (response.status_code, header)
+    return found.group(1), header
+
+
+async def test_signing_out_ends_the_session_on_the_server(tmp_path: Path, backend):
+    """A copy of the cookie (another service on 127.0.0.1 receives it: cookies are not kept apart by port) is
+    refused once its session is signed out, also after a restart; a new sign-in works. A change posted by htmx
+    without a session is a 401 too, and q=0 in Accept-Language means not Chinese."""
+    home = tmp_path / "home"
+    with ServerProcess(backend, home, "http", "--ui") as server:
+        async with connect(server.url) as client:
+            added = await client.call_tool("add_memory", {"content": "用户喜欢喝乌龙茶"})
+        memory_id = added.structured_content["memory_id"]
+        token = create_token(backend, home, "global")
+        async with httpx2.AsyncClient(base_url=server.base, timeout=30) as http:
+            for accept, lang in (("zh;q=0", "en"), ("zh-CN;q=0, en;q=0.1", "en"), ("en;q=0, zh;q=0.5", "zh-CN")):
+                page = await http.get("/ui/login", headers={"accept-language": accept})
+                assert f'<html lang="{lang}"' in page.text, accept
+            htmx = await http.post(f"/ui/memories/{memory_id}/forget", data={"csrf": "x"},
+                                   headers={"hx-request": "true", "accept-language": "zh"})
+            assert (htmx.status_code, htmx.text) == (401, "pocketmem：请先登录")
+            assert htmx.headers["hx-redirect"] == "/ui/login"  # htmx takes the person to the sign-in form
+
+            copy, _ = cookie_of(await http.post("/ui/login", data={"token": token}))
+            second, _ = cookie_of(await http.post("/ui/login", data={"token": token}))  # another browser
+            assert (await http.get("/ui/memories")).status_code == 200
+            signed_out = await http.post("/ui/logout")
+            assert signed_out.status_code == 303 and 'pocketmem_ui=""' in signed_out.headers["set-cookie"]
+        async with httpx2.AsyncClient(base_url=server.base, timeout=30) as replay:
+            for cookie in (copy, second):
+                jar = {"cookie": f"pocketmem_ui={cookie}"}
+                assert (await replay.get("/ui/memories", headers=jar)).headers["location"] == "/ui/login"
+                posted = await replay.post(f"/ui/memories/{memory_id}/forget", data={"csrf": "x"}, headers=jar)
+                assert posted.status_code == 401
+    with ServerProcess(backend, home, "http", "--ui") as server:
+        async with httpx2.AsyncClient(base_url=server.base, timeout=30) as http:
+            jar = {"cookie": f"pocketmem_ui={copy}"}
+            assert (await http.get("/ui/memories", headers=jar)).status_code == 303
+            fresh, _ = cookie_of(await http.post("/ui/login", data={"token": token}))
+            page = await http.get("/ui/memories", headers={"cookie": f"pocketmem_ui={fresh}"})
+            assert page.status_code == 200 and "用户喜欢喝乌龙茶" in page.text
+
+
+async def test_the_cookie_is_secure_for_a_public_name_and_over_https(tmp_path: Path, backend):
+    """Behind the documented proxy (a public --allowed-host), the cookie is Secure whether or not the proxy says
+    https; X-Forwarded-Proto: https from loopback is honoured; plain http on 127.0.0.1 keeps a cookie it can use."""
+    home = tmp_path / "home"
+    token = create_token(backend, home, "global")
+    with ServerProcess(backend, home, "http", "--ui", "--allowed-host", "memory.example.com",
+                       "--allowed-host", "192.168.1.20") as server:
+        port = server.base.rsplit(":", 1)[1]
+        async with httpx2.AsyncClient(base_url=server.base, timeout=30) as http:
+            for headers, secure in (({"host": "memory.example.com"}, True),
+                                    ({"host": "memory.example.com", "x-forwarded-proto": "https"}, True),
+                                    ({"x-forwarded-proto": "https"}, True),
+                                    ({"host": f"192.168.1.20:{port}"}, False),
+                                    ({}, False)):
+                _, header = cookie_of(await http.post("/ui/login", data={"token": token}, headers=headers))
+                assert ("; secure" in header.lower()) is secure, (headers, header)
+                assert "httponly" in header.lower() and "samesite=strict" in header.lower()
+            cookie, _ = cookie_of(await http.post("/ui/login", data={"token": token}))
+            page = await http.get("/ui/memories", headers={"cookie": f"pocketmem_ui={cookie}"})
+            assert page.status_code == 200

@@ -13,6 +13,7 @@ the CLI into a one-line message and a non-zero exit.
     ├── ProviderUnavailable   an embedding / LLM endpoint cannot be reached or answered badly
     ├── FileNotWritten        a file pocketmem writes (an export) could not be written; the old one is kept
     └── StoreError            the database cannot be opened or is not a pocketmem store
+        ├── NewerStore        the store records a migration this release does not know: upgrade pocketmem
         ├── UnreadableRow     one stored row cannot be read back (names table, user, id, why)
         └── StoreUnavailable  the store failed while checking who a request is (down, unreadable): refused
                               as "try again", never as a wrong token (HTTP 503)
@@ -20,6 +21,7 @@ the CLI into a one-line message and a non-zero exit.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 from pydantic import ValidationError
@@ -39,12 +41,14 @@ class InvalidReason(StrEnum):
     at_least = "at_least"  # facts: limit
     at_most = "at_most"  # facts: limit
     missing = "missing"  # a required field left out
-    one_of = "one_of"  # facts: choices (as the message lists them)
+    one_of = "one_of"  # facts: choices (the values, a list)
     number = "number"  # not a number
     date = "date"  # not a date or time
     years = "years"  # facts: low, high (the years a store keeps, in UTC)
     other_user = "other_user"  # facts: found, expected (user ids: a file holding another user's rows)
     secret = "secret"  # facts: kinds (core/privacy.py KIND_LABELS)
+    not_text = "not_text"  # bytes that are not UTF-8 text (a posted form's field)
+    foreign_id = "foreign_id"  # facts: user (an imported memory's id is another user's memory's in the store)
 
 
 class InvalidInput(PocketmemError):
@@ -110,6 +114,18 @@ class StoreError(PocketmemError):
     """The database cannot be used."""
 
 
+class NewerStore(StoreError):
+    """The store records a migration this release does not know: a newer pocketmem opened it, and this one would
+    misread what it changed. Nothing is changed; the remedy is to upgrade."""
+
+    def __init__(self, migrations: list[str]) -> None:
+        self.migrations = migrations
+        super().__init__(
+            f"this store was last opened by a newer pocketmem (migration {', '.join(migrations)}); upgrade pocketmem "
+            "to use it"
+        )
+
+
 class UnreadableRow(StoreError):
     """A stored row cannot be decoded; work on other rows and users goes on, and the row is reported."""
 
@@ -147,6 +163,14 @@ _PYDANTIC: dict[str, tuple[InvalidReason, str | None]] = {
 }
 
 
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def choices_of(expected: object) -> list[str]:
+    """The values pydantic's `expected` of an enum or literal error lists (`'a', 'b' or 'c'`)."""
+    return _QUOTED.findall(str(expected))
+
+
 def invalid_from(exc: ValidationError, under: str | None = None, *, line: int | None = None) -> InvalidInput:
     """The first error of a pydantic ValidationError as InvalidInput: its place (below `under`; "form" when it has
     none), pydantic's own words, and the rule they break when it is one of InvalidReason's."""
@@ -155,5 +179,6 @@ def invalid_from(exc: ValidationError, under: str | None = None, *, line: int | 
     reason, fact = _PYDANTIC.get(first["type"], (None, None))
     facts: dict[str, object] = {}
     if reason is not None and fact is not None:
-        facts = {"choices" if reason == InvalidReason.one_of else "limit": (first.get("ctx") or {}).get(fact)}
+        value = (first.get("ctx") or {}).get(fact)
+        facts = {"choices": choices_of(value)} if reason == InvalidReason.one_of else {"limit": value}
     return InvalidInput(field, first["msg"], reason, line=line, **facts)

@@ -3,28 +3,32 @@
 A small set of patterns, each tuned to fire on the secret itself rather than on talk about it
 ("I forgot my password" is fine; "my password is hunter2!" is not):
 
-    api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA),
+    api_key      OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), AWS access key ids (AKIA/ASIA) and the 40-character
+                 secret key written beside one,
                  GitHub (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-, gldt-, glrt-, ...), Hugging Face
                  (hf_), Slack (xoxb-/xoxp-/...), Stripe (sk_live_), Google (AIza...), Alibaba Cloud (LTAI...),
                  Tencent Cloud (AKID...), JSON web tokens;
-                 `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`, JWT_SECRET=..., CI_TOKEN=...;
-                 chat-bot webhooks (Slack, Discord, Feishu/Lark, DingTalk and its SEC... signing secret, WeCom)
+                 `api_key = ...`, `secret: ...`, `token=...`, `aws_secret_access_key`, SecretAccessKey, Azure's
+                 AccountKey= / SharedAccessKey=, JWT_SECRET=..., CI_TOKEN=...; a key as a URL's user part (a Sentry
+                 DSN https://<key>@…); chat-bot webhooks (Slack, Discord, Feishu/Lark, DingTalk and its SEC...
+                 signing secret, WeCom)
     password     `password: ...`, `passwd=...`, `pw: ...`, `my password is <value>`, 密码是…, 密碼是…, 口令：…,
                  支付密码…, PIN码是 4455; a bare space also separates when the value has a digit
                  (WiFi密码 Sunshine2024x); a Chinese name may be followed directly by a value with a digit or
                  symbol (密码Aa123456, 支付密码520131, 门禁密码#8866#); a few words may come between when the value
                  has a digit or symbol (the password for my laptop is …, the password is now …, changed to …,
-                 I changed my password to …, 密码换成了…, 改成了…, 设成…, 密码叫…, 密码还是…); never a count
+                 I changed my password to …, 密码换成了…, 改成了…, 设成…, 密码叫…, 密码还是(原来那个)…,
+                 密码跟支付宝一样(，)都是…); a value spelled in Chinese numerals (六个八, 一二三四五六); never a count
                  (密码 8-16 位) or an algorithm (密码sha256加密); `user / password` after a login word (Login for
                  the NAS: admin / …);
                  `mysql -p<password>` (and mysqldump, mariadb, ...), `sshpass -p <password>`,
                  `curl -u user:<password>`, `docker login -p <password>`, `redis-cli -a <password>`,
                  PGPASSWORD=..., MYSQL_PWD=..., *_PASSWORD=...; `Authorization: Basic <base64>`
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
-    card_number  13-19 digits (spaces or dashes allowed) that pass the Luhn check
+    card_number  13-19 digits (spaces, dashes or middle dots allowed) that pass the Luhn check
     security_code a card's CVV / CVC / CVV2, 安全码, 卡背后三位: 3 or 4 digits after the name
     id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date; whole or in groups of
-                 6, 8 and 4); US SSNs (123-45-6789)
+                 6, 8 and 4 or of 6, 4, 4 and 4); US SSNs (123-45-6789)
     passport_number after 护照号 / 护照号码 / passport no. / passport number: 6-9 letters and digits with a digit;
                  after 护照 alone, a Chinese passport's form (E12345678, EA1234567)
 
@@ -37,6 +41,7 @@ Pure: text in, findings and redacted text out.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -64,6 +69,18 @@ _UNIT = (
 # (the spaces on either side of the word are read once: a long run of them stays linear)
 _LINK = r"\s*(?:(?:[:：=]|是|为|為|(?i:is)(?![A-Za-z]))\s*)?"
 
+# A URL's scheme, read from the start of its run (`a.a.a.…` is not tried from each letter)
+_SCHEME = r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://"
+_AWS_KEY_ID = r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"
+# A PIN spelled in Chinese numerals: 六个八 (888888), 三个六两个八, 一二三四五六 (not 六位, 三个月, 一二年)
+_ZH_DIGIT = "零〇一二三四五六七八九幺"
+_SPELLED = (
+    rf"(?:(?:[两二三四五六七八九十]个[{_ZH_DIGIT}])++|[{_ZH_DIGIT}]{{4,}}+)"
+    rf"(?![{_ZH_DIGIT}十两个個位年岁歲数數次种種月天号號样樣])"
+)
+# What separates the groups of a card or ID number: a space, a dash or a middle dot (6228·4800·1234·5678)
+_DIGIT_SEP = r"[ \-·•・‧]"
+
 # Each pattern is its source, flags written inline (`(?i)`), compiled on first use by `patterns()`.
 _TOKEN_PATTERNS: list[tuple[str, str]] = [
     (
@@ -72,7 +89,14 @@ _TOKEN_PATTERNS: list[tuple[str, str]] = [
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     ),
     ("api_key", r"(?<![A-Za-z0-9])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),
-    ("api_key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    ("api_key", _AWS_KEY_ID),
+    # the secret access key written beside its key id (`AKIA… / wJalrXUtnFEMI/K7MDENG/…`): 40 base64 characters
+    # with a small and a capital letter and a digit, `/` or `+`, at most 48 characters after the id
+    (
+        "api_key",
+        rf"(?s){_AWS_KEY_ID}.{{0,48}}?(?<![A-Za-z0-9/+=])(?P<secret>(?=[A-Za-z0-9/+]{{0,39}}[a-z])"
+        r"(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[0-9/+])[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    ),
     ("api_key", r"(?<![A-Za-z0-9])LTAI[0-9A-Za-z]{12,28}(?![0-9A-Za-z])"),
     ("api_key", r"(?<![A-Za-z0-9])AKID[0-9A-Za-z]{30,36}(?![0-9A-Za-z])"),
     ("api_key", r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}"),
@@ -89,7 +113,16 @@ _TOKEN_PATTERNS: list[tuple[str, str]] = [
     ("api_key", r"(?ai)(?<![A-Za-z])bearer\s+(?P<secret>(?=[\w.~+/=\-]*\d)[\w.~+/=\-]{16,})"),
     # a password inside a URL: scheme://user:PASSWORD@host, the user may be empty (redis://:PASSWORD@host);
     # only the password is redacted
-    ("password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@"),
+    ("password", rf"(?i){_SCHEME}[^\s:/@]*:(?P<secret>[^\s/@]+)@"),
+    # a key as a URL's whole user part: a Sentry DSN (https://<key>@o1.ingest.sentry.io/2), a token in a git
+    # remote (https://<token>@github.com/…); a key looks random: 32+ hex digits, or 20+ letters and digits with
+    # a small letter, a capital and a digit (a user name in a clone URL, https://zhangsan_2019_work@bitbucket.org
+    # or https://contoso2024engineering@dev.azure.com, is talk, as `https://user@example.com` is)
+    (
+        "api_key",
+        rf"(?i:{_SCHEME})(?P<secret>[0-9a-fA-F]{{32,}}+(?=@)|(?=[\w\-]{{0,200}}?\d)(?=[\w\-]{{0,200}}?[a-z])"
+        rf"(?=[\w\-]{{0,200}}?[A-Z])[A-Za-z0-9_\-]{{20,}}+)@",
+    ),
     # a password in an environment variable: `PGPASSWORD=S3cret psql`, `export MYSQL_PWD='…'`, REDIS_PASSWORD=…
     # (the name in capitals; a reference such as $DB_PASS or <password> is not a value; PWD alone is the directory)
     (
@@ -179,8 +212,9 @@ _TOKEN_PATTERNS: list[tuple[str, str]] = [
 # `name <sep> value`: the value is the secret. For passwords, an explicit ':' or '=' makes any 3+ characters
 # count; after a word ("is", 是, 为) the value must look like a secret (a digit or symbol, or 8+ Latin
 # letters), so "my password is in 1Password" or 密码是生日 are left alone; after a few words (the password for
-# my laptop is, is now, 换成了, 叫, 还是) or written straight after a Chinese name (密码Aa123456) it needs a digit
-# or symbol. Generic names (secret, token, 密钥) need a token-like value: 8+ characters with a digit.
+# my laptop is, is now, 换成了, 叫, 还是原来那个, 跟支付宝一样都是) or written straight after a Chinese name
+# (密码Aa123456) it needs a digit or symbol. Generic names (secret, token, 密钥) need a token-like value: 8+
+# characters with a digit.
 _LATIN = r"(?i)(?<![A-Za-z])(?:{})(?![A-Za-z])"
 _NAMED: list[tuple[str, bool, str]] = [
     ("password", False, _LATIN.format(r"password|passwd|passphrase|passcode|pin|pwd|pw")),
@@ -194,7 +228,8 @@ _NAMED: list[tuple[str, bool, str]] = [
         True,
         _LATIN.format(
             r"api[ _-]?key|apikey|access[ _-]?token|auth[ _-]?token|secret[ _-]?key|client[ _-]?secret"
-            r"|aws_secret_access_key|secret|token"
+            r"|aws_secret_access_key|secret[ _-]?access[ _-]?key|access[ _-]?key[ _-]?secret"
+            r"|account[ _-]?key|shared[ _-]?access[ _-]?key|secret|token"
         ),
     ),
     ("api_key", True, r"密钥|秘钥|令牌"),
@@ -212,14 +247,15 @@ _SEPARATORS: list[tuple[str, str]] = [
     (
         "words",
         rf"(?i)(?:\s+(?:for|of|on|at|to|in)(?:\s+[^\s:=：,，。;；]+){{1,4}}?)?\s+{_EN_LINK}(?![A-Za-z])\s*[:：]?\s*"
-        r"|\s*+(?:现在|已经|已|都|就|也|又|还|還|刚|最近)?\s*+"
+        r"|\s*+(?:(?:跟|和|与|與|同)[^\s，。；;,：:]{1,10}?(?:一样|一樣|相同)[，,\s]*+)?"
+        r"(?:现在|已经|已|都|就|也|又|还|還|刚|最近)?\s*+"
         r"(?:(?:换|改|设|設|设置|設置|设定|設定|重置|更新|更改|修改|变|變)(?:成|为|為)了?|叫做?|叫作|是|為|为)"
-        r"\s*[:：]?\s*",
+        r"\s*[:：]?\s*+(?:(?:原来|原來|以前|之前|从前|從前)的?)?(?:那个|那個|这个|這個)?\s*",
     ),
     ("bare", r"\s+"),
     # nothing between, after a Chinese name only (密码Aa123456, 门禁密码#8866#; `password123` is one word): the
     # value starts with a letter, a digit or a password's symbol, not with punctuation (密码：12, 密码+2FA)
-    ("attached", r"(?=[\"'“‘]?[A-Za-z0-9#@$%^&*_~!])"),
+    ("attached", rf"(?=[\"'“‘]?[A-Za-z0-9#@$%^&*_~!{_ZH_DIGIT}两十])"),
 ]
 # Removed before searching: they hide a secret from the patterns without changing what a reader sees.
 INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e\u034f")
@@ -227,7 +263,7 @@ INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2
 # (密码 8-16 位) or an algorithm's or encoding's name (密码sha256加密, password scram-sha-256).
 _ALGORITHM = r"(?i:md5|sha-?\d*|scram-sha-?\d+|base64|aes-?\d*|rsa-?\d*|utf-?8|hmac-?[a-z0-9]*)(?![A-Za-z0-9])"
 _VALUE = (
-    rf"[\"'“‘]?(?!\[redacted |[\d.~+-]+{_UNIT}|{_ALGORITHM})([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{{3,}})"
+    rf"[\"'“‘]?(?!\[redacted |[\d.~+-]+{_UNIT}|{_ALGORITHM})([^\s\"'“”‘’，。、,；;\u3400-\u9fff]{{3,}}|{_SPELLED})"
 )
 # `user / password` after a login word: Login for the NAS: admin / Passw0rd!2024, 登录 root / Abc12345,
 # Password for the admin panel: admin / Adm1n!2024
@@ -238,9 +274,12 @@ _LOGIN_PAIR = (
     r"(?!\[redacted )(?P<secret>[^\s/,，。；;\"'`“”‘’\u3400-\u9fff]{3,})(?!/)"
 )
 # A run of digits is not a number on its own when it is part of a decimal (0.0857810984489368 is a fraction).
-_CARD = r"(?<![\dA-Za-z.])(?:\d[ -]?){12,18}\d(?![\dA-Za-z]|\.\d)"
-# written whole or in groups of 6, 8 and 4 (110105 19491231 002X, 110105-19491231-002X)
-_CN_ID = r"(?<![\dA-Za-z.])\d{6}[ -]?\d{8}[ -]?\d{3}[\dXx](?![\dA-Za-z]|\.\d)"
+_CARD = rf"(?<![\dA-Za-z.])(?:\d{_DIGIT_SEP}?){{12,18}}\d(?![\dA-Za-z]|\.\d)"
+# written whole or in groups of 6, 8 and 4 (110105 19491231 002X) or of 6, 4, 4 and 4 (330106 1995 0612 1231)
+_CN_ID = (
+    rf"(?<![\dA-Za-z.])\d{{6}}{_DIGIT_SEP}?\d{{4}}{_DIGIT_SEP}?\d{{4}}{_DIGIT_SEP}?\d{{3}}[\dXx]"
+    r"(?![\dA-Za-z]|\.\d)"
+)
 _SSN = r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)"
 _PLACEHOLDER = r"【已隐去[^】]*】|\[redacted [^\]]*\]"
 _CLAUSE_END = r"[，。；！？、,;!?\n]|\.(?:\s|$)"
@@ -347,7 +386,10 @@ def _fits(how: str, value: str, token_like: bool) -> bool:
     After ':' or '=' any 3 characters make a password; after a word (is, 是) it must look like one; after a few
     words, a password needs a digit or symbol (`the password for it is written down` is talk); after a bare
     space, 4+ characters with a digit (`password manager`, `token bucket` are talk); straight after a Chinese
-    name, 4+ characters with a digit or symbol (密码Aa123456, 门禁密码#8866#)."""
+    name, 4+ characters with a digit or symbol (密码Aa123456, 门禁密码#8866#). A value spelled in Chinese numerals
+    (六个八) is a password's whatever leads to it."""
+    if re.fullmatch(_SPELLED, value):  # 六个八, 一二三四五六: a password's, never a token's
+        return not token_like
     if len(value) < 3 or (how in ("bare", "attached") and len(value) < 4):
         return False
     if how == "explicit":
@@ -393,9 +435,13 @@ def _find(text: str) -> list[Finding]:
     if compiled.first_pass.search(text) is None:
         return found
 
+    starts: list[int] = []  # found is kept in order and never overlaps: a new finding is checked against its neighbours
+
     def add(kind: str, start: int, end: int) -> None:
-        if not any(f.start < end and start < f.end for f in found):
-            found.append(Finding(kind, start, end))
+        i = bisect.bisect_right(starts, start)
+        if (i == 0 or found[i - 1].end <= start) and (i == len(found) or end <= found[i].start):
+            starts.insert(i, start)
+            found.insert(i, Finding(kind, start, end))
 
     for kind, pattern in compiled.tokens:
         for m in pattern.finditer(text):
@@ -410,15 +456,15 @@ def _find(text: str) -> list[Finding]:
         if len(secret) >= 4 and _login_password(secret):
             add("password", m.start("secret"), m.start("secret") + len(secret))
     for m in compiled.cn_id.finditer(text):
-        if cn_id_ok(re.sub(r"[ -]", "", m.group())):
+        if cn_id_ok(re.sub(_DIGIT_SEP, "", m.group())):
             add("id_number", m.start(), m.end())
     for m in compiled.card.finditer(text):
-        digits = re.sub(r"[ -]", "", m.group())
+        digits = re.sub(_DIGIT_SEP, "", m.group())
         if 13 <= len(digits) <= 19 and luhn_ok(digits):
             add("card_number", m.start(), m.end())
     for m in compiled.ssn.finditer(text):
         add("id_number", m.start(), m.end())
-    return sorted(found, key=lambda f: f.start)
+    return found
 
 
 def _without_sentence_end(value: str) -> str:

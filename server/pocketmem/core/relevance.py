@@ -34,8 +34,9 @@ one keyword the agent inferred beyond the message's own words, at least FULL_MAT
 named a thing the message involves: `晚饭想吃火锅，有什么推荐的吗` with ["香菜", "火锅"], where 火锅 only repeats
 the message and the user never wrote it; a keyword that repeats the message is its topic, and the fitted part
 weighs it as it weighs the message). A follow-up that names nothing the store holds (no word of the message
-at least FULL_MATCH_RARITY: 那我能吃吗, can we afford it?) is about its earlier lines: they weigh as the
-message does, as one more side of the evidence (`Weighing`, `recent`). A one-word message (成都, 香菜) names
+naming something the store holds with at least FULL_MATCH_RARITY by the weights above, a single character only as
+a noun: 那我能吃吗, 好的就按你说的办, can we afford it?) is about its earlier lines: they weigh as the message
+does, as one more side of the evidence (`Weighing`, `recent`, `follows_up`). A one-word message (成都, 香菜) names
 what it wants, and in a large store the one memory holding a person, an action and a thing together is the
 answer even when each word alone is common; the evaluation sets, made of long messages over a few hundred
 memories, cannot teach the model either.
@@ -229,6 +230,21 @@ class QueryWords:
         found = sum(weights[t] * self.rarities.get(t, 0.0) for t in self.message_terms if t in present)
         return strongest, matched, (found / whole if whole > 0 else 0.0)
 
+    def naming(self, term: str) -> float:
+        """How strongly the query's `term` names something the user's store holds: its weight as evidence (a weak
+        word, 最近, at WEAK_WORD_FACTOR; a character standing in for a word the user never wrote at that word's)
+        times its rarity. A single Chinese character names a thing only as a noun of its own (车 in 车该保养了:
+        termstats.Rarities.nouns) or standing in for a word; not as a verb or function character (办, 吃, 按) nor
+        as a character of a word the store holds (近 of 最近)."""
+        standing_in = [value for _, value in self.stand_ins.get(term, ())]
+        if standing_in:
+            weight = max(self.base[term], *standing_in)
+        elif len(term) == 1 and is_cjk_char(term) and term not in getattr(self.rarities, "nouns", ()):
+            return 0.0
+        else:
+            weight = self.base.get(term, 0.0)
+        return weight * self.rarities.get(term, 0.0)
+
 
 class Weighing:
     """A query's evidence against each memory (`evidence`), its side computed once: `keywords` are the words
@@ -248,7 +264,7 @@ class Weighing:
         self.sides = [QueryWords(query, message, rarities)]
         if base is not None and base != query:
             self.sides.append(QueryWords(base, message, rarities))
-        if recent and follows_up(message, rarities):  # what it is about is in the earlier lines
+        if recent and follows_up(self.sides[-1], message):  # what it is about is in the earlier lines
             follow = dict(base if base is not None else query)
             follow.update({t: max(w, follow.get(t, 0.0)) for t, w in recent.items()})
             self.sides.append(QueryWords(follow, [*message, *recent], rarities))
@@ -280,10 +296,12 @@ class Weighing:
         return Evidence(strongest, matched, coverage, semantic, math.log1p(len(terms)), complete)
 
 
-def follows_up(message: Iterable[str], rarities: Mapping[str, float]) -> bool:
-    """A follow-up names nothing the store holds (那我能吃吗, can we afford it?): no word of the message is at
-    least FULL_MATCH_RARITY in it. Its earlier lines then weigh as the message does (`Weighing`)."""
-    return max((rarities.get(t, 0.0) for t in message), default=0.0) < FULL_MATCH_RARITY
+def follows_up(words: QueryWords, message: Iterable[str]) -> bool:
+    """A follow-up names nothing the store holds (那我能吃吗, 好的就按你说的办, 它最近老掉毛, can we afford it?): no
+    term of the message names something the store holds with at least FULL_MATCH_RARITY (`QueryWords.naming`, by
+    the weights the decision gives the message and its earlier lines, without the agent's keywords: `words`). Its
+    earlier lines then weigh as the message does (`Weighing`)."""
+    return max((words.naming(t) for t in message), default=0.0) < FULL_MATCH_RARITY
 
 
 def keyword_words(weighted: Iterable[Mapping[str, float]]) -> list[list[str]]:

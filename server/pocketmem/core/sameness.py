@@ -13,8 +13,12 @@ what can be checked without a model:
     entities    every name-like word of either text appears in the other: capitalised words that do not
                 start a sentence (Caroline, LGBTQ, Sweden), or that start one before another capitalised word
                 and are rare in ordinary English (Zoe in Zoe Lowe; not Last in Last Tuesday), titles in 《》 or
-                quotes, Latin words in Chinese, and a person a Chinese sentence opens with (a common surname
-                and the character after it: 罗欣 of 罗欣然周三在长沙…)
+                quotes, Latin words in Chinese, a person a Chinese sentence opens with (a common surname
+                and the character after it: 罗欣 of 罗欣然周三在长沙…), and name tokens (text.name_tokens:
+                users-api, pytest -x, repoA, svcA1, src/app.py, v2.1) — users-api / orders-api never match
+    things      every rare Chinese noun of either text (jieba's tags) shares a character with the other:
+                微信支付密码 / 我的支付密码 and 开机密码 / 登录密码 name other accounts, even when redaction
+                has left their secrets alike (旅行 / 旅游 share one)
 
 Before either rule, the two texts must say the same thing the same way in time (aspects_agree):
 
@@ -43,7 +47,16 @@ from typing import NamedTuple
 
 from pocketmem.core import wordlists
 from pocketmem.core.termstats import background_share
-from pocketmem.core.text import IRREGULAR, has_cjk, numbers_and_negations, stem_word
+from pocketmem.core.text import (
+    IRREGULAR,
+    has_cjk,
+    name_tokens,
+    numbers_and_negations,
+    pos_tags,
+    runs,
+    stem_word,
+    strip_subject,
+)
 
 # 一 is left out: in Chinese it is mostly an article (养了一只猫) and a paraphrase may drop it.
 _ZH_NUMERALS = {"二": "2", "两": "2", "俩": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8",
@@ -61,6 +74,11 @@ _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturda
 # John 0.005, Every 0.012, Last 0.015, New 0.036). Chosen by hand: the common openers stay out, and with them
 # the commonest first names.
 FIRST_NAME_SHARE = 0.004
+# A noun rarer than this in ordinary text names a particular thing (微信 2e-6, 开机 3.5e-5, 豆浆 3.8e-5), one as
+# common as 电脑 (0.0011), 客户 (0.0013) or 工作 (0.022) names a general one a rewording adds or leaves out
+# (我在杭州工作 / 我在杭州上班, 我用 Mac 写代码 / 我用 Mac 电脑写代码); the same bound as a distinctive English
+# word in core/slots.py (RARE_SHARE)
+THING_SHARE = 0.0002
 _KIN = {word: relative for relative, words in wordlists.words("kinship.tsv", "kin").items() for word in words}
 _SURNAMES = "".join(wordlists.words("surnames.tsv", "common")["-"])
 _ASPECTS = {group: words["-"] for group in ("intent", "past", "past_verb", "present_verb", "frequency")
@@ -218,9 +236,10 @@ def _fold(word: str) -> str:
 
 def entities(text: str) -> frozenset[str]:
     """Name-like words: capitalised words that do not start a sentence, or that start one before another and
-    are rare in ordinary English (Zoe Lowe, FIRST_NAME_SHARE), titles, Latin words among Chinese."""
+    are rare in ordinary English (Zoe Lowe, FIRST_NAME_SHARE), name tokens (text.name_tokens: users-api, -x,
+    repoA, svcA1), titles, Latin words among Chinese."""
     folded = unicodedata.normalize("NFKC", text)
-    out: set[str] = set()
+    out: set[str] = {form for _, form in name_tokens(folded)}
     p = patterns()
     words = list(p.word.finditer(folded))
     for i, match in enumerate(words):
@@ -244,16 +263,49 @@ def normalise_title(title: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKC", title).casefold() if ch.isalnum())
 
 
-def _words(text: str) -> set[str]:
+def _words(text: str) -> tuple[set[str], list[str]]:
+    """A text's words as entities are written (folded words and name tokens), and its Latin pieces in order."""
     folded = unicodedata.normalize("NFKC", text)
-    return {_fold(w) for w in patterns().word.findall(folded)}
+    words = {_fold(w) for w in patterns().word.findall(folded)} | {form for _, form in name_tokens(folded)}
+    return words, [stem_word(run) for run, cjk in runs(folded) if not cjk]
 
 
-def _mentions(text: str, entity: str) -> bool:
-    if entity in _words(text):
+def _mentions(text: str, entity: str, source: str) -> bool:
+    """Does `text` name `entity`, an entity of `source`? A word of `source` as that word (never inside another:
+    a, b), a name token also as its pieces in a row (night-shift, night shift); a title or a Chinese name as a
+    part of the folded text."""
+    words, pieces = _words(text)
+    if entity in words:
         return True
-    # Titles and Chinese text: a substring of the folded text.
-    return entity in normalise_title(text)
+    parts = [part for part in re.split(r"[^a-z0-9]+", entity) if part]
+    if len(parts) > 1 and any(pieces[i : i + len(parts)] == parts for i in range(len(pieces))):
+        return True
+    return entity not in _words(source)[0] and entity in normalise_title(text)
+
+
+# jieba's tags (text.pos_tags) of words that name a thing: nouns, proper nouns (nz, nt organisation, ns place, nr
+# person), abbreviations (j) and verbal nouns (vn: 微信, 设置).
+_THING_TAGS = frozenset({"n", "ng", "nl", "nz", "nt", "ns", "nr", "nrt", "nrfg", "j", "vn"})
+
+
+def things(text: str) -> frozenset[str]:
+    """The Chinese words of two characters or more a text names a particular thing with (_THING_TAGS, rarer
+    than THING_SHARE in ordinary text), the subject words (用户) and relatives (compared as relatives) aside."""
+    return frozenset(
+        word for word, flag in pos_tags(strip_subject(unicodedata.normalize("NFKC", text)))
+        if flag in _THING_TAGS and len(word) > 1 and has_cjk(word) and word not in _KIN
+        and background_share(word) < THING_SHARE
+    )
+
+
+def _things_agree(a: str, b: str) -> bool:
+    """No thing one text names (things) shares a character with the other: 微信支付密码 / 支付密码 and 开机密码 /
+    登录密码 name other accounts; 旅行 / 旅游 share one and may be a rewording."""
+    return not any(
+        not any(ch in other for ch in word)
+        for text, other in ((a, b), (b, a))
+        for word in things(text)
+    )
 
 
 # Words that contain a negation character without negating anything (非常 = very).
@@ -274,11 +326,15 @@ def relatives(text: str) -> frozenset[str]:
 
 
 def facts_agree(a: str, b: str) -> bool:
-    """Same numbers, same negations, the same relatives when both name some, and every entity of each text
-    named in the other."""
+    """Same numbers, same negations, the same relatives when both name some, every entity of each text named in
+    the other, and no thing of one (things) the other does not name."""
     if _numbers_and_negations(a) != _numbers_and_negations(b) or number_words(a) != number_words(b):
         return False
     kin_a, kin_b = relatives(a), relatives(b)
     if kin_a and kin_b and kin_a != kin_b:
         return False
-    return all(_mentions(b, e) for e in entities(a)) and all(_mentions(a, e) for e in entities(b))
+    return (
+        all(_mentions(b, e, a) for e in entities(a))
+        and all(_mentions(a, e, b) for e in entities(b))
+        and _things_agree(a, b)
+    )

@@ -16,9 +16,13 @@ word both memories share.
               with capitals or rare, numbers
     changed   a change word (搬到, 换成, 不再, moved, switched, no longer …), or a present-tense word (现在,
               now) with a thing the older text does not name
+    parts     the parts of a keyed slot the text names (the stack's frontend, backend, database, deployment)
+    origin    the things a change names as the value it left (from Heroku to Fly.io, 从北京搬到杭州)
 
+A move cue with an object (moved the deployment, 把服务器搬到, 仪表盘部署从阿里云搬到) moves a thing: no home.
 A newer text is a version of an older one (`shared_slots`) when they share a slot with the same subject, a
-thing if the slot is keyed, and the newer says it changed. Pure: text in, descriptions out.
+thing and a part (when both name parts) if the slot is keyed, and the newer says it changed; a newer text
+that names the value it left is a version only of an older one holding it. Pure: text in, descriptions out.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from pocketmem.core import termstats, wordlists
@@ -57,14 +61,23 @@ class Slot:
     broad: bool = False  # its cues also name the topic, not only the attribute: a version must say it changed
     needs: tuple[str, ...] = ()  # the slot applies only to texts that also hold one of these (猫 for a name)
     pattern: re.Pattern[str] | None = None  # cue phrases a word list cannot say (在…工作, work at)
+    finds: tuple[str, ...] = ()  # index terms that find the texts `pattern` matches (工作 for 在…工作)
+    moves: tuple[str, ...] = ()  # cues that name a move: with an object, something else moved (moved the server)
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()  # a keyed slot's parts (stack: frontend, deploy …)
 
 
 _WORDS = "slot_words.tsv"  # the lexicon, as data (core/data/NOTICE.md: where each word comes from)
 
 
 def _slot(name: str, *, keyed: bool = False, broad: bool = False, pattern: str = "") -> Slot:
-    """A slot of the lexicon: its cue, unless and needs words from data/slot_words.tsv, its kind from here."""
+    """A slot of the lexicon: its cue, unless, needs, finds, moves and aspect words from data/slot_words.tsv,
+    its kind from here."""
     cues = wordlists.words(_WORDS, "cue")[name]
+    parts = tuple(
+        (part.partition(":")[2], words)
+        for part, words in wordlists.words(_WORDS, "aspect").items()
+        if part.partition(":")[0] == name
+    )
     return Slot(
         name,
         tuple(w for w in cues if has_cjk(w)),
@@ -74,6 +87,9 @@ def _slot(name: str, *, keyed: bool = False, broad: bool = False, pattern: str =
         broad,
         wordlists.words(_WORDS, "needs").get(name, ()),
         re.compile(pattern, re.IGNORECASE) if pattern else None,
+        wordlists.words(_WORDS, "finds").get(name, ()),
+        wordlists.words(_WORDS, "moves").get(name, ()),
+        parts,
     )
 
 
@@ -87,6 +103,9 @@ SLOTS: tuple[Slot, ...] = (
             r"在[^，。,.；;]{1,12}?(?:工作|上班)|工作是|的工作|\bwork(?:s|ed|ing)? (?:at|as|for|in)\b"
             r"|(?:是|当|做)(?:一名|一个)?(?:工程师|程序员|产品经理|设计师|老师|医生|护士|律师|会计)"
             r"|\b(?:am|is|as) an? (?:\w+ )?(?:engineer|developer|designer|teacher|doctor|nurse|lawyer|accountant)\b"
+            # a trade plied somewhere (在网易做前端开发), and the questions that ask for it (where do I work?)
+            r"|在[^，。,.；;]{1,12}?(?:做|当)(?:前端|后端|全栈|客户端|算法|开发|测试|运维|设计|运营|产品|销售|市场|财务|人事|研究)"
+            r"|\bwhere (?:do|does|did) (?:\w+ ){1,2}(?P<at>work)\b(?! out)"
         ),
     ),
     _slot("duty", keyed=True, broad=True),
@@ -139,6 +158,9 @@ _ZH_PARTY = re.compile("|".join(sorted((re.escape(w) for w in [*RELATIONS, *USER
 _NAME_FLAGS = frozenset({"nr", "nrt", "nrfg"})
 _PROPER_FLAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})  # names of people, places, bodies, things
 _NOUN_FLAGS = frozenset({"n", "vn"})
+_THING_FLAGS = frozenset({"n", "vn", "nz", "nt"})  # a common noun, a product or a body: a thing, not a person
+_OBJECT = frozenset(wordlists.words(_WORDS, "object")["-"])
+_CLAUSE_STOP = "，。；：！？,;:!?\n"
 
 
 @dataclass(frozen=True)
@@ -148,6 +170,8 @@ class Fact:
     change: bool  # says a value changed (搬到, switched)
     present: bool = False  # places the statement in the present (现在, now)
     aliases: frozenset[frozenset[str]] = frozenset()  # a relation and the name written right after it
+    parts: dict[str, frozenset[str]] = field(default_factory=dict)  # keyed slot -> the parts it names
+    origin: frozenset[str] = frozenset()  # the things named as the value it changed from (from X to Y)
 
 
 def _fold(text: str) -> str:
@@ -155,20 +179,47 @@ def _fold(text: str) -> str:
 
 
 def _cue_positions(text: str, slot: Slot) -> Iterator[int]:
-    """Where the slot's cues occur in `text` (Chinese by substring, English by stemmed word)."""
+    """Where the slot's cues occur in `text` (Chinese by substring, English by stemmed word); a move cue with
+    an object moves something else (`_moves_a_thing`) and does not count."""
     lowered = text.casefold()
     for cue in slot.zh:
         start = lowered.find(cue.casefold())
         while start >= 0:
-            if not (cue == "住" and _not_home(text, start)):
+            if not (cue == "住" and _not_home(text, start)) and not (
+                cue in slot.moves and _moves_a_thing(text, start, start + len(cue))
+            ):
                 yield start
             start = lowered.find(cue.casefold(), start + 1)
     if slot.pattern is not None:
-        yield from (match.start() for match in slot.pattern.finditer(text))
-    stems = _stems(slot.en)
+        yield from (_cue_start(match) for match in slot.pattern.finditer(text))
+    stems, moves = _stems(slot.en), _stems(slot.moves)
     for match in _LATIN_WORD.finditer(text):
-        if stem_word(match.group().casefold()) in stems:
+        stem = stem_word(match.group().casefold())
+        if stem in stems and not (stem in moves and _moves_a_thing(text, match.start(), match.end())):
             yield match.start()
+
+
+def _cue_start(match: re.Match[str]) -> int:
+    """Where a cue phrase stands: its group `at` when the pattern marks one (the party of `where does my sister
+    work` is named before `work`, not before `where`), else the whole match."""
+    at = match.start("at") if "at" in match.re.groupindex else -1
+    return at if at >= 0 else match.start()
+
+
+def _moves_a_thing(text: str, start: int, end: int) -> bool:
+    """Does the move cue at text[start:end] move a thing rather than a person? English: its object follows
+    (moved the deployment, moved my desk). Chinese: 把 comes before it in its clause (把服务器搬到), or the
+    clause names a thing and no party before it (仪表盘部署从阿里云搬到了腾讯云, 笼子搬到了客厅)."""
+    if not has_cjk(text[start:end]):
+        after = _LATIN_WORD.match(text, len(text) - len(text[end:].lstrip()))
+        return after is not None and after.group().casefold() in _OBJECT
+    clause = text[max(text.rfind(c, 0, start) for c in _CLAUSE_STOP) + 1 : start]
+    if "把" in clause:
+        return True
+    subject = clause.partition("从")[0]  # 从… names where from, not who
+    if not subject.strip() or _ZH_PARTY.search(subject):
+        return False
+    return any(flag in _THING_FLAGS and len(word) >= 2 for word, flag in pos_tags(subject))
 
 
 def _not_home(text: str, at: int) -> bool:
@@ -290,6 +341,31 @@ def says_change(text: str) -> tuple[bool, bool]:
     return change, any(cue in lowered for cue in PRESENT_ZH) or bool(words & PRESENT_EN)
 
 
+_ORIGIN_EN = re.compile(r"\bfrom\b([^.;!?]{1,60}?)\bto\b", re.IGNORECASE)
+_ORIGIN_ZH = re.compile("从([^，。；！？,;!?]{1,16}?)(?:" + "|".join(map(re.escape, CHANGE_ZH)) + ")")
+
+
+def origin_of(text: str, things: frozenset[str]) -> frozenset[str]:
+    """The things a change names as the value it left: from Heroku to Fly.io, 从北京搬到杭州 (a text that says
+    it changed; `from 9 to 5` in a plain statement names no old value)."""
+    spans = [m.group(1).casefold() for pattern in (_ORIGIN_EN, _ORIGIN_ZH) for m in pattern.finditer(text)]
+    return frozenset(thing for thing in things if any(thing in span for span in spans))
+
+
+def _parts(text: str, names: Iterable[str]) -> dict[str, frozenset[str]]:
+    """For each keyed slot among `names` that has parts, the parts `text` names (its frontend, its deploy)."""
+    lowered = text.casefold()
+    stems = {stem_word(w.casefold()) for w in _LATIN_WORD.findall(text)}
+    out = {}
+    for slot in SLOTS:
+        if slot.name in names and slot.parts:
+            out[slot.name] = frozenset(
+                part for part, words in slot.parts
+                if any(w in lowered if has_cjk(w) else stem_word(w) in stems for w in words)
+            )
+    return out
+
+
 def changed(older: Fact, newer: Fact) -> bool:
     """Does `newer` say the value changed: a change word, or a present-tense word with a new thing named?"""
     return newer.change or (newer.present and bool(newer.things - older.things))
@@ -314,7 +390,9 @@ def describe(text: str) -> Fact:
         return Fact({}, frozenset(), *says_change(text))
     parties = _parties(text)
     slots = {name: subject_before(parties, text, first) for name, first in firsts.items()}
-    return Fact(slots, things_of(text), *says_change(text), _aliases(parties, text))
+    things, (change, present) = things_of(text), says_change(text)
+    origin = origin_of(text, things) if change else frozenset()
+    return Fact(slots, things, change, present, _aliases(parties, text), _parts(text, slots), origin)
 
 
 def names_a_party(text: str) -> bool:
@@ -377,14 +455,21 @@ BROAD = frozenset(slot.name for slot in SLOTS if slot.broad)
 
 
 def shared_slots(older: Fact, newer: Fact, aliases: Aliases | None = None, *, strict: bool = True) -> list[str]:
-    """The slots both facts fill for the same subject, keyed ones only when they also share a thing, and
-    only when the newer says it changed (`strict`; otherwise that is asked of broad slots alone)."""
+    """The slots both facts fill for the same subject, keyed ones only when they also share a thing and name
+    no different parts of it (the frontend is not the deployment, whatever project both name), and only when
+    the newer says it changed (`strict`; otherwise that is asked of broad slots alone). A newer text that
+    names the value it left (from Heroku to Fly.io) is a version only of an older one holding that value."""
+    if newer.origin and older.things and not newer.origin & older.things:
+        return []
     out = []
     for name, subject in older.slots.items():
         other = newer.slots.get(name)
         if other is None or not same_person(subject, other, aliases):
             continue
         if name in KEYED and not older.things & newer.things:
+            continue
+        mine, theirs = older.parts.get(name), newer.parts.get(name)
+        if mine and theirs and not mine & theirs:
             continue
         if (strict or name in BROAD) and not changed(older, newer):
             continue
@@ -399,6 +484,6 @@ def cue_terms(names: list[str]) -> list[str]:
         if slot.name in names:
             for cue in slot.zh:
                 out.setdefault(cue if has_cjk(cue) else stem_word(cue.casefold()), None)
-            for cue in slot.en:
-                out.setdefault(stem_word(cue.casefold()), None)
+            for cue in (*slot.en, *slot.finds):
+                out.setdefault(cue if has_cjk(cue) else stem_word(cue.casefold()), None)
     return list(out)

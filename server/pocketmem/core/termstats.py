@@ -72,9 +72,11 @@ def _weak_words() -> frozenset[str]:
 
 
 class Rarities(dict[str, float]):
-    """The rarity of each query term the user has written, and which of them are the user's own words."""
+    """The rarity of each query term the user has written, which of them are the user's own words, and which
+    single characters the message uses as nouns of their own (text.single_nouns)."""
 
     own: frozenset[str] = frozenset()
+    nouns: frozenset[str] = frozenset()
 
 
 def is_weak_word(term: str, rarities: Mapping[str, float] | None = None) -> bool:
@@ -131,4 +133,5 @@ def rarities(
 
     out = Rarities({term: rarity(term, counts.get(term, 0), user_total, share(term)) for term in terms})
     out.own = frozenset(term for term in terms if own_word(term, counts.get(term, 0), user_total))
+    out.nouns = frozenset(nouns)
     return out

@@ -154,11 +154,18 @@ def word_share(word: str) -> float:
 
 def single_nouns(text: str, weighted: dict[str, float]) -> frozenset[str]:
     """The Chinese characters `text` uses as nouns of their own (车 in 车该保养了, 酒 in 一瓶酒): weight 1 in
-    `weighted` (weighted_query_terms) and tagged a noun. The tagger runs only when there is such a character."""
+    `weighted` (weighted_query_terms), tagged a noun, and not a verb by jieba's dictionary: the tagger guesses the
+    tags of single characters it cannot join into a word (说的办 in 好的就按你说的办 reads 办 as a noun), and a verb
+    (办, 做, 吃) names no thing. The tagger runs only when there is such a character."""
     single = {t for t, w in weighted.items() if len(t) == 1 and w >= 1.0 and is_cjk_char(t)}
     if not single:
         return frozenset()
-    return frozenset(word for word, flag in pos_tags(text) if word in single and flag == "n")
+    listed = tagger().word_tag_tab
+    return frozenset(
+        word
+        for word, flag in pos_tags(text)
+        if word in single and flag == "n" and not listed.get(word, "x").startswith("v")
+    )
 
 
 @lru_cache(maxsize=16384)
@@ -314,15 +321,49 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK_CHAR.search(text))
 
 
+# A Latin token written as one, with its joints: a flag (-x, --dry-run), or letters and digits joined by - _ . / :
+# @ + # (users-api, app.py, src/main.py, localhost:8000).
+_TOKEN = re.compile(r"(?<![\w./:@+#-])-{1,2}[A-Za-z][A-Za-z0-9-]*|[A-Za-z0-9]+(?:[-_./:@+#]+[A-Za-z0-9]+)*")
+_PIECE = re.compile(r"[A-Za-z0-9]+")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+def name_tokens(text: str) -> list[tuple[tuple[int, int], str]]:
+    """The Latin tokens of `text` that name a thing rather than say a word, with their spans in its NFKC form:
+    a flag (-x, --dry-run), letters with digits (svcA1, py3, v2.1), a capital after a small letter (repoA,
+    GitHub), or word parts joined by - _ . / : @ + # (users-api, app.py, src/main.py, night-shift). Numbers
+    (8000, 3.11, 2026-11-28) and initials (e.g., U.S.) are not. Each is one word, written as its folded,
+    stemmed parts with its joints (users-api -> user-api): the pieces keep their places, so no stop word
+    inside it is lost (users of users-api) and the keyword index finds it as a phrase of its terms."""
+    folded = unicodedata.normalize("NFKC", text)
+    out = []
+    for match in _TOKEN.finditer(folded):
+        token = match.group()
+        pieces = _PIECE.findall(token)
+        flag = token.startswith("-")
+        joined = len(pieces) > 1 and any(len(p) > 1 for p in pieces)
+        mixed = any(p.isalnum() and not p.isalpha() and not p.isdigit() for p in pieces) or bool(_CAMEL.search(token))
+        if not any(ch.isalpha() for ch in token) or not (flag or joined or mixed):
+            continue
+        form = _PIECE.sub(lambda piece: stem_word(piece.group().casefold()), token.casefold())
+        out.append((match.span(), form))
+    return out
+
+
 def signature(text: str) -> frozenset[str]:
-    """The content words of a text: Han characters and Latin stems, filler and punctuation left out.
+    """The content words of a text: Han characters, Latin stems and name tokens whole (name_tokens), filler and
+    punctuation left out.
 
     Two texts with the same signature say the same thing in other order or with other filler
     (用户不喜欢香菜。/ 香菜，用户不喜欢); negation (不, 没, not), numbers and every content word are kept,
-    so 喜欢 / 不喜欢 and 3次 / 5次 never match.
+    so 喜欢 / 不喜欢, 3次 / 5次 and users-api / api never match.
     """
-    out: set[str] = set()
-    for run, cjk in runs(strip_subject(text)):
+    text = unicodedata.normalize("NFKC", strip_subject(text))
+    tokens = name_tokens(text)
+    out: set[str] = {form for _, form in tokens}
+    for (start, end), _ in reversed(tokens):
+        text = f"{text[:start]} {text[end:]}"
+    for run, cjk in runs(text):
         if cjk:
             out.update(ch for ch in run if ch not in ZH_STOP_TERMS)
         else:

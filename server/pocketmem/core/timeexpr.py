@@ -24,10 +24,12 @@ message looks ahead (the `ahead` cues of data/time_words.tsv: 下周, 安排, �
 A question about what was true before (我以前写前端用过什么, what did I use to drive) asks for the earlier
 versions of a fact too (`earlier`: recall then searches them as with include_history).
 
-A relative window alone ("今天天气不错") means nothing to recall; it matters together with intent. A calendar
-day is asked about by being named (在5月2号我们聊了什么, what did I say on May 2nd): it carries intent. A
-question that names a window (这周有什么要做的事, 下周六有什么安排, 明天干啥, what's on my list this week) asks
-what lies in it (`agenda`): the todos due then.
+One rule for every day or period a message names, however it is named (`parse`): a window alone (今天天气不错,
+昨天下雨了) means nothing to recall. A question about one that ended before today (昨天我干嘛了, 前天晚上我跟谁
+吃饭了, 2天前我干嘛了, 在5月2号我们聊了什么, what did I do yesterday) asks what happened then (`intent`: its
+memories by date, all of them for one day). A question about any of them (这周有什么要做的事, 下周六有什么安排,
+明天干啥, what's on my list this week) asks what lies in it (`agenda`: the open todos due then); what happened in
+one that has not ended is asked by a `past` cue (这周我们聊了什么).
 
 Pure functions on the user's local calendar date; no dates are guessed beyond these phrases.
 """
@@ -240,58 +242,80 @@ def _weekday(week: str, weekday: int, today: date, ahead: bool) -> date:
     return today - timedelta(days=(today.weekday() - weekday) % 7)
 
 
-def _week_window(text: str, today: date) -> tuple[tuple[date, date], bool] | None:
-    """A weekday (下周六, 周六, next Saturday) or a whole week (这周, next week) the text names, and whether it names
-    one day of one week (上周六, last Saturday: asked about like a calendar day; a bare 周六 is not)."""
+def _week_window(text: str, today: date) -> tuple[date, date] | None:
+    """A weekday (下周六, 周六, next Saturday) or a whole week (这周, next week) the text names."""
     p = patterns()
     ahead = bool(p.ahead.search(text))
     if (m := p.day_zh.search(text)) is not None:
         day = _weekday(m.group(1) or "", _WEEKDAY_ZH[m.group(2)], today, ahead)
-        return (day, day), m.group(1) is not None
+        return day, day
     if (m := p.en_weekday.search(text)) is not None and not re.search(r"\bevery\s+\w+day\b", text, re.IGNORECASE):
         which = (m.group(1) or "").casefold()
         week = which if which in ("last", "this", "next") else ""
         day = _weekday(week, _WEEKDAYS[m.group(2).casefold()], today, ahead)
-        return (day, day), bool(week)
+        return day, day
     if (m := p.week_zh.search(text) or p.en_week.search(text)) is not None:
         start = _weekday(m.group(1).casefold(), 0, today, ahead)
-        return (start, start + timedelta(days=6)), False
+        return start, start + timedelta(days=6)
     return None
 
 
 def parse(text: str, today: date) -> TimeQuery:
+    """The time the message refers to. One rule for every day or period it names, however named (昨天, 前天,
+    3天前, 上周, 上周六, 11月26号, 上个月, 去年, 明天, 这周, yesterday, two days ago, May 2nd): a question
+    (a `question` or `past` cue) about it asks what lies in it (`agenda`: the open todos due then), and about one
+    that ended before today also what happened then (`intent`: its memories by date, all of them for one day);
+    what happened in one that has not ended is asked by a `past` cue (这周我们聊了什么)."""
+    p = patterns()
+    past = bool(p.past.search(text))
+    question = past or bool(p.question.search(text))
+    if question and p.earlier.search(text):
+        return TimeQuery(intent=past, window=None, earlier=True)
+    window = _window(text, today, past)
+    if window is None:
+        return TimeQuery(intent=past, window=None)
+    ended = window[1] < today
+    return TimeQuery(
+        intent=past or (question and ended),
+        window=window,
+        agenda=question,
+        named_day=window[0] == window[1],
+    )
+
+
+def _window(text: str, today: date, past: bool) -> tuple[date, date] | None:
+    """The dates (inclusive) of the day or period the text names, if any; `past`: the text asks about the past
+    (这个月 is then the month so far)."""
     lowered = text.casefold()
     p = patterns()
-    intent = bool(p.past.search(text))
-    question = intent or bool(p.question.search(text))
-    if question and p.earlier.search(text):
-        return TimeQuery(intent=intent, window=None, earlier=True)
     if (day := _calendar_day(text, today)) is not None:
-        return TimeQuery(intent=True, window=(day, day), agenda=question, named_day=True)
+        return day, day
     if (week := _week_window(text, today)) is not None:
-        return TimeQuery(intent=intent or week[1], window=week[0], agenda=question, named_day=week[1])
-    window: tuple[date, date] | None = None
+        return week
     if (m := p.ago_zh.search(text)) is not None:
-        window = _ago_window(_zh_number(m.group(1)), m.group(2), today)
-    elif (m := p.ago_en.search(lowered)) is not None:
+        return _ago_window(_zh_number(m.group(1)), m.group(2), today)
+    if (m := p.ago_en.search(lowered)) is not None:
         n = m.group(1)
-        window = _ago_window(int(n) if n.isdigit() else _EN_NUM[n], m.group(2), today)
-    elif "后天" in text or "day after tomorrow" in lowered:
-        window = (today + timedelta(days=2), today + timedelta(days=2))
-    elif re.search(r"明天|明早|明晚|tomorrow", lowered):
-        window = (today + timedelta(days=1), today + timedelta(days=1))
-    elif "前天" in text or "day before yesterday" in lowered:
-        window = (today - timedelta(days=2), today - timedelta(days=2))
-    elif "昨天" in text or "昨晚" in text or "yesterday" in lowered:
-        window = (today - timedelta(days=1), today - timedelta(days=1))
-    elif re.search(r"今天|今晚|today|tonight", lowered):
-        window = (today, today)
-    elif re.search(r"上个月|last month", lowered):
+        return _ago_window(int(n) if n.isdigit() else _EN_NUM[n], m.group(2), today)
+    for offset, pattern in _RELATIVE_DAYS:
+        if re.search(pattern, lowered):
+            return today + timedelta(days=offset), today + timedelta(days=offset)
+    if re.search(r"上个月|last month", lowered):
         last = _month_start(today) - timedelta(days=1)
-        window = (_month_start(last), last)
-    elif re.search(r"这个月|本月|this month", lowered):
+        return _month_start(last), last
+    if re.search(r"这个月|本月|this month", lowered):
         # The whole month, as 这周 is the whole week; asked about the past, the month so far.
-        window = (_month_start(today), today if intent else _shift_month(_month_start(today), 1) - timedelta(days=1))
-    elif re.search(r"去年|last year", lowered):
-        window = (date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
-    return TimeQuery(intent=intent, window=window, agenda=question and window is not None and window[1] >= today)
+        return _month_start(today), today if past else _shift_month(_month_start(today), 1) - timedelta(days=1)
+    if re.search(r"去年|last year", lowered):
+        return date(today.year - 1, 1, 1), date(today.year - 1, 12, 31)
+    return None
+
+
+# A day named by its distance from today, the longer phrase first (后天 before 明天, 前天 before 昨天).
+_RELATIVE_DAYS = (
+    (2, r"后天|day after tomorrow"),
+    (1, r"明天|明早|明晚|tomorrow"),
+    (-2, r"前天|day before yesterday"),
+    (-1, r"昨天|昨晚|yesterday"),
+    (0, r"今天|今晚|today|tonight"),
+)

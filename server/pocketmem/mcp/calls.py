@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +20,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-log = logging.getLogger("pocketmem.calls")
+from pocketmem.base.errors import choices_of
 
-_QUOTED = re.compile(r"'([^']*)'")
+log = logging.getLogger("pocketmem.calls")
 
 
 def plain_errors(exc: ValidationError) -> str:
@@ -38,7 +37,7 @@ def plain_errors(exc: ValidationError) -> str:
 def _rule(err: Any) -> str:
     kind, ctx = err["type"], err.get("ctx") or {}
     if kind in ("enum", "literal_error"):
-        choices = _QUOTED.findall(str(ctx.get("expected", "")))
+        choices = choices_of(ctx.get("expected", ""))
         return "must be one of: " + ", ".join(choices) if choices else "has a value that is not allowed"
     limit = next((ctx[k] for k in ("ge", "gt", "le", "lt", "min_length", "max_length") if k in ctx), None)
     rules = {

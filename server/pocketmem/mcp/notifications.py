@@ -34,12 +34,13 @@ import anyio.lowlevel
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ListenHandler, ResourceUpdated, ServerEvent
+from mcp.shared.exceptions import MCPError
 
 from pocketmem.app import PocketMem
 from pocketmem.base.errors import NotFound
 from pocketmem.base.models import EventKind
 from pocketmem.mcp.profile_resources import PROFILE_URIS, render_resource
-from pocketmem.mcp.resources import MEMORIES_URI, USER_CARD_URI, listing
+from pocketmem.mcp.resources import MEMORIES_URI, MEMORY_URI_TEMPLATE, REVIEW_URI, STATS_URI, USER_CARD_URI, listing
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,14 @@ RESTLESS = frozenset({"importance", "use_count", "last_active_at"})
 
 def watchable(uri: str) -> bool:
     return uri in WATCHED_URIS or (uri.startswith(ONE_MEMORY) and len(uri) > len(ONE_MEMORY))
+
+
+def unwatchable(uri: str) -> str:
+    """Why a subscription to `uri` is refused: a resource that changes with every recall, or none at all."""
+    if uri in (STATS_URI, REVIEW_URI):
+        return f"cannot subscribe to {uri}: it changes with every recall and is never announced; read it when needed"
+    named = ", ".join((*WATCHED_URIS, MEMORY_URI_TEMPLATE))
+    return f"cannot subscribe to {uri}: no such resource; these can be subscribed to: {named}"
 
 # Writes that never change the card: skip the re-render on the hot path.
 QUIET_KINDS = frozenset({EventKind.recalled, EventKind.retrieval_fail, EventKind.used, EventKind.discarded})
@@ -146,8 +155,8 @@ class CardNotifier:
             _, _, _, uris = self._sessions.get(key, (None, user, None, set()))
             self._sessions[key] = (_reference(ctx), user, self._clients.current(), uris | {params.uri})
             await self._prime(user)  # the new URI's first fingerprint
-        # Other resources are accepted and never announced (like a subscription to a URI that never changes).
-        return types.EmptyResult()
+            return types.EmptyResult()
+        raise MCPError(types.INVALID_PARAMS, unwatchable(params.uri))
 
     async def _unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         entry = self._sessions.get(_key(ctx))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar, get_args
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
@@ -24,12 +25,25 @@ MAX_CONVERSATION_CHARS = 40_000
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class CheckedPrompt(Prompt):
+    """A prompt whose required argument, left out, is refused as invalid params (-32602) naming it, as the prompts
+    refuse a bad argument: the SDK's own check raises a ValueError, which reaches the client as error code 0 and
+    is logged with a traceback."""
+
+    async def render(self, arguments: dict[str, Any] | None, context: Context[Any, Any]) -> Any:
+        missing = [arg.name for arg in self.arguments or () if arg.required and arg.name not in (arguments or {})]
+        if missing:
+            raise MCPError(INVALID_PARAMS, f"invalid argument {missing[0]}: is required")
+        return await super().render(arguments, context)
+
+
 def prompt(mcp: MCPServer, app: PocketMem, title: str) -> Callable[[F], F]:
     """Register a prompt with its docstring as one clean paragraph, as the tools' descriptions are written
     (mcp/tools.describe): the SDK would send it with the docstring's indentation."""
 
     def add(fn: F) -> F:
-        mcp.prompt(title=title, description=describe(fn.__doc__ or "", app.settings))(fn)
+        description = describe(fn.__doc__ or "", app.settings)
+        mcp.add_prompt(CheckedPrompt.from_function(fn, title=title, description=description))
         return fn
 
     return add

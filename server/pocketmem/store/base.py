@@ -144,9 +144,11 @@ class VectorAdmin(MetaAdmin, Protocol):
         self._vectors_ensured = (embed_tag, dimensions)
 
     @abstractmethod
-    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
-        """In one transaction: every vector dropped, the index recreated for `dimensions` and `embed_tag` recorded
-        in place of the embedder before (re-embedding); memories' vectors must be rewritten after."""
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int, replacing: str | None, run: str) -> bool:
+        """In one transaction: every vector dropped, the index recreated for `dimensions`, `embed_tag` recorded in
+        place of the embedder before (re-embedding) and `run` stored as the run's record (store_meta `reembed`);
+        memories' vectors must be rewritten after. Not done, and False, when the store records `embed_tag` although
+        the caller found `replacing` there: another process began that run meanwhile, and this one joins it."""
 
 
 def keyword_rows_added(n: int) -> str:
@@ -187,6 +189,11 @@ class Checks(Protocol):
     @abstractmethod
     async def repair_schema(self) -> list[str]:
         """`doctor --repair`: what `schema_problems` finds, recreated or added; what was done, a line each."""
+
+    @abstractmethod
+    async def apply_core_rule(self, now: datetime) -> list[str]:
+        """`doctor --repair`: todos, episodes and contexts stored as core (persistence 1), which the core rule
+        forbids, given their category's persistence (store/sql/core_rule.py, as the migrations did); their ids."""
 
     async def mend_indexes(self) -> list[str]:
         """`doctor --repair`: the indexes made to agree with the memories again (the memories the keyword index

@@ -18,7 +18,6 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
-from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -32,14 +31,13 @@ from pocketmem.base.errors import Conflict, InvalidInput, NotFound, PocketmemErr
 from pocketmem.core.shown_time import absolute
 from pocketmem.service.manage.tokens import RETRY_AFTER_SECONDS
 from pocketmem.web.access import COOKIE, Visitor, WebAccess
+from pocketmem.web.forms import close_form, form_limit, form_of
 from pocketmem.web.i18n import MESSAGES, pick_locale, translator
 from pocketmem.web.present import FormTooLarge, error_text, moment, percent, review_why
 
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
-MAX_FORM_BYTES = 1_000_000
-MAX_IMPORT_BYTES = 50_000_000
 POLL_SECONDS = 3
 
 Handler = Callable[[Request, "Page"], Awaitable[Response]]
@@ -61,10 +59,6 @@ def page_refusal(scope: Scope, status: int) -> Response:
     """HeaderGuard's answer on the page's paths: 421 for a Host this server does not answer to (DNS rebinding),
     403 for an Origin that is not this server, in the page's language (mcp/http.py, the same checks as /mcp)."""
     return refusal(Request(scope), "refused.host" if status == 421 else "refused.origin", status)
-
-
-def form_limit(path: str) -> int:
-    return MAX_IMPORT_BYTES if path.endswith("/import") else MAX_FORM_BYTES
 
 
 class BodyLimit:
@@ -188,12 +182,7 @@ class WebUI:
                     return Response(status_code=204, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
                 return Page(self, request, Visitor(user_id="", csrf="")).store_down()
             if visitor is None:
-                base = request.scope.get("root_path", "").rstrip("/")
-                if request.headers.get("hx-request"):  # a polled fragment: send the whole page to the sign-in
-                    return Response(status_code=200, headers={"HX-Redirect": f"{base}/login"})
-                if change:
-                    return refusal(request, "refused.sign_in", 401)
-                return RedirectResponse(f"{base}/login", status_code=303)
+                return _to_sign_in(request, change)
             return await self.answer(request, Page(self, request, visitor), handler, change=change)
 
         return endpoint
@@ -207,7 +196,21 @@ class WebUI:
         except PocketmemError as exc:
             return page.failed(exc)
         finally:
-            await request.close()
+            await close_form(request)
+
+
+def _to_sign_in(request: Request, change: bool) -> Response:
+    """No session: a change is refused with 401, whoever sends it (htmx follows the HX-Redirect it carries to the
+    sign-in form); a view redirects there, a polled fragment sends the whole page there."""
+    to_login = {"HX-Redirect": f"{request.scope.get('root_path', '').rstrip('/')}/login"}
+    htmx = bool(request.headers.get("hx-request"))
+    if change:
+        refused = refusal(request, "refused.sign_in", 401)
+        refused.headers.update(to_login if htmx else {})
+        return refused
+    if htmx:
+        return Response(status_code=200, headers=to_login)
+    return RedirectResponse(to_login["HX-Redirect"], status_code=303)
 
 
 async def _csrf_sent(request: Request) -> str | None:
@@ -216,21 +219,6 @@ async def _csrf_sent(request: Request) -> str | None:
         value = (await form_of(request)).get("csrf")
         sent = value if isinstance(value, str) else None
     return sent
-
-
-async def form_of(request: Request) -> dict[str, str | UploadFile]:
-    """The posted form (Starlette keeps it on the request), size-checked: a declared length over the limit is
-    refused before anything is read, and BodyLimit counts what arrives. Uploaded files stay on disk (past 1 MB)
-    until the request is answered."""
-    limit = form_limit(request.url.path)
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        raise FormTooLarge(limit)
-    try:
-        form = await request.form(max_part_size=limit)
-    except HTTPException as exc:  # malformed multipart, too many fields: said as the page says a bad form
-        raise InvalidInput("form", exc.detail) from None
-    return dict(form.multi_items())
 
 
 def _known_message(key: str | None) -> str | None:

@@ -359,6 +359,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "error.invalid.at_least": ("{field}: must be at least {limit}", "“{field}”不能小于 {limit}"),
     "error.invalid.at_most": ("{field}: must be at most {limit}", "“{field}”不能大于 {limit}"),
     "error.invalid.missing": ("{field}: is required", "缺少“{field}”"),
+    "list.and": (", ", "、"),  # between the values a field takes, and before the last
+    "list.or": (" or ", " 或 "),
     "error.invalid.one_of": ("{field}: must be one of {choices}", "“{field}”只能是其中之一：{choices}"),
     "error.invalid.number": ("{field}: must be a number", "“{field}”必须是数字"),
     "error.invalid.date": (
@@ -371,6 +373,17 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "error.invalid.other_user": (
         "{field}: holds rows of user {found}; only rows of {expected} can be imported here",
         "这个文件里有用户 {found} 的记录；这里只能导入 {expected} 的记录",
+    ),
+    "error.invalid.not_text": (
+        "{field}: is not UTF-8 text: it holds bytes that are no character; nothing was changed",
+        "“{field}”不是 UTF-8 文本：里面有无法读成文字的字节；没有做任何更改",
+    ),
+    "error.invalid.foreign_id": (
+        "{field}: is the id of another user's memory in this store, so it cannot be imported for {user}: ids are "
+        "unique across users. To copy memories to another user, give each a new id (32 hex digits) in the file and "
+        "import it again",
+        "“{field}”是这个存储里另一位用户的记忆的编号，所以不能作为 {user} 的记忆导入：编号在所有用户之间是唯一的。"
+        "要把记忆复制给另一位用户，请在文件里给每一条换一个新编号（32 位十六进制数字），再导入一次",
     ),
     "error.invalid.secret": (
         "{field}: contains {kinds}; secrets are never stored", "“{field}”里有{kinds}；机密信息从不保存"
@@ -412,10 +425,11 @@ del _section, _fields, _fd
 
 
 def pick_locale(accept_language: str | None, override: str | None = None) -> str:
-    """zh when the browser prefers Chinese (or ?lang=zh), else en. Quality values are honoured."""
+    """zh when the browser prefers Chinese (or ?lang=zh), else en. Quality values are honoured: q=0 (or a q that is
+    not a number) is "not acceptable" (RFC 9110), never a choice."""
     if override in LOCALES:
         return override
-    best, best_q = "en", -1.0
+    best, best_q = "en", 0.0
     for part in (accept_language or "").split(","):
         tag, _, params = part.strip().partition(";")
         q = 1.0

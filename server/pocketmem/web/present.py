@@ -126,7 +126,7 @@ def sentence(t: Translate, key: str, **parts: Markup | str) -> Markup:
     return text
 
 
-AS_WRITTEN = ("found", "expected", "choices")  # facts that are the person's or a file's own values (user ids...)
+AS_WRITTEN = ("found", "expected", "user")  # facts that are the person's or a file's own values (user ids...)
 GROUPED = ("length", "limit")  # counts shown with thousands separators
 
 
@@ -141,11 +141,20 @@ def _facts(facts: dict[str, Any], t: Translate, locale: str, zone: tzinfo) -> di
             said[key] = t(f"{key}.{value}")
         elif key == "kinds":
             said[key] = secret_kinds(value, locale)
+        elif key == "choices":
+            said[key] = alternatives(value, t)
         elif key in AS_WRITTEN:
             said[key] = Markup("<code data-user>{}</code>").format(value)
         else:
             said[key] = f"{value:,}" if key in GROUPED and isinstance(value, int) else str(value)
     return said
+
+
+def alternatives(values: list[str], t: Translate) -> Markup:
+    """The values a field takes, each as written, joined in the page's language: `a, b or c` / `a、b 或 c`."""
+    shown = [Markup("<code data-user>{}</code>").format(value) for value in values]
+    head = Markup.escape(t("list.and")).join(shown[:-1])
+    return head + Markup.escape(t("list.or")) + shown[-1] if head else Markup("").join(shown)
 
 
 def _at(line: int | None, t: Translate) -> Markup:

@@ -32,7 +32,7 @@ from pocketmem.mcp.http import (
     transport_security,
 )
 from pocketmem.service.manage.tokens import Anonymous, TokenService
-from pocketmem.web.access import WebAccess
+from pocketmem.web.access import WebAccess, https_names
 from pocketmem.web.app import build_web_app, page_refusal
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ UI_PATH = "/ui"
 def make_access(pm: PocketMem, anonymous: Anonymous, host: str, allowed_hosts: tuple[str, ...] = ()) -> WebAccess:
     return WebAccess(
         tokens=TokenService(pm.store, pm.clock), clock=pm.clock, anonymous=anonymous, local_user=pm.settings.user,
-        served=transport_security(host, allowed_hosts),
+        served=transport_security(host, allowed_hosts), https_only=https_names(allowed_hosts),
     )
 
 

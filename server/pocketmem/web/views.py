@@ -22,7 +22,8 @@ from pocketmem.service.manage.curation import SCORE_NAMES
 from pocketmem.service.transfer.import_file import file_lines
 from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
-from pocketmem.web.app import POLL_SECONDS, Page, WebUI, form_of
+from pocketmem.web.app import POLL_SECONDS, Page, WebUI
+from pocketmem.web.forms import form_of
 from pocketmem.web.i18n import MESSAGES
 from pocketmem.web.present import History, discarded, refused_text
 
@@ -88,12 +89,17 @@ async def login(request: Request, page: Page) -> Response:
     response = RedirectResponse(f"{page.base}/memories", status_code=303)
     response.set_cookie(
         COOKIE, visitor.session_id or "", max_age=SESSION_DAYS * 86400, path=page.base or "/", httponly=True,
-        samesite="strict", secure=request.url.scheme == "https",
+        samesite="strict", secure=page.web.access.cookie_secure(request.url.scheme, request.headers.get("host")),
     )
     return response
 
 
 async def logout(request: Request, page: Page) -> Response:
+    """Ends the session on the server (a copy of the cookie held elsewhere is refused from now on), then deletes it."""
+    try:
+        await page.web.access.sign_out(request.cookies.get(COOKIE))
+    except StoreUnavailable:
+        return page.store_down()
     response = RedirectResponse(f"{page.base}/login", status_code=303)
     response.delete_cookie(COOKIE, path=page.base or "/")
     return response
@@ -198,8 +204,9 @@ async def rescore(request: Request, page: Page) -> Response:
     try:
         category = Category(raw_category) if raw_category else None
     except ValueError:
-        choices = ", ".join(c.value for c in Category)
-        raise InvalidInput("category", f"must be one of {choices}", InvalidReason.one_of, choices=choices) from None
+        choices = [c.value for c in Category]
+        raise InvalidInput("category", f"must be one of {', '.join(choices)}", InvalidReason.one_of,
+                           choices=choices) from None
     scores = {name: _unit(await _field(request, name, required=False), name) for name in SCORE_NAMES}
     await page.pm.curation.rescore(page.user, memory_id, category, scores)
     return page.back(f"/memories/{memory_id}", "saved")

@@ -348,6 +348,7 @@ def _foreign(row: _MemoryRow) -> Refused:
         why=f"is the id of another user's memory in this store, so it cannot be imported for {row.memory.user_id!r}: "
         "ids are unique across users. To copy memories to another user, give each a new id (32 hex digits) in the "
         "file and import it again",
+        reason=InvalidReason.foreign_id, facts={"user": row.memory.user_id},
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
-from pocketmem.base.errors import PocketmemError
+from pocketmem.base.errors import NewerStore, PocketmemError
 from pocketmem.base.models import EventKind, ProfileRevision
 from pocketmem.core.text import content_hash
 from pocketmem.providers.embeddings import Embedder
@@ -93,6 +93,8 @@ def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
     """Why the store cannot be opened, with the remedy of its cause: a folder that cannot be made, a path this user
     may not read or write, a write lock another process holds; a backup only for a file that is damaged."""
     why = str(exc) if isinstance(exc, PocketmemError) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, NewerStore):
+        return [str(exc)]  # a newer release migrated it: nothing is damaged, and no backup is needed
     if settings.database_url is not None:
         return [f"the store cannot be opened ({why}): {RESTORE_POSTGRES}"]
     path = str(settings.db_path)
@@ -201,6 +203,7 @@ class Doctor:
         self.problems += schema
         if repair:
             report["repaired"] += await self._step("mending the indexes", self.store.mend_indexes) or []
+            report["repaired"] += await self._step("applying the core rule", self._apply_core_rule) or []
         store = await self._step("reading the store's health", self.store.health)
         report["store"] = store if store is not None else {"error": self.problems[-1]}
         if store is not None and isinstance(self.store, SQLiteStore):
@@ -227,6 +230,11 @@ class Doctor:
         report["ok"] = not self.problems
         report["problems"] = self.problems
         return report
+
+    async def _apply_core_rule(self) -> list[str]:
+        demoted = await self.store.apply_core_rule(self.clock.now())
+        return [f"{len(demoted)} todo, episode or context memories were core (persistence 1): each given the "
+                f"persistence of its category ({', '.join(demoted)})"] if demoted else []
 
     async def _write_problems(self) -> list[str]:
         if not isinstance(self.store, SQLiteStore):
@@ -395,6 +403,12 @@ class Doctor:
                     f"{bad} of {store['memories']} memories keep a vector that cannot be read (not a float32 vector "
                     "of the store's size): recall leaves them out of its vector side; run `pocketmem doctor --repair` "
                     "(it clears them, and `pocketmem serve` embeds them again)"
+                )
+            if core := store["short_lived_core"]:
+                problems.append(
+                    f"{core} todo, episode or context memories are core (persistence 1), which no write may make "
+                    "(listed among the core memories on every message, never expiring): run `pocketmem doctor "
+                    "--repair` to give each the persistence of its category"
                 )
             if store["keyword_orphans"] or store["vector_mismatches"] or store["count_mismatches"]:
                 problems.append("the indexes disagree with the memories table: run `pocketmem doctor --repair`")

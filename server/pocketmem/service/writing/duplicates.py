@@ -6,9 +6,10 @@ past, will and did, another frequency: 我打算辞职 / 我已经辞职了, I a
 numbers or names it swaps, the other words in their places (core/sameness.orders_agree: 会议从3点改到5点 /
 会议从5点改到3点, Alice owes Bob / Bob owes Alice); it is stored, and recall's versions of a fact decide which is
 current. Otherwise it is the same as an active one when
-  1. their content words are identical (text.signature: Han characters and Latin stems without filler;
-     negations and numbers kept), whatever the order or punctuation, or
-  2. both state the same numbers, negations and entities (core/sameness.facts_agree), and
+  1. their content words are identical (text.signature: Han characters and Latin stems without filler, a name
+     token such as users-api or -x whole; negations and numbers kept), whatever the order or punctuation, or
+  2. both state the same numbers, negations, entities (name tokens among them) and things (Chinese nouns:
+     微信, 开机) (core/sameness.facts_agree), and
      a. the new text, subject words aside, is a verbatim part of the existing one (it says less), or
      b. with an embedder that captures meaning (not the built-in lexical one): their cosine similarity
         reaches the same-fact threshold calibrated for this embedder and language (service/shared/sameness.py;
@@ -17,8 +18,10 @@ Anything else is stored. Merging more eagerly loses facts (two talks at two even
 recall's shadowing already orders same-topic pairs, the newer first.
 
 Reinforcing keeps what the duplicate adds: its keywords join the memory's, and a duplicate that holds every content
-word of the memory and more (I work as a night-shift nurse / I work as a nurse) gives the memory its wording, the
-earlier one kept as a revision (a core memory keeps its text: patch_core_memory changes it).
+word of the memory and more (I work as a nurse at night / I work as a nurse) gives the memory its wording, the
+earlier one kept as a revision (a core memory keeps its text: patch_core_memory changes it). It never drops a
+name token or thing of the memory: a name token is one content word of the signature (users-api, never its api
+alone), and a duplicate agrees on every one.
 """
 
 from __future__ import annotations

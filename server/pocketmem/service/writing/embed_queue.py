@@ -29,7 +29,7 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import anyio
 
@@ -106,13 +106,18 @@ class EmbedQueue:
         return self.reembed
 
     async def begin(self, source: str | None, total: int) -> Reembed:
-        """Empty the vector index for this embedder and record a run over `total` memories; the passes fill it."""
+        """Empty the vector index for this embedder and record a run over `total` memories, in one transaction; the
+        passes fill it. Where another process began the same run since `source` was read (two servers starting
+        together on an old store), its run is joined, not begun again from zero."""
         dimensions = self.embedder.dimensions or len(await self.embedder.embed("pocketmem"))
-        await self.store.rebuild_vectors(self.embedder.tag, dimensions)
-        self.reembed = Reembed(source=source, target=self.embedder.tag, total=total)
-        await self._save()
+        run = Reembed(source=source, target=self.embedder.tag, total=total)
+        if not await self.store.rebuild_vectors(self.embedder.tag, dimensions, source, json.dumps(asdict(run))):
+            log.info("re-embedding with %s: joining the run another process began", self.embedder.tag)
+            self.reembed = await self.load() or replace(run, total=0, finished=True)
+            return self.reembed
+        self.reembed = run
         log.info("re-embedding %d memories with %s (replacing %s)", total, self.embedder.tag, source or "nothing")
-        return self.reembed
+        return run
 
     async def _save(self) -> None:
         assert self.reembed is not None
@@ -124,8 +129,10 @@ class EmbedQueue:
             progress(self.state.embedded, None)  # vectors an import or an outage left: no known total
             return
         before = run.done
-        run.done = min(run.total, run.done + count)
-        await self._save()
+        async with self.store.write() as tx:  # counted in the store: another process may share the run
+            stored = await tx.meta(REEMBED_KEY)
+            run.done = min(run.total, (Reembed(**json.loads(stored)).done if stored else run.done) + count)
+            await tx.put_meta(REEMBED_KEY, json.dumps(asdict(run)))
         progress(run.done, run.total)
         if run.done // LOG_EVERY != before // LOG_EVERY:
             log.info("re-embedding with %s: %d of %d memories done", run.target, run.done, run.total)

@@ -3,7 +3,8 @@
 The same rules as the SQLite migrations (sqlite_migrations.py), with their own numbering: each
 migration runs in one transaction together with its record, under an advisory lock so two servers
 starting together never run one twice. The vector column gets its size, and its HNSW index, from
-the embedder (`PostgresStore.prepare_vectors`).
+the embedder (`PostgresStore.prepare_vectors`). A database that records a migration this list does not
+have was migrated by a newer pocketmem and is refused before anything is changed (NewerStore).
 
 Keyword search: pocketmem splits text into terms itself (text.index_terms: Han characters and
 pairs, stemmed Latin words), so no text-search configuration is involved. `lexemes` holds the
@@ -21,7 +22,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
+
+from pocketmem.base.errors import NewerStore
 
 Migration = Callable[[Any], Awaitable[None]]
 
@@ -392,6 +396,15 @@ async def pg008_chain_events(conn: Any) -> None:
     )
 
 
+async def pg009_short_lived_not_core(conn: Any) -> None:
+    """As the SQLite m013_short_lived_not_core: a todo, episode or context stored with persistence 1 by a release
+    before the core rule gets its category's persistence, with a `rescored` event (store/sql/core_rule.py)."""
+    from pocketmem.store.postgres.dialect import POSTGRES
+    from pocketmem.store.sql import core_rule
+
+    await core_rule.demote(conn, POSTGRES, datetime.now(UTC), by="migration pg009_short_lived_not_core")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
@@ -401,6 +414,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg005_category_uses", pg005_category_uses),
     ("pg007_schema_gaps", pg007_schema_gaps),
     ("pg008_chain_events", pg008_chain_events),
+    ("pg009_short_lived_not_core", pg009_short_lived_not_core),
 ]
 
 
@@ -410,6 +424,9 @@ async def migrate(conn: Any) -> list[str]:
         "create table if not exists schema_migrations (name text primary key, applied_at timestamptz not null "
         "default now(), seq bigint generated always as identity)"
     )
+    known = {name for name, _ in MIGRATIONS}
+    if unknown := [name for name in await applied(conn) if name not in known]:
+        raise NewerStore(unknown)
     newly: list[str] = []
     for name, fn in MIGRATIONS:
         async with conn.transaction():

@@ -24,8 +24,10 @@ from pocketmem.base.errors import StoreError
 from pocketmem.store.base import Store, keyword_rows_added
 from pocketmem.store.postgres import instants_check, schema_check
 from pocketmem.store.postgres import migrations as postgres_migrations
+from pocketmem.store.postgres.dialect import POSTGRES
 from pocketmem.store.postgres.records import lexemes
 from pocketmem.store.postgres.tx import PostgresTx
+from pocketmem.store.sql import core_rule
 
 log = logging.getLogger(__name__)
 
@@ -273,9 +275,12 @@ class PostgresStore(Store):
             claimed = await _claim_vectors(tx, embed_tag, dimensions)
         self._vectors = self._vectors or claimed
 
-    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int, replacing: str | None, run: str) -> bool:
         async with self.open_write() as tx:
             await tx.execute("select pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+            if replacing != embed_tag and await tx.meta("embedder") == embed_tag:
+                return False
+            await tx.put_meta("reembed", run)
             await tx.execute("drop index if exists memories_embedding_hnsw")
             await tx.execute("update memories set embedding = null")
             await tx.execute("alter table memories alter column embedding type vector")
@@ -284,6 +289,7 @@ class PostgresStore(Store):
             )
             await _claim_vectors(tx, embed_tag, dimensions)
         self._vectors = True
+        return True
 
     async def optimize(self) -> None:
         """Fold the keyword counters' +1/-1 rows into one row per term."""
@@ -325,6 +331,10 @@ class PostgresStore(Store):
             await conn.execute("select pg_advisory_xact_lock(%s)", (postgres_migrations.MIGRATION_LOCK,))
             return await schema_check.add_missing_columns(conn)
 
+    async def apply_core_rule(self, now: datetime) -> list[str]:
+        async with self._require().connection() as conn, conn.transaction():
+            return await core_rule.demote(conn, POSTGRES, now, by="doctor --repair")
+
     async def mend_indexes(self) -> list[str]:
         """Lexemes for the memories that have terms but none (a hand edit): rebuilt from the stored terms."""
         async with self.open_write() as tx:
@@ -349,6 +359,8 @@ class PostgresStore(Store):
                 await reader.fetch_one("select coalesce(sum(delta), 0) from memory_term_counts where term = ''")
             )[0]
             migrations = await postgres_migrations.applied(reader.connection)
+            where, params = core_rule.forbidden(POSTGRES)
+            short_lived_core = (await reader.fetch_one(f"select count(*) from memories where {where}", params))[0]
             version = (await reader.fetch_one("select current_setting('server_version')"))[0]
         return {
             "integrity": "ok",
@@ -363,6 +375,7 @@ class PostgresStore(Store):
             "vector_mismatches": 0 if self._vectors else None,
             "count_mismatches": int(counted) - memories,
             "bad_vectors": 0,  # pgvector refuses a vector of another size or kind on writing
+            "short_lived_core": short_lived_core,
             "vectors_available": self._vectors,
             "schema": migrations[-1] if migrations else None,
             "schema_current": {name for name, _ in postgres_migrations.MIGRATIONS} <= set(migrations),

@@ -3,7 +3,12 @@
 Each migration is a numbered function; old ones are never edited. `migrate` applies the missing
 ones in order, each inside one transaction together with its record, so a crash leaves the file
 at the previous version, never half-way. The vector index is not here: its size depends on the
-embedder and is created by the store (`prepare_vectors`).
+embedder and is created by the store (`prepare_vectors`); a change of its form is still recorded
+here (m014), so the rule below covers it.
+
+A file that records a migration this list does not have was opened by a newer pocketmem: `refuse_newer`
+stops before anything is changed (NewerStore), so an older release never writes into a schema it does not
+know, nor says the store is fine.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import aiosqlite
+
+from pocketmem.base.errors import NewerStore
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 
@@ -412,6 +419,23 @@ async def m012_chain_events(db: aiosqlite.Connection) -> None:
     )
 
 
+async def m013_short_lived_not_core(db: aiosqlite.Connection) -> None:
+    """Releases before the core rule stored todos, episodes and contexts with persistence 1: each gets the
+    persistence a new write of its category gets, with a `rescored` event (store/sql/core_rule.py)."""
+    from pocketmem.store.sql import core_rule
+    from pocketmem.store.sqlite.dialect import SQLITE
+
+    await core_rule.demote(db, SQLITE, datetime.now(UTC), by="migration m013_short_lived_not_core")
+
+
+async def m014_binary_vector_index(db: aiosqlite.Connection) -> None:
+    """The vector index holds each vector's signs (`bit[n]`, store/sqlite/tx.py `create_vector_index`) where it
+    held the floats (`float[n]`); a release before that cannot write into it. The change was made without a
+    record: this one marks the files opened since, so an older release that checks the records refuses them. The
+    index itself is rebuilt by the store when it opens (it needs sqlite-vec and the store's vector size), which
+    also turns back a float index an older release made after this one."""
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
@@ -424,6 +448,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m010_schema_gaps", m010_schema_gaps),
     ("m011_category_uses", m011_category_uses),
     ("m012_chain_events", m012_chain_events),
+    ("m013_short_lived_not_core", m013_short_lived_not_core),
+    ("m014_binary_vector_index", m014_binary_vector_index),
 ]
 
 
@@ -435,8 +461,19 @@ async def applied(db: aiosqlite.Connection) -> list[str]:
     return [row[0] for row in rows]
 
 
+async def refuse_newer(db: aiosqlite.Connection) -> None:
+    """NewerStore when the file records a migration this release does not know; reads only."""
+    if not list(await db.execute_fetchall("select 1 from sqlite_master where name = 'schema_migrations'")):
+        return
+    known = {name for name, _ in MIGRATIONS}
+    rows = await db.execute_fetchall("select name from schema_migrations order by rowid")
+    if unknown := [row[0] for row in rows if row[0] not in known]:
+        raise NewerStore(unknown)
+
+
 async def migrate(db: aiosqlite.Connection) -> list[str]:
     """Apply what is missing; return the names applied now."""
+    await refuse_newer(db)
     done = set(await applied(db))
     newly: list[str] = []
     for name, fn in MIGRATIONS:

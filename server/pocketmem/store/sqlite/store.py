@@ -25,8 +25,10 @@ from pocketmem.base.errors import StoreError
 from pocketmem.base.filelock import FileLock
 from pocketmem.store.base import Store
 from pocketmem.store.roles import StoreWriter
+from pocketmem.store.sql import core_rule
 from pocketmem.store.sqlite import access, faults, instants_check, readonly_copy, schema_check
 from pocketmem.store.sqlite import migrations as sqlite_migrations
+from pocketmem.store.sqlite.dialect import SQLITE
 from pocketmem.store.sqlite.driver import BUSY_TIMEOUT_MS, NotAStore, connect, inline_connection_class, sqlite_module
 from pocketmem.store.sqlite.group import GroupCommitter
 from pocketmem.store.sqlite.tx import SQLiteTx, create_vector_index
@@ -238,8 +240,10 @@ class SQLiteStore(Store):
             await anyio.to_thread.run_sync(_probe, self._copy, self.wait)
 
     async def _migrate(self, conn: aiosqlite.Connection) -> None:
-        """Applies what is missing; a read-only store is read with the schema it has."""
+        """Applies what is missing; a read-only store is read with the schema it has. A store a newer pocketmem
+        migrated is refused either way (NewerStore)."""
         if self._copy is not None or self._immutable:
+            await sqlite_migrations.refuse_newer(conn)
             return
         try:
             await sqlite_migrations.migrate(conn)
@@ -297,6 +301,11 @@ class SQLiteStore(Store):
                 await conn.execute("reindex")
                 done.append(f"every index rebuilt from its table (quick_check: {'; '.join(found[:2])})")
         return done
+
+    async def apply_core_rule(self, now: datetime) -> list[str]:
+        conn = self._require(self._writer)
+        async with self._write_lock, self._hold_file_lock(), self._transaction(conn):
+            return await core_rule.demote(conn, SQLITE, now, by="doctor --repair")
 
     async def mend_indexes(self) -> list[str]:
         conn = self._require(self._writer)
@@ -488,8 +497,11 @@ class SQLiteStore(Store):
             await create_vector_index(tx, int(dimensions))
         log.info("vector index of %s rebuilt from the stored vectors", self.path)
 
-    async def rebuild_vectors(self, embed_tag: str, dimensions: int) -> None:
+    async def rebuild_vectors(self, embed_tag: str, dimensions: int, replacing: str | None, run: str) -> bool:
         async with self.open_write() as tx:
+            if replacing != embed_tag and await tx.meta("embedder") == embed_tag:
+                return False
+            await tx.put_meta("reembed", run)
             await tx.execute("drop table if exists memory_vectors")
             await tx.execute("update memories set embedding = null")
             await tx.execute(
@@ -497,6 +509,7 @@ class SQLiteStore(Store):
             )
             await _claim_vectors(tx, embed_tag, dimensions, self._vectors_loaded)
         self._vector_table = self._vectors_loaded
+        return True
 
     async def quick_check(self) -> str | None:
         """`pragma quick_check`: every page and index, FTS5's included (SQLite >= 3.44); O(size of the file).
@@ -563,6 +576,8 @@ class SQLiteStore(Store):
                 vector_mismatch = list(await conn.execute_fetchall(_VECTOR_MISMATCHES))[0][0]
             count_mismatches = list(await conn.execute_fetchall(schema_check.COUNT_MISMATCHES))[0][0]
             bad_vectors = list(await conn.execute_fetchall(f"select count(*) {schema_check.BAD_VECTORS}"))[0][0]
+            where, params = core_rule.forbidden(SQLITE)
+            short_lived_core = list(await conn.execute_fetchall(f"select count(*) from memories where {where}", params))
             migrations = [
                 r[0] for r in await conn.execute_fetchall("select name from schema_migrations order by rowid")
             ]
@@ -576,6 +591,7 @@ class SQLiteStore(Store):
             "vector_mismatches": vector_mismatch,
             "count_mismatches": count_mismatches,
             "bad_vectors": bad_vectors,
+            "short_lived_core": short_lived_core[0][0],
             "vectors_available": self.vectors_available,
             # Whether this Python's sqlite3 can load sqlite-vec at all: a fresh store creates its index only
             # with its first memory, so vectors_available alone cannot tell.
