@@ -282,12 +282,10 @@ class SQLiteStore(Store):
         self._schema_version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
 
     async def schema_problems(self) -> list[str]:
-        """What the file lacks of the schema the migrations define, and triggers they do not make (schema_check.py),
-        one line each."""
+        """What the file lacks of the migrations' schema, and triggers they do not make (schema_check.py)."""
         conn = self._require(self._writer)
         async with self._write_lock:
-            lines = [d.line() for d in await schema_check.differences(conn)]
-            return lines + await schema_check.foreign_triggers(conn)
+            return [d.line() for d in await schema_check.differences(conn)] + await schema_check.foreign_triggers(conn)
 
     async def repair_schema(self) -> list[str]:
         conn = self._require(self._writer)
