@@ -69,21 +69,24 @@ def test_a_process_that_gave_up_waiting_exits_while_the_holder_still_holds(tmp_p
     blocked in flock(), was joined at exit."""
     lock = tmp_path / "memory.db.lock"
     lock.touch()
-    with subprocess.Popen(["flock", str(lock), "sleep", "600"]) as holder:
+    holding = ("import fcntl, os, sys, time\n"
+               f"fcntl.flock(os.open({str(lock)!r}, os.O_RDWR), fcntl.LOCK_EX)\n"
+               "print('held', flush=True)\n"
+               "time.sleep(600)\n")
+    with subprocess.Popen([sys.executable, "-c", holding], stdout=subprocess.PIPE, text=True) as holder:
         try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
             waiter = (
                 "import anyio, sys\n"
                 "from pocketmem.base.errors import StoreError\n"
                 "from pocketmem.base.filelock import FileLock\n"
                 "async def main():\n"
                 f"    lock = FileLock({str(lock)!r}, 0.5, 'busy')\n"
-                "    while True:\n"  # until the holder has it (flock(1) takes a moment to start)
-                "        try:\n"
-                "            async with lock.hold():\n"
-                "                await anyio.sleep(0.05)\n"
-                "        except StoreError:\n"
-                "            print('busy', flush=True)\n"
-                "            return\n"
+                "    try:\n"
+                "        async with lock.hold():\n"
+                "            print('held by nobody', flush=True)\n"
+                "    except StoreError:\n"
+                "        print('busy', flush=True)\n"
                 "anyio.run(main)\n"
             )
             done = subprocess.run([sys.executable, "-c", waiter], capture_output=True, text=True, timeout=120)
