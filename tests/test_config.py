@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 
 from pocketmem.base.config import load_settings, mask_url
@@ -184,3 +188,17 @@ def test_a_url_in_the_config_file_never_echoes_its_password(tmp_path, monkeypatc
         load_settings()
     assert f"cloud_url (in {tmp_path / 'config.toml'}): Value error, must be a PostgreSQL URL" in str(info.value)
     assert "cloud_uri" in str(info.value) and "ss1" not in str(info.value)
+
+
+def test_true_or_false_for_a_number_in_the_config_file_is_refused_never_read_as_1(tmp_path):
+    """`max_active = true` was a cap of one memory: the next add moved every other memory to the trash."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("max_active = true\ntrash_days = false\nstore_threshold = true\n")
+    env = {**os.environ, "POCKETMEM_HOME": str(home), "POCKETMEM_EMBEDDER": "hash"}
+    done = subprocess.run([sys.executable, "-m", "pocketmem", "add", "用户住在杭州"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    toml = home / "config.toml"
+    assert done.returncode == 2 and not (home / "memory.db").exists(), done.stderr
+    for key, value in (("max_active", "true"), ("trash_days", "false"), ("store_threshold", "true")):
+        assert f"{key} (in {toml}): Value error, must be a number, not {value}" in done.stderr, done.stderr

@@ -85,6 +85,35 @@ async def test_a_write_lock_another_process_holds_is_named_and_the_store_still_r
     assert code == 0 and report["ok"], report["problems"]
 
 
+FLOCK_HOLDER = """
+import fcntl, os, sys, time
+fcntl.flock(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+async def test_pocketmems_own_write_turn_held_by_another_process_is_named(settings, capsys):
+    """Another process holding memory.db.lock (a writer of pocketmem mid-write, or a stuck one) keeps every save
+    waiting: the doctor names it, as it names SQLite's own lock."""
+    await a_store(settings)
+    lock = Path(f"{settings.db_path}.lock")
+    with subprocess.Popen(  # noqa: ASYNC220 - the other process, started before the test does anything
+        [sys.executable, "-c", FLOCK_HOLDER, str(lock)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            code, report = await doctor(settings, capsys)
+            assert code == 1 and len(report["problems"]) == 1, report["problems"]
+            line = report["problems"][0]
+            assert line.startswith("the store's write lock has been held for over 3 s by process ")
+            assert f"process {holder.pid} ({sys.executable} -c" in line, line
+        finally:
+            holder.kill()
+    code, report = await doctor(settings, capsys)
+    assert code == 0 and report["ok"], report["problems"]
+
+
 EXCLUSIVE = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -458,3 +487,30 @@ def test_a_process_waiting_for_a_lock_is_no_holder_and_breaks_nothing(tmp_path):
         "3: -> FLOCK  ADVISORY  WRITE 7171 00:2a:99 0 EOF",
     ]
     assert access.holding_pids(lines, inodes) == {4242}
+
+
+def test_the_doctor_creates_no_store_where_there_is_none(tmp_path):
+    """A mistyped POCKETMEM_HOME: the doctor said ok after making an empty store (and the folder) there."""
+    home = tmp_path / "no-such-home"
+    done = subprocess.run([sys.executable, "-m", "pocketmem", "doctor"], env=server_env(Backend(), home),
+                          capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["problems"] == [
+        f"no store at {home / 'memory.db'}: nothing was created. If the store is elsewhere, set POCKETMEM_HOME to "
+        "where it is; a new store is made by the first `pocketmem add` or start of `pocketmem serve`"
+    ], report
+    assert not home.exists()
+
+
+def test_a_link_to_a_store_on_a_disk_not_mounted_makes_no_new_store_there(tmp_path):
+    home, mount = tmp_path / "home", tmp_path / "mnt"
+    home.mkdir()
+    mount.mkdir()  # the mount point is there, the disk is not
+    (home / "memory.db").symlink_to(mount / "memory.db")
+    env = server_env(Backend(), home)
+    for args in (["doctor"], ["add", "用户住在杭州"], ["list"]):
+        done = subprocess.run([sys.executable, "-m", "pocketmem", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+        said = done.stdout + done.stderr
+        assert done.returncode in (1, 2) and f"a symbolic link to {mount / 'memory.db'}, which does not exist" in said
+        assert list(mount.iterdir()) == [], args

@@ -4,13 +4,15 @@ reason in the report, never an unexpected error."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from pocketmem.service.writing.add_request import AddRequest
 
 from .asgi import Browser, make_browser
-from .servers import cli
+from .servers import cli, server_env
 
 pytestmark = [pytest.mark.anyio]
 USER = "global"
@@ -111,3 +113,37 @@ def test_a_refused_id_is_shown_short_and_without_terminal_escapes(capsys, tmp_pa
     assert [r["field"] for r in refused] == ["id"] and refused[0]["id"].endswith("…")
     assert len(refused[0]["id"]) <= 65 and "\x1b" not in refused[0]["id"]
     assert "\x1b" not in done.stderr and "a" * 100 not in done.stderr, done.stderr[:300]
+
+
+@pytest.mark.slow
+def test_an_endless_line_is_refused_after_a_bounded_read(tmp_path):
+    """A stream with no line end (`tr '\\0' a < /dev/zero | pocketmem import -`) was read whole, into gigabytes of
+    memory: it is refused once a line passes the longest an export writes, with the limit named."""
+    from .helpers import Backend
+
+    with open("/dev/zero", "rb") as zeros, subprocess.Popen(["tr", "\\0", "a"], stdin=zeros,
+                                                             stdout=subprocess.PIPE) as endless:
+        try:
+            done = subprocess.run(
+                ["prlimit", "--as=1500000000", sys.executable, "-m", "pocketmem", "import", "-"],
+                env=server_env(Backend(), tmp_path / "home"), stdin=endless.stdout, capture_output=True, text=True,
+                timeout=120,
+            )
+        finally:
+            endless.kill()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("pocketmem: FILE: line 1 is longer than 6,400,000 bytes, the most an export writes: "
+                                   "this is not a pocketmem export (nothing was imported)")
+    done = cli(Backend(), tmp_path / "home", "import", "/dev/zero")
+    assert done.returncode == 2 and "is not text (it is mostly NUL bytes)" in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_a_stores_memory_db_is_named_as_a_database_with_what_to_do(tmp_path):
+    from .helpers import Backend
+
+    export_of(Backend(), tmp_path / "made")
+    done = cli(Backend(), tmp_path / "home", "import", str(tmp_path / "made" / "memory.db"))
+    assert done.returncode == 2 and "UTF-16" not in done.stderr, done.stderr
+    assert "is a SQLite database (a pocketmem store's memory.db?), not an export" in done.stderr
+    assert "set POCKETMEM_HOME to its folder" in done.stderr and "pocketmem export" in done.stderr

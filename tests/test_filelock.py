@@ -62,3 +62,35 @@ async def test_another_process_waits_for_the_holder(tmp_path):
         rest = first + b"".join([chunk async for chunk in child.stdout])
         await child.wait()
     assert rest.decode().splitlines() == ["waiting", "got it after the release"]
+
+
+def test_a_process_that_gave_up_waiting_exits_while_the_holder_still_holds(tmp_path):
+    """`pocketmem add` said "busy" after its wait, then stayed until the other process let go: its waiting thread,
+    blocked in flock(), was joined at exit."""
+    lock = tmp_path / "memory.db.lock"
+    lock.touch()
+    holding = ("import fcntl, os, sys, time\n"
+               f"fcntl.flock(os.open({str(lock)!r}, os.O_RDWR), fcntl.LOCK_EX)\n"
+               "print('held', flush=True)\n"
+               "time.sleep(600)\n")
+    with subprocess.Popen([sys.executable, "-c", holding], stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            waiter = (
+                "import anyio, sys\n"
+                "from pocketmem.base.errors import StoreError\n"
+                "from pocketmem.base.filelock import FileLock\n"
+                "async def main():\n"
+                f"    lock = FileLock({str(lock)!r}, 0.5, 'busy')\n"
+                "    try:\n"
+                "        async with lock.hold():\n"
+                "            print('held by nobody', flush=True)\n"
+                "    except StoreError:\n"
+                "        print('busy', flush=True)\n"
+                "anyio.run(main)\n"
+            )
+            done = subprocess.run([sys.executable, "-c", waiter], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0 and done.stdout == "busy\n", done.stderr
+            assert holder.poll() is None  # it exited while the lock was still held
+        finally:
+            holder.kill()

@@ -13,11 +13,20 @@ import tomllib
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -33,6 +42,8 @@ ENV_PREFIX = "POCKETMEM_"
 DEFAULT_HOME = Path("~/.pocketmem")
 SYNC_SCOPES = ("memory", "memory.trash")
 USER_ID_PATTERN = r"^[A-Za-z0-9_.@:-]{1,64}$"
+
+MAX_CONTENT_CHARS_CEILING = 100_000  # the most POCKETMEM_MAX_CONTENT_CHARS may be
 
 
 class Settings(BaseSettings):
@@ -64,7 +75,9 @@ class Settings(BaseSettings):
     episode_days: int = Field(
         14, gt=0, le=3650, description="Days after which an episode (conversation summary) expires."
     )
-    max_content_chars: int = Field(2000, ge=50, le=100_000, description="Longest memory content accepted.")
+    max_content_chars: int = Field(
+        2000, ge=50, le=MAX_CONTENT_CHARS_CEILING, description="Longest memory content accepted."
+    )
     max_request_bytes: int = Field(
         1_048_576,
         ge=16_384,
@@ -191,7 +204,15 @@ class Settings(BaseSettings):
     @field_validator("home", "db", "config", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
-        return value.expanduser() if value is not None else None
+        return expand_user(value) if value is not None else None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """`max_active = true` in config.toml is no number: pydantic would read it as 1 (a cap of one memory)."""
+        if isinstance(value, bool) and info.field_name in NUMBER_FIELDS:
+            raise ValueError(f"must be a number, not {str(value).lower()}")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -323,6 +344,15 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
+def _is_number(annotation: Any) -> bool:
+    """int, float, or either of them or None."""
+    kinds = set(get_args(annotation)) - {type(None)} if get_origin(annotation) in (Union, UnionType) else {annotation}
+    return bool(kinds) and kinds <= {int, float}
+
+
+NUMBER_FIELDS = frozenset(name for name, info in Settings.model_fields.items() if _is_number(info.annotation))
+
+
 class _TomlFile(TomlConfigSettingsSource):
     """The TOML file's settings, read as UTF-8 with or without a byte-order mark (Notepad writes one; the profile's
     Markdown files are read so too)."""
@@ -348,6 +378,16 @@ SECRET_PARAM = re.compile(
     r"('(?:[^'\\]|\\.)*'?|\"[^\"]*\"?|[^\s&;#]*)"
 )
 SHORT_SECRET = 4  # a credential shorter than this is hidden only where it stands alone, not inside other words
+
+
+def expand_user(path: Path) -> Path:
+    """`~` as this user's home folder. An empty or blank HOME (a service manager's or a script's `HOME=`) counts as
+    unset, so the home comes from the user database: Path.expanduser took it as `/` (a store in /.pocketmem)."""
+    if path.parts[:1] == ("~",) and not os.environ.get("HOME", "x").strip() and os.name == "posix":
+        import pwd
+
+        return Path(pwd.getpwuid(os.getuid()).pw_dir, *path.parts[1:])
+    return path.expanduser()
 
 
 def mask_url(url: str) -> str:
@@ -408,13 +448,13 @@ def _toml_path() -> Path | None:
     than a file (a folder, a link to nothing), which would otherwise be passed over without a word."""
     explicit = os.environ.get(ENV_PREFIX + "CONFIG")
     if explicit:
-        path = Path(explicit).expanduser()
+        path = expand_user(Path(explicit))
         if (what := in_place_of(path, "file")) is not None:
             raise ConfigError(f"POCKETMEM_CONFIG: {path} is {what}, not a TOML file")
         if not path.is_file():
             raise ConfigError(f"POCKETMEM_CONFIG: no such file {path}")
         return path
-    default = home_path(os.environ.get(ENV_PREFIX + "HOME")).expanduser() / "config.toml"
+    default = expand_user(home_path(os.environ.get(ENV_PREFIX + "HOME"))) / "config.toml"
     try:
         if (what := in_place_of(default, "file")) is not None:
             raise ConfigError(f"{default} is {what}, not a TOML file of settings, so none are read from it: move it "

@@ -8,20 +8,23 @@ locked". Taking an exclusive `flock` on `<db>.lock` before `BEGIN IMMEDIATE` mak
 in the kernel instead, which wakes them as soon as the lock is free, so writes from every process
 are served in turn and SQLite's own wait is rarely needed.
 
-The blocking call runs in a worker thread. If the waiting request is cancelled or times out, the
-thread may still get the lock later; whichever side sees the other's flag releases it, so the
-lock is never left held by nobody. Where `fcntl` does not exist (Windows) this lock does nothing
-and SQLite's busy timeout alone applies.
+The blocking call runs in a daemon thread of its own, which the process need not join: a command
+that gave up waiting (busy, after the timeout) exits at once, not when the other process lets go.
+If the waiting request is cancelled or times out, the thread may still get the lock later;
+whichever side sees the other's flag releases it, so the lock is never left held by nobody. Where
+`fcntl` does not exist (Windows) this lock does nothing and SQLite's busy timeout alone applies.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from pocketmem.base.errors import StoreError
 
@@ -37,22 +40,33 @@ class _Wait:
         self.mutex = threading.Lock()
         self.acquired = False
         self.abandoned = False
+        self.error: OSError | None = None
 
-    def block(self) -> None:
-        """In a worker thread: wait for the lock; release it at once if nobody wants it any more."""
+    def block(self, done: Callable[[], None]) -> None:
+        """In a daemon thread: wait for the lock; release it at once if nobody wants it any more. `done` is
+        called at the end, whatever happened."""
         assert fcntl is not None
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        with self.mutex:
-            if self.abandoned:
-                _release(self.fd)
-            else:
-                self.acquired = True
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            with self.mutex:
+                self.error = exc
+                if self.abandoned:
+                    os.close(self.fd)
+        else:
+            with self.mutex:
+                if self.abandoned:
+                    _release(self.fd)
+                else:
+                    self.acquired = True
+        done()
 
     def abandon(self) -> bool:
-        """Give up waiting; True when the lock was already ours (the caller must release it)."""
+        """Give up waiting; True when the wait has ended (the lock ours, or an error): the caller must then release
+        the lock or close the descriptor."""
         with self.mutex:
             self.abandoned = True
-            return self.acquired
+            return self.acquired or self.error is not None
 
 
 def _release(fd: int) -> None:
@@ -102,13 +116,25 @@ class FileLock:
 
     async def _wait(self, fd: int) -> None:
         """Block until `fd` holds the lock; on failure `fd` is released and closed by one side or the other."""
-        wait = _Wait(fd)
+        wait, done = _Wait(fd), anyio.Event()
+        token = anyio.lowlevel.current_token()
+
+        def wake() -> None:
+            with suppress(anyio.RunFinishedError):  # the loop has ended: nobody waits any more
+                anyio.from_thread.run_sync(done.set, token=token)
+
+        threading.Thread(target=wait.block, args=(wake,), name="pocketmem-lock-wait", daemon=True).start()
         try:
             with anyio.fail_after(self.timeout):
-                await anyio.to_thread.run_sync(wait.block, abandon_on_cancel=True)
+                await done.wait()
+            if wait.error is not None:
+                raise wait.error
         except BaseException as exc:
-            if wait.abandon():
-                _release(fd)
+            if wait.abandon():  # the wait had ended: the lock is ours to release, or the descriptor to close
+                if wait.acquired:
+                    _release(fd)
+                else:
+                    os.close(fd)
             if isinstance(exc, TimeoutError):
                 raise StoreError(self.busy) from None
             raise

@@ -105,8 +105,11 @@ async def _sync(settings: Settings) -> int:
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """The report on stdout, exit 1 when it lists a problem; the doctor itself never ends in an error."""
     from pocketmem.app import PocketMem, dumps, make_store
-    from pocketmem.service.upkeep.doctor import LOCK_WAIT, opening_problems
+    from pocketmem.service.upkeep.doctor import LOCK_WAIT, missing_store, opening_problems
 
+    if problems := missing_store(settings):
+        print(dumps({"database": settings.database_label, "ok": False, "problems": problems}))
+        return 1
     # Every wait for another process's lock bounded by LOCK_WAIT, the opening's included.
     app = PocketMem(settings, store=make_store(settings, wait=LOCK_WAIT))
     try:
@@ -221,13 +224,14 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _import(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps
-    from pocketmem.service.transfer.exporting import read_lines
+    from pocketmem.service.transfer.import_file import file_lines
 
     if str(args.file) == "-":
-        lines = read_lines(sys.stdin.buffer.read())
+        lines = list(file_lines(sys.stdin.buffer))
     else:
         try:
-            lines = read_lines(args.file.read_bytes())
+            with args.file.open("rb") as file:
+                lines = list(file_lines(file))
         except OSError as exc:
             raise InvalidInput("FILE", f"cannot read {args.file}: {exc.strerror}") from None
     async with PocketMem(settings) as app:

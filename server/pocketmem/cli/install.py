@@ -119,7 +119,20 @@ def host_env(settings: Settings) -> tuple[dict[str, str], list[str]]:
             env[name] = str(Path(value).expanduser().absolute())
         else:
             env[name] = value
+    for name, value in env.items():
+        _utf8(name, value)
     return env, left_out
+
+
+def _utf8(name: str, value: str) -> None:
+    """A host's config is JSON, text that cannot hold a path whose bytes are not UTF-8 (Python keeps such bytes as
+    lone surrogates, which JSON would carry as a name of no folder): refused, naming the setting."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(value).decode("ascii", errors="backslashreplace")
+        raise InvalidInput(name, f"is not UTF-8 text ({shown}), which a host's config file (JSON) cannot hold: "
+                                 "rename that folder to a UTF-8 name, or set it to another") from None
 
 
 def client_config(host: str, env: dict[str, str]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from datetime import datetime, tzinfo
@@ -102,11 +103,18 @@ def runs(text: str) -> Iterator[tuple[str, bool]]:
         yield run, bool(_CJK_CHAR.match(run[0]))
 
 
-@cache
-def _english_stemmer() -> Any:
-    import snowballstemmer
+_per_thread = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def _english_stemmer() -> Any:
+    """This thread's Snowball stemmer. A stemmer keeps the word it works on in itself, so one shared by threads (the
+    server's warm-up worker and a request's) stems one thread's word with another's letters, or fails."""
+    stemmer = getattr(_per_thread, "stemmer", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _per_thread.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 # Irregular English forms Snowball leaves alone (it strips suffixes, it does not know `sold` is `sell`):

@@ -19,7 +19,7 @@ from pocketmem.base.models import Category
 from pocketmem.core.profile_text import SECTIONS
 from pocketmem.service.manage.browse import BrowseQuery
 from pocketmem.service.manage.curation import SCORE_NAMES
-from pocketmem.service.transfer.exporting import file_lines
+from pocketmem.service.transfer.import_file import file_lines
 from pocketmem.web import charts
 from pocketmem.web.access import COOKIE, SESSION_DAYS, Visitor
 from pocketmem.web.app import POLL_SECONDS, Page, WebUI
@@ -393,7 +393,7 @@ async def export_markdown(request: Request, page: Page) -> Response:
 
 async def import_file(request: Request, page: Page) -> Response:
     """The upload is read a line at a time from where the form parser put it (a file on disk past 1 MB), by the
-    rules of `pocketmem import` (exporting.file_lines)."""
+    rules of `pocketmem import` (import_file.file_lines)."""
     upload = (await form_of(request)).get("file")
     if not isinstance(upload, UploadFile) or not upload.size:
         raise InvalidInput("file", "choose a pocketmem export file (JSONL)")

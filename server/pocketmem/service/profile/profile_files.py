@@ -68,7 +68,7 @@ from pocketmem.core.shown_time import due_on
 from pocketmem.service.profile.file_versions import closest_base, cut_short, distance, restore_ids
 from pocketmem.service.profile.profile import Profile
 from pocketmem.service.profile.project_summary import ProjectSummary
-from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_name, folder_problem
+from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_name, folder_owner, folder_problem
 from pocketmem.service.shared.usercard import CARD_CORE_LIMIT, CARD_TODO_LIMIT, render_user_card
 from pocketmem.service.writing.add_request import AddRequest, screen_secrets
 from pocketmem.service.writing.patching import Patching
@@ -104,12 +104,11 @@ def _not_a_file(path: Path) -> str | None:
 
 def _claim_folder(owner: Path, store_id: str) -> str:
     """The id of the store that keeps the folder: the one in `owner`, or `store_id` written there now when there is
-    none. The file appears whole or not at all (written aside, then linked in place, which fails when another
-    process got there first), so a process starting at the same moment never reads it half-written."""
-    try:
-        return owner.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        pass
+    none; UnreadableMarker (an OSError) when `owner` holds no store id. The file appears whole or not at all (written
+    aside, then linked in place, which fails when another process got there first), so a process starting at the
+    same moment never reads it half-written."""
+    if (theirs := folder_owner(owner)) is not None:
+        return theirs
     owner.parent.mkdir(parents=True, exist_ok=True)
     aside = owner.with_name(f"{owner.name}.{uuid.uuid4().hex}")
     aside.write_text(store_id + "\n", encoding="utf-8")
@@ -119,7 +118,7 @@ def _claim_folder(owner: Path, store_id: str) -> str:
         pass
     finally:
         aside.unlink()
-    return owner.read_text(encoding="utf-8").strip()
+    return folder_owner(owner) or store_id
 
 
 def _hash(data: bytes) -> str:

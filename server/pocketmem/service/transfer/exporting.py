@@ -30,14 +30,12 @@ once the rows are acknowledged, and until then keyword search finds them.
 from __future__ import annotations
 
 import asyncio
-import codecs
-import io
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, BinaryIO, TextIO
+from typing import Any, TextIO
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -453,8 +451,8 @@ class _Unreadable(Exception):
 
 
 def _json_line(raw: str, line: int) -> Any:
-    """One line as JSON. Bytes that are not UTF-8 (kept as surrogates by read_lines) and nesting deeper than the
-    parser goes make the line unreadable; anything else that is not JSON makes the file malformed."""
+    """One line as JSON. Bytes that are not UTF-8 (kept as surrogates by import_file.file_lines) and nesting deeper
+    than the parser goes make the line unreadable; anything else that is not JSON makes the file malformed."""
     if _UNDECODED.search(raw):
         raise _Unreadable("is not valid UTF-8 text; save the file as UTF-8")
     try:
@@ -466,30 +464,6 @@ def _json_line(raw: str, line: int) -> Any:
 
 
 _UNDECODED = re.compile("[\udc80-\udcff]")
-_UTF16_32 = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-
-
-def read_lines(data: bytes, field: str = "FILE") -> list[str]:
-    """An export file's lines, all at once (file_lines)."""
-    return list(file_lines(io.BytesIO(data), field))
-
-
-def file_lines(file: BinaryIO, field: str = "FILE") -> Iterator[str]:
-    """An export file's lines, read one at a time as they are used (an upload stays on disk). UTF-16 or UTF-32 text
-    is refused whole (with how to convert it), before any line; bytes that are not UTF-8 stay in their line, which
-    `parse` then refuses alone. Lines split as str.splitlines splits the whole text."""
-    start = file.read(4096)
-    file.seek(0)
-    if start.startswith(_UTF16_32) or b"\x00" in start:
-        raise InvalidInput(field, "is UTF-16 or UTF-32 text; pocketmem exports are UTF-8 JSON lines: convert it "
-                                  "(e.g. iconv -f UTF-16 -t UTF-8) and import again")
-    return _decoded(file)
-
-
-def _decoded(file: BinaryIO) -> Iterator[str]:
-    for number, raw in enumerate(file):  # split at b"\n", which no UTF-8 character holds inside it
-        text = (raw.removeprefix(codecs.BOM_UTF8) if number == 0 else raw).decode("utf-8", errors="surrogateescape")
-        yield from text.splitlines()
 
 
 def _nested_checked(record: Any, settings: Settings, kind: str) -> Any:

@@ -40,9 +40,15 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 # Restoring memory.db alone is not enough: a -wal left by a process that was killed replays over the restored file.
-RESTORE_SQLITE = (
+FROM_BACKUP = (
     "restore memory.db from a backup and remove memory.db-wal and memory.db-shm beside it (left there, the old "
-    "WAL replays over the restored file), or import a `pocketmem export` into a new POCKETMEM_HOME"
+    "WAL replays over the restored file)"
+)
+RESTORE_SQLITE = f"{FROM_BACKUP}, or import a `pocketmem export` into a new POCKETMEM_HOME"
+# What --repair cannot mend (a page of the file itself): what can still be read goes to a new store.
+SALVAGE_SQLITE = (
+    "export what it holds (`pocketmem export -o memories.jsonl`), then set POCKETMEM_HOME to a new folder and run "
+    f"`pocketmem import memories.jsonl`; or {FROM_BACKUP}"
 )
 RESTORE_POSTGRES = (
     "check that the PostgreSQL server in POCKETMEM_DATABASE_URL is running and reachable and that the URL's user, "
@@ -56,13 +62,31 @@ def restore_advice(settings: Settings) -> str:
     return RESTORE_POSTGRES if settings.database_url is not None else RESTORE_SQLITE
 
 
-def rebuild_advice(settings: Settings) -> str:
-    return f"run `pocketmem doctor --repair`; if the problem stays, {restore_advice(settings)}"
+def rebuild_advice(settings: Settings, repairing: bool = False) -> str:
+    """Damage: --repair first; once --repair has met it, what it cannot mend (never --repair again)."""
+    if not repairing:
+        return f"run `pocketmem doctor --repair`; if the problem stays, {restore_advice(settings)}"
+    salvage = RESTORE_POSTGRES if settings.database_url is not None else SALVAGE_SQLITE
+    return f"`pocketmem doctor --repair` cannot mend this damage to the file itself: {salvage}"
 
 
 # How long the doctor waits for another process's write lock before it names that process (writers wait longer).
 LOCK_WAIT = 3.0
 REPAIR_BLOCKED = "nothing was repaired: `pocketmem doctor --repair` needs to save to the store; fix the above first"
+
+
+def missing_store(settings: Settings) -> list[str]:
+    """The doctor's report when there is no SQLite store to look at (a mistyped POCKETMEM_HOME, a store not made
+    yet): a diagnostic creates nothing, so it is not opened. Empty when there is something to open, or a folder on the
+    way cannot be made (the opening says why, creating nothing)."""
+    path = settings.db_path
+    if settings.database_url is not None or not access.absent(path):
+        return []
+    if (orphaned := orphaned_journal(str(path))) is not None:
+        return [orphaned]
+    chosen = settings.db_setting() or "POCKETMEM_HOME"
+    return [f"no store at {path}: nothing was created. If the store is elsewhere, set {chosen} to where it is; a new "
+            "store is made by the first `pocketmem add` or start of `pocketmem serve`"]
 
 
 def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
@@ -87,8 +111,8 @@ def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
     return [f"the store cannot be opened ({why}): {RESTORE_SQLITE}"]
 
 
-def step_advice(settings: Settings, exc: BaseException) -> str:
-    """What to do when a step failed, by its cause."""
+def step_advice(settings: Settings, exc: BaseException, repairing: bool = False) -> str:
+    """What to do when a step failed, by its cause (`repairing`: the step was one of --repair's)."""
     text = str(exc).lower()
     if "no such table" in text:
         return "run `pocketmem doctor --repair`: it recreates the missing table"
@@ -99,7 +123,7 @@ def step_advice(settings: Settings, exc: BaseException) -> str:
             return "the store cannot be written: make memory.db, its folder and memory.db.lock writable by this user"
         if fault.kind == "full":
             return "the disk is full: free some space and run the doctor again"
-    return rebuild_advice(settings)
+    return rebuild_advice(settings, repairing)
 
 
 def vector_problems(report: dict[str, Any], *, postgres: bool) -> list[str]:
@@ -148,18 +172,20 @@ async def _set_aside(tx: StoreWriter, item: dict[str, Any], values: dict[str, An
 class Doctor:
     def __init__(self, settings: Settings, store: Store, embedder: Embedder, clock: Clock) -> None:
         self.settings, self.store, self.embedder, self.clock = settings, store, embedder, clock
+        self.repairing = False
 
     async def _step(self, what: str, fn: Callable[[], Awaitable[T]], advice: str | None = None) -> T | None:
         try:
             return await fn()
         except Exception as exc:  # noqa: BLE001 - the doctor reports what it met, whatever it is
             log.debug("doctor: %s failed", what, exc_info=True)
-            advice = advice or step_advice(self.settings, exc)
+            advice = advice or step_advice(self.settings, exc, self.repairing)
             self.problems.append(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]}): {advice}")
             return None
 
     async def run(self, repair: bool = False) -> dict[str, Any]:
         self.problems: list[str] = []
+        self.repairing = repair
         report: dict[str, Any] = {"database": self.settings.database_label, "repaired": []}
         if isinstance(self.store, SQLiteStore):
             report["repaired"] += self.store.rebuilt
@@ -367,7 +393,7 @@ class Doctor:
             )
         if "error" not in store:
             if store["integrity"] != "ok":
-                problems.append(f"integrity_check: {store['integrity']}: {rebuild_advice(self.settings)}")
+                problems.append(f"integrity_check: {store['integrity']}: {rebuild_advice(self.settings, repair)}")
             problems += vector_problems(report, postgres=self.settings.database_url is not None)
             if gaps := store["keyword_gaps"]:
                 has, them = ("has", "it") if gaps == 1 else ("have", "them")

@@ -11,8 +11,17 @@ write is named with the change (chmod, or chown when another user owns it: share
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from pocketmem.base.config import Settings
-from pocketmem.service.shared.folder_owner import OWNER_FILE, STORE_ID_KEY, folder_name, folder_owner, folder_problem
+from pocketmem.service.shared.folder_owner import (
+    OWNER_FILE,
+    STORE_ID_KEY,
+    UnreadableMarker,
+    folder_name,
+    folder_owner,
+    folder_problem,
+)
 from pocketmem.store.base import Store
 
 
@@ -27,7 +36,12 @@ async def folder_problems(settings: Settings, store: Store, memories: int | None
     problems = [line for folder in folders if (line := folder_problem(folder)) is not None]
     ours = await store.get_meta(STORE_ID_KEY)
     for marker in sorted(settings.home.glob(f"*/{OWNER_FILE}")):
-        theirs = folder_owner(marker)
+        try:
+            theirs = folder_owner(marker)
+        except UnreadableMarker as exc:
+            if marker.parent not in folders:  # a user's folder: named by folder_problem above
+                problems.append(str(exc))
+            continue
         if theirs is None or theirs == ours:
             continue
         folder = marker.parent
@@ -49,7 +63,11 @@ async def adopt_lost_id(settings: Settings, store: Store, memories: int | None) 
     back the id its profile folders hold, when they all hold the same one."""
     if not settings.files_on or not memories or await store.get_meta(STORE_ID_KEY) is not None:
         return []
-    ids = {folder_owner(marker) for marker in settings.home.glob(f"*/{OWNER_FILE}")} - {None}
+    ids = set()
+    for marker in settings.home.glob(f"*/{OWNER_FILE}"):
+        with suppress(UnreadableMarker):
+            ids.add(folder_owner(marker))
+    ids.discard(None)
     if len(ids) != 1:
         return []
     await store.claim_meta(STORE_ID_KEY, str(ids.pop()))

@@ -54,6 +54,23 @@ def _filesystem(path: Path) -> str | None:
     return max(found, key=lambda m: len(m[0]))[1] if found else None
 
 
+def absent(db_path: Path) -> bool:
+    """Nothing stands at `db_path`, and the folders up to it could be made: no store there yet (a mistyped
+    POCKETMEM_HOME, a store not made yet). False when something is there, or when a folder on the way cannot be made
+    (a file, a read-only or system file system, no permission: `creation_problem` says which)."""
+    try:
+        os.lstat(db_path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    else:
+        return False
+    there = _nearest(db_path)
+    return (os.path.isdir(there) and os.access(there, os.W_OK | os.X_OK) and not read_only_mount(there)
+            and _filesystem(there) not in SYSTEM_FILESYSTEMS)
+
+
 def creation_problem(folder: Path, exc: OSError) -> str:
     """Why the store's folder cannot be made, from the error mkdir gave: the part of the path to change."""
     there = _nearest(folder)

@@ -207,10 +207,15 @@ def connect(path: str, *, load_vectors: bool, immutable: bool = False, wait: flo
     seconds, from the first statement on: switching to WAL waits for a process that holds the file).
     `immutable`: a file nobody writes (a read-only mount; readonly_copy.py says when), read as it is. Refused before
     anything is written, for a missing database whose journal is still there (StoreError, `orphaned_journal`), a
+    link to nothing (StoreError: SQLite would make a new store where it points), a
     -wal of another database beside it (NotAStore, `foreign_journal`) and a database of another program's
     (NotAStore, with its tables)."""
     if (orphaned := orphaned_journal(path)) is not None:
         raise StoreError(orphaned)
+    if os.path.islink(path) and not os.path.exists(path):  # SQLite would make a new, empty store at its target
+        raise StoreError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist (a disk not "
+                         "mounted?): nothing was opened or created. Make its target reachable, or point the setting "
+                         "at the store's file")
     if not immutable and (foreign := foreign_journal(path)) is not None:
         raise NotAStore(foreign, path)
     module, vectors_available = sqlite_module()

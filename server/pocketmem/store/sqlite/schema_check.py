@@ -124,6 +124,18 @@ async def differences(db: aiosqlite.Connection, upto: str | None = None) -> list
     return out
 
 
+async def foreign_triggers(db: aiosqlite.Connection) -> list[str]:
+    """Triggers the migrations do not make (another program's, or a person's): each runs inside pocketmem's writes
+    to its table, and one that fails (`select raise(abort, …)`) fails every one of them. Named, never dropped."""
+    wanted = await reference()
+    return [
+        f"trigger {o.name} on {o.table} is not one pocketmem makes: it runs inside every save to {o.table}, and "
+        f"if it fails, so does the save. Unless it was made on purpose, remove it (sqlite3 memory.db "
+        f"'drop trigger \"{o.name}\"'); nothing else is damaged"
+        for o in (await _objects(db)).values() if o.type == "trigger" and o.name not in wanted
+    ]
+
+
 async def derived_differences(db: aiosqlite.Connection) -> list[Difference]:
     """What can be rebuilt from the memories alone: derived tables, and the indexes and triggers of tables that
     are there (those of a missing table that holds data of its own wait for `doctor --repair`, which recreates

@@ -282,10 +282,10 @@ class SQLiteStore(Store):
         self._schema_version = list(await conn.execute_fetchall("pragma schema_version"))[0][0]
 
     async def schema_problems(self) -> list[str]:
-        """What the file lacks of the schema the migrations define (schema_check.py), one line each."""
+        """What the file lacks of the migrations' schema, and triggers they do not make (schema_check.py)."""
         conn = self._require(self._writer)
         async with self._write_lock:
-            return [d.line() for d in await schema_check.differences(conn)]
+            return [d.line() for d in await schema_check.differences(conn)] + await schema_check.foreign_triggers(conn)
 
     async def repair_schema(self) -> list[str]:
         conn = self._require(self._writer)
@@ -528,8 +528,8 @@ class SQLiteStore(Store):
         return problem
 
     async def write_problems(self, wait: float) -> list[str]:
-        """What keeps this process from saving (access.py): a path to make writable, or the write lock held by
-        another process for over `wait` seconds. Changes nothing."""
+        """What keeps this process from saving (access.py): a path to make writable, or the write lock (pocketmem's
+        turn on memory.db.lock, or SQLite's) held by another process for over `wait` seconds. Changes nothing."""
         self._require(self._writer)
         if self.path == ":memory:":
             return []
@@ -537,7 +537,11 @@ class SQLiteStore(Store):
             return problems
         if self._copy is not None or self._immutable:
             return [f"the memory store at {self.path} is read-only: nothing can be saved until its folder is writable"]
-        why = await anyio.to_thread.run_sync(access.write_lock_problem, self.path, wait)
+        try:  # pocketmem's writers take turns on memory.db.lock before SQLite's own lock: both are looked at
+            async with FileLock(f"{self.path}.lock", wait, "database is busy").hold():
+                why = await anyio.to_thread.run_sync(access.write_lock_problem, self.path, wait)
+        except StoreError as exc:
+            why = str(exc)
         if why is None:
             return []
         if _is_locked(Exception(why)):
