@@ -149,9 +149,10 @@ def test_unknown_variable_is_a_warning_naming_the_closest_setting(tmp_path):
 
 
 def test_doctor_on_a_fresh_install_has_no_false_alarm(tmp_path):
-    out = run(tmp_path / "fresh", "doctor")  # no store yet: said so, and none made (a diagnostic creates nothing)
+    out = run(tmp_path / "fresh", "doctor")  # no store yet: said so, no alarm, none made (a diagnostic creates nothing)
     report = json.loads(out.stdout)
-    assert out.returncode == 1 and report["problems"][0].startswith(f"no store at {tmp_path / 'fresh' / 'memory.db'}")
+    assert out.returncode == 0 and report["ok"] and report["problems"] == [], report
+    assert report["note"].startswith(f"no store at {tmp_path / 'fresh' / 'memory.db'}")
     assert not (tmp_path / "fresh").exists()
     ok(run(tmp_path / "fresh", "add", "用户住在杭州"))
     out = run(tmp_path / "fresh", "doctor")

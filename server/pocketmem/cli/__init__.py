@@ -107,9 +107,10 @@ async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from pocketmem.app import PocketMem, dumps, make_store
     from pocketmem.service.upkeep.doctor import LOCK_WAIT, missing_store, opening_problems
 
-    if problems := missing_store(settings):
-        print(dumps({"database": settings.database_label, "ok": False, "problems": problems}))
-        return 1
+    problems, note = missing_store(settings)
+    if problems or note:
+        print(dumps({"database": settings.database_label, "ok": not problems, "problems": problems, "note": note}))
+        return 1 if problems else 0
     # Every wait for another process's lock bounded by LOCK_WAIT, the opening's included.
     app = PocketMem(settings, store=make_store(settings, wait=LOCK_WAIT))
     try:

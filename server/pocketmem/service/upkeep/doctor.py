@@ -75,18 +75,19 @@ LOCK_WAIT = 3.0
 REPAIR_BLOCKED = "nothing was repaired: `pocketmem doctor --repair` needs to save to the store; fix the above first"
 
 
-def missing_store(settings: Settings) -> list[str]:
-    """The doctor's report when there is no SQLite store to look at (a mistyped POCKETMEM_HOME, a store not made
-    yet): a diagnostic creates nothing, so it is not opened. Empty when there is something to open, or a folder on the
+def missing_store(settings: Settings) -> tuple[list[str], str | None]:
+    """The doctor's report when there is no SQLite store to look at, as (problems, note): a journal left without its
+    store is a problem; no store at all (a fresh install, or a mistyped POCKETMEM_HOME) is a note, not an alarm. A
+    diagnostic creates nothing, so neither is opened. Both empty when there is something to open, or a folder on the
     way cannot be made (the opening says why, creating nothing)."""
     path = settings.db_path
     if settings.database_url is not None or not access.absent(path):
-        return []
+        return [], None
     if (orphaned := orphaned_journal(str(path))) is not None:
-        return [orphaned]
+        return [orphaned], None
     chosen = settings.db_setting() or "POCKETMEM_HOME"
-    return [f"no store at {path}: nothing was created. If the store is elsewhere, set {chosen} to where it is; a new "
-            "store is made by the first `pocketmem add` or start of `pocketmem serve`"]
+    return [], (f"no store at {path}: nothing was created. If the store is elsewhere, set {chosen} to where it is; "
+                "a new store is made by the first `pocketmem add` or start of `pocketmem serve`")
 
 
 def opening_problems(settings: Settings, exc: BaseException) -> list[str]:
