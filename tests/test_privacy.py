@@ -273,6 +273,8 @@ NOT_SECRETS = [
     "app 的 git remote 是 https://zhangsan_2019_work@bitbucket.org/team/app.git",
     "Our repo is cloned from https://contoso2024engineering@dev.azure.com/contoso2024engineering/app/_git/app",
     "我的密码是三个一样的字母加两位数字，别的不记得了",
+    "这本书的 ISBN 978 7 111 21382 6，图书馆能借到",
+    "ISBN: 9787111213826",
     "SharedAccessKeyName=RootManageSharedAccessKey",
     "the account key is in the vault",
     "AccessKey rotation every 90 days",

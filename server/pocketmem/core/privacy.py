@@ -25,7 +25,7 @@ A small set of patterns, each tuned to fire on the secret itself rather than on 
                  `curl -u user:<password>`, `docker login -p <password>`, `redis-cli -a <password>`,
                  PGPASSWORD=..., MYSQL_PWD=..., *_PASSWORD=...; `Authorization: Basic <base64>`
     private_key  PEM private key blocks (-----BEGIN ... PRIVATE KEY-----)
-    card_number  13-19 digits (spaces, dashes or middle dots allowed) that pass the Luhn check
+    card_number  13-19 digits (spaces, dashes or middle dots allowed) that pass the Luhn check, not an ISBN
     security_code a card's CVV / CVC / CVV2, 安全码, 卡背后三位: 3 or 4 digits after the name
     id_number    Chinese resident ID numbers (18 characters, valid checksum and birth date; whole or in groups of
                  6, 8 and 4 or of 6, 4, 4 and 4); US SSNs (123-45-6789)
@@ -275,6 +275,8 @@ _LOGIN_PAIR = (
 )
 # A run of digits is not a number on its own when it is part of a decimal (0.0857810984489368 is a fraction).
 _CARD = rf"(?<![\dA-Za-z.])(?:\d{_DIGIT_SEP}?){{12,18}}\d(?![\dA-Za-z]|\.\d)"
+# A book's number, not a card's: `ISBN 978 7 111 21382 6` may pass the Luhn check
+_ISBN_BEFORE = re.compile(r"(?i)\bISBN(?:-1[03])?\s*[:：]?\s*$")
 # written whole or in groups of 6, 8 and 4 (110105 19491231 002X) or of 6, 4, 4 and 4 (330106 1995 0612 1231)
 _CN_ID = (
     rf"(?<![\dA-Za-z.])\d{{6}}{_DIGIT_SEP}?\d{{4}}{_DIGIT_SEP}?\d{{4}}{_DIGIT_SEP}?\d{{3}}[\dXx]"
@@ -460,7 +462,8 @@ def _find(text: str) -> list[Finding]:
             add("id_number", m.start(), m.end())
     for m in compiled.card.finditer(text):
         digits = re.sub(_DIGIT_SEP, "", m.group())
-        if 13 <= len(digits) <= 19 and luhn_ok(digits):
+        book = _ISBN_BEFORE.search(text, max(0, m.start() - 12), m.start())
+        if 13 <= len(digits) <= 19 and luhn_ok(digits) and book is None:
             add("card_number", m.start(), m.end())
     for m in compiled.ssn.finditer(text):
         add("id_number", m.start(), m.end())
