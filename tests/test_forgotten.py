@@ -88,7 +88,9 @@ async def test_an_explicit_add_stores_it_and_says_the_user_forgot_it(mcp, clock)
     result = await call(client, "add_memory", content=PHONE, category="person")
 
     assert result["status"] == "stored" and result["memory_id"] != forgotten_id
-    assert f"the user asked to forget this on 2026-11-26 (memory {forgotten_id}" in result["message"]
+    # said to whoever reads it, the model or the person at the CLI: no tool name, no "the user" to ask
+    assert f"forgotten at the user's request on 2026-11-26 (memory {forgotten_id}" in result["message"]
+    assert "forget the new one too" in result["message"] and "forget_memory" not in result["message"]
     assert PHONE in await active(client)
 
 
@@ -146,7 +148,7 @@ async def test_a_forgotten_fact_stays_forgotten_after_the_purge(mcp, app, settin
     assert f"asked to forget this on 2026-11-26 (memory {forgotten_id}, no longer in the trash" in item["message"]
     assert PHONE not in await active(client)
     added = await call(client, "add_memory", content=PHONE, category="person")
-    assert added["status"] == "stored" and f"the user asked to forget this on 2026-11-26 (memory {forgotten_id}" in (
+    assert added["status"] == "stored" and f"forgotten at the user's request on 2026-11-26 (memory {forgotten_id}" in (
         added["message"]
     )
 

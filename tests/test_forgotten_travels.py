@@ -56,7 +56,7 @@ async def test_sync_carries_the_forget_to_a_new_device(tmp_path, library_url, ma
     async with device(make_settings, tmp_path, "c", library_url, clock) as c:
         await synced(c)
         note = await added_again(c)
-    assert f"the user asked to forget this on 2026-11-26 (memory {memory_id}, no longer in the trash" in note
+    assert f"forgotten at the user's request on 2026-11-26 (memory {memory_id}, no longer in the trash" in note
 
 
 @pytest.mark.backends

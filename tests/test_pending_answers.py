@@ -206,6 +206,11 @@ async def test_a_pending_item_is_listed_as_said_when_the_caller_dated_it(app: Po
     assert shown == {dated["pending_id"]: said, undated["pending_id"]: proposed}
     listing = await call(client, "list_memories", {"status": "pending"})
     assert {i["pending_id"]: i["created_at"] for i in listing["items"]} == shown
+    # newest first by the date shown, not by when each was proposed
+    later = await call(client, "add_memory", {"content": "用户上周三去了一趟苏州", "category": "event",
+                                              "confidence": 0.7, "created_at": "2026-11-25T09:00"})
+    listing = await call(client, "list_memories", {"status": "pending"})
+    assert [i["pending_id"] for i in listing["items"]] == [p["pending_id"] for p in (undated, later, dated)]
     async with make_browser(app) as page:
         html = (await page.get("/ui/pending")).text
     row = html[html.index(f'data-id="{dated["pending_id"]}"'):]

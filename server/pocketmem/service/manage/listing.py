@@ -76,11 +76,15 @@ async def list_pending(
     _, every = await reader.list_pending(user_id, OPEN_PENDING, limit=1, offset=0)
     pending, _ = await reader.list_pending(user_id, OPEN_PENDING, limit=max(every, 1), offset=0)
     needle = text.casefold() if text else None
-    in_range = [
-        view for view in map(PendingView.of, pending)
-        if (since is None or view.created_at >= since) and (until is None or view.created_at < until)
-        and (needle is None or needle in view.content.casefold())
-    ]
+    in_range = sorted(  # newest first by when it was said, the date the list shows (a memory's order)
+        (
+            view for view in map(PendingView.of, pending)
+            if (since is None or view.created_at >= since) and (until is None or view.created_at < until)
+            and (needle is None or needle in view.content.casefold())
+        ),
+        key=lambda view: view.created_at,
+        reverse=True,
+    )
     counts: dict[str, int] = {}
     for view in in_range:
         if view.category is not None:  # a proposed profile change is no memory of a category

@@ -304,8 +304,8 @@ class Writing:
         if forgot is None:
             return ""
         return (
-            f" Note: the user asked to forget this on {self._day(forgot.deleted_at)} ({_which(forgot)}); check "
-            "with the user that they want it remembered again, and forget_memory this one if not."
+            f" Note: this was forgotten at the user's request on {self._day(forgot.deleted_at)} ({_which(forgot)}); "
+            "if it should stay forgotten, forget the new one too."
         )
 
     def _day(self, when: datetime | None) -> str:
