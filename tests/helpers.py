@@ -182,3 +182,27 @@ async def a_store(settings: Settings, facts: tuple[str, ...] = STORE_FACTS) -> N
     async with PocketMem(settings, clock=FixedClock(START)) as app:
         for fact in facts:
             await app.writing.add("global", AddRequest(content=fact))
+
+
+def as_an_older_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This release's code writing a store whose schema is older (MIGRATIONS cut short), as the release of that
+    time wrote it: no per-user term counts, and tombstones without the forgotten content's hash."""
+    from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_params
+    from pocketmem.store.sqlite.tx import SQLiteTx
+
+    old_columns = TOMBSTONE_COLUMNS.removesuffix(", content_hash")
+
+    async def no_term_counts(*_args: object) -> None:
+        return None
+
+    async def no_hashes(*_args: object) -> list:
+        return []
+
+    async def old_tombstone(self: SQLiteTx, tombstone) -> None:
+        params = tombstone_params(tombstone, self.dialect)[:-1]
+        values = self.dialect.placeholders(len(params))
+        await self.execute(f"insert into memory_tombstones ({old_columns}) values ({values})", params)
+
+    monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
+    monkeypatch.setattr(SQLiteTx, "tombstones_by_content", no_hashes)
+    monkeypatch.setattr(SQLiteTx, "insert_tombstone", old_tombstone)

@@ -13,6 +13,8 @@ from pocketmem.service.recall.retrieval import RecallRequest
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.sqlite import migrations as sqlite_migrations
 
+from .helpers import as_an_older_release
+
 pytestmark = pytest.mark.anyio
 USER = "global"
 
@@ -20,12 +22,7 @@ USER = "global"
 async def test_an_m001_store_upgrades_with_its_rows(tmp_path, clock, monkeypatch, make_settings):
     settings = make_settings(tmp_path)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:1])
-    from pocketmem.store.sqlite.tx import SQLiteTx
-
-    async def no_term_counts(*_args: object) -> None:  # the m001 code kept no per-user term counts
-        return None
-
-    monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
+    as_an_older_release(monkeypatch)
     async with PocketMem(settings, clock=clock) as old:
         kept = (await old.writing.add(USER, AddRequest(content="用户不喜欢香菜", keywords=["香菜"]))).memory_id
         chore = (await old.writing.add(USER, AddRequest(content="周五交报告", category=Category.todo,

@@ -41,7 +41,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
             tg.start_soon(store.open)
     try:
         health = await stores[0].health()
-        assert health["schema"] == "pg009_short_lived_not_core" and health["schema_current"]
+        assert health["schema"] == "pg010_forgotten_hash" and health["schema_current"]
         async with stores[1].read() as r:
             assert await postgres_migrations.applied(r.connection) == [
                 "pg001_initial",
@@ -53,6 +53,7 @@ async def test_migrations_are_recorded_and_run_once(settings, clock):
                 "pg007_schema_gaps",
                 "pg008_chain_events",
                 "pg009_short_lived_not_core",
+                "pg010_forgotten_hash",
             ]
     finally:
         for store in stores:

@@ -22,7 +22,7 @@ from pocketmem.service.transfer.sync import backoff
 from pocketmem.service.writing.add_request import AddRequest
 from pocketmem.store.postgres.store import PostgresStore
 
-from .helpers import START, USER, add, device, error, rows, synced
+from .helpers import START, USER, add, as_an_older_release, device, error, rows, synced
 from .pg import Proxy
 from .servers import cli
 
@@ -399,12 +399,7 @@ async def test_a_notebook_from_before_sync_upgrades_and_uploads_everything_once(
 
     clock = FixedClock(START)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:3])
-    from pocketmem.store.sqlite.tx import SQLiteTx
-
-    async def no_term_counts(*_args: object) -> None:  # the code of that time kept no per-user term counts
-        return None
-
-    monkeypatch.setattr(SQLiteTx, "_count_terms", no_term_counts)
+    as_an_older_release(monkeypatch)
     async with device(make_settings, tmp_path, "a", library_url, clock) as old:
         kept = await add(old, "用户不喜欢香菜")
         gone = await add(old, "用户在学吉他")

@@ -214,6 +214,9 @@ class Tombstone(BaseModel):
     payload_hash: str | None = None
     restored_at: datetime | None = None
     purged_at: datetime | None = None  # the memory row is gone for good; the tombstone stays
+    # A person's forget (user_delete): the forgotten memory's content hash, never its text, so that what the user
+    # forgot stays forgotten after the purge (Duplicates.forgotten). None for other reasons, and where unknown.
+    content_hash: str | None = None
 
 
 class Usage(BaseModel):

@@ -278,6 +278,10 @@ class TrashReads(Protocol):
     async def tombstones_for(self, user_id: str, memory_ids: Sequence[str]) -> list[Tombstone]:
         """Every tombstone of the given memories."""
 
+    @abstractmethod
+    async def tombstones_by_content(self, user_id: str, content_hash: str) -> list[Tombstone]:
+        """Every tombstone that keeps this content hash (a person's forget), oldest first."""
+
 
 class UpkeepReads(Protocol):
     """What maintenance and the embed queue scan for."""
@@ -561,11 +565,15 @@ class SearchTx(MemoryReads, SearchReads, Protocol):
     """Finding memories by words or vectors, then reading them (the duplicate check, recall's fallbacks)."""
 
 
+class ForgottenTx(SearchTx, TrashReads, Protocol):
+    """Whether new content is what the user forgot: memories in the trash and the tombstones of purged ones."""
+
+
 class TrashTx(MemoryTx, TrashWrites, Protocol):
     """Moving memories to the trash with their tombstones (forget, eviction over the cap)."""
 
 
-class WriteTx(TrashTx, SearchReads, PendingReads, PendingWrites, EventReads, Protocol):
+class WriteTx(TrashTx, SearchReads, TrashReads, PendingReads, PendingWrites, EventReads, Protocol):
     """The write path: routing an add, duplicates, superseding, pending, the cap, operation answers."""
 
 

@@ -13,8 +13,10 @@ File format (one JSON object per line, each with a `type`):
     {"type": "profile_revision", ...}
 
 Memories of every status are exported (active, superseded, trashed); purged ones are gone and only
-their tombstones remain. Vectors are not exported: each imported memory is embedded again with the configured
-embedder, so a file moves between embedders. Idempotency records of add_memory (operation_id) are
+their tombstones remain (a forget's keeps the memory's content hash, never its text, so what the user forgot
+stays forgotten where the file is imported; a file written before the hash has none, and imports as before).
+Vectors are not exported: each imported memory is embedded again with the configured embedder, so a file moves
+between embedders. Idempotency records of add_memory (operation_id) are
 not exported.
 
 Import is idempotent by ids: a row whose id is already in the store is skipped, so importing the same

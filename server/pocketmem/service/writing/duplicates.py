@@ -17,8 +17,11 @@ current. Otherwise it is the same as an active one when
 Anything else is stored. Merging more eagerly loses facts (two talks at two events are two memories);
 recall's shadowing already orders same-topic pairs, the newer first.
 
-Forgotten: the same rules, run against the memories the user asked to forget (in the trash, reason
-user_delete), tell whether new content is one of them (`forgotten`); writing.py decides what follows.
+Forgotten: whether new content is what the user asked to forget (`forgotten`; writing.py decides what follows):
+the same content as a forget's tombstone keeps (its content hash: the forget outlives the purge, and the trash
+handed to the cloud library; a restore ends it), or, while the memory is still in the trash (reason user_delete),
+the same fact by the rules above. After the purge only the hash is left, not the text: a rewording of a purged
+memory is no longer recognised.
 
 Reinforcing keeps what the duplicate adds: its keywords join the memory's, and a duplicate that holds every content
 word of the memory and more (I work as a nurse at night / I work as a nurse) gives the memory its wording, the
@@ -30,6 +33,7 @@ alone), and a duplicate agrees on every one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from pocketmem.base.errors import StoreError
@@ -40,10 +44,20 @@ from pocketmem.core.text import content_hash, guess_language, normalise, signatu
 from pocketmem.service.shared.rows import embedding_text, indexed_text, new_id
 from pocketmem.service.writing.add_request import MAX_KEYWORDS, AddRequest
 from pocketmem.service.writing.vectors import Vectors
-from pocketmem.store.roles import SearchTx, WriteTx
+from pocketmem.store.roles import ForgottenTx, SearchTx, WriteTx
 
 NEAR_DUPLICATE_MIN_CHARS = 4
 NEAR_DUPLICATE_CANDIDATES = 10
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What the user asked to forget that new content says again: the memory, when, and whether its row is still
+    in this store's trash (else only its tombstone is left: purged, or handed to the cloud library)."""
+
+    memory_id: str
+    deleted_at: datetime | None
+    in_trash: bool
 
 
 class Duplicates:
@@ -53,19 +67,28 @@ class Duplicates:
         self.sameness = vectors.sameness
 
     async def forgotten(
-        self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None
-    ) -> Memory | None:
-        """Inside a transaction: a memory in the trash that the user asked to forget (forget_memory, or an
-        extraction's FORGET) and that says what `content` says: the same content, or the same fact by the rules
-        above. Purged memories are gone, and with them what they said."""
+        self, tx: ForgottenTx, user_id: str, content: str, vector: Sequence[float] | None
+    ) -> Forgotten | None:
+        """Inside a transaction: what the user asked to forget (forget_memory, or an extraction's FORGET) that says
+        what `content` says, by the rules above; the latest such forget."""
+        marks = [
+            t for t in await tx.tombstones_by_content(user_id, content_hash(content))
+            if t.reason == DeleteReason.user_delete and t.restored_at is None
+        ]
+        if marks:
+            latest = marks[-1]
+            memory = await tx.get_memory(user_id, latest.memory_id)
+            if memory is None or memory.status == Status.trashed:
+                return Forgotten(latest.memory_id, latest.deleted_at, in_trash=memory is not None)
 
         def forgot(memory: Memory) -> bool:
             return memory.delete_reason == DeleteReason.user_delete
 
+        # A tombstone without the hash (written elsewhere by a release before it): the memory in the trash says it.
         same = await tx.find_by_hash(user_id, content_hash(content), (Status.trashed,))
-        if same is not None and forgot(same):
-            return same
-        return await self.near_duplicate(tx, user_id, content, vector, statuses=(Status.trashed,), only=forgot)
+        if same is None or not forgot(same):
+            same = await self.near_duplicate(tx, user_id, content, vector, statuses=(Status.trashed,), only=forgot)
+        return Forgotten(same.id, same.deleted_at, in_trash=True) if same is not None else None
 
     async def near_duplicate(
         self, tx: SearchTx, user_id: str, content: str, vector: Sequence[float] | None, *, skip: str | None = None,

@@ -1,7 +1,8 @@
 """The trash: forgetting on the user's behalf, eviction over the cap, restoring, listing.
 
 A memory in the trash keeps its row and gains a tombstone; it is purged `trash_days` later
-(maintenance.py) and can be restored until then.
+(maintenance.py) and can be restored until then. The tombstone of a person's forget keeps the memory's content
+hash (never its text), so what the user forgot stays forgotten after the purge.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Trash:
                 purge_at=purge_at,
                 reason=reason,
                 payload_hash=payload_hash(memory),
+                # A person's forget outlives the purge (duplicates.Duplicates.forgotten): its content hash, no text.
+                content_hash=memory.content_hash if reason == DeleteReason.user_delete else None,
             )
         )
         payload: dict[str, Any] = {"reason": reason.value, "purge_at": purge_at.isoformat()}

@@ -41,7 +41,7 @@ from pocketmem.service.writing.add_request import (
     request_hash,
     screen_secrets,
 )
-from pocketmem.service.writing.duplicates import Duplicates
+from pocketmem.service.writing.duplicates import Duplicates, Forgotten
 from pocketmem.service.writing.trash import Trash
 from pocketmem.service.writing.vectors import Vectors
 from pocketmem.store.base import Transactions
@@ -282,30 +282,30 @@ class Writing:
         )
 
     async def _forgotten_in(
-        self, tx: EventWrites, user_id: str, req: AddRequest, forgot: Memory, now: datetime
+        self, tx: EventWrites, user_id: str, req: AddRequest, forgot: Forgotten, now: datetime
     ) -> AddResult:
         """Inside a transaction: log an extraction's candidate the user asked to forget; it is not brought back."""
         await tx.add_event(
             user_id, EventKind.discarded, now, operation_id=req.operation_id,
-            payload={"content": req.content, "confidence": req.confidence, "forgotten": forgot.id},
+            payload={"content": req.content, "confidence": req.confidence, "forgotten": forgot.memory_id},
         )
         return AddResult(
             status="discarded",
             reason="forgotten",
             message=(
-                f"Not stored: the user asked to forget this on {self._day(forgot.deleted_at)} (memory {forgot.id}, "
-                "in the trash), so it is not brought back from a conversation. Save it only if the user now asks "
-                "you to remember it (add_memory)."
+                f"Not stored: the user asked to forget this on {self._day(forgot.deleted_at)} ({_which(forgot)}), "
+                "so it is not brought back from a conversation. Save it only if the user now asks you to remember "
+                "it (add_memory)."
             ),
         )
 
-    def _forgotten_note(self, forgot: Memory | None) -> str:
+    def _forgotten_note(self, forgot: Forgotten | None) -> str:
         """For an explicit add of what the user forgot: the sentence that says so, or ""."""
         if forgot is None:
             return ""
         return (
-            f" Note: this was forgotten at the user's request on {self._day(forgot.deleted_at)} (memory {forgot.id}, "
-            "in the trash); if it should stay forgotten, forget the new one too."
+            f" Note: this was forgotten at the user's request on {self._day(forgot.deleted_at)} ({_which(forgot)}); "
+            "if it should stay forgotten, forget the new one too."
         )
 
     def _day(self, when: datetime | None) -> str:
@@ -460,3 +460,9 @@ def _valid_from(req: AddRequest, now: datetime) -> datetime:
 
 def _replaces(old_id: str) -> str:
     return f" It replaces {old_id}, kept as history (include_history)."
+
+
+def _which(forgot: Forgotten) -> str:
+    """Where the forgotten memory is: in the trash, or gone with only its tombstone left."""
+    where = "in the trash" if forgot.in_trash else "no longer in the trash: only its tombstone is kept"
+    return f"memory {forgot.memory_id}, {where}"

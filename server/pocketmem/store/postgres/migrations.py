@@ -405,6 +405,19 @@ async def pg009_short_lived_not_core(conn: Any) -> None:
     await core_rule.demote(conn, POSTGRES, datetime.now(UTC), by="migration pg009_short_lived_not_core")
 
 
+async def pg010_forgotten_hash(conn: Any) -> None:
+    """As the SQLite m015_forgotten_hash: a person's forget keeps the forgotten content's hash in its tombstone,
+    taken from the memory's row for the tombstones written before, where the row is still there."""
+    from pocketmem.store.sql.trash import FILL_FORGOTTEN_HASH
+
+    await conn.execute("alter table memory_tombstones add column if not exists content_hash text")
+    await conn.execute(FILL_FORGOTTEN_HASH)
+    await conn.execute(
+        "create index if not exists tombstones_by_content on memory_tombstones (user_id, content_hash) "
+        "where content_hash is not null"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg001_initial", pg001_initial),
     ("pg002_user_scan", pg002_user_scan),
@@ -415,6 +428,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("pg007_schema_gaps", pg007_schema_gaps),
     ("pg008_chain_events", pg008_chain_events),
     ("pg009_short_lived_not_core", pg009_short_lived_not_core),
+    ("pg010_forgotten_hash", pg010_forgotten_hash),
 ]
 
 

@@ -59,6 +59,7 @@ class SyncQueries(SharedSyncQueries):
         )
 
     async def remove_memory(self, user_id: str, memory_id: str) -> bool:
+        await self.keep_forgotten_hash(user_id, memory_id)
         count = await self._exec("delete from memories where id = %s and user_id = %s", (memory_id, user_id))
         if not count:
             return False

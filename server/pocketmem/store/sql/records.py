@@ -46,7 +46,7 @@ MEMORY_COLUMNS = (
 PENDING_COLUMNS = "id, user_id, candidate, confidence, status, cooldown_until, memory_id, created_at, updated_at"
 TOMBSTONE_COLUMNS = (
     "tombstone_id, memory_id, user_id, deleted_at, purge_at, reason, cloud_synced_at, payload_hash, restored_at, "
-    "purged_at"
+    "purged_at, content_hash"
 )
 REVISION_COLUMNS = "id, memory_id, user_id, previous_content, new_content, mode, reason, created_at"
 EVENT_COLUMNS = "id, user_id, kind, memory_id, operation_id, payload, created_at"
@@ -62,6 +62,7 @@ def column_names(columns: str) -> tuple[str, ...]:
 
 
 MEMORY_COLUMN_LIST = list(column_names(MEMORY_COLUMNS))
+TOMBSTONE_WIDTH = len(column_names(TOMBSTONE_COLUMNS))
 _NAMES = {columns: column_names(columns) for columns in (
     MEMORY_COLUMNS, PENDING_COLUMNS, TOMBSTONE_COLUMNS, REVISION_COLUMNS, EVENT_COLUMNS, USAGE_COLUMNS,
     PROFILE_REVISION_COLUMNS, USER_COLUMNS, PROFILE_COLUMNS, PROFILE_FILE_COLUMNS,
@@ -420,6 +421,7 @@ def tombstone_from_row(r: Sequence[Any], d: Dialect) -> Tombstone:
             payload_hash=r[7],
             restored_at=d.dt(r[8]),
             purged_at=d.dt(r[9]),
+            content_hash=r[10],
         )
     except ValueError as exc:
         raise unreadable("memory_tombstones", r[2], r[0], exc) from None
@@ -447,6 +449,7 @@ def tombstone_params(t: Tombstone, d: Dialect) -> tuple[Any, ...]:
         t.payload_hash,
         d.ts(t.restored_at),
         d.ts(t.purged_at),
+        t.content_hash,
     )
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from pocketmem.base.errors import Conflict, ConflictReason, StoreError, UnreadableRow
 from pocketmem.base.models import Memory, Tombstone
 from pocketmem.store.sql.queries import Queries
-from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
+from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, TOMBSTONE_WIDTH, tombstone_from_row, tombstone_params
 from pocketmem.store.types import IndexedText
 
 KEY_WIDTH = 20
@@ -54,6 +54,7 @@ class SyncQueries(Queries):
             self, key: Any, memory: Memory, vector: Sequence[float] | None, text: IndexedText
         ) -> None: ...
         async def insert_memory(self, memory: Memory, vector: Sequence[float] | None, text: IndexedText) -> None: ...
+        async def keep_forgotten_hash(self, user_id: str, memory_id: str) -> None: ...
 
     def _page(self, id_column: str, since: str | None, after: str | None) -> tuple[str, list[Any]]:
         """The where clause of a page of changes at or after `since`, past the key `after`."""
@@ -123,16 +124,17 @@ class SyncQueries(Queries):
                 await self._quiet(False)
 
     async def upsert_tombstone(self, tombstone: Tombstone, *, record_change: bool = True) -> bool:
-        """Insert a tombstone, or fill in the restore, purge and sync times it gained elsewhere."""
+        """Insert a tombstone, or fill in the restore, purge and sync times it gained elsewhere, and the forgotten
+        content's hash (one a release before the column wrote has none)."""
         d = self.dialect
         if not record_change:
             await self._quiet(True)
         try:
-            gained = ("restored_at", "purged_at", "cloud_synced_at")
+            gained = ("restored_at", "purged_at", "cloud_synced_at", "content_hash")
             fill = ", ".join(f"{c} = coalesce(memory_tombstones.{c}, excluded.{c})" for c in gained)
             news = " or ".join(f"(memory_tombstones.{c} is null and excluded.{c} is not null)" for c in gained)
             count = await self._exec(
-                f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(10)}) "
+                f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(TOMBSTONE_WIDTH)}) "
                 f"on conflict (tombstone_id) do update set {fill} where {news}",
                 tombstone_params(tombstone, d),
             )

@@ -6,9 +6,19 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pocketmem.base.models import Tombstone
+from pocketmem.base.models import DeleteReason, Tombstone
 from pocketmem.store.sql.queries import Queries
-from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, tombstone_from_row, tombstone_params
+from pocketmem.store.sql.records import TOMBSTONE_COLUMNS, TOMBSTONE_WIDTH, tombstone_from_row, tombstone_params
+
+# A person's forget keeps the forgotten content's hash (never its text) in its tombstone, so that it outlives the
+# memory row (service/writing/duplicates.py, `forgotten`). Written with the tombstone; filled from the row for a
+# tombstone without it (one written before the column, or by an older release elsewhere) by the migrations and
+# before the row is removed (purge, or the trash handed to the cloud library).
+FILL_FORGOTTEN_HASH = (
+    "update memory_tombstones set content_hash = (select m.content_hash from memories m "
+    "where m.user_id = memory_tombstones.user_id and m.id = memory_tombstones.memory_id) "
+    f"where reason = '{DeleteReason.user_delete.value}' and content_hash is null"
+)
 
 
 class TrashQueries(Queries):
@@ -19,14 +29,14 @@ class TrashQueries(Queries):
     async def insert_tombstone(self, tombstone: Tombstone) -> None:
         d = self.dialect
         await self._exec(
-            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(10)})",
+            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(TOMBSTONE_WIDTH)})",
             tombstone_params(tombstone, d),
         )
 
     async def import_tombstone(self, tombstone: Tombstone) -> bool:
         d = self.dialect
         count = await self._exec(
-            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(10)}) "
+            f"insert into memory_tombstones ({TOMBSTONE_COLUMNS}) values ({d.placeholders(TOMBSTONE_WIDTH)}) "
             "on conflict (tombstone_id) do nothing",
             tombstone_params(tombstone, d),
         )
@@ -48,6 +58,19 @@ class TrashQueries(Queries):
 
     async def _mark_purged(self, user_id: str, memory_id: str, when: datetime) -> None:
         await self._stamp_once("purged_at", user_id, memory_id, when)
+
+    async def keep_forgotten_hash(self, user_id: str, memory_id: str) -> None:
+        """Before the memory's row is removed: its forget's tombstones take its content hash if they lack it."""
+        await self._exec(
+            self.dialect.sql(f"{FILL_FORGOTTEN_HASH} and user_id = {{p}} and memory_id = {{p}}"), (user_id, memory_id)
+        )
+
+    async def tombstones_by_content(self, user_id: str, content_hash: str) -> list[Tombstone]:
+        d = self.dialect
+        return await self._tombstones(
+            d.sql(f"user_id = {{p}} and content_hash = {{p}} order by deleted_at, {d.by_text('tombstone_id')}"),
+            (user_id, content_hash),
+        )
 
     async def list_tombstones(self, user_id: str, limit: int = 100) -> list[Tombstone]:
         return await self._tombstones(

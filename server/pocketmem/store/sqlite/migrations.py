@@ -436,6 +436,20 @@ async def m014_binary_vector_index(db: aiosqlite.Connection) -> None:
     also turns back a float index an older release made after this one."""
 
 
+async def m015_forgotten_hash(db: aiosqlite.Connection) -> None:
+    """A person's forget keeps the forgotten content's hash in its tombstone (`content_hash`, never the text), so it
+    outlives the purge; the tombstones written before take it from their memory's row where it is still there (in
+    the trash). A memory purged before this has nothing left to take it from (store/sql/trash.py)."""
+    from pocketmem.store.sql.trash import FILL_FORGOTTEN_HASH
+
+    await db.execute("alter table memory_tombstones add column content_hash text")
+    await db.execute(FILL_FORGOTTEN_HASH)
+    await db.execute(
+        "create index if not exists tombstones_by_content on memory_tombstones (user_id, content_hash) "
+        "where content_hash is not null"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_maintenance", m002_maintenance),
@@ -450,6 +464,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m012_chain_events", m012_chain_events),
     ("m013_short_lived_not_core", m013_short_lived_not_core),
     ("m014_binary_vector_index", m014_binary_vector_index),
+    ("m015_forgotten_hash", m015_forgotten_hash),
 ]
 
 

@@ -77,6 +77,7 @@ class SyncQueries(SharedSyncQueries):
         rowid = await self._rowid(user_id, memory_id)
         if rowid is None:
             return False
+        await self.keep_forgotten_hash(user_id, memory_id)
         await self._count_terms(user_id, await self._indexed_row(rowid), None)
         await self._exec("delete from memories_fts where rowid = ?", (rowid,))
         if self._vectors:
