@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
+from typing import Literal
 
 from pocketmem.base.clock import Clock
 from pocketmem.base.config import Settings
@@ -267,36 +268,21 @@ class Writing:
         self, tx: EventWrites, user_id: str, req: AddRequest, declined: PendingItem, now: datetime
     ) -> AddResult:
         """Inside a transaction: log a candidate the user already rejected when asked; it is not asked again."""
-        await tx.add_event(
-            user_id, EventKind.discarded, now, operation_id=req.operation_id,
-            payload={"content": req.content, "confidence": req.confidence, "rejected": declined.id},
-        )
-        return AddResult(
-            status="discarded",
-            reason="rejected",
-            message=(
-                f"Not stored: the user rejected this memory when asked (pending {declined.id}), so it is not asked "
-                f"again. Save it only if the user now says it plainly (confidence >= "
-                f"{self.settings.store_threshold:g})."
-            ),
+        return await _discarded(
+            tx, user_id, req, now, "rejected", declined.id,
+            f"Not stored: the user rejected this memory when asked (pending {declined.id}), so it is not asked "
+            f"again. Save it only if the user now says it plainly (confidence >= {self.settings.store_threshold:g}).",
         )
 
     async def _forgotten_in(
         self, tx: EventWrites, user_id: str, req: AddRequest, forgot: Forgotten, now: datetime
     ) -> AddResult:
         """Inside a transaction: log an extraction's candidate the user asked to forget; it is not brought back."""
-        await tx.add_event(
-            user_id, EventKind.discarded, now, operation_id=req.operation_id,
-            payload={"content": req.content, "confidence": req.confidence, "forgotten": forgot.memory_id},
-        )
-        return AddResult(
-            status="discarded",
-            reason="forgotten",
-            message=(
-                f"Not stored: the user asked to forget this on {self._day(forgot.deleted_at)} ({_which(forgot)}), "
-                "so it is not brought back from a conversation. Save it only if the user now asks you to remember "
-                "it (add_memory)."
-            ),
+        return await _discarded(
+            tx, user_id, req, now, "forgotten", forgot.memory_id,
+            f"Not stored: the user asked to forget this on {self._day(forgot.deleted_at)} ({_which(forgot)}), so it "
+            "is not brought back from a conversation. Save it only if the user now asks you to remember it "
+            "(add_memory).",
         )
 
     def _forgotten_note(self, forgot: Forgotten | None) -> str:
@@ -443,6 +429,24 @@ class Writing:
             moved = "1 low-importance memory" if evicted == 1 else f"{evicted} low-importance memories"
             message += f" {moved} moved to the trash (restorable for {self.settings.trash_days} days)."
         return message
+
+
+async def _discarded(
+    tx: EventWrites,
+    user_id: str,
+    req: AddRequest,
+    now: datetime,
+    reason: Literal["rejected", "forgotten"],
+    because: str,
+    message: str,
+) -> AddResult:
+    """Inside a transaction: log a candidate not stored because of what the user said before (`reason`: rejected
+    when asked, or forgotten; `because`: that pending item's or memory's id) and answer `discarded`."""
+    await tx.add_event(
+        user_id, EventKind.discarded, now, operation_id=req.operation_id,
+        payload={"content": req.content, "confidence": req.confidence, reason: because},
+    )
+    return AddResult(status="discarded", reason=reason, message=message)
 
 
 def _said_at(req: AddRequest, now: datetime) -> datetime:
